@@ -1,0 +1,47 @@
+"""Every rule fires where it must and stays quiet where it must not (cases in cases.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.checks.cases import CASES, Case
+from trainproof.checks.registry import ALL_RULES
+from trainproof.judge import judge_against, judge_baseline, judge_run
+from trainproof.report import Subject
+from trainproof.thresholds import DEFAULTS
+
+PARAMS = [pytest.param(rule_id, case, id=f"{rule_id}:{case.name}") for rule_id, cases in CASES.items() for case in cases]
+
+
+def judge(case: Case) -> Subject:
+    thresholds = DEFAULTS.with_overrides(case.overrides) if case.overrides else DEFAULTS
+    built = case.build()
+    if isinstance(built, tuple):
+        run, baseline = built
+        base_subject, base_ctx = judge_baseline(baseline, thresholds)
+        return judge_against(run, base_subject, base_ctx, thresholds)
+    return judge_run(built, thresholds)
+
+
+@pytest.mark.parametrize(("rule_id", "case"), PARAMS)
+def test_rule_case(rule_id: str, case: Case) -> None:
+    subject = judge(case)
+    hits = [f for f in subject.findings if f.rule_id == rule_id]
+    if case.fires:
+        assert hits, f"{rule_id} did not fire; findings: {[f.rule_id for f in subject.findings]}; skipped: {subject.skipped}"
+        assert rule_id in subject.ran
+        if case.level is not None:
+            assert {f.level.label for f in hits} == {case.level}
+        for finding in hits:
+            assert finding.message and finding.evidence
+            assert any(ch.isdigit() for ch in finding.evidence), "evidence must cite numbers"
+    else:
+        assert not hits, f"{rule_id} fired: {hits[0].message}"
+
+
+def test_every_rule_has_cases_both_ways() -> None:
+    for rule in ALL_RULES:
+        cases = CASES.get(rule.id, [])
+        assert any(c.fires for c in cases), f"{rule.id} has no case where it fires"
+        assert any(not c.fires for c in cases), f"{rule.id} has no case where it must not fire"
+    assert set(CASES) <= {r.id for r in ALL_RULES}, "a case names a rule that does not exist"

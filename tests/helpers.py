@@ -1,0 +1,88 @@
+"""Shared builders for tests: synthetic runs and log files with known truths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from trainproof.model import Checkpoint, Run, Series
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def series(values: Sequence[float], steps: Sequence[int] | None = None) -> Series:
+    values = np.asarray(values, dtype=float)
+    if steps is None:
+        steps = np.arange(1, values.size + 1) * 10
+    return Series(np.asarray(steps, dtype=np.int64), values)
+
+
+def make_run(
+    loss: Sequence[float] | None = None,
+    *,
+    steps: Sequence[int] | None = None,
+    lr: Sequence[float] | None = None,
+    grad: Sequence[float] | None = None,
+    evals: dict[str, tuple[Sequence[int], Sequence[float]]] | None = None,
+    wall: Sequence[float] | None = None,
+    step_time: Sequence[float] | None = None,
+    loader_time: Sequence[float] | None = None,
+    runtime_s: float | None = None,
+    checkpoints: Sequence[Checkpoint] = (),
+) -> Run:
+    """A Run from plain lists; every series shares ``steps`` (default 10, 20, ...)."""
+    n = len(loss) if loss is not None else len(lr or grad or [])
+    if steps is None:
+        steps = list(range(10, 10 * n + 1, 10))
+
+    def opt(values: Sequence[float] | None) -> Series | None:
+        return None if values is None else series(values, steps)
+
+    return Run(
+        path="synthetic.json",
+        format="test",
+        loss=opt(loss),
+        eval_losses={name: series(v, s) for name, (s, v) in (evals or {}).items()},
+        learning_rate=opt(lr),
+        grad_norm=opt(grad),
+        wall_time=opt(wall),
+        step_time=opt(step_time),
+        loader_time=opt(loader_time),
+        runtime_s=runtime_s,
+        checkpoints=tuple(checkpoints),
+    )
+
+
+def noisy(curve: Sequence[float] | np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
+    """A curve with Gaussian noise of a given sigma, deterministic by seed."""
+    rng = np.random.default_rng(seed)
+    curve = np.asarray(curve, dtype=float)
+    return curve + rng.normal(0.0, sigma, curve.size)
+
+
+def decaying(n: int = 60, start: float = 2.0, floor: float = 0.5, rate: float = 6.0) -> np.ndarray:
+    """A healthy-looking loss: exponential decay from start to floor."""
+    x = np.linspace(0, 1, n)
+    return floor + (start - floor) * np.exp(-rate * x)
+
+
+def write_hf_state(path: Path, entries: list[dict], **state: object) -> Path:
+    """A trainer_state.json with the given log_history (NaN and Infinity allowed, as the Trainer writes them)."""
+    body = {"global_step": entries[-1]["step"] if entries else 0, "log_history": entries, **state}
+    path.write_text(json.dumps(body, indent=2, allow_nan=True))
+    return path
+
+
+def hf_entries(loss: Sequence[float], *, lr: float | Sequence[float] = 1e-4, grad: Sequence[float] | None = None, every: int = 5) -> list[dict]:
+    entries = []
+    for i, value in enumerate(loss):
+        entry = {"epoch": (i + 1) / len(loss), "loss": value, "step": (i + 1) * every}
+        entry["learning_rate"] = lr if isinstance(lr, (int, float)) else lr[i]
+        if grad is not None:
+            entry["grad_norm"] = grad[i]
+        entries.append(entry)
+    return entries

@@ -1,0 +1,3 @@
+from trainproof.cli import main
+
+raise SystemExit(main())

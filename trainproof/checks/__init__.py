@@ -1,0 +1,1 @@
+"""Rules: the checks that turn a Run into findings, and the engine that runs them."""

@@ -1,0 +1,138 @@
+"""What a rule is, what it returns, and the context it reads."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+
+from trainproof.model import Run, Series
+from trainproof.report import Finding, Level, Number
+from trainproof.stats import Profile, profile
+from trainproof.thresholds import Thresholds
+
+
+class NotApplicable(Exception):
+    """Raised by a rule that cannot judge this input; the message is the reason shown."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A rule's finding before the engine stamps it with the rule's id and level.
+
+    ``level`` is set only by a rule whose findings can be milder than its
+    default (TP-PLATEAU is an INFO note when the plateau was short).
+    """
+
+    message: str
+    evidence: str
+    values: Mapping[str, Number | str] = field(default_factory=dict)
+    steps: tuple[int, ...] = ()
+    level: Level | None = None
+    line: int | None = None
+
+
+class RunContext:
+    """One run and the summaries several rules share, computed once."""
+
+    def __init__(self, run: Run, thresholds: Thresholds) -> None:
+        self.run = run
+        self.t = thresholds
+        self.fired: dict[str, Level] = {}
+
+    @cached_property
+    def loss_profile(self) -> Profile | None:
+        return None if self.run.loss is None else profile(self.run.loss, self.t)
+
+    def curve(self) -> Profile:
+        """The loss profile, or NotApplicable saying why the curve cannot be judged."""
+        loss = self.run.loss
+        if loss is None:
+            raise NotApplicable("the log has no training loss")
+        prof = self.loss_profile
+        if prof is None:
+            finite = int(loss.finite.sum())
+            raise NotApplicable(f"only {finite} finite training-loss point{'s' if finite != 1 else ''} (needs {self.t.MIN_TREND_POINTS})")
+        negative = int((prof.values < 0).sum())
+        if negative:
+            raise NotApplicable(
+                f"the loss is negative at {negative} of {prof.n} points: an objective (RL, contrastive), not a loss that must fall"
+            )
+        return prof
+
+    def series(self, name: str, label: str) -> Series:
+        series = getattr(self.run, name)
+        if series is None or not len(series):
+            raise NotApplicable(f"the log has no {label}")
+        return series
+
+    def unless_fired(self, *rule_ids: str) -> None:
+        for rule_id in rule_ids:
+            if rule_id in self.fired:
+                raise NotApplicable(f"{rule_id} already explains this curve")
+
+
+@dataclass(frozen=True)
+class CompareContext:
+    run: RunContext
+    baseline: RunContext
+    baseline_fails: tuple[Finding, ...]
+
+    @property
+    def t(self) -> Thresholds:
+        return self.run.t
+
+
+CheckFn = Callable[..., Iterable[Hit]]
+_THRESHOLD_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered rule: a stable id, the level of its findings, and its check.
+
+    The check's docstring is the rule's documentation: the first line is its
+    summary, and every threshold it compares against is named in it.
+    """
+
+    id: str
+    level: Level
+    check: CheckFn
+    command: str  # "epoch" or "compare"
+
+    @property
+    def doc(self) -> str:
+        return inspect.cleandoc(self.check.__doc__ or "")
+
+    @property
+    def summary(self) -> str:
+        return self.doc.split("\n", 1)[0]
+
+    @property
+    def thresholds(self) -> tuple[str, ...]:
+        """Threshold names the documentation mentions, in order of first mention."""
+        seen: dict[str, None] = {}
+        for name in _THRESHOLD_NAME.findall(self.doc):
+            seen.setdefault(name, None)
+        return tuple(seen)
+
+    def stamp(self, hit: Hit) -> Finding:
+        return Finding(
+            rule_id=self.id,
+            level=hit.level if hit.level is not None else self.level,
+            message=hit.message,
+            evidence=hit.evidence,
+            values=dict(hit.values),
+            steps=tuple(int(s) for s in hit.steps),
+            line=hit.line,
+        )
+
+
+def zero_tail(values: np.ndarray) -> int:
+    """How many values at the end of the array are exactly zero."""
+    nonzero = np.flatnonzero(values != 0)
+    return int(values.size if nonzero.size == 0 else values.size - 1 - nonzero[-1])

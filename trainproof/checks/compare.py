@@ -1,0 +1,221 @@
+"""Rules that judge a run against a known-good baseline, by ratios of robust levels."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from trainproof import fmt
+from trainproof.checks.base import CompareContext, Hit, NotApplicable
+from trainproof.stats import Profile
+
+
+def _both(ctx: CompareContext) -> tuple[Profile, Profile]:
+    run = ctx.run.curve()
+    try:
+        base = ctx.baseline.curve()
+    except NotApplicable as exc:
+        raise NotApplicable(f"the baseline's curve cannot be judged: {exc}") from None
+    return run, base
+
+
+def improvement(prof: Profile) -> float:
+    """Share of its head level the loss shed by the end."""
+    return (prof.head - prof.end) / prof.head if prof.head > 0 else 0.0
+
+
+def floor(ctx: CompareContext) -> Iterator[Hit]:
+    """The run's best loss level is far above the baseline's best.
+
+    What it detects: the run's best level (lowest segment median) is at least
+    CMP_FLOOR_RATIO times the baseline's best level.
+    Why it matters: a run that cannot get down to where the known-good run
+    got is learning less, whatever its own curve looks like: shuffled or
+    misaligned labels, a broken tokenizer, a wrong loss mask, data that lost
+    its signal. A single-run view cannot see this; only a baseline can.
+    Fires on: a run with shuffled labels whose loss falls 60% on its own but
+    bottoms out 5x above the healthy run's.
+    Does not fire on: a run that reaches the baseline's floor more slowly
+    (see TP-CMP-END and TP-CMP-IMPROVEMENT).
+    Does not mean: the losses are comparable when the runs use different
+    tokenizers or loss definitions; compare like with like.
+    """
+    run, base = _both(ctx)
+    if base.best <= 0:
+        raise NotApplicable("the baseline's best loss level is not positive")
+    ratio = run.best / base.best
+    if ratio < ctx.t.CMP_FLOOR_RATIO:
+        return
+    yield Hit(
+        message=f"The run's loss floor is {fmt.ratio(ratio)} the baseline's: {fmt.num(run.best)} against {fmt.num(base.best)}.",
+        evidence=(
+            f"run best {fmt.num(run.best)} around step {fmt.step(run.segment_center(run.best_segment))}; "
+            f"baseline best {fmt.num(base.best)} around step {fmt.step(base.segment_center(base.best_segment))}"
+        ),
+        values={"ratio": ratio, "run_best": run.best, "baseline_best": base.best},
+        steps=(run.segment_center(run.best_segment),),
+    )
+
+
+def end(ctx: CompareContext) -> Iterator[Hit]:
+    """The run ends with a loss well above where the baseline ended.
+
+    What it detects: the run's end level (median of its last TAIL_SHARE of
+    points) is at least CMP_END_RATIO times the baseline's end level.
+    Why it matters: whatever the curve did on the way, the model this run
+    produces is worse on the training objective than the known-good one.
+    Fires on: a run ending at 1.40 against a baseline ending at 1.06.
+    Does not fire on: a run that ends within CMP_END_RATIO of the baseline.
+    Does not mean: a worse eval or task metric; the training loss is a proxy.
+    """
+    run, base = _both(ctx)
+    if base.end <= 0:
+        raise NotApplicable("the baseline's end loss level is not positive")
+    ratio = run.end / base.end
+    if ratio < ctx.t.CMP_END_RATIO:
+        return
+    yield Hit(
+        message=f"The run ends {fmt.ratio(ratio)} above the baseline's end loss: {fmt.num(run.end)} against {fmt.num(base.end)}.",
+        evidence=f"run end level {fmt.num(run.end)} from step {fmt.step(run.end_first_step)}; baseline end level {fmt.num(base.end)} from step {fmt.step(base.end_first_step)}",
+        values={"ratio": ratio, "run_end": run.end, "baseline_end": base.end},
+        steps=(int(run.steps[-1]),),
+    )
+
+
+def improved_less(ctx: CompareContext) -> Iterator[Hit]:
+    """The run improved far less than the baseline did.
+
+    What it detects: the run shed less than CMP_IMPROVEMENT_SHARE of the
+    share of its head level that the baseline shed, when the baseline itself
+    improved by at least DEAD_MIN_IMPROVEMENT.
+    Why it matters: a run that learns much more slowly than the known-good
+    configuration usually has a learning rate too low, frozen layers, or a
+    weaker signal in its data.
+    Fires on: a baseline that fell 40% and a run that fell 8%.
+    Does not fire on: a run that started lower and fell less in relative
+    terms but reached the same floor (see TP-CMP-FLOOR for floors).
+    Does not mean: the run will not catch up given more steps.
+    """
+    run, base = _both(ctx)
+    base_gain, run_gain = improvement(base), improvement(run)
+    if base_gain < ctx.t.DEAD_MIN_IMPROVEMENT:
+        raise NotApplicable(f"the baseline itself improved only {fmt.pct(base_gain)}")
+    if run_gain >= ctx.t.CMP_IMPROVEMENT_SHARE * base_gain:
+        return
+    yield Hit(
+        message=f"The run improved {fmt.pct(max(run_gain, 0.0))} where the baseline improved {fmt.pct(base_gain)}.",
+        evidence=f"run {fmt.num(run.head)} -> {fmt.num(run.end)}; baseline {fmt.num(base.head)} -> {fmt.num(base.end)} (head and end medians)",
+        values={"run_improvement": round(run_gain, 4), "baseline_improvement": round(base_gain, 4)},
+        steps=(int(run.steps[0]), int(run.steps[-1])),
+    )
+
+
+def worse_than_start(ctx: CompareContext) -> Iterator[Hit]:
+    """The run ends above where it started, where the baseline ended below.
+
+    What it detects: the run's end level exceeds its start level (median of
+    the first HEAD_POINTS points) by more than NOISE_SIGMAS robust noise
+    sigmas, while the baseline's end level is below its own start level.
+    Why it matters: the known-good configuration shows the loss can fall on
+    this task; this run made the model worse than no training at all.
+    Fires on: a run going 1.40 -> 7.5 against a baseline going 1.52 -> 1.06.
+    Does not fire on: a run that ends above its start when the baseline did too.
+    Does not mean: the same as TP-DIVERGE, whose bar is a large ratio; this
+    one fires on any real rise against a baseline that fell.
+    """
+    run, base = _both(ctx)
+    margin = run.margin(ctx.t.NOISE_SIGMAS, min(run.n, ctx.t.HEAD_POINTS), run.tail_points)
+    if not (run.end - run.start > margin and base.end < base.start):
+        return
+    yield Hit(
+        message=f"The run ends worse than it started ({fmt.num(run.start)} -> {fmt.num(run.end)}) while the baseline improved ({fmt.num(base.start)} -> {fmt.num(base.end)}).",
+        evidence=f"run start median of the first {min(run.n, ctx.t.HEAD_POINTS)} points, end median of the last {run.tail_points}; noise sigma {fmt.num(run.noise)}",
+        values={"run_start": run.start, "run_end": run.end, "baseline_start": base.start, "baseline_end": base.end},
+        steps=(int(run.steps[0]), int(run.steps[-1])),
+    )
+
+
+def grad_scale(ctx: CompareContext) -> Iterator[Hit]:
+    """The run's gradient norms are on a very different scale from the baseline's.
+
+    What it detects: the median finite gradient norm of the run is at least
+    CMP_GRAD_SCALE_RATIO times the baseline's, or at most its inverse.
+    Why it matters: the same model on the same task should see gradients of
+    the same order; a 10x change points at a different loss scaling, a
+    missing normalisation, a learning rate far off, or a numerics problem.
+    Fires on: median norms of 85 against 0.4.
+    Does not fire on: norms within a factor of CMP_GRAD_SCALE_RATIO.
+    Does not mean: the run is wrong if the model or batch size changed on purpose.
+    """
+    run_g, base_g = ctx.run.series("grad_norm", "gradient norm"), None
+    try:
+        base_g = ctx.baseline.series("grad_norm", "gradient norm")
+    except NotApplicable:
+        raise NotApplicable("the baseline has no gradient norm") from None
+    run_v, base_v = run_g.finite_part().values, base_g.finite_part().values
+    if run_v.size == 0 or base_v.size == 0:
+        raise NotApplicable("no finite gradient norms to compare")
+    run_m, base_m = float(np.median(run_v)), float(np.median(base_v))
+    if run_m <= 0 or base_m <= 0:
+        raise NotApplicable("a median gradient norm is not positive")
+    ratio = run_m / base_m
+    limit = ctx.t.CMP_GRAD_SCALE_RATIO
+    if 1 / limit < ratio < limit:
+        return
+    yield Hit(
+        message=f"The run's median gradient norm is {fmt.num(ratio)}x the baseline's: {fmt.num(run_m)} against {fmt.num(base_m)}.",
+        evidence=f"median of {run_v.size} finite run norms {fmt.num(run_m)}; of {base_v.size} baseline norms {fmt.num(base_m)}",
+        values={"ratio": ratio, "run_median": run_m, "baseline_median": base_m},
+    )
+
+
+def lr_zero(ctx: CompareContext) -> Iterator[Hit]:
+    """The run's learning rate is 0 on many steps where the baseline's was not.
+
+    What it detects: a learning rate of exactly 0 on at least
+    CMP_LR_ZERO_SHARE of the run's logged steps while the baseline's is 0 on
+    less than LR_ZERO_TAIL_MIN_SHARE of its own.
+    Why it matters: the baseline shows a working schedule; this run's
+    optimizer did not move for most of it.
+    Fires on: a run logging learning_rate 0.0 throughout against a baseline
+    warming up to 2e-4.
+    Does not fire on: both runs decaying to 0 at their last steps.
+    Does not mean: anything about param groups whose rate is not logged.
+    """
+    run_lr = ctx.run.series("learning_rate", "learning rate").finite_part().values
+    try:
+        base_lr = ctx.baseline.series("learning_rate", "learning rate").finite_part().values
+    except NotApplicable:
+        raise NotApplicable("the baseline has no learning rate") from None
+    if run_lr.size == 0 or base_lr.size == 0:
+        raise NotApplicable("no finite learning rates to compare")
+    run_share, base_share = float((run_lr == 0).mean()), float((base_lr == 0).mean())
+    if run_share < ctx.t.CMP_LR_ZERO_SHARE or base_share >= ctx.t.LR_ZERO_TAIL_MIN_SHARE:
+        return
+    yield Hit(
+        message=f"The learning rate is 0 on {fmt.pct(run_share)} of the run's steps; the baseline's is 0 on {fmt.pct(base_share)}.",
+        evidence=f"run: {int((run_lr == 0).sum())} of {run_lr.size} logged rates are 0; baseline peaks at {fmt.num(base_lr.max())}",
+        values={"run_zero_share": round(run_share, 4), "baseline_zero_share": round(base_share, 4), "baseline_max_lr": float(base_lr.max())},
+    )
+
+
+def baseline_unhealthy(ctx: CompareContext) -> Iterator[Hit]:
+    """The baseline itself fails single-run rules, so ratios against it prove little.
+
+    What it detects: the baseline has at least one FAIL finding of its own
+    from the single-run (epoch) rules.
+    Why it matters: a comparison is only as good as its reference; a run
+    that matches a diverged or dead baseline has matched a failure.
+    Fires on: ``compare new_run lr_hot_run``.
+    Does not fire on: a baseline with warnings only.
+    Does not mean: the run under test is bad; it means this baseline cannot vouch for it.
+    """
+    if not ctx.baseline_fails:
+        return
+    ids = ", ".join(dict.fromkeys(f.rule_id for f in ctx.baseline_fails))
+    yield Hit(
+        message=f"The baseline itself fails {ids}: ratios against it prove little.",
+        evidence="; ".join(f"baseline {f.rule_id}: {f.evidence}" for f in ctx.baseline_fails[:3]),
+        values={"baseline_fails": ids},
+    )

@@ -1,0 +1,110 @@
+"""Rules about isolated jumps, judged against the points on both sides of them."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from trainproof import fmt
+from trainproof.checks.base import Hit, NotApplicable, RunContext
+from trainproof.stats import neighbour_medians
+
+_MAX_STEPS = 50
+
+
+def _local_level(values: np.ndarray, k: int) -> np.ndarray:
+    """The higher of the medians before and after each point; NaN for the first
+    and last points, which have only one side and so are never spikes."""
+    before, after = neighbour_medians(values, k)
+    return np.maximum(before, after)
+
+
+def _listing(steps: np.ndarray, values: np.ndarray, ratios: np.ndarray, limit: int = 5) -> str:
+    order = np.sort(np.argsort(-ratios, kind="stable")[:limit])
+    parts = [f"{fmt.num(values[i])} at step {fmt.step(steps[i])} ({fmt.ratio(ratios[i])} local level)" for i in order]
+    more = len(steps) - len(order)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def _spike_hit(kind: str, steps: np.ndarray, values: np.ndarray, ratio: np.ndarray, spike: np.ndarray, extra: str = "") -> Hit:
+    s_steps, s_values, s_ratio = steps[spike], values[spike], ratio[spike]
+    top = int(np.argmax(s_ratio))
+    count = int(spike.sum())
+    return Hit(
+        message=(
+            f"{kind} {count} time{'s' if count > 1 else ''}, up to {fmt.num(s_values[top])} at step "
+            f"{fmt.step(s_steps[top])} ({fmt.ratio(s_ratio[top])} its local level)."
+        ),
+        evidence=_listing(s_steps, s_values, s_ratio) + extra,
+        values={
+            "spikes": count,
+            "max": float(s_values[top]),
+            "max_step": int(s_steps[top]),
+            "max_ratio": float(s_ratio[top]),
+            "median": float(np.median(values)),
+        },
+        steps=tuple(s_steps[:_MAX_STEPS].tolist()),
+    )
+
+
+def grad_spike(ctx: RunContext) -> Iterator[Hit]:
+    """Gradient norm jumps far above the norms on both sides of it.
+
+    What it detects: logged gradient norms at least GRAD_SPIKE_RATIO times
+    the higher of two medians, of the SPIKE_NEIGHBOURS points before and the
+    SPIKE_NEIGHBOURS points after, when at least SPIKE_MIN_POINTS finite
+    norms are logged.
+    Why it matters: a gradient spike is a step that moved the weights much
+    further than its neighbours; clipping hides its size from the update but
+    not its cause (a bad batch, a learning rate too hot, an fp16 overflow on
+    the way). Repeated spikes precede divergence.
+    Fires on: norms around 0.5 with 672 and 2,650 in between.
+    Does not fire on: norms that are large everywhere, norms falling steeply
+    early in training (a point above what follows but not above what came
+    before), or a smooth rise.
+    Does not mean: the run is lost; read it beside TP-DIVERGE and TP-LOSS-SPIKE.
+    """
+    series = ctx.series("grad_norm", "gradient norm").finite_part()
+    t = ctx.t
+    if len(series) < t.SPIKE_MIN_POINTS:
+        raise NotApplicable(f"only {len(series)} finite gradient-norm points (needs {t.SPIKE_MIN_POINTS})")
+    values, steps = series.values, series.steps
+    level = _local_level(values, t.SPIKE_NEIGHBOURS)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(level > 0, values / level, 0.0)
+    ratio = np.nan_to_num(ratio, nan=0.0)
+    spike = ratio >= t.GRAD_SPIKE_RATIO
+    if spike.any():
+        yield _spike_hit("Gradient norm spiked", steps, values, ratio, spike)
+
+
+def loss_spike(ctx: RunContext) -> Iterator[Hit]:
+    """Training loss jumps far above the points on both sides of it, then recovers.
+
+    What it detects: a loss point at least LOSS_SPIKE_RATIO times the higher
+    of two medians, of the SPIKE_NEIGHBOURS points before and the
+    SPIKE_NEIGHBOURS points after, and LOSS_SPIKE_SIGMAS robust noise sigmas
+    above it. Because the points after it are back down, the spike recovered.
+    Needs SPIKE_MIN_POINTS points.
+    Why it matters: a transient spike is the optimizer taking a bad step (a
+    corrupt or extreme batch, a learning rate that momentum barely
+    absorbed). One is survivable; several are a warning of divergence.
+    Fires on: ``1.10, 1.08, 1.11, 3.90, 1.12, 1.09, 1.10``.
+    Does not fire on: single-batch noise inside the curve's own spread, a
+    steep early descent, or a jump that does not come back down (that is
+    TP-DIVERGE's).
+    Does not mean: the run is broken; it says which steps' batches to look at.
+    """
+    prof = ctx.curve()
+    t = ctx.t
+    if prof.n < t.SPIKE_MIN_POINTS:
+        raise NotApplicable(f"only {prof.n} finite training-loss points (needs {t.SPIKE_MIN_POINTS})")
+    values, steps = prof.values, prof.steps
+    level = _local_level(values, t.SPIKE_NEIGHBOURS)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(level > 0, values / level, 0.0)
+    ratio = np.nan_to_num(ratio, nan=0.0)
+    spike = (ratio >= t.LOSS_SPIKE_RATIO) & (values - level >= t.LOSS_SPIKE_SIGMAS * prof.noise)
+    if spike.any():
+        yield _spike_hit("Training loss spiked and recovered", steps, values, ratio, spike, f"; noise sigma {fmt.num(prof.noise)}")

@@ -1,0 +1,229 @@
+"""Rules about the shape of the training-loss curve, judged on its robust profile."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from trainproof import fmt
+from trainproof.checks.base import Hit, NotApplicable, RunContext
+from trainproof.report import Level
+from trainproof.stats import Profile, rolling_median3, share_after, trend_t
+
+
+def _span(prof: Profile, first: int, last: int) -> str:
+    return f"steps {fmt.step(first)}-{fmt.step(last)}" if first != last else f"step {fmt.step(first)}"
+
+
+def _start(prof: Profile) -> str:
+    if prof.start_is_first_point:
+        return f"start {fmt.num(prof.start)} (the first logged point: the next ones are already far above it)"
+    return f"start {fmt.num(prof.start)} (median of {_span(prof, int(prof.steps[0]), prof.start_last_step)})"
+
+
+def _levels(prof: Profile) -> str:
+    return (
+        f"{_start(prof)}, "
+        f"end {fmt.num(prof.end)} (median of {_span(prof, prof.end_first_step, int(prof.steps[-1]))})"
+    )
+
+
+def _best(prof: Profile) -> str:
+    k = prof.best_segment
+    return f"best {fmt.num(prof.best)} (median of {_span(prof, int(prof.seg_first[k]), int(prof.seg_last[k]))})"
+
+
+def diverge(ctx: RunContext) -> Iterator[Hit]:
+    """Training loss ends far above where it started, or far above its best.
+
+    What it detects: the end level (median of the last TAIL_SHARE of points)
+    is at least DIVERGE_START_RATIO times the start level (median of the
+    first HEAD_POINTS points, or the first point alone when the next ones are
+    already NOISE_SIGMAS above it: a blow-up in the first logged steps must
+    not hide where the run started), or at least DIVERGE_BEST_RATIO times the best
+    level (lowest median of up to SEGMENTS equal segments) after giving back
+    at least DIVERGE_GIVEBACK_SHARE of what the run had gained; in both cases
+    by more than NOISE_SIGMAS robust noise sigmas.
+    Why it matters: a diverged run rarely recovers; every step after the best
+    level is spent making the model worse. The finding names the step of the
+    best level, the share of the run spent after it, and the checkpoint the
+    trainer recorded nearest to it, which is the one to keep.
+    Fires on: a learning rate 100x too hot (1.40 at the first log, 24 a few
+    steps later, 7.5 at the end); a late fp16 blow-up.
+    Does not fire on: one noisy point below the rest (the best is a segment
+    median, never a single point), or a noisy curve whose segments keep falling.
+    Does not mean: the data is bad; it says the optimisation went unstable.
+    """
+    prof = ctx.curve()
+    t = ctx.t
+    margin = prof.margin(t.NOISE_SIGMAS, min(prof.n, t.HEAD_POINTS), prof.tail_points)
+    first, last = int(prof.steps[0]), int(prof.steps[-1])
+    best_k = prof.best_segment
+    best_level, best_step = prof.best, prof.segment_center(best_k)
+    if prof.start < best_level:  # the run was never better than where it began
+        best_level, best_step = prof.start, prof.start_last_step
+    from_start = prof.start > 0 and prof.end >= t.DIVERGE_START_RATIO * prof.start and prof.end - prof.start > margin
+    gained = max(prof.start - prof.best, 0.0)
+    from_best = (
+        prof.best > 0
+        and best_k < len(prof.seg_medians) - 1
+        and prof.end >= t.DIVERGE_BEST_RATIO * prof.best
+        and prof.end - prof.best > margin
+        and prof.end - prof.best >= t.DIVERGE_GIVEBACK_SHARE * gained
+    )
+    if not (from_start or from_best):
+        return
+    after = share_after(first, last, best_step)
+    if from_start:
+        head = f"it ends {fmt.ratio(prof.end / prof.start)} above where it started ({fmt.num(prof.start)} -> {fmt.num(prof.end)})"
+    else:
+        head = f"it ends {fmt.ratio(prof.end / prof.best)} above its best level ({fmt.num(prof.best)} -> {fmt.num(prof.end)})"
+    best_text = f"Its best level was {fmt.num(best_level)} around step {fmt.step(best_step)}; {fmt.pct(after)} of the run came after it."
+    checkpoint = ctx.run.checkpoint_nearest(best_step)
+    if checkpoint is not None:
+        best_text += f" Nearest checkpoint the trainer recorded: {checkpoint.path} (step {fmt.step(checkpoint.step)})."
+    values: dict = {
+        "start": prof.start,
+        "end": prof.end,
+        "best": best_level,
+        "best_step": best_step,
+        "share_after_best": round(after, 4),
+        "noise_sigma": prof.noise,
+    }
+    if checkpoint is not None:
+        values["nearest_checkpoint"] = checkpoint.path
+    yield Hit(
+        message=f"Training loss diverged: {head}. {best_text}",
+        evidence=f"{_levels(prof)}, {_best(prof)}, noise sigma {fmt.num(prof.noise)}",
+        values=values,
+        steps=(best_step, last),
+    )
+
+
+def no_learning(ctx: RunContext) -> Iterator[Hit]:
+    """Training loss shows no real improvement from start to end.
+
+    What it detects: the run did not learn by its end, nor at any point: its
+    end level (median of the last TAIL_SHARE of points) is not
+    DEAD_MIN_IMPROVEMENT below its head level (median of the first
+    TAIL_SHARE), or the fall is not a consistent trend (the t statistic of
+    the rank correlation between step and loss is above -DEAD_TREND_T); and
+    its best segment level is not a real improvement either (less than
+    DEAD_MIN_IMPROVEMENT below the head, or within NOISE_SIGMAS robust noise
+    sigmas of it).
+    Why it matters: a run whose loss never moves learned nothing; the usual
+    causes are a zero or tiny learning rate, frozen parameters, a detached
+    loss, or labels that carry no signal.
+    Fires on: a loss hovering around 1.47 +/- 0.1 from the first log to the last.
+    Does not fire on: a loss that falls and then plateaus (see TP-PLATEAU), or
+    one that rises far above its start (see TP-DIVERGE).
+    Does not mean: every parameter is frozen; check TP-LR-ZERO and the
+    trainable-parameter count.
+    """
+    ctx.unless_fired("TP-LOSS-ZERO", "TP-LOSS-FLAT", "TP-DIVERGE")
+    prof = ctx.curve()
+    t = ctx.t
+    if prof.head <= 0:
+        raise NotApplicable("the loss's head level is not positive")
+    end_gain = (prof.head - prof.end) / prof.head
+    trend = trend_t(prof.values)
+    learned_by_end = end_gain >= t.DEAD_MIN_IMPROVEMENT and trend <= -t.DEAD_TREND_T
+    best_gain = (prof.head - prof.best) / prof.head
+    best_segment = int(prof.seg_size[prof.best_segment])
+    best_is_real = best_gain >= t.DEAD_MIN_IMPROVEMENT and prof.head - prof.best > prof.margin(
+        t.NOISE_SIGMAS, prof.head_points, best_segment
+    )
+    if learned_by_end or best_is_real:
+        return
+    change = f"{fmt.pct(end_gain)} below" if end_gain >= 0 else f"{fmt.pct(-end_gain)} above"
+    yield Hit(
+        message=(
+            f"Training loss shows no real improvement: {fmt.num(prof.head)} at the start, {fmt.num(prof.end)} at the end "
+            f"({change} the start; needs {fmt.pct(t.DEAD_MIN_IMPROVEMENT)} below)."
+        ),
+        evidence=(
+            f"head {fmt.num(prof.head)} (median of {_span(prof, int(prof.steps[0]), prof.head_last_step)}), "
+            f"end {fmt.num(prof.end)} (median of {_span(prof, prof.end_first_step, int(prof.steps[-1]))}), "
+            f"{_best(prof)}, trend t {trend:.2f} (needs {-t.DEAD_TREND_T:.1f} or lower), noise sigma {fmt.num(prof.noise)} over {prof.n} points"
+        ),
+        values={"head": prof.head, "end": prof.end, "best": prof.best, "improvement": round(end_gain, 4),
+                "trend_t": round(trend, 3), "noise_sigma": prof.noise},
+        steps=(int(prof.steps[0]), int(prof.steps[-1])),
+    )
+
+
+def _elapsed(ctx: RunContext, from_step: int, to_step: int, share: float) -> tuple[float | None, str]:
+    """Seconds between two steps: from the log's clock if it has one, else pro rata of its runtime."""
+    wall = ctx.run.wall_time
+    if wall is not None and len(wall) >= 2:
+        times = np.interp([from_step, to_step], wall.steps.astype(float), wall.values)
+        return float(times[1] - times[0]), "from the log's timestamps"
+    runtime = ctx.run.runtime_s
+    if runtime is not None and runtime > 0:
+        return runtime * share, "pro rata of the logged runtime"
+    return None, "the log has no time"
+
+
+def plateau(ctx: RunContext) -> Iterator[Hit]:
+    """Training loss stopped improving long before the end of the run.
+
+    What it detects: the earliest point after which the loss improved by less
+    than PLATEAU_GAIN of its level (the median of three neighbouring segment
+    medians against the end level),
+    when that stretch covers at least PLATEAU_MIN_SHARE of the run.
+    Why it matters: the steps on a plateau cost as much as the steps that
+    learned. The finding names the step, the share of the run and the
+    wall-clock time spent there. It is a WARN when that time exceeds
+    PLATEAU_WARN_S, and an INFO note when it is shorter or unknown: a
+    five-minute fine-tune that converged early is fine, a run that spent five
+    GPU-hours buying 2% is not.
+    Fires on: a 9.8-hour TTS fine-tune whose loss fell 4% over its second half.
+    Does not fire on: a curve still falling at the end, or one that never fell
+    (see TP-NO-LEARNING).
+    Does not mean: the model stopped getting better on the metric you care
+    about; eval metrics can still move on a flat training loss.
+    """
+    ctx.unless_fired("TP-LOSS-ZERO", "TP-LOSS-FLAT", "TP-DIVERGE", "TP-NO-LEARNING")
+    prof = ctx.curve()
+    t = ctx.t
+    level = prof.end * (1 + t.PLATEAU_GAIN)
+    # A segment median still carries noise; the median of three neighbouring
+    # segments keeps one lucky segment from starting the plateau early.
+    smoothed = rolling_median3(prof.seg_medians)
+    below = np.flatnonzero(smoothed <= level)
+    if below.size == 0 or prof.head <= level:
+        return
+    k = int(below[0])
+    from_step = prof.segment_center(k)
+    first, last = int(prof.steps[0]), int(prof.steps[-1])
+    share = share_after(first, last, from_step)
+    if share < t.PLATEAU_MIN_SHARE:
+        return
+    at = float(smoothed[k])
+    bought = (at - prof.end) / at if at else 0.0
+    seconds, clock = _elapsed(ctx, from_step, last, share)
+    long_enough = seconds is not None and seconds >= t.PLATEAU_WARN_S
+    spent = f" ({fmt.duration(seconds)})" if seconds is not None else ""
+    gain = f"bought {fmt.pct(bought)}" if bought > 0 else "bought nothing"
+    yield Hit(
+        message=(
+            f"Training loss plateaued from about step {fmt.step(from_step)}: the last {fmt.pct(share)} of the run{spent} "
+            f"{gain} ({fmt.num(at)} -> {fmt.num(prof.end)})."
+        ),
+        evidence=(
+            f"level {fmt.num(at)} around steps {fmt.step(int(prof.seg_first[k]))}-{fmt.step(int(prof.seg_last[k]))} is within "
+            f"{fmt.pct(t.PLATEAU_GAIN)} of the end level {fmt.num(prof.end)}; time on the plateau "
+            f"{fmt.duration(seconds) if seconds is not None else 'unknown'} ({clock})"
+        ),
+        values={
+            "plateau_step": from_step,
+            "share": round(share, 4),
+            "seconds": round(seconds, 1) if seconds is not None else "unknown",
+            "level_at_plateau": at,
+            "end": prof.end,
+            "improvement_after": round(bought, 4),
+        },
+        steps=(from_step, last),
+        level=None if long_enough else Level.INFO,
+    )

@@ -1,0 +1,236 @@
+"""Rules about the values themselves: non-finite numbers, exact zeros, a loss that never changes."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from trainproof import fmt
+from trainproof.checks.base import Hit, NotApplicable, RunContext, zero_tail
+from trainproof.model import Series
+
+_MAX_STEPS = 50
+
+
+def _nonfinite(series: Series, label: str) -> Iterator[Hit]:
+    bad = ~series.finite
+    count = int(bad.sum())
+    if not count:
+        return
+    steps = series.steps[bad].tolist()
+    shown = []
+    for s in steps[:5]:
+        text = series.raw.get(s)
+        value = series.values[series.steps == s][0]
+        shown.append(f"{fmt.step(s)} ({text!r})" if text is not None else f"{fmt.step(s)} ({fmt.num(value)})")
+    more = f" and {count - 5} more" if count > 5 else ""
+    finite_before = series.finite & (series.steps < steps[0])
+    before = ""
+    if finite_before.any():
+        i = int(np.flatnonzero(finite_before)[-1])
+        before = f"; last finite value before it {fmt.num(series.values[i])} at step {fmt.step(series.steps[i])}"
+    yield Hit(
+        message=f"The {label} is not a finite number at {count} of {len(series)} logged steps, first at step {fmt.step(steps[0])}.",
+        evidence=f"non-finite {label} at steps {', '.join(shown)}{more}{before}",
+        values={"nonfinite": count, "logged": len(series), "first_step": steps[0]},
+        steps=tuple(steps[:_MAX_STEPS]),
+    )
+
+
+def loss_nonfinite(ctx: RunContext) -> Iterator[Hit]:
+    """Training loss is NaN, infinite or not a number at some logged step.
+
+    What it detects: a logged training loss that is NaN, +/-Infinity, or a
+    value that is not a number at all (kept from the log as text).
+    Why it matters: once the loss is NaN the weights usually are too; every
+    step after it is wasted GPU time, and a checkpoint saved after it is
+    poison.
+    Fires on: ``loss: 2.31, 2.29, NaN, NaN``.
+    Does not fire on: a loss that is large but finite (see TP-DIVERGE).
+    Does not mean: that the trainer stopped; many trainers keep stepping on NaN.
+    Thresholds: none; a single non-finite value is a finding.
+    """
+    yield from _nonfinite(ctx.series("loss", "training loss"), "training loss")
+
+
+def grad_nonfinite(ctx: RunContext) -> Iterator[Hit]:
+    """Gradient norm is NaN or infinite at some logged step.
+
+    What it detects: a logged gradient norm that is NaN or +/-Infinity.
+    Why it matters: a non-finite gradient means an overflow in the backward
+    pass; without a loss scaler that skips the step, it poisons the weights.
+    Fires on: ``grad_norm: 0.5, 0.6, inf, 79.0``.
+    Does not fire on: large but finite norms (see TP-GRAD-SPIKE).
+    Does not mean: certain ruin with fp16 dynamic loss scaling, which skips an
+    overflowing step and lowers its scale; a single such step is survivable,
+    so read it beside the loss curve (and lower this rule's level in the
+    configuration if your runs log scaler overflows on purpose).
+    Thresholds: none; a single non-finite value is a finding.
+    """
+    yield from _nonfinite(ctx.series("grad_norm", "gradient norm"), "gradient norm")
+
+
+def eval_nonfinite(ctx: RunContext) -> Iterator[Hit]:
+    """Eval loss is NaN or infinite at some evaluation.
+
+    What it detects: an evaluation loss that is NaN, +/-Infinity or not a number.
+    Why it matters: the model being evaluated produces non-finite outputs, so
+    any checkpoint selected by eval loss is meaningless.
+    Fires on: ``eval_loss: 1.9, 1.7, NaN``.
+    Does not fire on: a finite eval loss, however high (see TP-OVERFIT).
+    Does not mean: the training loss is non-finite too; check TP-LOSS-NONFINITE.
+    Thresholds: none; a single non-finite value is a finding.
+    """
+    if not ctx.run.eval_losses:
+        raise NotApplicable("the log has no eval loss")
+    for name, series in ctx.run.eval_losses.items():
+        yield from _nonfinite(series, f"eval loss ({name})")
+
+
+def loss_zero(ctx: RunContext) -> Iterator[Hit]:
+    """Training loss is exactly 0 throughout, or from some step to the end.
+
+    What it detects: a run of exact zeros in the training loss that lasts to
+    the end of the log and holds at least ZERO_MIN_POINTS points.
+    Why it matters: a real cross-entropy is never exactly 0. Exact zeros mean
+    every label is masked (-100), the loss is multiplied by zero, or a NaN is
+    being hidden by the trainer's logging; nothing is learned on those steps.
+    Fires on: ``0.0328, 0.0, 0.0, 0.0, ...`` (the loss drops to 0 in one step).
+    Does not fire on: a loss that converged gradually and is printed rounded:
+    zeros after values already below ZERO_ROUNDING_FLOOR are taken as rounding.
+    Does not fire on objectives that go negative (RL, contrastive): they are
+    not minimised losses.
+    Does not mean: that the first zero step is where the bug started; it is
+    where the log first shows it.
+    """
+    loss = ctx.series("loss", "training loss")
+    part = loss.finite_part()
+    values, steps = part.values, part.steps
+    if values.size and (values < 0).any():
+        raise NotApplicable("the loss takes negative values: an objective, not a loss that must fall")
+    tail = zero_tail(values)
+    if tail < ctx.t.ZERO_MIN_POINTS:
+        return
+    first = values.size - tail
+    before = values[max(0, first - 5) : first]
+    if before.size and float(np.median(before)) < ctx.t.ZERO_ROUNDING_FLOOR:
+        return
+    zero_steps = steps[first:]
+    if first == 0:
+        message = f"The training loss is exactly 0 at all {tail} logged steps."
+        evidence = f"loss 0 at steps {fmt.step(zero_steps[0])} to {fmt.step(zero_steps[-1])}"
+    else:
+        message = (
+            f"The training loss is exactly 0 from step {fmt.step(zero_steps[0])} to the end of the log "
+            f"({tail} of {values.size} points)."
+        )
+        evidence = (
+            f"loss {fmt.num(before[-1])} at step {fmt.step(steps[first - 1])}, then exactly 0 at steps "
+            f"{fmt.step(zero_steps[0])} to {fmt.step(zero_steps[-1])}"
+        )
+    yield Hit(
+        message=message + " A real loss is never exactly zero: labels fully masked, or a NaN hidden by logging.",
+        evidence=evidence,
+        values={"zero_points": tail, "points": int(values.size), "first_zero_step": int(zero_steps[0])},
+        steps=(int(zero_steps[0]), int(zero_steps[-1])),
+    )
+
+
+def loss_flat(ctx: RunContext) -> Iterator[Hit]:
+    """Training loss repeats the very same non-zero value on nearly every step.
+
+    What it detects: at least FLAT_SAME_SHARE of at least MIN_TREND_POINTS
+    finite loss points carry one identical non-zero value.
+    Why it matters: a loss computed from changing batches always jitters; one
+    exact value over and over means the logged number is stale, the model
+    outputs a constant, or the loss is clamped. Nothing is being learned.
+    Fires on: ``2.302585, 2.302585, 2.302585, ...``.
+    Does not fire on: a slowly changing or noisy loss, or exact zeros (see TP-LOSS-ZERO).
+    Does not mean: the data is broken; it says the logged loss cannot move.
+    """
+    loss = ctx.series("loss", "training loss")
+    values = loss.finite_part().values
+    if values.size < ctx.t.MIN_TREND_POINTS:
+        raise NotApplicable(f"only {values.size} finite training-loss points (needs {ctx.t.MIN_TREND_POINTS})")
+    uniques, counts = np.unique(values, return_counts=True)
+    top = int(np.argmax(counts))
+    value, count = float(uniques[top]), int(counts[top])
+    if value == 0 or count < ctx.t.FLAT_SAME_SHARE * values.size:
+        return
+    yield Hit(
+        message=f"The training loss is flat: {count} of {values.size} points are exactly {value!r}.",
+        evidence=f"{len(uniques)} distinct values in {values.size} points; {value!r} repeated {count} times",
+        values={"value": value, "repeated": count, "points": int(values.size)},
+        steps=(int(loss.steps[0]), int(loss.steps[-1])),
+    )
+
+
+def _lr(ctx: RunContext) -> tuple[np.ndarray, np.ndarray]:
+    lr = ctx.series("learning_rate", "learning rate").finite_part()
+    if len(lr) < 3:
+        raise NotApplicable(f"only {len(lr)} finite learning-rate points (needs 3)")
+    return lr.steps, lr.values
+
+
+def lr_zero(ctx: RunContext) -> Iterator[Hit]:
+    """Learning rate is exactly 0 on (nearly) every logged step.
+
+    What it detects: a logged learning rate of exactly 0 on at least
+    LR_ZERO_FAIL_SHARE of the logged steps.
+    Why it matters: with a zero learning rate the optimizer never moves the
+    weights; the whole run is spent computing gradients that are thrown away.
+    Usual causes: a scheduler built with zero peak, warmup longer than the
+    run, or a learning rate read from the wrong config key.
+    Fires on: ``learning_rate: 0.0, 0.0, 0.0, ...``.
+    Does not fire on: a schedule that decays to 0 at its last step.
+    Does not mean: parameters with their own learning rate (in other param
+    groups) were frozen too; only the logged group is judged.
+    """
+    steps, values = _lr(ctx)
+    zero = values == 0
+    share = float(zero.mean())
+    if share < ctx.t.LR_ZERO_FAIL_SHARE:
+        return
+    yield Hit(
+        message=f"The learning rate is 0 on {int(zero.sum())} of {values.size} logged steps: the optimizer never moved the weights.",
+        evidence=f"learning rate exactly 0 on {fmt.pct(share)} of logged steps ({fmt.step(steps[0])} to {fmt.step(steps[-1])}); largest logged value {fmt.num(values.max())}",
+        values={"zero_share": round(share, 4), "zero_points": int(zero.sum()), "points": int(values.size), "max_lr": float(values.max())},
+        steps=tuple(steps[zero][:_MAX_STEPS].tolist()),
+    )
+
+
+def lr_zero_partial(ctx: RunContext) -> Iterator[Hit]:
+    """Learning rate is 0 from some step to the end, or on a large share of steps.
+
+    What it detects: a learning rate of exactly 0 from some step to the end
+    of the log over at least LR_ZERO_TAIL_MIN_POINTS points and
+    LR_ZERO_TAIL_MIN_SHARE of the logged steps, or exactly 0 on at least
+    LR_ZERO_WARN_SHARE of the logged steps anywhere.
+    Why it matters: those steps cost as much as any other and change nothing.
+    Fires on: a schedule whose decay reaches 0 long before max_steps, or a
+    warmup that starts late.
+    Does not fire on: a linear or cosine decay whose last logged value is 0.
+    Does not mean: the run failed; the steps before were real training.
+    """
+    ctx.unless_fired("TP-LR-ZERO")
+    steps, values = _lr(ctx)
+    zero = values == 0
+    tail = zero_tail(values)
+    share = float(zero.mean())
+    tail_share = tail / values.size
+    if tail >= ctx.t.LR_ZERO_TAIL_MIN_POINTS and tail_share >= ctx.t.LR_ZERO_TAIL_MIN_SHARE:
+        first = int(steps[values.size - tail])
+        yield Hit(
+            message=f"The learning rate is 0 from step {fmt.step(first)} to the end: the last {fmt.pct(tail_share)} of logged steps trained nothing.",
+            evidence=f"learning rate {fmt.num(values[values.size - tail - 1])} at step {fmt.step(steps[values.size - tail - 1])}, then exactly 0 on the last {tail} logged steps",
+            values={"zero_tail_points": tail, "points": int(values.size), "first_zero_step": first},
+            steps=(first, int(steps[-1])),
+        )
+    elif share >= ctx.t.LR_ZERO_WARN_SHARE:
+        yield Hit(
+            message=f"The learning rate is 0 on {fmt.pct(share)} of logged steps.",
+            evidence=f"learning rate exactly 0 at {int(zero.sum())} of {values.size} logged steps, first at step {fmt.step(steps[zero][0])}",
+            values={"zero_share": round(share, 4), "zero_points": int(zero.sum()), "points": int(values.size)},
+            steps=tuple(steps[zero][:_MAX_STEPS].tolist()),
+        )

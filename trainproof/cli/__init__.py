@@ -1,0 +1,60 @@
+"""``trainproof`` command line: parse, call the library, render, write, exit.
+
+Exit codes (see :mod:`trainproof.errors`): 0 judged and no FAIL, 1 a FAIL,
+2 could not judge (bad input, bad arguments, missing dependency, internal
+error), always with one line on stderr and never a traceback unless
+``--debug`` asks for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from trainproof import __version__
+from trainproof.errors import EXIT_ERROR, TrainproofError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_ERROR, f"trainproof: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from trainproof.cli import compare, epoch, rules
+
+    parser = _Parser(
+        prog="trainproof",
+        description="A deterministic linter for ML training runs: PASS / WARN / FAIL from the log a run already writes.",
+        epilog="Exit codes: 0 judged, no FAIL; 1 at least one FAIL; 2 could not judge.",
+    )
+    parser.add_argument("--version", action="version", version=f"trainproof {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show a traceback on internal errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in (epoch, compare, rules):
+        module.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    try:
+        return int(args.run(args))
+    except TrainproofError as exc:
+        print(f"trainproof: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("trainproof: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
+        if args.debug:
+            raise
+        print(f"trainproof: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", file=sys.stderr)
+        return EXIT_ERROR

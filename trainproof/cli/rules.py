@@ -1,0 +1,40 @@
+"""``trainproof rules [ID...]``: every rule id, level, threshold and meaning."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "rules",
+        help="list every rule with its level, thresholds and meaning",
+        description="List the rules. Name rule ids to see their full documentation.",
+    )
+    parser.add_argument("ids", nargs="*", metavar="ID", help="show the full documentation of these rules")
+    parser.add_argument("--json", action="store_true", help="print the catalogue as JSON")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainproof.checks.registry import ALIASES, ALL_RULES, BY_ID, REMOVED
+    from trainproof.errors import UsageError
+    from trainproof.render import rules as catalogue
+    from trainproof.thresholds import DEFAULTS
+
+    chosen = ALL_RULES
+    if args.ids:
+        chosen = []
+        for rule_id in args.ids:
+            key = ALIASES.get(rule_id.upper(), rule_id.upper())
+            if key in REMOVED:
+                raise UsageError(f"{rule_id}: this rule was removed: {REMOVED[key]}")
+            if key not in BY_ID:
+                raise UsageError(f"{rule_id}: no such rule (see 'trainproof rules')")
+            chosen.append(BY_ID[key])
+    if args.json:
+        sys.stdout.write(catalogue.as_json(chosen, DEFAULTS))
+    else:
+        sys.stdout.write(catalogue.text(chosen, DEFAULTS, full=bool(args.ids)))
+    return 0

@@ -1,0 +1,39 @@
+"""One error base class; the CLI turns any of them into one stderr line and exit 2."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+"""Every input was judged and none FAILs (warnings allowed)."""
+EXIT_FAIL = 1
+"""At least one input FAILs."""
+EXIT_ERROR = 2
+"""Something could not be judged: bad input, bad arguments, missing dependency, internal error."""
+
+
+class TrainproofError(Exception):
+    """An error about one input or the invocation, reported as one line, exit 2."""
+
+
+class InputError(TrainproofError):
+    """An input file is missing, unreadable, empty, truncated or of an unknown format."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class UsageError(TrainproofError):
+    """The command line asks for something impossible."""
+
+
+class MissingDependencyError(TrainproofError):
+    """An optional extra is needed for this input and is not installed."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{purpose} needs the optional package '{package}', which is not installed: "
+            f"pip install {package}, or reinstall trainproof with its [{extra}] extra"
+        )

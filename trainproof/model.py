@@ -1,0 +1,106 @@
+"""What a reader hands to the checks: a training run as numpy series keyed by step.
+
+Readers build these; checks and renderers only read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class Series:
+    """One metric over steps: ``steps`` ascending and unique, ``values`` as float64.
+
+    A value that was logged but is not a finite number (``NaN``, ``Infinity``,
+    a string such as ``"nan"`` or ``"n/a"``) is kept as a non-finite float so
+    that checks see it as evidence; ``raw`` remembers the text of values that
+    were not numbers at all, by step.
+    """
+
+    steps: np.ndarray
+    values: np.ndarray
+    raw: Mapping[int, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.steps.shape != self.values.shape:
+            raise ValueError("steps and values must have the same shape")
+
+    def __len__(self) -> int:
+        return int(self.values.size)
+
+    @property
+    def finite(self) -> np.ndarray:
+        return np.isfinite(self.values)
+
+    def finite_part(self) -> "Series":
+        keep = self.finite
+        return Series(self.steps[keep], self.values[keep])
+
+    @classmethod
+    def from_pairs(cls, pairs: Mapping[int, float], raw: Mapping[int, str] | None = None) -> "Series":
+        """Build from ``{step: value}``; steps are sorted, NaN-safe."""
+        steps = np.fromiter(sorted(pairs), dtype=np.int64, count=len(pairs))
+        values = np.fromiter((pairs[s] for s in steps.tolist()), dtype=np.float64, count=len(pairs))
+        return cls(steps, values, dict(raw or {}))
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint the trainer says it wrote. ``best`` marks a best-model record."""
+
+    step: int
+    path: str
+    best: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """A training run as its log describes it.
+
+    ``eval_losses`` maps each eval set's name (``eval_loss`` for the default
+    one, ``eval_g0_loss`` for a named one) to its own series, logged on its own
+    steps. ``wall_time`` is seconds since the first record when the log has
+    timestamps; ``runtime_s`` is the whole run's duration when the log states
+    it (HF ``train_runtime``). ``step_unit`` is ``"epoch"`` for logs that only
+    count epochs (Keras ``CSVLogger``).
+    """
+
+    path: str
+    format: str
+    loss: Series | None = None
+    eval_losses: Mapping[str, Series] = field(default_factory=dict)
+    learning_rate: Series | None = None
+    grad_norm: Series | None = None
+    wall_time: Series | None = None
+    step_time: Series | None = None
+    loader_time: Series | None = None
+    epoch: Series | None = None
+    max_steps: int | None = None
+    runtime_s: float | None = None
+    checkpoints: tuple[Checkpoint, ...] = ()
+    step_unit: str = "step"
+    loss_name: str = "loss"
+    notes: tuple[str, ...] = ()
+
+    @property
+    def last_step(self) -> int | None:
+        ends = [int(s.steps[-1]) for s in self._all_series() if len(s)]
+        return max(ends) if ends else None
+
+    @property
+    def first_step(self) -> int | None:
+        starts = [int(s.steps[0]) for s in self._all_series() if len(s)]
+        return min(starts) if starts else None
+
+    def _all_series(self) -> list[Series]:
+        named = [self.loss, self.learning_rate, self.grad_norm]
+        return [s for s in named if s is not None] + list(self.eval_losses.values())
+
+    def checkpoint_nearest(self, step: int) -> Checkpoint | None:
+        if not self.checkpoints:
+            return None
+        return min(self.checkpoints, key=lambda c: (abs(c.step - step), not c.best, c.step))

@@ -1,0 +1,195 @@
+"""Robust summaries of noisy curves: medians of segments, noise from first differences.
+
+Rules never judge a curve by one point. They judge it by a :class:`Profile`:
+the median of its first few points (where it started), the median of its last
+tenth (where it ended), the medians of equal-count segments (its shape), and
+a robust estimate of its point-to-point noise (how big a change must be to
+count as one).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainproof.model import Series
+from trainproof.thresholds import Thresholds
+
+MAD_TO_SIGMA = 1.4826
+
+
+def robust_sigma(values: np.ndarray) -> float:
+    """Noise of a curve: scaled MAD of its first differences, divided by sqrt(2).
+
+    Differencing removes the trend, the MAD ignores the few big jumps, so a
+    falling noisy loss and a flat noisy loss with the same jitter get the same
+    sigma.
+    """
+    if values.size < 3:
+        return 0.0
+    d = np.diff(values)
+    deviation = np.abs(d - np.median(d))
+    mad = float(np.median(deviation))
+    if mad == 0.0:
+        # A log printed with few decimals repeats values; fall back to the
+        # 90th percentile of the deviations (1.645 sigma for normal noise).
+        return float(np.quantile(deviation, 0.9)) / 1.645 / np.sqrt(2.0)
+    return MAD_TO_SIGMA * mad / np.sqrt(2.0)
+
+
+def segment_bounds(n: int, max_segments: int, min_points: int) -> list[tuple[int, int]]:
+    """Split ``n`` points into equal-count [start, stop) slices of at least ``min_points``."""
+    count = max(1, min(max_segments, n // max(1, min_points)))
+    edges = np.linspace(0, n, count + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+@dataclass(frozen=True, eq=False)
+class Profile:
+    """The robust shape of one finite curve.
+
+    Every level is a median of several points, with one documented exception:
+    when the points right after the first are already NOISE_SIGMAS above it
+    (a blow-up in the first logged steps), the start level is the first point.
+    """
+
+    steps: np.ndarray
+    values: np.ndarray
+    start: float
+    start_last_step: int
+    start_is_first_point: bool
+    head: float
+    head_last_step: int
+    end: float
+    end_first_step: int
+    seg_medians: np.ndarray
+    seg_first: np.ndarray
+    seg_last: np.ndarray
+    seg_size: np.ndarray
+    noise: float
+
+    @property
+    def n(self) -> int:
+        return int(self.values.size)
+
+    @property
+    def best_segment(self) -> int:
+        return int(np.argmin(self.seg_medians))
+
+    @property
+    def best(self) -> float:
+        return float(self.seg_medians[self.best_segment])
+
+    def segment_center(self, k: int) -> int:
+        a = int(np.searchsorted(self.steps, self.seg_first[k]))
+        size = int(self.seg_size[k])
+        return int(self.steps[a + size // 2])
+
+    def margin(self, sigmas: float, points_a: int, points_b: int) -> float:
+        """The smallest difference between two medians (of ``points_a`` and
+        ``points_b`` points) that is not noise at ``sigmas`` standard errors."""
+        # The standard error of a median is about 1.25 sigma / sqrt(points).
+        se = 1.2533 * self.noise * np.sqrt(1.0 / max(points_a, 1) + 1.0 / max(points_b, 1))
+        return float(sigmas * se)
+
+    @property
+    def tail_points(self) -> int:
+        return int(self.values.size - np.searchsorted(self.steps, self.end_first_step))
+
+    @property
+    def head_points(self) -> int:
+        return int(np.searchsorted(self.steps, self.head_last_step, side="right"))
+
+
+def profile(series: Series, t: Thresholds) -> Profile | None:
+    """Summarise the finite part of a series, or None when it is too short to judge."""
+    part = series.finite_part()
+    steps, values = part.steps, part.values
+    n = values.size
+    if n < max(t.MIN_TREND_POINTS, 1):
+        return None
+    k_head = min(n, t.HEAD_POINTS)
+    k_tail = min(n, max(t.HEAD_POINTS, int(np.ceil(n * t.TAIL_SHARE))))
+    bounds = segment_bounds(n, t.SEGMENTS, t.MIN_SEGMENT_POINTS)
+    seg_medians = np.array([np.median(values[a:b]) for a, b in bounds])
+    noise = robust_sigma(values)
+    start, start_last = float(np.median(values[:k_head])), int(steps[k_head - 1])
+    # A blow-up in the first logged steps: the points right after the first
+    # are already far above it, so their median would hide where the run
+    # started. The first point is then the only honest start level.
+    first_is_start = bool(values[0] < start and start - values[0] > t.NOISE_SIGMAS * noise)
+    if first_is_start:
+        start, start_last = float(values[0]), int(steps[0])
+    return Profile(
+        steps=steps,
+        values=values,
+        start=start,
+        start_last_step=start_last,
+        start_is_first_point=first_is_start,
+        head=float(np.median(values[:k_tail])),
+        head_last_step=int(steps[k_tail - 1]),
+        end=float(np.median(values[n - k_tail :])),
+        end_first_step=int(steps[n - k_tail]),
+        seg_medians=seg_medians,
+        seg_first=np.array([steps[a] for a, _ in bounds], dtype=np.int64),
+        seg_last=np.array([steps[b - 1] for _, b in bounds], dtype=np.int64),
+        seg_size=np.array([b - a for a, b in bounds], dtype=np.int64),
+        noise=noise,
+    )
+
+
+def neighbour_medians(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each point, the median of the ``k`` points before it and of the ``k`` after it.
+
+    NaN where there are none (the first point has no points before it). A
+    spike must stand above both sides: on a steep descent a point is above
+    what follows but not above what came before, so it is not a spike.
+    """
+    n = values.size
+    k = max(1, int(k))
+    pad = np.full(k, np.nan)
+    padded = np.concatenate([pad, values.astype(np.float64), pad])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows at the edges
+        medians = np.nanmedian(windows, axis=1)
+    return medians[:n], medians[k + 1 : k + 1 + n]
+
+
+def rolling_median3(values: np.ndarray) -> np.ndarray:
+    """Median of each point and its two neighbours (the ends use what they have)."""
+    if values.size < 3:
+        return values.copy()
+    out = values.astype(np.float64).copy()
+    out[1:-1] = np.median(np.lib.stride_tricks.sliding_window_view(values, 3), axis=1)
+    out[0] = np.median(values[:2])
+    out[-1] = np.median(values[-2:])
+    return out
+
+
+def trend_t(values: np.ndarray) -> float:
+    """Student t of the Spearman rank correlation between position and value.
+
+    Negative when the curve falls. Ranks make it blind to the size of outliers
+    and to the shape of the fall; only its consistency counts. Ties get
+    arbitrary but deterministic ranks, which only weakens the trend.
+    """
+    n = values.size
+    if n < 3:
+        return 0.0
+    ranks = np.argsort(np.argsort(values, kind="stable"), kind="stable").astype(float)
+    position = np.arange(n, dtype=float)
+    if np.all(values == values[0]):
+        return 0.0
+    rho = float(np.corrcoef(ranks, position)[0, 1])
+    rho = max(min(rho, 0.999999), -0.999999)
+    return rho * float(np.sqrt((n - 2) / (1 - rho * rho)))
+
+
+def share_after(steps_first: int, steps_last: int, at: int) -> float:
+    span = steps_last - steps_first
+    if span <= 0:
+        return 0.0
+    return float(np.clip((steps_last - at) / span, 0.0, 1.0))
