@@ -6,9 +6,9 @@ runs a rule or builds a finding on its own.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from trainproof import __version__
 from trainproof.checks.base import CompareContext, NotApplicable, Rule, RunContext

@@ -5,8 +5,8 @@ Readers build these; checks and renderers only read them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 
@@ -36,12 +36,12 @@ class Series:
     def finite(self) -> np.ndarray:
         return np.isfinite(self.values)
 
-    def finite_part(self) -> "Series":
+    def finite_part(self) -> Series:
         keep = self.finite
         return Series(self.steps[keep], self.values[keep])
 
     @classmethod
-    def from_pairs(cls, pairs: Mapping[int, float], raw: Mapping[int, str] | None = None) -> "Series":
+    def from_pairs(cls, pairs: Mapping[int, float], raw: Mapping[int, str] | None = None) -> Series:
         """Build from ``{step: value}``; steps are sorted, NaN-safe."""
         steps = np.fromiter(sorted(pairs), dtype=np.int64, count=len(pairs))
         values = np.fromiter((pairs[s] for s in steps.tolist()), dtype=np.float64, count=len(pairs))

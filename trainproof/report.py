@@ -6,13 +6,13 @@ Frozen all the way down; renderers read it and never change it.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Union
 
 from trainproof.errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK
 from trainproof.model import Run
 
-Number = Union[int, float]
+Number = int | float
 
 
 class Level(enum.IntEnum):

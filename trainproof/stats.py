@@ -9,7 +9,6 @@ count as one).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +17,29 @@ from trainproof.model import Series
 from trainproof.thresholds import Thresholds
 
 MAD_TO_SIGMA = 1.4826
+
+
+def median(values: np.ndarray, axis: int | None = None) -> np.ndarray | float:
+    """Median of finite values, by partition.
+
+    ``np.median`` imports ``numpy.ma`` on first use, a cost every ``trainproof
+    epoch`` in a pre-commit hook would pay; this is the same number without it.
+    NaN-free input is the caller's job.
+    """
+    a = np.asarray(values, dtype=np.float64)
+    if axis is None:
+        a = a.ravel()
+        axis = 0
+    n = a.shape[axis]
+    if n == 0:
+        return float("nan")
+    k = n // 2
+    if n % 2:
+        result = np.take(np.partition(a, k, axis=axis), k, axis=axis)
+    else:
+        part = np.partition(a, (k - 1, k), axis=axis)
+        result = (np.take(part, k - 1, axis=axis) + np.take(part, k, axis=axis)) / 2
+    return float(result) if np.ndim(result) == 0 else result
 
 
 def robust_sigma(values: np.ndarray) -> float:
@@ -30,8 +52,8 @@ def robust_sigma(values: np.ndarray) -> float:
     if values.size < 3:
         return 0.0
     d = np.diff(values)
-    deviation = np.abs(d - np.median(d))
-    mad = float(np.median(deviation))
+    deviation = np.abs(d - median(d))
+    mad = float(median(deviation))
     if mad == 0.0:
         # A log printed with few decimals repeats values; fall back to the
         # 90th percentile of the deviations (1.645 sigma for normal noise).
@@ -113,9 +135,9 @@ def profile(series: Series, t: Thresholds) -> Profile | None:
     k_head = min(n, t.HEAD_POINTS)
     k_tail = min(n, max(t.HEAD_POINTS, int(np.ceil(n * t.TAIL_SHARE))))
     bounds = segment_bounds(n, t.SEGMENTS, t.MIN_SEGMENT_POINTS)
-    seg_medians = np.array([np.median(values[a:b]) for a, b in bounds])
+    seg_medians = np.array([median(values[a:b]) for a, b in bounds])
     noise = robust_sigma(values)
-    start, start_last = float(np.median(values[:k_head])), int(steps[k_head - 1])
+    start, start_last = float(median(values[:k_head])), int(steps[k_head - 1])
     # A blow-up in the first logged steps: the points right after the first
     # are already far above it, so their median would hide where the run
     # started. The first point is then the only honest start level.
@@ -128,9 +150,9 @@ def profile(series: Series, t: Thresholds) -> Profile | None:
         start=start,
         start_last_step=start_last,
         start_is_first_point=first_is_start,
-        head=float(np.median(values[:k_tail])),
+        head=float(median(values[:k_tail])),
         head_last_step=int(steps[k_tail - 1]),
-        end=float(np.median(values[n - k_tail :])),
+        end=float(median(values[n - k_tail :])),
         end_first_step=int(steps[n - k_tail]),
         seg_medians=seg_medians,
         seg_first=np.array([steps[a] for a, _ in bounds], dtype=np.int64),
@@ -149,13 +171,17 @@ def neighbour_medians(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarra
     """
     n = values.size
     k = max(1, int(k))
-    pad = np.full(k, np.nan)
-    padded = np.concatenate([pad, values.astype(np.float64), pad])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, k)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows at the edges
-        medians = np.nanmedian(windows, axis=1)
-    return medians[:n], medians[k + 1 : k + 1 + n]
+    before = np.full(n, np.nan)
+    after = np.full(n, np.nan)
+    if n > k:
+        full = median(np.lib.stride_tricks.sliding_window_view(values, k), axis=1)
+        before[k:] = full[: n - k]
+        after[: n - k] = full[1:]
+    for i in range(1, min(k, n)):  # the first points have fewer than k before them
+        before[i] = median(values[:i])
+    for i in range(max(0, n - k), n - 1):  # the last points have fewer than k after them
+        after[i] = median(values[i + 1 :])
+    return before, after
 
 
 def rolling_median3(values: np.ndarray) -> np.ndarray:
@@ -163,9 +189,9 @@ def rolling_median3(values: np.ndarray) -> np.ndarray:
     if values.size < 3:
         return values.copy()
     out = values.astype(np.float64).copy()
-    out[1:-1] = np.median(np.lib.stride_tricks.sliding_window_view(values, 3), axis=1)
-    out[0] = np.median(values[:2])
-    out[-1] = np.median(values[-2:])
+    out[1:-1] = median(np.lib.stride_tricks.sliding_window_view(values, 3), axis=1)
+    out[0] = median(values[:2])
+    out[-1] = median(values[-2:])
     return out
 
 

@@ -69,7 +69,7 @@ class Thresholds:
     CMP_GRAD_SCALE_RATIO: float = _t(10.0, "x baseline median", "A median gradient norm this many times larger (or smaller) than the baseline's is a WARN.")
     CMP_LR_ZERO_SHARE: float = _t(0.5, "fraction of logged steps", "A learning rate of 0 on this share of steps where the baseline's was not is a FAIL.")
 
-    def with_overrides(self, overrides: dict[str, float | int]) -> "Thresholds":
+    def with_overrides(self, overrides: dict[str, float | int]) -> Thresholds:
         from dataclasses import replace
 
         return replace(self, **overrides)

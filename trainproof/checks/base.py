@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -88,7 +88,7 @@ class CompareContext:
 
 
 CheckFn = Callable[..., Iterable[Hit]]
-_THRESHOLD_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+_THRESHOLD_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b")
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,15 @@ class Rule:
     @property
     def thresholds(self) -> tuple[str, ...]:
         """Threshold names the documentation mentions, in order of first mention."""
+        from trainproof.thresholds import describe
+
+        known = {t.name for t in describe()}
         seen: dict[str, None] = {}
         for name in _THRESHOLD_NAME.findall(self.doc):
-            seen.setdefault(name, None)
+            # A name with an underscore is meant as a threshold, known or not;
+            # a single capitalised word only when it is one.
+            if "_" in name or name in known:
+                seen.setdefault(name, None)
         return tuple(seen)
 
     def stamp(self, hit: Hit) -> Finding:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
-
-import numpy as np
+from collections.abc import Iterator
 
 from trainproof import fmt
 from trainproof.checks.base import CompareContext, Hit, NotApplicable
-from trainproof.stats import Profile
+from trainproof.stats import Profile, median
 
 
 def _both(ctx: CompareContext) -> tuple[Profile, Profile]:
@@ -156,7 +154,7 @@ def grad_scale(ctx: CompareContext) -> Iterator[Hit]:
     run_v, base_v = run_g.finite_part().values, base_g.finite_part().values
     if run_v.size == 0 or base_v.size == 0:
         raise NotApplicable("no finite gradient norms to compare")
-    run_m, base_m = float(np.median(run_v)), float(np.median(base_v))
+    run_m, base_m = float(median(run_v)), float(median(base_v))
     if run_m <= 0 or base_m <= 0:
         raise NotApplicable("a median gradient norm is not positive")
     ratio = run_m / base_m

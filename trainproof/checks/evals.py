@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
 from trainproof import fmt
 from trainproof.checks.base import Hit, NotApplicable, RunContext
+from trainproof.stats import median
 
 
 @dataclass(frozen=True)
@@ -59,14 +60,14 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
         if after.size < t.OVERFIT_MIN_EVALS_AFTER_BEST or values[best_i] <= 0:
             continue
         best, best_step = float(values[best_i]), int(steps[best_i])
-        end_eval = float(np.median(after[-3:]))
+        end_eval = float(median(after[-3:]))
         rise = end_eval / best - 1
         if rise < t.OVERFIT_RISE:
             continue
         before = prof.values[prof.steps <= best_step]
         if before.size == 0:
             continue
-        train_then = float(np.median(before[-max(1, min(prof.tail_points, before.size)) :]))
+        train_then = float(median(before[-max(1, min(prof.tail_points, before.size)) :]))
         margin = prof.margin(t.NOISE_SIGMAS, min(before.size, prof.tail_points), prof.tail_points)
         if not prof.end < train_then - margin:
             continue

@@ -7,7 +7,7 @@ id in ``ALIASES``. Order here is the order rules run and findings are listed
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from trainproof.checks import compare, evals, speed, spikes, trend, values
 from trainproof.checks.base import Rule

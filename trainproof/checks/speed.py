@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
 from trainproof import fmt
 from trainproof.checks.base import Hit, NotApplicable, RunContext
-from trainproof.stats import segment_bounds
+from trainproof.stats import median, segment_bounds
 
 _MIN_TIMED_POINTS = 10
 
@@ -35,7 +35,8 @@ def step_time_cliff(ctx: RunContext) -> Iterator[Hit]:
     """Steps became much slower for a long stretch of the run, or to its end.
 
     What it detects: seconds per step (differences of timestamps, else the
-    step-time column) summarised by the medians of up to SEGMENTS segments; the
+    step-time column) summarised by the medians of up to SEGMENTS segments of
+    at least MIN_SEGMENT_POINTS points; the
     run's normal speed is the 25th percentile of those medians, and a stretch
     of consecutive segments at least STEP_TIME_CLIFF_RATIO times slower,
     covering at least STEP_TIME_CLIFF_MIN_SHARE of the timed points, is a
@@ -54,7 +55,7 @@ def step_time_cliff(ctx: RunContext) -> Iterator[Hit]:
     if per_step.size < _MIN_TIMED_POINTS:
         raise NotApplicable(f"only {per_step.size} timed points (needs {_MIN_TIMED_POINTS})")
     bounds = segment_bounds(per_step.size, t.SEGMENTS, t.MIN_SEGMENT_POINTS)
-    medians = np.array([np.median(per_step[a:b]) for a, b in bounds])
+    medians = np.array([median(per_step[a:b]) for a, b in bounds])
     normal = float(np.quantile(medians, 0.25))
     if normal <= 0:
         return
@@ -70,7 +71,7 @@ def step_time_cliff(ctx: RunContext) -> Iterator[Hit]:
             j += 1
         a, b = bounds[k][0], bounds[j][1]
         if (b - a) >= t.STEP_TIME_CLIFF_MIN_SHARE * per_step.size:
-            inside = float(np.median(per_step[a:b]))
+            inside = float(median(per_step[a:b]))
             first_step = int(steps[a - 1]) if a > 0 else int(steps[0])
             last_step = int(steps[b - 1])
             lost = (inside - normal) * (last_step - first_step)
@@ -115,7 +116,7 @@ def loader_bound(ctx: RunContext) -> Iterator[Hit]:
     loader, compute = run.loader_time.finite_part().values, run.step_time.finite_part().values
     if loader.size < _MIN_TIMED_POINTS or compute.size < _MIN_TIMED_POINTS:
         raise NotApplicable(f"fewer than {_MIN_TIMED_POINTS} timed points")
-    wait, work = float(np.median(loader)), float(np.median(compute))
+    wait, work = float(median(loader)), float(median(compute))
     if wait + work <= 0:
         return
     share = wait / (wait + work)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
 from trainproof import fmt
 from trainproof.checks.base import Hit, NotApplicable, RunContext
-from trainproof.stats import neighbour_medians
+from trainproof.stats import median, neighbour_medians
 
 _MAX_STEPS = 50
 
@@ -42,7 +42,7 @@ def _spike_hit(kind: str, steps: np.ndarray, values: np.ndarray, ratio: np.ndarr
             "max": float(s_values[top]),
             "max_step": int(s_steps[top]),
             "max_ratio": float(s_ratio[top]),
-            "median": float(np.median(values)),
+            "median": float(median(values)),
         },
         steps=tuple(s_steps[:_MAX_STEPS].tolist()),
     )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
 from trainproof import fmt
 from trainproof.checks.base import Hit, NotApplicable, RunContext, zero_tail
 from trainproof.model import Series
+from trainproof.stats import median
 
 _MAX_STEPS = 50
 
@@ -114,7 +115,7 @@ def loss_zero(ctx: RunContext) -> Iterator[Hit]:
         return
     first = values.size - tail
     before = values[max(0, first - 5) : first]
-    if before.size and float(np.median(before)) < ctx.t.ZERO_ROUNDING_FLOOR:
+    if before.size and float(median(before)) < ctx.t.ZERO_ROUNDING_FLOOR:
         return
     zero_steps = steps[first:]
     if first == 0:

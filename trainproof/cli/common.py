@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from trainproof.errors import UsageError
 from trainproof.readers import READERS
@@ -37,6 +36,8 @@ def write_output(path: str, content: str, inputs: Iterable[str]) -> None:
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
         raise UsageError(f"{path}: cannot write it, the directory {parent} does not exist")
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=parent)
     try:
         umask = os.umask(0)

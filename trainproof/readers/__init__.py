@@ -9,8 +9,8 @@ name second.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from trainproof.errors import InputError
 from trainproof.model import Run

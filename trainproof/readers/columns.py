@@ -9,8 +9,8 @@ metrics, and a missing cell is simply not a point.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from trainproof.errors import InputError
 from trainproof.model import Run

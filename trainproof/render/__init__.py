@@ -8,7 +8,7 @@ loads jinja2 or markdown.
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from trainproof.report import Report
 

@@ -5,7 +5,7 @@ No network assets, no script; jinja2 autoescapes everything from the report.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -18,6 +18,8 @@ _MAX_MARKERS = 50
 
 
 def _chart_of(rule_id: str) -> str:
+    if "EVAL" in rule_id or "OVERFIT" in rule_id:
+        return "eval"
     if "GRAD" in rule_id:
         return "grad"
     if "LR" in rule_id:
@@ -25,10 +27,10 @@ def _chart_of(rule_id: str) -> str:
     return "loss"
 
 
-def _markers(subject: Subject, which: str) -> list[Marker]:
+def _markers(subject: Subject, *which: str) -> list[Marker]:
     out = []
     for finding in subject.findings:
-        if _chart_of(finding.rule_id) != which:
+        if _chart_of(finding.rule_id) not in which:
             continue
         for step in finding.steps[:_MAX_MARKERS]:
             out.append(Marker(int(step), finding.rule_id, finding.level.label, finding.title))
@@ -51,9 +53,9 @@ def _charts(subject: Subject) -> list[str]:
         comparable = train_mid is not None and eval_mid is not None and train_mid > 0 and eval_mid > 0 and max(train_mid / eval_mid, eval_mid / train_mid) < 10
         (loss_lines if comparable else separate_eval).append(line)
     if loss_lines:
-        out.append(chart("Loss", loss_lines, _markers(subject, "loss")))
+        out.append(chart("Loss", loss_lines, _markers(subject, "loss", *(() if separate_eval else ("eval",)))))
     if separate_eval:
-        out.append(chart("Eval loss", separate_eval, []))
+        out.append(chart("Eval loss", separate_eval, _markers(subject, "eval")))
     if run.learning_rate is not None:
         out.append(chart("Learning rate", [Line("learning rate", run.learning_rate.steps, run.learning_rate.values, "lr")], _markers(subject, "lr"), log_y=False))
     if run.grad_norm is not None:
@@ -61,7 +63,7 @@ def _charts(subject: Subject) -> list[str]:
     return [c for c in out if c]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _rule_doc_html(rule_id: str) -> str:
     import markdown
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import fields
-from typing import Sequence
 
 from trainproof import fmt
 from trainproof.checks.base import Rule

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 
 from trainproof import fmt
 from trainproof.report import Level, Report, Subject, Verdict
@@ -58,19 +59,23 @@ def _subject_block(subject: Subject, colour: bool) -> list[str]:
 
 
 def _compare_table(report: Report) -> list[str]:
+    def cell(metrics: Mapping[str, object], key: str, show: Callable[[float], str]) -> str:
+        value = metrics.get(key)
+        return show(value) if isinstance(value, (int, float)) else "-"
+
     rows = [("run", "verdict", "floor", "end", "improved", "baseline improved")]
     for subject in report.judged:
         m = subject.metrics
-
-        def ratio(key: str) -> str:
-            value = m.get(key)
-            return fmt.ratio(value) if isinstance(value, (int, float)) else "-"
-
-        def share(key: str) -> str:
-            value = m.get(key)
-            return fmt.pct(value) if isinstance(value, (int, float)) else "-"
-
-        rows.append((subject.path, str(subject.verdict), ratio("floor_ratio"), ratio("end_ratio"), share("improvement"), share("baseline_improvement")))
+        rows.append(
+            (
+                subject.path,
+                str(subject.verdict),
+                cell(m, "floor_ratio", fmt.ratio),
+                cell(m, "end_ratio", fmt.ratio),
+                cell(m, "improvement", fmt.pct),
+                cell(m, "baseline_improvement", fmt.pct),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 

@@ -1,0 +1,61 @@
+import math
+
+import pytest
+
+from tests.helpers import hf_entries, write_hf_state
+from trainproof.errors import InputError
+from trainproof.readers import read_run
+
+
+def test_training_eval_and_summary_entries_are_told_apart(tmp_path):
+    entries = hf_entries([2.0, 1.5, 1.2], grad=[0.9, 0.7, 0.5])
+    entries.insert(2, {"epoch": 0.5, "eval_loss": 1.8, "eval_runtime": 3.2, "step": 10})
+    entries.append({"epoch": 1.0, "step": 15, "train_loss": 1.57, "train_runtime": 123.4, "train_samples_per_second": 9.1})
+    path = write_hf_state(tmp_path / "trainer_state.json", entries, max_steps=15, best_model_checkpoint="out/checkpoint-10")
+    run = read_run(path)
+    assert run.format == "hf"
+    assert run.loss.steps.tolist() == [5, 10, 15]
+    assert run.loss.values.tolist() == [2.0, 1.5, 1.2]  # train_loss (the run's mean) is not a point
+    assert run.eval_losses["eval_loss"].steps.tolist() == [10]
+    assert run.grad_norm.values.tolist() == [0.9, 0.7, 0.5]
+    assert run.runtime_s == pytest.approx(123.4)
+    assert run.max_steps == 15
+    assert [(c.step, c.best) for c in run.checkpoints] == [(10, True)]
+
+
+def test_named_eval_sets_and_custom_lr_key(tmp_path):
+    entries = [{"loss": 3.0, "lr": 1e-4, "remaining_time": "59h:30m", "step": 20}]
+    entries.append({"eval_g0_loss": 1.1, "eval_g1_loss": 1.6, "eval_g0_accuracy": 0.5, "step": 20})
+    run = read_run(write_hf_state(tmp_path / "s.json", entries))
+    assert list(run.eval_losses) == ["eval_g0_loss", "eval_g1_loss"]
+    assert run.learning_rate.values.tolist() == [1e-4]
+
+
+def test_nan_infinity_and_text_are_kept_as_nonfinite_evidence(tmp_path):
+    entries = hf_entries([1.0, float("nan"), 0.9], grad=[0.5, float("inf"), "n/a"])
+    run = read_run(write_hf_state(tmp_path / "trainer_state.json", entries))
+    assert math.isnan(run.loss.values[1])
+    assert math.isinf(run.grad_norm.values[1])
+    assert math.isnan(run.grad_norm.values[2])
+    assert run.grad_norm.raw == {15: "n/a"}
+
+
+def test_truncated_file_is_named_as_such(tmp_path):
+    path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([1.0, 0.9, 0.8]))
+    path.write_text(path.read_text()[:-40])
+    with pytest.raises(InputError, match="truncated"):
+        read_run(path)
+
+
+def test_json_without_log_history(tmp_path):
+    path = tmp_path / "trainer_state.json"
+    path.write_text('{"global_step": 3}')
+    with pytest.raises(InputError, match="log_history|format"):
+        read_run(path)
+
+
+def test_broken_json_names_line_and_column(tmp_path):
+    path = tmp_path / "trainer_state.json"
+    path.write_text('{"log_history": [\n {"loss": 1.0, "step": 5},\n {"loss": , "step": 10}\n ]}')
+    with pytest.raises(InputError, match="line 3"):
+        read_run(path)

@@ -1,0 +1,209 @@
+"""The exit-code contract and the shape of what the CLI prints, through main()."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.helpers import REPO, decaying, hf_entries, noisy, write_hf_state
+from trainproof.checks.registry import ALL_RULES
+from trainproof.cli import main
+
+
+@pytest.fixture
+def healthy_log(tmp_path):
+    loss = noisy(decaying(60, 2.0, 0.6), 0.02, 1).tolist()
+    (tmp_path / "healthy").mkdir()
+    return write_hf_state(tmp_path / "healthy" / "trainer_state.json", hf_entries(loss, grad=[0.5] * 60), max_steps=300)
+
+
+@pytest.fixture
+def diverged_log(tmp_path):
+    loss = [1.4, 3.3, 24.2, 26.4, 20.1] + noisy(np.linspace(9, 7.5, 55), 0.1, 2).tolist()
+    (tmp_path / "hot").mkdir()
+    return write_hf_state(tmp_path / "hot" / "trainer_state.json", hf_entries(loss, lr=2e-2), max_steps=300)
+
+
+def run_cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_error_line(err: str, *fragments: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+def test_pass_exits_0_and_names_checks(capsys, healthy_log):
+    code, out, err = run_cli(capsys, "epoch", healthy_log)
+    assert code == 0, out
+    assert out.startswith("trainproof epoch: PASS")
+    assert "Checks ran" in out and "Skipped TP-OVERFIT: the log has no eval loss" in out
+    assert err == ""
+
+
+def test_fail_exits_1_with_finding_and_evidence(capsys, diverged_log):
+    code, out, _ = run_cli(capsys, "epoch", diverged_log)
+    assert code == 1
+    assert "[FAIL] TP-DIVERGE" in out
+    assert "Evidence: start 1.4" in out
+
+
+def test_warnings_alone_exit_0(capsys, tmp_path):
+    loss = noisy(decaying(60, 2.0, 0.6), 0.02, 3).tolist()
+    grad = [0.5] * 60
+    grad[30] = 900.0
+    path = write_hf_state(tmp_path / "trainer_state.json", hf_entries(loss, grad=grad))
+    code, out, _ = run_cli(capsys, "epoch", path)
+    assert code == 0 and "[WARN] TP-GRAD-SPIKE" in out and out.startswith("trainproof epoch: WARN")
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (None, "does not exist"),
+        ("", "is empty"),
+        ('{"log_history": [{"loss": 1.0, "step": 5}, {"loss"', "truncated"),
+        ("version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 12965\n", "Git LFS pointer"),
+        ("just some words\n", "is not valid JSON"),
+        ('{"log_history": [{"loss": 1.0, "step": 5}]}', "only 1 finite training-loss point"),
+    ],
+)
+def test_could_not_judge_exits_2_with_one_line(capsys, tmp_path, content, fragment):
+    path = tmp_path / "trainer_state.json"
+    if content is not None:
+        path.write_text(content)
+    code, out, err = run_cli(capsys, "epoch", path)
+    assert code == 2
+    assert_one_error_line(err, str(path), fragment)
+    assert "NOT-CHECKED" in out
+
+
+def test_directory_without_log(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "epoch", tmp_path)
+    assert code == 2
+    assert_one_error_line(err, str(tmp_path), "no training log")
+
+
+def test_a_fail_outranks_an_input_that_could_not_be_read(capsys, diverged_log, tmp_path):
+    code, out, err = run_cli(capsys, "epoch", diverged_log, tmp_path / "missing.json")
+    assert code == 1
+    assert_one_error_line(err, "missing.json", "does not exist")
+
+
+@pytest.mark.parametrize("argv", [["epoch"], ["nosuch"], ["epoch", "--format", "bogus", "x"], ["epoch", "--nope", "x"]])
+def test_bad_arguments_exit_2_with_one_line(capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert_one_error_line(capsys.readouterr().err, "trainproof: error:")
+
+
+def test_compare_needs_a_run_and_a_baseline(capsys):
+    code, _, err = run_cli(capsys, "compare", "only-one")
+    assert code == 2
+    assert_one_error_line(err, "at least one run and a baseline")
+
+
+def test_no_command_prints_help_and_exits_2(capsys):
+    assert main([]) == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_internal_errors_are_one_line_unless_debug(capsys, healthy_log, monkeypatch):
+    import trainproof.judge
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(trainproof.judge, "judge_epoch", boom)
+    code, _, err = run_cli(capsys, "epoch", healthy_log)
+    assert code == 2
+    assert_one_error_line(err, "internal error", "kaboom", "--debug")
+    with pytest.raises(RuntimeError):
+        main(["--debug", "epoch", str(healthy_log)])
+
+
+def test_json_document(capsys, healthy_log, diverged_log, tmp_path):
+    code, out, _ = run_cli(capsys, "epoch", healthy_log, diverged_log, tmp_path / "nope.json", "--json")
+    doc = json.loads(out)
+    assert code == 1
+    assert doc["schema_version"] == 1 and doc["command"] == "epoch" and doc["verdict"] == "FAIL"
+    assert [s["verdict"] for s in doc["subjects"]] == ["PASS", "FAIL", "NOT-CHECKED"]
+    assert doc["subjects"][2]["error"].endswith("does not exist")
+    finding = doc["subjects"][1]["findings"][0]
+    assert set(finding) >= {"id", "level", "message", "evidence", "values", "steps"}
+    assert finding["id"] == "TP-DIVERGE" and finding["values"]["start"] == pytest.approx(1.4)
+    checks = doc["subjects"][0]["checks"]
+    assert "TP-DIVERGE" in checks["ran"] and {"id": "TP-OVERFIT", "reason": "the log has no eval loss"} in checks["skipped"]
+
+
+def test_json_is_deterministic(capsys, diverged_log):
+    _, first, _ = run_cli(capsys, "epoch", diverged_log, "--json")
+    _, second, _ = run_cli(capsys, "epoch", diverged_log, "--json")
+    assert first == second
+
+
+def test_html_report_is_written_and_self_contained(capsys, diverged_log, tmp_path):
+    target = tmp_path / "report.html"
+    code, _, _ = run_cli(capsys, "epoch", diverged_log, "--html", target)
+    assert code == 1
+    page = target.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "TP-DIVERGE" in page
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in page and "<script" not in page
+
+
+def test_outputs_never_overwrite_an_input(capsys, diverged_log):
+    before = diverged_log.read_bytes()
+    code, _, err = run_cli(capsys, "epoch", diverged_log, "--html", diverged_log)
+    assert code == 2
+    assert_one_error_line(err, "refusing to overwrite")
+    assert diverged_log.read_bytes() == before
+
+
+def test_unwritable_output_is_exit_2(capsys, diverged_log, tmp_path):
+    code, _, err = run_cli(capsys, "epoch", diverged_log, "--html", tmp_path / "no" / "such" / "dir.html")
+    assert code == 2
+    assert_one_error_line(err, "does not exist")
+
+
+def test_compare_runs_against_a_baseline(capsys, healthy_log, diverged_log):
+    code, out, _ = run_cli(capsys, "compare", diverged_log, healthy_log)
+    assert code == 1
+    assert "baseline:" in out and "TP-CMP-WORSE-THAN-START" in out
+    table = out.split("\n\n")[1]
+    assert table.splitlines()[0].split()[:4] == ["run", "verdict", "floor", "end"]
+
+
+def test_compare_with_unreadable_baseline_is_exit_2(capsys, healthy_log, tmp_path):
+    code, _, err = run_cli(capsys, "compare", healthy_log, tmp_path / "gone.json")
+    assert code == 2
+    assert "gone.json" in err and "Traceback" not in err
+
+
+def test_rules_lists_every_rule_and_documents_one(capsys):
+    code, out, _ = run_cli(capsys, "rules")
+    assert code == 0
+    for rule in ALL_RULES:
+        assert rule.id in out
+    assert "DIVERGE_START_RATIO = 1.5" in out
+    code, out, _ = run_cli(capsys, "rules", "tp-diverge")
+    assert code == 0 and "What it detects" in out
+    code, _, err = run_cli(capsys, "rules", "TP-NOPE")
+    assert code == 2 and "no such rule" in err
+    code, out, _ = run_cli(capsys, "rules", "--json")
+    assert {r["id"] for r in json.loads(out)["rules"]} == {r.id for r in ALL_RULES}
+
+
+def test_version_and_module_entry_point():
+    result = subprocess.run([sys.executable, "-m", "trainproof", "--version"], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0 and result.stdout.startswith("trainproof ")

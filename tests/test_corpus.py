@@ -1,0 +1,115 @@
+"""Acceptance against real logs in ../shared/corpus (skipped when the folder is absent)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainproof.cli import main
+from trainproof.judge import judge_compare, judge_epoch
+from trainproof.report import Level, Verdict
+
+# Public runs that did not learn, and why; every other public run learned and must not FAIL.
+EXPECTED_PUBLIC_FAILS = {
+    "hf/poludmik__qlora-fine-tune__2.json": {"TP-LOSS-ZERO"},
+    "hf/aloshdenny__kevin-token-compressor__1.json": {"TP-NO-LEARNING"},
+    "lightning/Melissasssss__TurnGPT__lightning_logs__version_0__metrics.csv": {"TP-NO-LEARNING"},
+}
+
+
+def subject(path):
+    return judge_epoch([path]).subjects[0]
+
+
+def ids(s, level=None):
+    return {f.rule_id for f in s.findings if level is None or f.level is level}
+
+
+def test_gallery_healthy_passes_without_warnings(corpus):
+    s = subject(corpus / "gallery" / "healthy" / "trainer_state.json")
+    assert s.verdict is Verdict.PASS
+    assert not ids(s, Level.WARN) and not ids(s, Level.FAIL)
+
+
+@pytest.mark.parametrize(
+    ("run", "must_fail"),
+    [("lr_hot", {"TP-DIVERGE"}), ("lr_zero", {"TP-LR-ZERO", "TP-NO-LEARNING"}), ("fp16_nan", {"TP-GRAD-NONFINITE", "TP-DIVERGE"})],
+)
+def test_gallery_sabotage_fails_for_the_right_reasons(corpus, run, must_fail):
+    s = subject(corpus / "gallery" / run / "trainer_state.json")
+    assert s.verdict is Verdict.FAIL
+    assert must_fail <= ids(s, Level.FAIL)
+
+
+def test_lr_hot_names_where_it_started_and_its_best(corpus):
+    s = subject(corpus / "gallery" / "lr_hot" / "trainer_state.json")
+    diverge = next(f for f in s.findings if f.rule_id == "TP-DIVERGE")
+    assert diverge.values["start"] == pytest.approx(1.398, abs=1e-3)
+    assert diverge.values["end"] / diverge.values["start"] > 4.5  # "ends about 5x above where it started"
+    assert diverge.values["share_after_best"] > 0.9
+
+
+def test_gallery_overfit_warns_naming_overfitting(corpus):
+    s = subject(corpus / "gallery" / "overfit" / "trainer_state.json")
+    assert s.verdict is Verdict.WARN
+    assert "TP-OVERFIT" in ids(s, Level.WARN)
+
+
+def test_bad_labels_fails_only_against_the_healthy_baseline(corpus):
+    alone = subject(corpus / "gallery" / "bad_labels" / "trainer_state.json")
+    assert alone.verdict is not Verdict.FAIL
+    report = judge_compare([corpus / "gallery" / "bad_labels"], corpus / "gallery" / "healthy")
+    assert report.verdict is Verdict.FAIL
+    compared = report.judged[0]
+    assert "TP-CMP-FLOOR" in ids(compared, Level.FAIL)
+    assert compared.metrics["floor_ratio"] > 4
+
+
+def test_xtts_is_a_plateau_not_a_divergence(corpus):
+    s = subject(corpus / "real_world" / "xtts_ljspeech" / "trainer_0_log.txt")
+    assert s.verdict is not Verdict.FAIL
+    assert "TP-DIVERGE" not in ids(s)
+    plateau = next(f for f in s.findings if f.rule_id == "TP-PLATEAU")
+    assert plateau.level is Level.WARN  # hours, not minutes
+    assert 0.4 < plateau.values["share"] < 0.8
+    assert plateau.values["improvement_after"] < 0.05
+
+
+def public_logs(corpus):
+    for folder in ("hf", "lightning", "keras", "coqui"):
+        for path in sorted((corpus / "public" / folder).iterdir()):
+            if path.name != "SOURCES.tsv":
+                yield path
+
+
+def test_every_public_log_gets_a_verdict_or_a_clean_exit_2(corpus, capsys):
+    seen = 0
+    for path in public_logs(corpus):
+        seen += 1
+        code = main(["epoch", str(path)])
+        out, err = capsys.readouterr()
+        assert code in (0, 1, 2), path
+        assert "Traceback" not in err
+        if code == 2:
+            lines = err.strip().splitlines()
+            assert len(lines) == 1 and str(path) in lines[0], (path, err)
+        else:
+            assert err == "", (path, err)
+            assert out.splitlines()[0].split(":")[1].split()[0] in {"PASS", "WARN", "FAIL"}
+    assert seen >= 25
+
+
+def test_public_runs_that_learned_do_not_fail(corpus):
+    for path in public_logs(corpus):
+        key = f"{path.parent.name}/{path.name}"
+        s = subject(path)
+        fails = ids(s, Level.FAIL)
+        assert fails == EXPECTED_PUBLIC_FAILS.get(key, set()), (key, [f.message for f in s.findings if f.level is Level.FAIL])
+
+
+def test_lfs_pointers_exit_2_saying_what_they_are(corpus, capsys):
+    pointers = sorted((corpus / "public" / "edge_cases").glob("*.LFS_POINTER"))
+    assert pointers
+    for path in pointers:
+        assert main(["epoch", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "Git LFS pointer" in err and "git lfs pull" in err

@@ -1,0 +1,42 @@
+"""The core import path stays light: judging a log loads none of the heavy optional packages."""
+
+import json
+import subprocess
+import sys
+
+from tests.helpers import REPO, hf_entries, write_hf_state
+
+HEAVY = ("torch", "transformers", "sentencepiece", "soundfile", "pandas", "jinja2", "markdown", "tensorflow")
+
+PROBE = """
+import json, sys
+from trainproof.cli import main
+code = main(sys.argv[1:])
+sys.stdout.flush()
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {heavy})), file=sys.stderr)
+"""
+
+
+def loaded_by(*argv):
+    script = PROBE.format(heavy=set(HEAVY))
+    result = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=REPO)
+    return json.loads(result.stderr.strip().splitlines()[-1])
+
+
+def test_epoch_text_and_json_import_nothing_heavy(tmp_path):
+    path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([2.0, 1.8, 1.5, 1.3, 1.2, 1.1]))
+    assert loaded_by("epoch", str(path)) == []
+    assert loaded_by("epoch", str(path), "--json") == []
+
+
+def test_importing_the_package_imports_nothing_heavy():
+    result = subprocess.run(
+        [sys.executable, "-c", f"import sys, trainproof, trainproof.judge; print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))"],
+        capture_output=True, text=True, cwd=REPO,
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_html_loads_its_template_engine_only_when_asked(tmp_path):
+    path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([2.0, 1.8, 1.5, 1.3, 1.2, 1.1]))
+    assert "jinja2" in loaded_by("epoch", str(path), "--html", str(tmp_path / "r.html"))
