@@ -40,6 +40,9 @@ def steps(values: Sequence[int], limit: int = 5) -> str:
 
 
 def ratio(x: float) -> str:
+    """'0.05x', '5.4x', '4,513x'."""
+    if x < 1:
+        return f"{x:.2f}x"
     return f"{x:.1f}x" if x < 100 else f"{x:,.0f}x"
 
 

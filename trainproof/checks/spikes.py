@@ -92,10 +92,11 @@ def loss_spike(ctx: RunContext) -> Iterator[Hit]:
     absorbed). One is survivable; several are a warning of divergence.
     Fires on: ``1.10, 1.08, 1.11, 3.90, 1.12, 1.09, 1.10``.
     Does not fire on: single-batch noise inside the curve's own spread, a
-    steep early descent, or a jump that does not come back down (that is
-    TP-DIVERGE's).
+    steep early descent, or a jump that does not come back down; and it
+    stays quiet when TP-DIVERGE fired, whose blow-up explains the jumps.
     Does not mean: the run is broken; it says which steps' batches to look at.
     """
+    ctx.unless_fired("TP-DIVERGE")
     prof = ctx.curve()
     t = ctx.t
     if prof.n < t.SPIKE_MIN_POINTS:

@@ -83,9 +83,9 @@ def _compare_table(report: Report) -> list[str]:
 def render(report: Report, colour: bool = False) -> str:
     verdict = str(report.verdict)
     judged = report.judged
-    counts = [f"{_plural(sum(1 for s in judged if s.verdict is v), v.value)}" for v in Verdict if any(s.verdict is v for s in judged)]
+    tally = [f"{sum(1 for s in judged if s.verdict is v)} {v.value}" for v in Verdict if any(s.verdict is v for s in judged)]
     header = f"trainproof {report.command}: {_paint(verdict, verdict, colour)}"
-    lines = [f"{header}  ({_plural(len(judged), 'input')}: {', '.join(counts)})" if judged else header]
+    lines = [f"{header}  ({_plural(len(judged), 'input')}: {', '.join(tally)})" if judged else header]
     if report.command == "compare":
         baseline = next((s for s in report.subjects if s.role == "baseline"), None)
         if baseline is not None:
@@ -95,10 +95,9 @@ def render(report: Report, colour: bool = False) -> str:
     for subject in report.subjects:
         lines.append("")
         lines.extend(_subject_block(subject, colour))
-    fails = sum(s.count(Level.FAIL) for s in judged)
-    warns = sum(s.count(Level.WARN) for s in judged)
+    counts = ", ".join(f"{sum(s.count(level) for s in judged)} {level.label}" for level in (Level.FAIL, Level.WARN, Level.INFO))
     lines.append("")
-    lines.append(f"{_plural(fails, 'FAIL')}, {_plural(warns, 'WARN')}; exit code {report.exit_code}")
+    lines.append(f"Findings: {counts}. Exit code {report.exit_code}.")
     return "\n".join(lines) + "\n"
 
 
