@@ -58,14 +58,23 @@ def emit(report: Report, args: argparse.Namespace, inputs: list[str]) -> int:
     if args.html:
         write_output(args.html, render("html", report), inputs)
     if args.json:
-        sys.stdout.write(render("json", report))
+        text = render("json", report)
     else:
         from trainproof.render.text import wants_colour
 
-        colour = not args.no_color and wants_colour(sys.stdout)
-        sys.stdout.write(render("text", report, colour=colour))
+        text = render("text", report, colour=not args.no_color and wants_colour(sys.stdout))
+    write_stdout(text)
     for subject in report.subjects:
         if subject.verdict is Verdict.NOT_CHECKED:
             print(f"trainproof: error: {subject.path}: {subject.unjudged}", file=sys.stderr)
-    sys.stdout.flush()
     return report.exit_code
+
+
+def write_stdout(text: str) -> None:
+    """Write the report; a reader that went away (``| head``) is not an error worth a traceback."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

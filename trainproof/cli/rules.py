@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -33,8 +32,7 @@ def run(args: argparse.Namespace) -> int:
             if key not in BY_ID:
                 raise UsageError(f"{rule_id}: no such rule (see 'trainproof rules')")
             chosen.append(BY_ID[key])
-    if args.json:
-        sys.stdout.write(catalogue.as_json(chosen, DEFAULTS))
-    else:
-        sys.stdout.write(catalogue.text(chosen, DEFAULTS, full=bool(args.ids)))
+    from trainproof.cli.common import write_stdout
+
+    write_stdout(catalogue.as_json(chosen, DEFAULTS) if args.json else catalogue.text(chosen, DEFAULTS, full=bool(args.ids)))
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import fields
 
@@ -62,4 +63,17 @@ def markdown_table(rules: Sequence[Rule], thresholds: Thresholds) -> str:
     for rule in rules:
         names = ", ".join(f"`{n}`={_value(thresholds, n)}" for n in rule.thresholds)
         rows.append(f"| `{rule.id}` | {rule.level.label} | {rule.command} | {rule.summary} | {names} |")
+    return "\n".join(rows) + "\n"
+
+
+def formats_table() -> str:
+    """The readers as a markdown table: ``--format`` name, what it reads, how it tells."""
+    from trainproof.readers import READERS
+
+    rows = ["| `--format` | reads | notes |", "|---|---|---|"]
+    for name, reader in READERS.items():
+        doc = (reader.__doc__ or "").strip().split("\n\n")
+        notes = " ".join(doc[1].split()) if len(doc) > 1 else ""
+        notes = re.sub(r":mod:`([^`]+)`", r"`\1`", notes.replace("``", "`")).replace("|", "\\|")
+        rows.append(f"| `{name}` | {reader.description} | {notes} |")
     return "\n".join(rows) + "\n"

@@ -82,8 +82,9 @@ def chart(title: str, lines: list[Line], markers: list[Marker], *, log_y: bool |
     transform = np.log10 if log_y else (lambda v: v)
     ty = transform(ys_all) if not log_y else np.log10(ys_all[ys_all > 0])
     y0, y1 = float(ty.min()), float(ty.max())
-    if y1 == y0:
-        y0, y1 = y0 - 0.5, y1 + 0.5
+    if y1 == y0:  # a constant series: centre it with a margin of its own scale
+        half = abs(y0) * 0.5 or 0.5
+        y0, y1 = y0 - half, y1 + half
     pad = (y1 - y0) * 0.05
     y0, y1 = y0 - pad, y1 + pad
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM

@@ -1,0 +1,46 @@
+"""The README's tables come from the code; this test fails when they drift."""
+
+from __future__ import annotations
+
+import re
+
+from tests.helpers import REPO
+from trainproof.checks.registry import ALL_RULES
+from trainproof.render.rules import formats_table, markdown_table
+from trainproof.thresholds import DEFAULTS
+
+README = REPO / "README.md"
+
+
+def generated() -> dict[str, str]:
+    return {"rules": markdown_table(ALL_RULES, DEFAULTS), "formats": formats_table()}
+
+
+def test_generated_tables_are_current(update_golden):
+    text = README.read_text()
+    for name, table in generated().items():
+        pattern = re.compile(rf"(<!-- {name}:begin -->\n)(.*?)(<!-- {name}:end -->)", re.S)
+        assert pattern.search(text), f"README lacks the {name} markers"
+        if update_golden:
+            text = pattern.sub(lambda m, t=table: m.group(1) + t + m.group(3), text)
+        else:
+            assert pattern.search(text).group(2) == table, f"README {name} table is stale: run pytest --update-golden"
+    if update_golden:
+        README.write_text(text)
+
+
+def test_quick_start_names_a_shipped_example_and_the_test_command():
+    text = README.read_text()
+    block = text.split("## Quick start", 1)[1].split("```bash", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert len(block) == 2
+    example = block[0].split("trainproof epoch ", 1)[1].strip()
+    assert (REPO / example).is_file()
+    assert block[1] == "python -m pytest"
+    ci = (REPO / ".ci" / "run").read_text()
+    assert example in ci and "\npython -m pytest\n" in ci
+
+
+def test_readme_never_installs_the_unrelated_pypi_project():
+    for path in [README, REPO / ".ci" / "run"]:
+        for line in path.read_text().splitlines():
+            assert not re.search(r"pip install\s+(-U\s+)?['\"]?trainproof['\"]?\s*$", line.strip().strip("`")), line
