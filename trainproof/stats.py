@@ -91,6 +91,7 @@ class Profile:
     seg_last: np.ndarray
     seg_size: np.ndarray
     noise: float
+    log_noise: float | None
 
     @property
     def n(self) -> int:
@@ -109,12 +110,18 @@ class Profile:
         size = int(self.seg_size[k])
         return int(self.steps[a + size // 2])
 
-    def margin(self, sigmas: float, points_a: int, points_b: int) -> float:
-        """The smallest difference between two medians (of ``points_a`` and
-        ``points_b`` points) that is not noise at ``sigmas`` standard errors."""
-        # The standard error of a median is about 1.25 sigma / sqrt(points).
-        se = 1.2533 * self.noise * np.sqrt(1.0 / max(points_a, 1) + 1.0 / max(points_b, 1))
-        return float(sigmas * se)
+    def above(self, higher: float, lower: float, sigmas: float, points_a: int, points_b: int) -> bool:
+        """Is level ``higher`` above level ``lower`` by more than noise?
+
+        The levels are medians of ``points_a`` and ``points_b`` points; the
+        standard error of a median is about 1.25 sigma / sqrt(points). For a
+        positive loss the test is made on the log scale, where a loss's noise
+        is roughly constant whether it sits at 3 or at 300.
+        """
+        se = 1.2533 * np.sqrt(1.0 / max(points_a, 1) + 1.0 / max(points_b, 1))
+        if self.log_noise is not None and higher > 0 and lower > 0:
+            return bool(np.log(higher) - np.log(lower) > sigmas * se * self.log_noise)
+        return bool(higher - lower > sigmas * se * self.noise)
 
     @property
     def tail_points(self) -> int:
@@ -123,6 +130,23 @@ class Profile:
     @property
     def head_points(self) -> int:
         return int(np.searchsorted(self.steps, self.head_last_step, side="right"))
+
+
+def _blows_up_after_first(values: np.ndarray, start: float, sigmas: float, noise: float) -> bool:
+    """Are the points right after the first already ``sigmas`` noise sigmas above it?
+
+    For a positive loss the comparison is made on the log scale, where the
+    noise of a loss is roughly constant: a curve that jumps from 3.4 to 456
+    and then wanders between 100 and 1,300 has a huge noise in loss units,
+    which would hide the jump, but a small one in log units.
+    """
+    first = float(values[0])
+    if not start > first:
+        return False
+    if first > 0 and bool((values > 0).all()):
+        logs = np.log(values)
+        return bool(np.log(start) - np.log(first) > sigmas * robust_sigma(logs))
+    return bool(start - first > sigmas * noise)
 
 
 def profile(series: Series, t: Thresholds) -> Profile | None:
@@ -141,7 +165,7 @@ def profile(series: Series, t: Thresholds) -> Profile | None:
     # A blow-up in the first logged steps: the points right after the first
     # are already far above it, so their median would hide where the run
     # started. The first point is then the only honest start level.
-    first_is_start = bool(values[0] < start and start - values[0] > t.NOISE_SIGMAS * noise)
+    first_is_start = _blows_up_after_first(values, start, t.NOISE_SIGMAS, noise)
     if first_is_start:
         start, start_last = float(values[0]), int(steps[0])
     return Profile(
@@ -159,6 +183,7 @@ def profile(series: Series, t: Thresholds) -> Profile | None:
         seg_last=np.array([steps[b - 1] for _, b in bounds], dtype=np.int64),
         seg_size=np.array([b - a for a, b in bounds], dtype=np.int64),
         noise=noise,
+        log_noise=robust_sigma(np.log(values)) if bool((values > 0).all()) else None,
     )
 
 

@@ -22,7 +22,7 @@ class Thresholds:
     TAIL_SHARE: float = _t(0.1, "fraction of points", "The end level is the median of this last share of the points (at least HEAD_POINTS).")
     SEGMENTS: int = _t(20, "segments", "The curve is summarised by the medians of at most this many equal-count segments.")
     MIN_SEGMENT_POINTS: int = _t(3, "points", "Each segment holds at least this many points.")
-    NOISE_SIGMAS: float = _t(4.0, "robust sigmas", "A change smaller than this many robust noise sigmas of the curve is noise, not a change.")
+    NOISE_SIGMAS: float = _t(4.0, "robust sigmas", "A change smaller than this many robust noise sigmas (of log loss, for a positive loss) is noise.")
 
     # --- divergence, dead runs, flat and zero loss ---------------------------
     DIVERGE_START_RATIO: float = _t(1.5, "x start level", "The loss diverged when its end level is at least this many times its start level.")

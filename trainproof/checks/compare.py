@@ -123,8 +123,8 @@ def worse_than_start(ctx: CompareContext) -> Iterator[Hit]:
     one fires on any real rise against a baseline that fell.
     """
     run, base = _both(ctx)
-    margin = run.margin(ctx.t.NOISE_SIGMAS, min(run.n, ctx.t.HEAD_POINTS), run.tail_points)
-    if not (run.end - run.start > margin and base.end < base.start):
+    head_n = 1 if run.start_is_first_point else min(run.n, ctx.t.HEAD_POINTS)
+    if not (run.above(run.end, run.start, ctx.t.NOISE_SIGMAS, head_n, run.tail_points) and base.end < base.start):
         return
     yield Hit(
         message=f"The run ends worse than it started ({fmt.num(run.start)} -> {fmt.num(run.end)}) while the baseline improved ({fmt.num(base.start)} -> {fmt.num(base.end)}).",

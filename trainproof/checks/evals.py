@@ -40,11 +40,13 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
     Fires on: a 64-sample fine-tune whose eval loss bottoms at 1.25 on step
     30 and ends at 3.76 while the training loss falls to 0.03.
     Does not fire on: eval loss that keeps improving, however low the
-    training loss goes, or eval and training loss rising together (see TP-DIVERGE).
+    training loss goes; and it stays quiet when TP-DIVERGE fired, since a
+    blown-up model's eval loss climbs for another reason than memorising.
     Does not mean: task metrics (accuracy, WER) got worse; they can lag the loss.
     """
     if not ctx.run.eval_losses:
         raise NotApplicable("the log has no eval loss")
+    ctx.unless_fired("TP-DIVERGE")
     prof = ctx.curve()
     t = ctx.t
     judged = 0
@@ -68,8 +70,7 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
         if before.size == 0:
             continue
         train_then = float(median(before[-max(1, min(prof.tail_points, before.size)) :]))
-        margin = prof.margin(t.NOISE_SIGMAS, min(before.size, prof.tail_points), prof.tail_points)
-        if not prof.end < train_then - margin:
+        if not prof.above(train_then, prof.end, t.NOISE_SIGMAS, min(before.size, prof.tail_points), prof.tail_points):
             continue
         climbed.append(_Climb(rise, name, best, best_step, end_eval, train_then, int(after.size), int(steps[-1])))
     if not judged:

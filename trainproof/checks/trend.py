@@ -57,19 +57,23 @@ def diverge(ctx: RunContext) -> Iterator[Hit]:
     """
     prof = ctx.curve()
     t = ctx.t
-    margin = prof.margin(t.NOISE_SIGMAS, min(prof.n, t.HEAD_POINTS), prof.tail_points)
+    head_n, tail_n = min(prof.n, t.HEAD_POINTS), prof.tail_points
     first, last = int(prof.steps[0]), int(prof.steps[-1])
     best_k = prof.best_segment
     best_level, best_step = prof.best, prof.segment_center(best_k)
     if prof.start < best_level:  # the run was never better than where it began
         best_level, best_step = prof.start, prof.start_last_step
-    from_start = prof.start > 0 and prof.end >= t.DIVERGE_START_RATIO * prof.start and prof.end - prof.start > margin
+    from_start = (
+        prof.start > 0
+        and prof.end >= t.DIVERGE_START_RATIO * prof.start
+        and prof.above(prof.end, prof.start, t.NOISE_SIGMAS, 1 if prof.start_is_first_point else head_n, tail_n)
+    )
     gained = max(prof.start - prof.best, 0.0)
     from_best = (
         prof.best > 0
         and best_k < len(prof.seg_medians) - 1
         and prof.end >= t.DIVERGE_BEST_RATIO * prof.best
-        and prof.end - prof.best > margin
+        and prof.above(prof.end, prof.best, t.NOISE_SIGMAS, int(prof.seg_size[best_k]), tail_n)
         and prof.end - prof.best >= t.DIVERGE_GIVEBACK_SHARE * gained
     )
     if not (from_start or from_best):
@@ -131,9 +135,7 @@ def no_learning(ctx: RunContext) -> Iterator[Hit]:
     learned_by_end = end_gain >= t.DEAD_MIN_IMPROVEMENT and trend <= -t.DEAD_TREND_T
     best_gain = (prof.head - prof.best) / prof.head
     best_segment = int(prof.seg_size[prof.best_segment])
-    best_is_real = best_gain >= t.DEAD_MIN_IMPROVEMENT and prof.head - prof.best > prof.margin(
-        t.NOISE_SIGMAS, prof.head_points, best_segment
-    )
+    best_is_real = best_gain >= t.DEAD_MIN_IMPROVEMENT and prof.above(prof.head, prof.best, t.NOISE_SIGMAS, prof.head_points, best_segment)
     if learned_by_end or best_is_real:
         return
     change = f"{fmt.pct(end_gain)} below" if end_gain >= 0 else f"{fmt.pct(-end_gain)} above"
