@@ -39,8 +39,9 @@ always has true labels.
 
 import dataclasses
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import torch
