@@ -7,7 +7,7 @@ runs a rule or builds a finding on its own.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from trainproof import __version__
@@ -18,7 +18,7 @@ from trainproof.errors import InputError
 from trainproof.model import Run
 from trainproof.readers import read_run
 from trainproof.report import Finding, Level, Report, Skipped, Subject
-from trainproof.thresholds import DEFAULTS, Thresholds
+from trainproof.config import DEFAULT_SETTINGS, Settings
 
 
 @dataclass(frozen=True)
@@ -28,21 +28,27 @@ class Outcome:
     skipped: tuple[Skipped, ...]
 
 
-def apply_rules(rules: Iterable[Rule], ctx: RunContext | CompareContext) -> Outcome:
-    """Run rules in order; a rule that cannot judge is skipped with its reason."""
+def apply_rules(rules: Iterable[Rule], ctx: RunContext | CompareContext, settings: Settings = DEFAULT_SETTINGS) -> Outcome:
+    """Run rules in order; a rule that cannot judge, or that the configuration disables, is skipped with its reason."""
     findings: list[Finding] = []
     ran: list[str] = []
     skipped: list[Skipped] = []
     fired = ctx.fired if isinstance(ctx, RunContext) else ctx.run.fired
     for rule in rules:
+        if not settings.enabled(rule.id):
+            skipped.append(Skipped(rule.id, settings.disabled_reason(rule.id)))
+            continue
         try:
             hits = list(rule.check(ctx))
         except NotApplicable as reason:
             skipped.append(Skipped(rule.id, str(reason)))
             continue
         ran.append(rule.id)
+        run = ctx.run if isinstance(ctx, RunContext) else ctx.run.run
         for hit in hits:
-            finding = rule.stamp(hit)
+            finding = rule.stamp(hit, settings.levels.get(rule.id))
+            if finding.line is None and finding.steps:
+                finding = replace(finding, line=run.line_of(finding.steps[0]))
             findings.append(finding)
             fired[rule.id] = max(fired.get(rule.id, Level.INFO), finding.level)
     return Outcome(tuple(findings), tuple(ran), tuple(skipped))
@@ -76,10 +82,10 @@ def unjudged_reason(ctx: RunContext) -> str | None:
     return None
 
 
-def judge_run(run: Run, thresholds: Thresholds = DEFAULTS, rules: Sequence[Rule] = EPOCH_RULES) -> Subject:
+def judge_run(run: Run, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[Rule] = EPOCH_RULES) -> Subject:
     """Every single-run rule on one Run."""
-    ctx = RunContext(run, thresholds)
-    outcome = apply_rules(rules, ctx)
+    ctx = RunContext(run, settings.thresholds)
+    outcome = apply_rules(rules, ctx, settings)
     return Subject(
         path=run.path,
         format=run.format,
@@ -96,7 +102,7 @@ def _unreadable(path: str | Path, error: InputError, role: str = "run") -> Subje
     return Subject(path=str(path), unjudged=error.problem, error=True, role=role)
 
 
-def judge_epoch(paths: Sequence[str | Path], fmt: str | None = None, thresholds: Thresholds = DEFAULTS) -> Report:
+def judge_epoch(paths: Sequence[str | Path], fmt: str | None = None, settings: Settings = DEFAULT_SETTINGS) -> Report:
     """``trainproof epoch``: each log judged on its own."""
     subjects = []
     for path in paths:
@@ -105,8 +111,8 @@ def judge_epoch(paths: Sequence[str | Path], fmt: str | None = None, thresholds:
         except InputError as error:
             subjects.append(_unreadable(path, error))
             continue
-        subjects.append(judge_run(run, thresholds))
-    return Report(command="epoch", subjects=tuple(subjects), tool_version=__version__)
+        subjects.append(judge_run(run, settings))
+    return Report(command="epoch", subjects=tuple(subjects), tool_version=__version__, fail_on=settings.fail_on)
 
 
 def compare_metrics(ctx: CompareContext) -> dict:
@@ -124,10 +130,10 @@ def compare_metrics(ctx: CompareContext) -> dict:
     return out
 
 
-def judge_baseline(run: Run, thresholds: Thresholds = DEFAULTS) -> tuple[Subject, RunContext]:
+def judge_baseline(run: Run, settings: Settings = DEFAULT_SETTINGS) -> tuple[Subject, RunContext]:
     """The baseline of a compare, judged by the single-run rules, with its context for the ratios."""
-    ctx = RunContext(run, thresholds)
-    outcome = apply_rules(EPOCH_RULES, ctx)
+    ctx = RunContext(run, settings.thresholds)
+    outcome = apply_rules(EPOCH_RULES, ctx, settings)
     subject = Subject(
         path=run.path,
         format=run.format,
@@ -142,14 +148,14 @@ def judge_baseline(run: Run, thresholds: Thresholds = DEFAULTS) -> tuple[Subject
     return subject, ctx
 
 
-def judge_against(run: Run, baseline: Subject, baseline_ctx: RunContext | None, thresholds: Thresholds = DEFAULTS) -> Subject:
+def judge_against(run: Run, baseline: Subject, baseline_ctx: RunContext | None, settings: Settings = DEFAULT_SETTINGS) -> Subject:
     """One run by the single-run rules and the compare rules against a judged baseline.
 
     ``baseline_ctx`` is None when the baseline could not be read; the compare
     rules are then skipped and the run is not judged.
     """
-    ctx = RunContext(run, thresholds)
-    own = apply_rules(EPOCH_RULES, ctx)
+    ctx = RunContext(run, settings.thresholds)
+    own = apply_rules(EPOCH_RULES, ctx, settings)
     metrics: dict = {}
     if baseline_ctx is None:
         skipped = tuple(Skipped(r.id, f"the baseline could not be read: {baseline.unjudged}") for r in COMPARE_RULES)
@@ -158,7 +164,7 @@ def judge_against(run: Run, baseline: Subject, baseline_ctx: RunContext | None, 
     else:
         fails = tuple(f for f in baseline.findings if f.level is Level.FAIL)
         cmp_ctx = CompareContext(ctx, baseline_ctx, fails)
-        versus = apply_rules(COMPARE_RULES, cmp_ctx)
+        versus = apply_rules(COMPARE_RULES, cmp_ctx, settings)
         metrics = compare_metrics(cmp_ctx)
         unjudged = unjudged_reason(ctx) or (
             f"the baseline's curve cannot be judged: {baseline.unjudged}" if baseline.unjudged else None
@@ -181,7 +187,7 @@ def judge_compare(
     run_paths: Sequence[str | Path],
     baseline_path: str | Path,
     fmt: str | None = None,
-    thresholds: Thresholds = DEFAULTS,
+    settings: Settings = DEFAULT_SETTINGS,
 ) -> Report:
     """``trainproof compare``: each run against one known-good baseline.
 
@@ -195,7 +201,7 @@ def judge_compare(
     except InputError as error:
         base_subject, base_ctx = _unreadable(baseline_path, error, role="baseline"), None
     else:
-        base_subject, base_ctx = judge_baseline(base_run, thresholds)
+        base_subject, base_ctx = judge_baseline(base_run, settings)
     subjects = []
     for path in run_paths:
         try:
@@ -203,5 +209,5 @@ def judge_compare(
         except InputError as error:
             subjects.append(_unreadable(path, error))
             continue
-        subjects.append(judge_against(run, base_subject, base_ctx, thresholds))
-    return Report(command="compare", subjects=tuple(subjects) + (base_subject,), tool_version=__version__)
+        subjects.append(judge_against(run, base_subject, base_ctx, settings))
+    return Report(command="compare", subjects=tuple(subjects) + (base_subject,), tool_version=__version__, fail_on=settings.fail_on)

@@ -85,6 +85,11 @@ class Run:
     step_unit: str = "step"
     loss_name: str = "loss"
     notes: tuple[str, ...] = ()
+    step_lines: Mapping[int, int] = field(default_factory=dict)
+
+    def line_of(self, step: int) -> int | None:
+        """The 1-based line of the log where the record of ``step`` starts, when the reader knows it."""
+        return self.step_lines.get(int(step))
 
     @property
     def last_step(self) -> int | None:

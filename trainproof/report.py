@@ -107,9 +107,12 @@ _ORDER = {Verdict.PASS: 0, Verdict.WARN: 1, Verdict.FAIL: 2}
 
 @dataclass(frozen=True)
 class Report:
+    """Everything one command judged. ``fail_on`` (fail | warn | never) sets what exits 1."""
+
     command: str
     subjects: tuple[Subject, ...]
     tool_version: str
+    fail_on: str = "fail"
 
     @property
     def judged(self) -> tuple[Subject, ...]:
@@ -125,13 +128,20 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """1 if anything FAILs; else 2 if anything could not be judged; else 0."""
+        """1 if anything fails by ``fail_on``; else 2 if anything could not be judged; else 0."""
         verdicts = [s.verdict for s in self.judged]
-        if Verdict.FAIL in verdicts:
+        failing = {"fail": {Verdict.FAIL}, "warn": {Verdict.FAIL, Verdict.WARN}, "never": set()}[self.fail_on]
+        if failing.intersection(verdicts):
             return EXIT_FAIL
         if not verdicts or Verdict.NOT_CHECKED in verdicts:
             return EXIT_ERROR
         return EXIT_OK
+
+    def fails(self, finding: Finding) -> bool:
+        """Does this finding, at its level, fail the job under ``fail_on``?"""
+        if self.fail_on == "never":
+            return False
+        return finding.level is Level.FAIL or (self.fail_on == "warn" and finding.level is Level.WARN)
 
     @property
     def findings(self) -> tuple[tuple[Subject, Finding], ...]:

@@ -8,19 +8,19 @@ from tests.checks.cases import CASES, Case
 from trainproof.checks.registry import ALL_RULES
 from trainproof.judge import judge_against, judge_baseline, judge_run
 from trainproof.report import Subject
-from trainproof.thresholds import DEFAULTS
+from trainproof.config import DEFAULT_SETTINGS, parse
 
 PARAMS = [pytest.param(rule_id, case, id=f"{rule_id}:{case.name}") for rule_id, cases in CASES.items() for case in cases]
 
 
 def judge(case: Case) -> Subject:
-    thresholds = DEFAULTS.with_overrides(case.overrides) if case.overrides else DEFAULTS
+    settings = parse({"thresholds": case.overrides}, "case") if case.overrides else DEFAULT_SETTINGS
     built = case.build()
     if isinstance(built, tuple):
         run, baseline = built
-        base_subject, base_ctx = judge_baseline(baseline, thresholds)
-        return judge_against(run, base_subject, base_ctx, thresholds)
-    return judge_run(built, thresholds)
+        base_subject, base_ctx = judge_baseline(baseline, settings)
+        return judge_against(run, base_subject, base_ctx, settings)
+    return judge_run(built, settings)
 
 
 @pytest.mark.parametrize(("rule_id", "case"), PARAMS)

@@ -53,3 +53,23 @@ def test_format_override_and_unknown_format(tmp_path):
     assert read_run(path, "csv").format == "csv"
     with pytest.raises(InputError, match="unknown format"):
         read_run(path, "tensorboard")
+
+
+def test_findings_point_at_the_line_of_their_step(tmp_path):
+    from trainproof.judge import judge_epoch
+
+    loss = [1.4, 3.3, 24.2, 26.4, 20.1] + [8.0 - 0.01 * i for i in range(55)]
+    path = write_hf_state(tmp_path / "trainer_state.json", hf_entries(loss))
+    finding = judge_epoch([path]).subjects[0].findings[0]
+    assert finding.rule_id == "TP-DIVERGE"
+    line = path.read_text().splitlines()[finding.line - 1]
+    assert f'"step": {finding.steps[0]}' in line
+
+
+def test_every_tabular_reader_records_lines(tmp_path):
+    jsonl = tmp_path / "log.jsonl"
+    jsonl.write_text('{"step": 1, "loss": 2.0}\n\n{"step": 2, "loss": 1.9}\n')
+    assert read_run(jsonl).step_lines == {1: 1, 2: 3}
+    csv = tmp_path / "metrics.csv"
+    csv.write_text("step,loss\n1,2.0\n2,1.9\n")
+    assert read_run(csv).step_lines == {1: 2, 2: 3}

@@ -126,10 +126,15 @@ class Rule:
                 seen.setdefault(name, None)
         return tuple(seen)
 
-    def stamp(self, hit: Hit) -> Finding:
+    def stamp(self, hit: Hit, level: Level | None = None) -> Finding:
+        """The Finding for one hit, at the configured ``level`` if one is given.
+
+        A hit that set its own milder level (an INFO note) keeps it.
+        """
+        default = level if level is not None else self.level
         return Finding(
             rule_id=self.id,
-            level=hit.level if hit.level is not None else self.level,
+            level=hit.level if hit.level is not None else default,
             message=hit.message,
             evidence=hit.evidence,
             values=dict(hit.values),

@@ -88,6 +88,11 @@ class RunBuilder:
         self._raw: dict[str, dict[int, str]] = {}
         self.checkpoints: list[Checkpoint] = []
         self.notes: list[str] = []
+        self.lines: dict[int, int] = {}
+
+    def mark_line(self, step: int, line: int) -> None:
+        """Remember the first line (1-based) where a record of ``step`` appears."""
+        self.lines.setdefault(step, line)
 
     def add(self, series: str, step: int, value: Value) -> None:
         parsed = parse_number(value)
@@ -148,6 +153,7 @@ class RunBuilder:
             checkpoints=tuple(sorted(self.checkpoints, key=lambda c: (c.step, c.best, c.path))),
             loss_name=loss_name or loss,
             notes=tuple(self.notes),
+            step_lines=dict(self.lines),
             **meta,  # type: ignore[arg-type]
         )
 

@@ -51,8 +51,13 @@ def resolve(columns: Iterable[str]) -> dict[str, str]:
     return found
 
 
-def build_run(path: Path, fmt: str, records: list[Mapping[str, object]], columns: list[str]) -> Run:
-    """Records in file order into a Run. The step axis is ``step``, else ``epoch``, else the record number."""
+def build_run(
+    path: Path, fmt: str, records: list[Mapping[str, object]], columns: list[str], lines: list[int] | None = None
+) -> Run:
+    """Records in file order into a Run. The step axis is ``step``, else ``epoch``, else the record number.
+
+    ``lines`` gives the 1-based line of the log where each record starts.
+    """
     mapping = resolve(columns)
     if "loss" not in mapping and "eval_loss" not in mapping:
         shown = ", ".join(columns[:12]) + (", ..." if len(columns) > 12 else "")
@@ -71,6 +76,8 @@ def build_run(path: Path, fmt: str, records: list[Mapping[str, object]], columns
         step = _axis(record, step_key if step_key else epoch_key, index)
         if step is None:
             continue
+        if lines is not None:
+            builder.mark_line(step, lines[index])
         for canonical in _METRICS:
             key = mapping.get(canonical)
             if key is not None and not (canonical == "epoch" and step_unit == "epoch"):

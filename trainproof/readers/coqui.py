@@ -54,10 +54,11 @@ def read(path: Path) -> Run:
     step: int | None = None
     block: str | None = None  # "train" or "eval"
     pending_time: float | None = None
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         match = _STEP.search(line)
         if match:
             step = int(match.group(2))
+            builder.mark_line(step, number)
             block = "train"
             if match.group(1):
                 builder.add_time(step, _timestamp(match.group(1)))

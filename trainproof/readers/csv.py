@@ -44,14 +44,16 @@ def read(path: Path) -> Run:
     if len(header) < 2:
         raise InputError(path, "has a one-column header; a CSV log needs a step and a metric column")
     records = []
+    numbers = []
     try:
         for row in reader:
             cells = [c.strip() for c in row]
             if not any(cells) or cells == header:
                 continue
             records.append(dict(zip(header, cells)))
+            numbers.append(reader.line_num)
     except _csv.Error as exc:
         raise InputError(path, f"is not valid CSV at line {reader.line_num}: {exc}") from None
     if not records:
         raise InputError(path, "has a header but no rows")
-    return build_run(path, name, records, header)
+    return build_run(path, name, records, header, numbers)

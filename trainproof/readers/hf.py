@@ -22,6 +22,7 @@ description = "HuggingFace Trainer trainer_state.json"
 
 _EVAL_LOSS = re.compile(r"^eval_(?:(.+)_)?loss$")
 _CHECKPOINT_STEP = re.compile(r"checkpoint-(\d+)")
+_STEP_KEY = re.compile(r'"step"\s*:\s*(\d+)')
 _SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second")
 
 
@@ -39,17 +40,21 @@ def load_json(path: Path, text: str) -> object:
 
 
 def read(path: Path) -> Run:
-    state = load_json(path, read_text(path))
+    text = read_text(path)
+    state = load_json(path, text)
     if not isinstance(state, dict) or "log_history" not in state:
         raise InputError(path, "is JSON but not a HuggingFace trainer_state.json (no log_history)")
     history = state["log_history"]
     if not isinstance(history, list):
         raise InputError(path, "has a log_history that is not a list")
-    return parse_state(path, state, history)
+    return parse_state(path, state, history, text)
 
 
-def parse_state(path: Path, state: dict, history: list) -> Run:
+def parse_state(path: Path, state: dict, history: list, text: str = "") -> Run:
     builder = RunBuilder(path, name)
+    for number, line in enumerate(text.splitlines(), start=1):
+        for match in _STEP_KEY.finditer(line):
+            builder.mark_line(int(match.group(1)), number)
     eval_names: dict[str, str] = {}
     runtime = None
     for entry in history:

@@ -37,6 +37,7 @@ def sniff(path: Path, head: str) -> bool:
 def read(path: Path) -> Run:
     text = read_text(path)
     notes = []
+    numbers: list[int] | None = None
     if text.lstrip().startswith("["):
         try:
             records = json.loads(text)
@@ -44,8 +45,10 @@ def read(path: Path) -> Run:
             raise InputError(path, f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
         if not isinstance(records, list):
             raise InputError(path, "is not a JSON array of records")
+        records = [r for r in records if isinstance(r, dict)]
     else:
         records = []
+        numbers = []
         lines = text.split("\n")
         for number, line in enumerate(lines, start=1):
             line = line.strip()
@@ -58,8 +61,9 @@ def read(path: Path) -> Run:
                     notes.append(f"line {number} is incomplete (the log is still being written?) and was left out")
                     continue
                 raise InputError(path, f"line {number} is not valid JSON: {exc.msg}") from None
-            records.append(record)
-    records = [r for r in records if isinstance(r, dict)]
+            if isinstance(record, dict):
+                records.append(record)
+                numbers.append(number)
     if not records:
         raise InputError(path, "has no JSON object records")
     columns: list[str] = []
@@ -69,7 +73,7 @@ def read(path: Path) -> Run:
             if key not in seen:
                 seen.add(key)
                 columns.append(key)
-    run = build_run(path, name, records, columns)
+    run = build_run(path, name, records, columns, numbers)
     if notes:
         run = replace(run, notes=run.notes + tuple(notes))
     return run

@@ -1,0 +1,213 @@
+"""Per-repository configuration: which rules run, at which level, against which thresholds.
+
+Read from ``--config PATH``, else the nearest ``.trainproof.toml`` or
+``pyproject.toml`` with a ``[tool.trainproof]`` table, searching from the
+working directory up to the filesystem root. A ``.trainproof.toml`` holds the
+same keys at its top level (or under ``[tool.trainproof]``)::
+
+    [tool.trainproof]
+    select = ["TP-DIVERGE", "TP-LR-ZERO"]   # only these rules (default: all)
+    ignore = ["TP-PLATEAU"]                  # never these
+    fail-on = "warn"                         # fail | warn | never
+
+    [tool.trainproof.levels]
+    TP-GRAD-NONFINITE = "WARN"               # FAIL | WARN | INFO
+
+    [tool.trainproof.thresholds]
+    PLATEAU_WARN_S = 7200
+
+Unknown keys, unknown rule ids and values of the wrong type are errors that
+name the key (exit 2), never silently ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from trainproof.errors import TrainproofError
+from trainproof.report import Level
+from trainproof.thresholds import DEFAULTS, Thresholds
+
+FAIL_ON = ("fail", "warn", "never")
+KEYS = ("select", "ignore", "levels", "thresholds", "fail-on")
+DEFAULT_SOURCE = "default"
+
+
+class ConfigError(TrainproofError):
+    """A configuration file asks for something that does not exist or has the wrong type."""
+
+    def __init__(self, source: str, problem: str) -> None:
+        super().__init__(f"{source}: {problem}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective configuration, and where each non-default value came from."""
+
+    thresholds: Thresholds = DEFAULTS
+    select: frozenset[str] | None = None
+    ignore: frozenset[str] = frozenset()
+    levels: Mapping[str, Level] = field(default_factory=dict)
+    fail_on: str = "fail"
+    source: str | None = None
+    origins: Mapping[str, str] = field(default_factory=dict)
+
+    def enabled(self, rule_id: str) -> bool:
+        return (self.select is None or rule_id in self.select) and rule_id not in self.ignore
+
+    def disabled_reason(self, rule_id: str) -> str:
+        key = "ignore" if rule_id in self.ignore else "select"
+        return f"disabled by configuration ({self.source}: {key})"
+
+    def origin(self, name: str) -> str:
+        return self.origins.get(name, DEFAULT_SOURCE)
+
+    def with_fail_on(self, fail_on: str | None) -> Settings:
+        if fail_on is None:
+            return self
+        return replace(self, fail_on=fail_on, origins={**self.origins, "fail-on": "command line"})
+
+
+DEFAULT_SETTINGS = Settings()
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot be read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(path), f"is not valid TOML: {exc}") from None
+
+
+def _table(path: Path, explicit: bool) -> dict[str, Any] | None:
+    """The trainproof table of a file, or None when the file has none."""
+    data = _toml(path)
+    tool = data.get("tool", {})
+    table = tool.get("trainproof") if isinstance(tool, dict) else None
+    if table is not None:
+        return table
+    if path.name == "pyproject.toml" and not explicit:
+        return None
+    return {k: v for k, v in data.items() if k != "tool"}
+
+
+def discover(start: Path) -> Path | None:
+    """The nearest .trainproof.toml, or pyproject.toml with [tool.trainproof], at or above ``start``."""
+    for folder in [start, *start.parents]:
+        dedicated = folder / ".trainproof.toml"
+        if dedicated.is_file():
+            return dedicated
+        project = folder / "pyproject.toml"
+        if project.is_file() and _table(project, explicit=False) is not None:
+            return project
+    return None
+
+
+def load(path: str | Path | None = None, cwd: Path | None = None) -> Settings:
+    """Settings from ``path`` if given, else from the nearest configuration file, else defaults."""
+    explicit = path is not None
+    if explicit:
+        found = Path(path)
+        if not found.is_file():
+            raise ConfigError(str(found), "does not exist" if not found.exists() else "is not a file")
+    else:
+        found = discover((cwd or Path.cwd()).resolve())
+        if found is None:
+            return DEFAULT_SETTINGS
+    table = _table(found, explicit=explicit) or {}
+    source = str(found) if explicit else _display(found, cwd)
+    section = "[tool.trainproof]" if found.name == "pyproject.toml" else ""
+    return parse(table, source, section)
+
+
+def _display(path: Path, cwd: Path | None) -> str:
+    try:
+        return str(path.relative_to((cwd or Path.cwd()).resolve()))
+    except ValueError:
+        return str(path)
+
+
+def parse(table: Mapping[str, Any], source: str, section: str = "") -> Settings:
+    """Validate a configuration table into Settings; every error names its key."""
+    from trainproof.checks.registry import ALIASES, BY_ID
+
+    where = f"{source} {section}".rstrip()
+
+    def fail(key: str, problem: str) -> ConfigError:
+        return ConfigError(where, f"'{key}': {problem}")
+
+    def rule_ids(key: str) -> frozenset[str]:
+        value = table[key]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise fail(key, f"must be a list of rule ids, got {type(value).__name__}")
+        ids = []
+        for item in value:
+            rule_id = ALIASES.get(item.upper(), item.upper())
+            if rule_id not in BY_ID:
+                raise fail(key, f"unknown rule id '{item}' (see 'trainproof rules')")
+            ids.append(rule_id)
+        return frozenset(ids)
+
+    for key in table:
+        if key not in KEYS:
+            raise fail(key, f"unknown key (known: {', '.join(KEYS)})")
+    origins: dict[str, str] = {}
+    select = rule_ids("select") if "select" in table else None
+    ignore = rule_ids("ignore") if "ignore" in table else frozenset()
+    if select is not None:
+        origins["select"] = source
+    if ignore:
+        origins["ignore"] = source
+
+    levels: dict[str, Level] = {}
+    raw_levels = table.get("levels", {})
+    if not isinstance(raw_levels, dict):
+        raise fail("levels", "must be a table of rule id = level")
+    for rule_key, value in raw_levels.items():
+        rule_id = ALIASES.get(rule_key.upper(), rule_key.upper())
+        if rule_id not in BY_ID:
+            raise fail(f"levels.{rule_key}", "unknown rule id (see 'trainproof rules')")
+        if not isinstance(value, str) or value.upper() not in Level.__members__:
+            raise fail(f"levels.{rule_key}", f"must be one of FAIL, WARN, INFO, got {value!r}")
+        levels[rule_id] = Level[value.upper()]
+        origins[f"level:{rule_id}"] = source
+
+    overrides: dict[str, float | int] = {}
+    raw_thresholds = table.get("thresholds", {})
+    if not isinstance(raw_thresholds, dict):
+        raise fail("thresholds", "must be a table of NAME = number")
+    kinds = {f.name: f.type for f in fields(Thresholds)}
+    for name, value in raw_thresholds.items():
+        if name not in kinds:
+            raise fail(f"thresholds.{name}", "unknown threshold (see 'trainproof rules --json')")
+        wants_int = kinds[name] in (int, "int")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (wants_int and not isinstance(value, int)):
+            raise fail(f"thresholds.{name}", f"must be {'an integer' if wants_int else 'a number'}, got {value!r}")
+        if value < 0:
+            raise fail(f"thresholds.{name}", f"must not be negative, got {value!r}")
+        overrides[name] = value if wants_int else float(value)
+        origins[name] = source
+
+    fail_on = table.get("fail-on", "fail")
+    if fail_on not in FAIL_ON:
+        raise fail("fail-on", f"must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    if "fail-on" in table:
+        origins["fail-on"] = source
+
+    return Settings(
+        thresholds=DEFAULTS.with_overrides(overrides) if overrides else DEFAULTS,
+        select=select,
+        ignore=ignore,
+        levels=levels,
+        fail_on=fail_on,
+        source=source,
+        origins=origins,
+    )
