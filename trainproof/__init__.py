@@ -1,3 +1,6 @@
 """trainproof: a deterministic linter for ML training runs."""
 
 __version__ = "0.1.0"
+
+HOMEPAGE = "https://github.com/trainproof/trainproof"
+"""Where the project lives; SARIF and the reports link to its rule documentation."""

@@ -22,9 +22,10 @@ name the key (exit 2), never silently ignored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from trainproof.errors import TrainproofError
 from trainproof.report import Level
@@ -87,16 +88,16 @@ def _toml(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), f"is not valid TOML: {exc}") from None
 
 
-def _table(path: Path, explicit: bool) -> dict[str, Any] | None:
-    """The trainproof table of a file, or None when the file has none."""
+def _table(path: Path, explicit: bool) -> tuple[dict[str, Any] | None, bool]:
+    """The trainproof table of a file (None when it has none), and whether it sat under [tool.trainproof]."""
     data = _toml(path)
     tool = data.get("tool", {})
     table = tool.get("trainproof") if isinstance(tool, dict) else None
     if table is not None:
-        return table
+        return table, True
     if path.name == "pyproject.toml" and not explicit:
-        return None
-    return {k: v for k, v in data.items() if k != "tool"}
+        return None, False
+    return {k: v for k, v in data.items() if k != "tool"}, False
 
 
 def discover(start: Path) -> Path | None:
@@ -106,7 +107,7 @@ def discover(start: Path) -> Path | None:
         if dedicated.is_file():
             return dedicated
         project = folder / "pyproject.toml"
-        if project.is_file() and _table(project, explicit=False) is not None:
+        if project.is_file() and _table(project, explicit=False)[0] is not None:
             return project
     return None
 
@@ -122,10 +123,9 @@ def load(path: str | Path | None = None, cwd: Path | None = None) -> Settings:
         found = discover((cwd or Path.cwd()).resolve())
         if found is None:
             return DEFAULT_SETTINGS
-    table = _table(found, explicit=explicit) or {}
+    table, under_tool = _table(found, explicit=explicit)
     source = str(found) if explicit else _display(found, cwd)
-    section = "[tool.trainproof]" if found.name == "pyproject.toml" else ""
-    return parse(table, source, section)
+    return parse(table or {}, f"{source} [tool.trainproof]" if under_tool else source)
 
 
 def _display(path: Path, cwd: Path | None) -> str:
@@ -135,14 +135,12 @@ def _display(path: Path, cwd: Path | None) -> str:
         return str(path)
 
 
-def parse(table: Mapping[str, Any], source: str, section: str = "") -> Settings:
-    """Validate a configuration table into Settings; every error names its key."""
+def parse(table: Mapping[str, Any], source: str) -> Settings:
+    """Validate a configuration table into Settings; every error names its key and ``source``."""
     from trainproof.checks.registry import ALIASES, BY_ID
 
-    where = f"{source} {section}".rstrip()
-
     def fail(key: str, problem: str) -> ConfigError:
-        return ConfigError(where, f"'{key}': {problem}")
+        return ConfigError(source, f"'{key}': {problem}")
 
     def rule_ids(key: str) -> frozenset[str]:
         value = table[key]

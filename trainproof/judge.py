@@ -14,11 +14,11 @@ from trainproof import __version__
 from trainproof.checks.base import CompareContext, NotApplicable, Rule, RunContext
 from trainproof.checks.compare import improvement
 from trainproof.checks.registry import COMPARE_RULES, EPOCH_RULES
+from trainproof.config import DEFAULT_SETTINGS, Settings
 from trainproof.errors import InputError
 from trainproof.model import Run
 from trainproof.readers import read_run
 from trainproof.report import Finding, Level, Report, Skipped, Subject
-from trainproof.config import DEFAULT_SETTINGS, Settings
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ import pytest
 
 from tests.checks.cases import CASES, Case
 from trainproof.checks.registry import ALL_RULES
+from trainproof.config import DEFAULT_SETTINGS, parse
 from trainproof.judge import judge_against, judge_baseline, judge_run
 from trainproof.report import Subject
-from trainproof.config import DEFAULT_SETTINGS, parse
 
 PARAMS = [pytest.param(rule_id, case, id=f"{rule_id}:{case.name}") for rule_id, cases in CASES.items() for case in cases]
 

@@ -13,7 +13,8 @@ from trainproof.render import RENDERERS, render
 
 GOLDEN = REPO / "tests" / "golden"
 INPUTS = ["tests/data/hot", "tests/data/healthy", "tests/data/overfit", "tests/data/missing/trainer_state.json"]
-SUFFIX = {"text": "txt", "json": "json", "html": "html"}
+SUFFIX = {"text": "txt", "json": "json", "html": "html", "sarif": "sarif", "junit": "xml", "markdown": "md"}
+OPTIONS = {"sarif": {"base": str(REPO)}}
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ def reports(monkeypatch):
 @pytest.mark.parametrize("command", ["epoch", "compare"])
 @pytest.mark.parametrize("name", sorted(RENDERERS))
 def test_golden(reports, update_golden, command, name):
-    produced = render(name, reports[command])
+    produced = render(name, reports[command], **OPTIONS.get(name, {}))
     target = GOLDEN / f"{command}.{SUFFIX[name]}"
     if update_golden:
         target.write_text(produced)
@@ -38,4 +39,5 @@ def test_golden(reports, update_golden, command, name):
 
 def test_rendering_twice_gives_the_same_bytes(reports):
     for name in RENDERERS:
-        assert render(name, reports["epoch"]) == render(name, reports["epoch"])
+        options = OPTIONS.get(name, {})
+        assert render(name, reports["epoch"], **options) == render(name, reports["epoch"], **options)

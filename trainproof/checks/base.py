@@ -88,6 +88,7 @@ class CompareContext:
 
 
 CheckFn = Callable[..., Iterable[Hit]]
+SECTIONS = ("What it detects", "Why it matters", "Fires on", "Does not fire on", "Does not mean", "Thresholds")
 _THRESHOLD_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b")
 
 
@@ -111,6 +112,19 @@ class Rule:
     @property
     def summary(self) -> str:
         return self.doc.split("\n", 1)[0]
+
+    def sections(self) -> dict[str, str]:
+        """The documentation's sections (What it detects, Why it matters, ...) as one line each."""
+        out: dict[str, str] = {}
+        current = None
+        for line in self.doc.replace("``", "`").split("\n")[1:]:
+            head, sep, rest = line.partition(":")
+            if sep and head in SECTIONS:
+                current = head
+                out[current] = f"{out[current]} {rest.strip()}".strip() if current in out else rest.strip()
+            elif current is not None and line.strip():
+                out[current] = f"{out[current]} {line.strip()}"
+        return out
 
     @property
     def thresholds(self) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""What every judging subcommand shares: input and output options, writing, exit."""
+"""What every judging subcommand shares: input and output options, configuration, writing, exit."""
 
 from __future__ import annotations
 
@@ -8,20 +8,37 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from trainproof.config import FAIL_ON, Settings
 from trainproof.errors import UsageError
 from trainproof.readers import READERS
 from trainproof.report import Report, Verdict
 
+# Output option -> renderer; each writes one file, all from the same report.
+FILE_OUTPUTS = (("html", "html"), ("sarif", "sarif"), ("junit", "junit"), ("markdown", "markdown"), ("json_file", "json"))
+
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=sorted(READERS), help="log format (default: detected from the content)")
+    parser.add_argument("--config", metavar="PATH", help="configuration file (default: nearest .trainproof.toml or pyproject.toml [tool.trainproof])")
+    parser.add_argument("--fail-on", choices=FAIL_ON, help="what exits 1: fail (default), warn (WARN too), never")
 
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("output")
+    group = parser.add_argument_group("output (any number of them, all from the same report)")
     group.add_argument("--json", action="store_true", help="print one JSON document instead of the text report")
+    group.add_argument("--json-file", metavar="PATH", help="also write the JSON document to PATH")
     group.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report with the curves")
+    group.add_argument("--sarif", metavar="PATH", help="also write SARIF 2.1.0 for GitHub code scanning")
+    group.add_argument("--junit", metavar="PATH", help="also write JUnit XML for test reporters")
+    group.add_argument("--markdown", metavar="PATH", help="also write markdown for a pull-request comment")
+    group.add_argument("--github", action="store_true", help="in GitHub Actions: append the markdown to the job summary and print annotations")
     group.add_argument("--no-color", action="store_true", help="no colour in the text report (also: NO_COLOR)")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    from trainproof.config import load
+
+    return load(args.config).with_fail_on(args.fail_on)
 
 
 def write_output(path: str, content: str, inputs: Iterable[str]) -> None:
@@ -51,12 +68,39 @@ def write_output(path: str, content: str, inputs: Iterable[str]) -> None:
         raise UsageError(f"{path}: cannot write it: {exc.strerror or exc}") from None
 
 
-def emit(report: Report, args: argparse.Namespace, inputs: list[str]) -> int:
+def _inputs_of(args: argparse.Namespace) -> list[str]:
+    return [str(p) for p in args.paths]
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse impossible output requests before any work is done."""
+    inputs = {Path(p).resolve() for p in _inputs_of(args)}
+    targets: dict[Path, str] = {}
+    for option, _ in FILE_OUTPUTS:
+        value = getattr(args, option)
+        if value is None:
+            continue
+        resolved = Path(value).resolve()
+        if resolved in inputs:
+            raise UsageError(f"{value}: is one of the inputs; refusing to overwrite it")
+        if resolved in targets:
+            raise UsageError(f"{value}: named by both --{targets[resolved]} and --{option.replace('_', '-')}")
+        targets[resolved] = option.replace("_", "-")
+
+
+def emit(report: Report, args: argparse.Namespace) -> int:
     """Render what was asked, write the files, report what could not be judged, return the exit code."""
     from trainproof.render import render
 
-    if args.html:
-        write_output(args.html, render("html", report), inputs)
+    base = os.getcwd()
+    inputs = _inputs_of(args)
+    for option, name in FILE_OUTPUTS:
+        target = getattr(args, option)
+        if target is not None:
+            options = {"base": base} if name == "sarif" else {}
+            write_output(target, render(name, report, **options), inputs)
+    if args.github:
+        github(report, base, annotate=not args.json)
     if args.json:
         text = render("json", report)
     else:
@@ -70,8 +114,26 @@ def emit(report: Report, args: argparse.Namespace, inputs: list[str]) -> int:
     return report.exit_code
 
 
+def github(report: Report, base: str, annotate: bool) -> None:
+    """The job summary and annotations, when running inside GitHub Actions."""
+    from trainproof.render import render
+    from trainproof.render.github import annotations
+
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not summary:
+        print("trainproof: note: --github does nothing outside GitHub Actions (GITHUB_STEP_SUMMARY is not set)", file=sys.stderr)
+        return
+    try:
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(render("markdown", report) + "\n")
+    except OSError as exc:
+        raise UsageError(f"{summary}: cannot append the job summary: {exc.strerror or exc}") from None
+    if annotate:
+        write_stdout(annotations(report, base))
+
+
 def write_stdout(text: str) -> None:
-    """Write the report; a reader that went away (``| head``) is not an error worth a traceback."""
+    """Write to stdout; a reader that went away (``| head``) is not an error worth a traceback."""
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from trainproof.cli.common import add_input_options, add_output_options, emit
+from trainproof.cli.common import add_input_options, add_output_options, check_outputs, emit, settings_from
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     if len(args.paths) < 2:
         raise UsageError("compare needs at least one run and a baseline: trainproof compare RUN... BASELINE")
+    check_outputs(args)
     *runs, baseline = args.paths
-    report = judge_compare(runs, baseline, fmt=args.format)
-    return emit(report, args, list(args.paths))
+    report = judge_compare(runs, baseline, fmt=args.format, settings=settings_from(args))
+    return emit(report, args)

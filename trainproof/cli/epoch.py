@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from trainproof.cli.common import add_input_options, add_output_options, emit
+from trainproof.cli.common import add_input_options, add_output_options, check_outputs, emit, settings_from
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -22,5 +22,6 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from trainproof.judge import judge_epoch
 
-    report = judge_epoch(args.paths, fmt=args.format)
-    return emit(report, args, list(args.paths))
+    check_outputs(args)
+    report = judge_epoch(args.paths, fmt=args.format, settings=settings_from(args))
+    return emit(report, args)

@@ -13,14 +13,15 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("ids", nargs="*", metavar="ID", help="show the full documentation of these rules")
     parser.add_argument("--json", action="store_true", help="print the catalogue as JSON")
+    parser.add_argument("--config", metavar="PATH", help="show the values this configuration file sets (default: the one found)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from trainproof.checks.registry import ALIASES, ALL_RULES, BY_ID, REMOVED
+    from trainproof.config import load
     from trainproof.errors import UsageError
     from trainproof.render import rules as catalogue
-    from trainproof.thresholds import DEFAULTS
 
     chosen = ALL_RULES
     if args.ids:
@@ -34,5 +35,6 @@ def run(args: argparse.Namespace) -> int:
             chosen.append(BY_ID[key])
     from trainproof.cli.common import write_stdout
 
-    write_stdout(catalogue.as_json(chosen, DEFAULTS) if args.json else catalogue.text(chosen, DEFAULTS, full=bool(args.ids)))
+    settings = load(args.config)
+    write_stdout(catalogue.as_json(chosen, settings) if args.json else catalogue.text(chosen, settings, full=bool(args.ids)))
     return 0

@@ -16,6 +16,9 @@ RENDERERS: Mapping[str, str] = {
     "text": "trainproof.render.text",
     "json": "trainproof.render.json",
     "html": "trainproof.render.html",
+    "sarif": "trainproof.render.sarif",
+    "junit": "trainproof.render.junit",
+    "markdown": "trainproof.render.markdown",
 }
 
 Renderer = Callable[..., str]

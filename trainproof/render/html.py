@@ -70,13 +70,8 @@ def _rule_doc_html(rule_id: str) -> str:
     rule = BY_ID.get(rule_id)
     if rule is None:
         return ""
-    body = "\n".join(rule.doc.split("\n")[1:]).strip()
-    paragraphs = []
-    for line in body.split("\n"):
-        if line.split(":", 1)[0] in {"What it detects", "Why it matters", "Fires on", "Does not fire on", "Does not mean", "Thresholds"}:
-            paragraphs.append("")
-        paragraphs.append(line)
-    return markdown.markdown("\n".join(paragraphs).strip())
+    text = "\n\n".join(f"**{head}:** {body}" for head, body in rule.sections().items())
+    return markdown.markdown(text)
 
 
 @lru_cache(maxsize=1)

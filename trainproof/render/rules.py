@@ -9,6 +9,7 @@ from dataclasses import fields
 
 from trainproof import fmt
 from trainproof.checks.base import Rule
+from trainproof.config import Settings
 from trainproof.thresholds import Thresholds, describe
 
 
@@ -17,14 +18,27 @@ def _value(thresholds: Thresholds, name: str) -> str:
     return fmt.num(value) if isinstance(value, float) else str(value)
 
 
-def text(rules: Sequence[Rule], thresholds: Thresholds, full: bool = False) -> str:
+def text(rules: Sequence[Rule], settings: Settings, full: bool = False) -> str:
+    """Each rule's effective level and thresholds, and where a non-default one came from."""
     info = {t.name: t for t in describe()}
+    thresholds = settings.thresholds
     lines = []
+    if settings.source:
+        lines.append(f"configuration: {settings.source}")
+        lines.append("")
     for rule in rules:
-        lines.append(f"{rule.id}  [{rule.level.label}]  ({rule.command})  {rule.summary}")
+        level = settings.levels.get(rule.id, rule.level)
+        note = ""
+        if rule.id in settings.levels:
+            note = f"  (level set by {settings.origin(f'level:{rule.id}')}; default {rule.level.label})"
+        if not settings.enabled(rule.id):
+            note += f"  (disabled by {settings.source})"
+        lines.append(f"{rule.id}  [{level.label}]  ({rule.command})  {rule.summary}{note}")
         for name in rule.thresholds:
             if name in info:
-                lines.append(f"    {name} = {_value(thresholds, name)} {info[name].unit}")
+                origin = settings.origin(name)
+                where = "" if origin == "default" else f"  (from {origin}; default {fmt.num(info[name].default) if isinstance(info[name].default, float) else info[name].default})"
+                lines.append(f"    {name} = {_value(thresholds, name)} {info[name].unit}{where}")
         if full:
             lines.append("")
             lines.extend("    " + line if line else "" for line in rule.doc.split("\n")[1:])
@@ -32,18 +46,24 @@ def text(rules: Sequence[Rule], thresholds: Thresholds, full: bool = False) -> s
     return "\n".join(lines).rstrip() + "\n"
 
 
-def as_json(rules: Sequence[Rule], thresholds: Thresholds) -> str:
+def as_json(rules: Sequence[Rule], settings: Settings) -> str:
     info = {t.name: t for t in describe()}
+    thresholds = settings.thresholds
     doc = {
+        "configuration": settings.source,
+        "fail_on": settings.fail_on,
         "rules": [
             {
                 "id": rule.id,
-                "level": rule.level.label,
+                "level": settings.levels.get(rule.id, rule.level).label,
+                "default_level": rule.level.label,
+                "level_source": settings.origin(f"level:{rule.id}"),
+                "enabled": settings.enabled(rule.id),
                 "command": rule.command,
                 "summary": rule.summary,
                 "doc": rule.doc,
                 "thresholds": [
-                    {"name": n, "value": getattr(thresholds, n), "default": info[n].default, "unit": info[n].unit}
+                    {"name": n, "value": getattr(thresholds, n), "default": info[n].default, "unit": info[n].unit, "source": settings.origin(n)}
                     for n in rule.thresholds
                     if n in info
                 ],
@@ -51,7 +71,14 @@ def as_json(rules: Sequence[Rule], thresholds: Thresholds) -> str:
             for rule in rules
         ],
         "thresholds": [
-            {"name": f.name, "value": getattr(thresholds, f.name), "unit": f.metadata["unit"], "doc": f.metadata["doc"]}
+            {
+                "name": f.name,
+                "value": getattr(thresholds, f.name),
+                "default": f.default,
+                "unit": f.metadata["unit"],
+                "doc": f.metadata["doc"],
+                "source": settings.origin(f.name),
+            }
             for f in fields(thresholds)
         ],
     }

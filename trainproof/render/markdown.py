@@ -1,0 +1,99 @@
+"""Markdown for a pull-request comment or a job summary.
+
+The first line is a hidden marker per command (``<!-- trainproof:epoch -->``)
+so a workflow can find and update its own comment. Every string that comes
+from the user's files (paths, eval-set names, checkpoint paths in messages)
+is escaped for GitHub-flavoured markdown: HTML is inert, table pipes stay
+in their cell, ``@mentions`` and ``#123`` references do not ping or link. The
+body never exceeds GitHub's 65,536 characters; findings that do not fit are
+counted at the end.
+"""
+
+from __future__ import annotations
+
+import re
+
+from trainproof import fmt
+from trainproof.report import Finding, Report, Subject, Verdict
+
+MAX_CHARS = 65_536
+ZERO_WIDTH_SPACE = "&#8203;"
+_BACKSLASHED = re.compile(r"([\\`*_\[\]|~])")
+
+
+def marker(command: str) -> str:
+    return f"<!-- trainproof:{command} -->"
+
+
+def escape(text: str) -> str:
+    """Inert GitHub-flavoured markdown for one table cell or line of user-derived text."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _BACKSLASHED.sub(r"\\\1", text)
+    text = re.sub(r"#(?=\d)", "#" + ZERO_WIDTH_SPACE, text)  # before "@": the entity it adds has a "#8"
+    text = text.replace("@", "@" + ZERO_WIDTH_SPACE)
+    return " ".join(text.split())
+
+
+def _where(subject: Subject, finding: Finding) -> str:
+    location = f"{subject.path}:{finding.line}" if finding.line else subject.path
+    return escape(location) + (" (baseline)" if subject.role == "baseline" else "")
+
+
+def _row(subject: Subject, finding: Finding) -> str:
+    return (
+        f"| **{finding.level.label}** | `{finding.rule_id}` | {_where(subject, finding)} | "
+        f"{escape(finding.message)}<br>Evidence: {escape(finding.evidence)} |\n"
+    )
+
+
+def _tally(report: Report) -> str:
+    judged = report.judged
+    parts = [f"{sum(1 for s in judged if s.verdict is v)} {v.value}" for v in Verdict if any(s.verdict is v for s in judged)]
+    noun = "input" if len(judged) == 1 else "inputs"
+    return f"{len(judged)} {noun}: {', '.join(parts) or 'none'} · exit code {report.exit_code}"
+
+
+def _inputs(report: Report) -> str:
+    lines = [
+        "<details><summary>Inputs and checks</summary>\n",
+        "| input | verdict | checks ran | skipped |",
+        "|---|---|---|---|",
+    ]
+    for s in report.subjects:
+        role = " (baseline)" if s.role == "baseline" else ""
+        skipped = "; ".join(f"`{k.rule_id}`: {escape(k.reason)}" for k in s.skipped) or "-"
+        verdict = s.verdict.value + (f": {escape(s.unjudged)}" if s.unjudged else "")
+        lines.append(f"| {escape(s.path)}{role} | {verdict} | {len(s.ran)} | {skipped} |")
+    lines.append("\n</details>\n")
+    return "\n".join(lines)
+
+
+def render(report: Report, max_chars: int = MAX_CHARS) -> str:
+    head = (
+        f"{marker(report.command)}\n"
+        f"### trainproof {report.command}: {report.verdict.value}\n\n"
+        f"{_tally(report)}\n\n"
+    )
+    findings = sorted(report.findings, key=lambda pair: -pair[1].level)
+    table_head = "| level | rule | input | finding |\n|---|---|---|---|\n"
+    details = _inputs(report)
+    body = head
+    if not findings:
+        body += "No findings.\n\n"
+    else:
+        body += table_head
+    reserve = len(details) + 200
+    kept = 0
+    for subject, finding in findings:
+        row = _row(subject, finding)
+        if len(body) + len(row) + reserve > max_chars:
+            break
+        body += row
+        kept += 1
+    left_out = len(findings) - kept
+    body += "\n"
+    if len(body) + len(details) + 120 <= max_chars:
+        body += details
+    if left_out:
+        body += f"\n_{left_out} more finding{'s' if left_out != 1 else ''} left out to stay within {fmt.step(max_chars)} characters; see the full report._\n"
+    return body
