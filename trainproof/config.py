@@ -23,13 +23,13 @@ name the key (exit 2), never silently ignored.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from trainproof.errors import TrainproofError
 from trainproof.report import Level
-from trainproof.thresholds import DEFAULTS, Thresholds
+from trainproof.thresholds import DEFAULTS, Thresholds, describe
 
 FAIL_ON = ("fail", "warn", "never")
 KEYS = ("select", "ignore", "levels", "thresholds", "fail-on")
@@ -100,6 +100,14 @@ def _table(path: Path, explicit: bool) -> tuple[dict[str, Any] | None, bool]:
     return {k: v for k, v in data.items() if k != "tool"}, False
 
 
+def _mentions_us(path: Path) -> bool:
+    """A cheap look before parsing: most pyproject.toml files have no trainproof table at all."""
+    try:
+        return "tool.trainproof" in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
 def discover(start: Path) -> Path | None:
     """The nearest .trainproof.toml, or pyproject.toml with [tool.trainproof], at or above ``start``."""
     for folder in [start, *start.parents]:
@@ -107,7 +115,7 @@ def discover(start: Path) -> Path | None:
         if dedicated.is_file():
             return dedicated
         project = folder / "pyproject.toml"
-        if project.is_file() and _table(project, explicit=False)[0] is not None:
+        if project.is_file() and _mentions_us(project) and _table(project, explicit=False)[0] is not None:
             return project
     return None
 
@@ -182,11 +190,11 @@ def parse(table: Mapping[str, Any], source: str) -> Settings:
     raw_thresholds = table.get("thresholds", {})
     if not isinstance(raw_thresholds, dict):
         raise fail("thresholds", "must be a table of NAME = number")
-    kinds = {f.name: f.type for f in fields(Thresholds)}
+    kinds = {info.name: info.type for info in describe()}
     for name, value in raw_thresholds.items():
         if name not in kinds:
             raise fail(f"thresholds.{name}", "unknown threshold (see 'trainproof rules --json')")
-        wants_int = kinds[name] in (int, "int")
+        wants_int = kinds[name] is int
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (wants_int and not isinstance(value, int)):
             raise fail(f"thresholds.{name}", f"must be {'an integer' if wants_int else 'a number'}, got {value!r}")
         if value < 0:

@@ -23,8 +23,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"trainproof: error: {message} (see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from trainproof.cli import compare, epoch, rules
+COMMANDS = ("epoch", "compare", "rules")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; ``only`` builds just that subcommand (the rest cost time on every hook run)."""
+    import importlib
 
     parser = _Parser(
         prog="trainproof",
@@ -34,13 +38,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"trainproof {__version__}")
     parser.add_argument("--debug", action="store_true", help="show a traceback on internal errors")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (epoch, compare, rules):
-        module.register(commands)
+    for name in COMMANDS if only is None else (only,):
+        importlib.import_module(f"trainproof.cli.{name}").register(commands)
     return parser
 
 
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line, if it is the first non-option word."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
         parser.print_help(sys.stderr)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import fields
 
 from trainproof import fmt
 from trainproof.checks.base import Rule
@@ -72,14 +71,14 @@ def as_json(rules: Sequence[Rule], settings: Settings) -> str:
         ],
         "thresholds": [
             {
-                "name": f.name,
-                "value": getattr(thresholds, f.name),
-                "default": f.default,
-                "unit": f.metadata["unit"],
-                "doc": f.metadata["doc"],
-                "source": settings.origin(f.name),
+                "name": t.name,
+                "value": getattr(thresholds, t.name),
+                "default": t.default,
+                "unit": t.unit,
+                "doc": t.doc,
+                "source": settings.origin(t.name),
             }
-            for f in fields(thresholds)
+            for t in describe()
         ],
     }
     return json.dumps(doc, indent=2) + "\n"
