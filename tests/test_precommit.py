@@ -1,0 +1,54 @@
+"""The hooks in .pre-commit-hooks.yaml, run by the real pre-commit against this repository."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tests.helpers import REPO
+
+GALLERY = REPO / "examples" / "gallery"
+
+
+def test_manifest_is_valid():
+    result = subprocess.run(["pre-commit", "validate-manifest", str(REPO / ".pre-commit-hooks.yaml")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def pre_commit_home(tmp_path_factory):
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+def scratch_repo(root, logs: dict[str, str]):
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for relative, source in logs.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(GALLERY / source / "trainer_state.json", target)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+
+
+def try_repo(root, home):
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(
+        ["pre-commit", "try-repo", str(REPO), "trainproof-logs", "--all-files", "--hook-stage", "manual", "--color", "never"],
+        cwd=root, env=env, capture_output=True, text=True,
+    )
+
+
+def test_good_log_passes(tmp_path, pre_commit_home):
+    scratch_repo(tmp_path, {"runs/good/trainer_state.json": "healthy/seed0", "README.md": "healthy/seed1"})
+    result = try_repo(tmp_path, pre_commit_home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "trainproof (training logs)" in result.stdout and "Passed" in result.stdout
+
+
+def test_bad_log_fails(tmp_path, pre_commit_home):
+    scratch_repo(tmp_path, {"runs/good/trainer_state.json": "healthy/seed0", "runs/hot/trainer_state.json": "lr_hot/seed0"})
+    result = try_repo(tmp_path, pre_commit_home)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Failed" in result.stdout and "TP-DIVERGE" in result.stdout and "runs/hot/trainer_state.json" in result.stdout
