@@ -207,3 +207,27 @@ def test_rules_lists_every_rule_and_documents_one(capsys):
 def test_version_and_module_entry_point():
     result = subprocess.run([sys.executable, "-m", "trainproof", "--version"], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0 and result.stdout.startswith("trainproof ")
+
+
+def test_every_output_at_once_leaves_verdict_and_exit_code_alone(capsys, diverged_log, tmp_path):
+    plain_code, plain_out, _ = run_cli(capsys, "epoch", diverged_log)
+    files = {opt: tmp_path / f"out.{ext}" for opt, ext in (("--html", "html"), ("--sarif", "sarif"), ("--junit", "xml"), ("--markdown", "md"), ("--json-file", "json"))}
+    argv = ["epoch", diverged_log]
+    for option, path in files.items():
+        argv += [option, path]
+    code, out, _ = run_cli(capsys, *argv)
+    assert code == plain_code == 1 and out == plain_out
+    assert all(p.stat().st_size > 0 for p in files.values())
+    assert json.loads(files["--json-file"].read_text())["verdict"] == "FAIL"
+
+
+def test_two_outputs_on_one_file_are_refused_before_any_work(capsys, diverged_log, tmp_path):
+    target = tmp_path / "same.out"
+    code, _, err = run_cli(capsys, "epoch", diverged_log, "--sarif", target, "--junit", target)
+    assert code == 2 and "named by both" in err and not target.exists()
+
+
+def test_no_empty_output_file_when_the_command_fails_early(capsys, tmp_path):
+    target = tmp_path / "report.sarif"
+    code, _, _ = run_cli(capsys, "epoch", tmp_path / "missing.json", "--sarif", target, "--config", tmp_path / "nope.toml")
+    assert code == 2 and not target.exists()

@@ -6,7 +6,7 @@ import re
 
 from tests.helpers import REPO
 from trainproof.checks.registry import ALL_RULES
-from trainproof.render.rules import formats_table, markdown_table
+from trainproof.render.rules import formats_table, markdown_table, rules_document
 from trainproof.thresholds import DEFAULTS
 
 README = REPO / "README.md"
@@ -44,3 +44,13 @@ def test_readme_never_installs_the_unrelated_pypi_project():
     for path in [README, REPO / ".ci" / "run"]:
         for line in path.read_text().splitlines():
             assert not re.search(r"pip install\s+(-U\s+)?['\"]?trainproof['\"]?\s*$", line.strip().strip("`")), line
+
+
+def test_rules_document_is_current(update_golden):
+    target = REPO / "docs" / "rules.md"
+    produced = rules_document(ALL_RULES, DEFAULTS)
+    if update_golden:
+        target.write_text(produced)
+    assert target.read_text() == produced, "docs/rules.md is stale: run pytest --update-golden"
+    for rule in ALL_RULES:
+        assert f"## {rule.id}\n" in produced  # the anchor SARIF's helpUri points at

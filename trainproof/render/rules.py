@@ -103,3 +103,28 @@ def formats_table() -> str:
         notes = re.sub(r":mod:`([^`]+)`", r"`\1`", notes.replace("``", "`")).replace("|", "\\|")
         rows.append(f"| `{name}` | {reader.description} | {notes} |")
     return "\n".join(rows) + "\n"
+
+
+def rules_document(rules: Sequence[Rule], thresholds: Thresholds) -> str:
+    """docs/rules.md: every rule's full documentation, one anchor per id (SARIF helpUri points here)."""
+    info = {t.name: t for t in describe()}
+    out = [
+        "# trainproof rules",
+        "",
+        "Generated from the rule registry (`trainproof rules ID` prints the same); do not edit by hand.",
+        "",
+    ]
+    for rule in rules:
+        out += [f"## {rule.id}", "", f"**{rule.summary}**", "", f"Level: {rule.level.label}. Command: `{rule.command}`.", ""]
+        for head, body in rule.sections().items():
+            if head != "Thresholds":
+                out += [f"**{head}:** {body}", ""]
+        if rule.thresholds:
+            out.append("| threshold | default | unit | meaning |")
+            out.append("|---|---|---|---|")
+            for name in rule.thresholds:
+                if name in info:
+                    meaning = info[name].doc.replace("|", "\\|")
+                    out.append(f"| `{name}` | {_value(thresholds, name)} | {info[name].unit} | {meaning} |")
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
