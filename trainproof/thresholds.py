@@ -28,6 +28,8 @@ class Thresholds:
     MIN_SEGMENT_POINTS: Annotated[int, "points", "Each segment holds at least this many points."] = 3
     NOISE_SIGMAS: Annotated[float, "robust sigmas", "A change smaller than this many robust noise sigmas (of log loss, for a positive loss) is noise."] = 4.0
 
+    GRAD_NONFINITE_TOLERATED: Annotated[int, "points", "Up to this many non-finite gradient norms, with the loss finite throughout, are a WARN (a loss scaler skipping an overflow); more are a FAIL."] = 1
+
     # --- divergence, dead runs, flat and zero loss ---------------------------
     DIVERGE_START_RATIO: Annotated[float, "x start level", "The loss diverged when its end level is at least this many times its start level."] = 1.5
     DIVERGE_BEST_RATIO: Annotated[float, "x best level", "The loss diverged when its end level is at least this many times its best level..."] = 2.0

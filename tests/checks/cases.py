@@ -103,7 +103,8 @@ CASES: dict[str, list[Case]] = {
         Case("healthy", healthy, False),
     ],
     "TP-GRAD-NONFINITE": [
-        Case("inf gradient norm", lambda: grads(_with(np.full(60, 0.5), 10, np.inf)), True),
+        Case("repeated non-finite norms", lambda: grads(_with(_with(np.full(60, 0.5), 10, np.inf), 30, np.nan)), True, level="FAIL"),
+        Case("one overflow, loss finite: a scaler's skipped step", lambda: grads(_with(np.full(60, 0.5), 10, np.inf)), True, level="WARN"),
         Case("huge but finite norms", lambda: grads(np.full(60, 1e6)), False),
     ],
     "TP-EVAL-NONFINITE": [

@@ -143,12 +143,13 @@ class Rule:
     def stamp(self, hit: Hit, level: Level | None = None) -> Finding:
         """The Finding for one hit, at the configured ``level`` if one is given.
 
-        A hit that set its own milder level (an INFO note) keeps it.
+        A hit that set its own milder level (an INFO note) stays at most that
+        mild: configuration can lower a finding's level below it, not raise it.
         """
         default = level if level is not None else self.level
         return Finding(
             rule_id=self.id,
-            level=hit.level if hit.level is not None else default,
+            level=default if hit.level is None else min(hit.level, default),
             message=hit.message,
             evidence=hit.evidence,
             values=dict(hit.values),
