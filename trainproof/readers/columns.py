@@ -1,16 +1,17 @@
-"""Records with named columns (JSONL lines, CSV rows) into a Run.
+"""Records with named columns (JSONL lines, CSV rows) into a Run, one record at a time.
 
 Column names are matched case-insensitively against the common spellings
 below, first match wins, so a PyTorch Lightning ``metrics.csv`` with both
 ``train_loss_step`` and ``train_loss_epoch`` is judged on the per-step loss.
 Rows may be sparse: a Lightning row carries either training or validation
-metrics, and a missing cell is simply not a point.
+metrics, and a missing cell is simply not a point. The step axis is
+``step``, else ``epoch`` (Keras), else the record number, decided by the
+first record and kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from trainproof.errors import InputError
 from trainproof.model import Run
@@ -51,54 +52,73 @@ def resolve(columns: Iterable[str]) -> dict[str, str]:
     return found
 
 
-def build_run(
-    path: Path, fmt: str, records: list[Mapping[str, object]], columns: list[str], lines: list[int] | None = None
-) -> Run:
-    """Records in file order into a Run. The step axis is ``step``, else ``epoch``, else the record number.
+class RecordParser:
+    """Feeds named-column records into a RunBuilder, one at a time, in file order."""
 
-    ``lines`` gives the 1-based line of the log where each record starts.
-    """
-    mapping = resolve(columns)
-    if "loss" not in mapping and "eval_loss" not in mapping:
-        shown = ", ".join(columns[:12]) + (", ..." if len(columns) > 12 else "")
-        raise InputError(path, f"has no loss column (columns: {shown})")
-    builder = RunBuilder(path, fmt)
-    step_key = mapping.get("step")
-    epoch_key = mapping.get("epoch")
-    if step_key is not None:
-        step_unit = "step"
-    elif epoch_key is not None:
-        step_unit = "epoch"
-    else:
-        step_unit = "record"
-        builder.notes.append("no step or epoch column: records are numbered in file order")
-    for index, record in enumerate(records):
-        step = _axis(record, step_key if step_key else epoch_key, index)
+    def __init__(self, builder: RunBuilder) -> None:
+        self.builder = builder
+        self.step_unit: str | None = None
+        self.loss_column: str | None = None
+        self.eval_column: str | None = None
+        self.columns: dict[str, None] = {}
+        self._mappings: dict[tuple[str, ...], dict[str, str]] = {}
+        self._records = 0
+        self._loss_named: str | None = None
+
+    def feed(self, record: Mapping[str, object], line: int | None = None) -> None:
+        keys = tuple(record)
+        mapping = self._mappings.get(keys)
+        if mapping is None:
+            mapping = self._mappings[keys] = resolve(keys)
+            self.columns.update(dict.fromkeys(keys))
+            self._loss_named = self._loss_named or mapping.get("loss")
+        index = self._records
+        self._records += 1
+        if self.step_unit is None:
+            self.step_unit = "step" if "step" in mapping else "epoch" if "epoch" in mapping else "record"
+            if self.step_unit == "record":
+                self.builder.notes.append("no step or epoch column: records are numbered in file order")
+        if self.step_unit == "record":
+            step: int | None = index
+        else:
+            step = _axis(record, mapping.get(self.step_unit))
         if step is None:
-            continue
-        if lines is not None:
-            builder.mark_line(step, lines[index])
+            return
+        if line is not None:
+            self.builder.mark_line(step, line)
         for canonical in _METRICS:
             key = mapping.get(canonical)
-            if key is not None and not (canonical == "epoch" and step_unit == "epoch"):
-                builder.add(canonical, step, record.get(key))
+            if key is None or (canonical == "epoch" and self.step_unit == "epoch"):
+                continue
+            if self.builder.add(canonical, step, record.get(key)) is not None:
+                if canonical == "loss" and self.loss_column is None:
+                    self.loss_column = key
+                elif canonical == "eval_loss" and self.eval_column is None:
+                    self.eval_column = key
         time_key = mapping.get("wall_time")
         if time_key is not None:
-            builder.add_time(step, parse_timestamp(record.get(time_key)))
-    loss_column = mapping.get("loss")
-    if loss_column is not None and not builder.has("loss"):
-        raise InputError(path, f"has a loss column ({loss_column}) with no values in it")
-    return builder.build(
-        loss="loss",
-        loss_name=loss_column,
-        eval_names={"eval_loss": mapping["eval_loss"]} if "eval_loss" in mapping else None,
-        step_unit=step_unit,
-    )
+            self.builder.add_time(step, parse_timestamp(record.get(time_key)))
+
+    def build(self, copy: bool = True) -> Run:
+        """The Run so far; an InputError when no record carried a loss."""
+        if self.loss_column is None and self.eval_column is None:
+            if self._loss_named is not None:
+                raise InputError(self.builder.path, f"has a loss column ({self._loss_named}) with no values in it")
+            columns = list(self.columns)
+            shown = ", ".join(columns[:12]) + (", ..." if len(columns) > 12 else "")
+            raise InputError(self.builder.path, f"has no loss column (columns: {shown})" if columns else "has no records")
+        return self.builder.build(
+            loss="loss",
+            loss_name=self.loss_column or "loss",
+            eval_names={"eval_loss": self.eval_column} if self.eval_column else None,
+            step_unit=self.step_unit or "step",
+            copy=copy,
+        )
 
 
-def _axis(record: Mapping[str, object], key: str | None, index: int) -> int | None:
+def _axis(record: Mapping[str, object], key: str | None) -> int | None:
     if key is None:
-        return index
+        return None
     parsed = parse_number(record.get(key))
     if parsed is None or parsed[1] is not None or parsed[0] != parsed[0]:
         return None

@@ -14,6 +14,7 @@ in Coqui's GAN recipes) is judged, and the choice is noted in the report.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -46,71 +47,99 @@ def _timestamp(text: str) -> float:
     return (datetime.strptime(text, "%Y-%m-%d %H:%M:%S") - _EPOCH).total_seconds()
 
 
-def read(path: Path) -> Run:
-    text = _ANSI.sub("", read_text(path))
-    train: dict[str, dict[int, str]] = {}
-    evals: dict[str, dict[int, str]] = {}
-    builder = RunBuilder(path, name)
-    step: int | None = None
-    block: str | None = None  # "train" or "eval"
-    pending_time: float | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
+class LineParser:
+    """Lines of a Coqui log, fed in order (``trainproof watch`` feeds them as they are written).
+
+    Every ``key: value`` of a training record is kept under ``train:<key>``
+    and every ``avg_<key>`` of an evaluation under ``eval:<key>``; which of
+    them is the loss (``loss``, or the last ``loss_N``) is decided when a Run
+    is built, from the keys seen so far.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.builder = RunBuilder(path, name)
+        self.step: int | None = None
+        self.block: str | None = None  # "train" or "eval"
+        self.pending_time: float | None = None
+        self.keys: dict[str, None] = {}
+
+    def feed(self, line: str, number: int) -> None:
+        line = _ANSI.sub("", line)
+        builder = self.builder
         match = _STEP.search(line)
         if match:
-            step = int(match.group(2))
-            builder.mark_line(step, number)
-            block = "train"
+            self.step = int(match.group(2))
+            builder.mark_line(self.step, number)
+            self.block = "train"
             if match.group(1):
-                builder.add_time(step, _timestamp(match.group(1)))
-            elif pending_time is not None:
-                builder.add_time(step, pending_time)
-            pending_time = None
-            continue
+                builder.add_time(self.step, _timestamp(match.group(1)))
+            elif self.pending_time is not None:
+                builder.add_time(self.step, self.pending_time)
+            self.pending_time = None
+            return
         if "EVAL PERFORMANCE" in line:
-            block = "eval"
-            continue
+            self.block = "eval"
+            return
         match = _VALUE.search(line)
-        if match and block is not None:
+        if match and self.block is not None:
             key, value = match.groups()
-            if block == "train" and step is not None:
-                train.setdefault(key, {})[step] = value
-            elif block == "eval" and key.startswith("avg_"):
-                evals.setdefault(key[4:], {})[step or 0] = value
-            continue
+            if self.block == "train" and self.step is not None:
+                self.keys.setdefault(key, None)
+                builder.add("train:" + key, self.step, value)
+            elif self.block == "eval" and key.startswith("avg_"):
+                builder.add("eval:" + key[4:], self.step or 0, value)
+            return
         if line.lstrip().startswith(">"):
-            block = None
+            self.block = None
         match = _TRAINING.search(line)
         if match:
-            pending_time = _timestamp(match.group(1))
+            self.pending_time = _timestamp(match.group(1))
         elif match := _BEST.search(line):
             builder.checkpoints.append(Checkpoint(int(match.group(2)), match.group(1).strip(), best=True))
         elif match := _CHECKPOINT.search(line):
             builder.checkpoints.append(Checkpoint(int(match.group(2)), match.group(1).strip()))
         elif match := _RESTORED.search(line):
             builder.notes.append(f"the run was restored from a checkpoint at step {match.group(1)}")
-    if not train and not evals:
-        raise InputError(path, "looks like a Coqui log but has no GLOBAL_STEP or EVAL PERFORMANCE records")
-    suffix = _loss_suffix(train or evals)
-    loss_key = "loss" + suffix
-    sources = {
-        "loss": (loss_key,),
-        "learning_rate": ("current_lr" + suffix, "current_lr", "current_lr_0"),
-        "grad_norm": ("grad_norm" + suffix, "grad_norm"),
-        "step_time": ("step_time",),
-        "loader_time": ("loader_time",),
-    }
-    for target, keys in sources.items():
-        key = next((k for k in keys if k in train), None)
-        for s, value in train.get(key, {}).items() if key else ():
-            builder.add(target, s, value)
-    for s, value in evals.get(loss_key, {}).items():
-        builder.add("eval:avg_" + loss_key, s, value)
-    if suffix:
-        builder.notes.append(f"several losses logged (GAN); judging '{loss_key}', the last optimizer's loss")
-    return builder.build(loss_name=loss_key, eval_names={"eval:avg_" + loss_key: "avg_" + loss_key})
+
+    def build(self, copy: bool = True) -> Run:
+        builder = self.builder
+        evals = [n[5:] for n in builder.names() if n.startswith("eval:")]
+        if not self.keys and not evals:
+            raise InputError(builder.path, "looks like a Coqui log but has no GLOBAL_STEP or EVAL PERFORMANCE records")
+        suffix = _loss_suffix(self.keys or dict.fromkeys(evals))
+        loss_key = "loss" + suffix
+        candidates = {
+            "learning_rate": ("current_lr" + suffix, "current_lr", "current_lr_0"),
+            "grad_norm": ("grad_norm" + suffix, "grad_norm"),
+            "step_time": ("step_time",),
+            "loader_time": ("loader_time",),
+        }
+        sources = {"train:loss": "train:" + loss_key}
+        for target, keys in candidates.items():
+            key = next((k for k in keys if k in self.keys), None)
+            if key is not None:
+                sources[target] = "train:" + key
+        notes = ()
+        if suffix:
+            notes = (f"several losses logged (GAN); judging '{loss_key}', the last optimizer's loss",)
+        run = builder.build(
+            loss="train:loss",
+            loss_name=loss_key,
+            eval_names={"eval:" + loss_key: "avg_" + loss_key},
+            sources=sources,
+            copy=copy,
+        )
+        return replace(run, notes=run.notes + notes) if notes else run
 
 
-def _loss_suffix(keys: dict[str, dict[int, str]]) -> str:
+def read(path: Path) -> Run:
+    parser = LineParser(path)
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        parser.feed(line, number)
+    return parser.build()
+
+
+def _loss_suffix(keys: dict[str, None]) -> str:
     if "loss" in keys:
         return ""
     numbered = sorted(int(m.group(1)) for k in keys if (m := _NUMBERED.match(k)))

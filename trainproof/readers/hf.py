@@ -50,33 +50,48 @@ def read(path: Path) -> Run:
     return parse_state(path, state, history, text)
 
 
+def add_entry(builder: RunBuilder, entry: object, eval_names: dict[str, str]) -> None:
+    """One ``log_history`` entry (or one ``on_log`` record of a live Trainer) into the builder.
+
+    Training entries carry ``loss``; evaluation entries ``eval_loss`` or
+    ``eval_<set>_loss``; the summary entry ``train_runtime`` (its
+    ``train_loss`` is the run's mean, not a point of the curve).
+    """
+    if not isinstance(entry, dict):
+        return
+    step = entry.get("step")
+    if isinstance(step, bool) or not isinstance(step, (int, float)):
+        return
+    step = int(step)
+    if "loss" not in entry and any(k in entry for k in _SUMMARY_KEYS):
+        runtime = entry.get("train_runtime")
+        if isinstance(runtime, (int, float)):
+            builder.runtime_s = float(runtime)
+        return
+    for key, value in entry.items():
+        if _EVAL_LOSS.match(key):
+            eval_names.setdefault("eval:" + key, key)
+            builder.add("eval:" + key, step, value)
+    if "loss" in entry:
+        builder.add("loss", step, entry["loss"])
+        builder.add("learning_rate", step, entry.get("learning_rate", entry.get("lr")))
+        builder.add("grad_norm", step, entry.get("grad_norm"))
+        builder.add("epoch", step, entry.get("epoch"))
+
+
+def ordered_evals(eval_names: dict[str, str]) -> dict[str, str]:
+    """The default eval set first, then named ones alphabetically."""
+    return dict(sorted(eval_names.items(), key=lambda kv: (kv[1] != "eval_loss", kv[1])))
+
+
 def parse_state(path: Path, state: dict, history: list, text: str = "") -> Run:
     builder = RunBuilder(path, name)
     for number, line in enumerate(text.splitlines(), start=1):
         for match in _STEP_KEY.finditer(line):
             builder.mark_line(int(match.group(1)), number)
     eval_names: dict[str, str] = {}
-    runtime = None
     for entry in history:
-        if not isinstance(entry, dict):
-            continue
-        step = entry.get("step")
-        if isinstance(step, bool) or not isinstance(step, (int, float)):
-            continue
-        step = int(step)
-        if any(k in entry for k in _SUMMARY_KEYS) and "loss" not in entry:
-            runtime = entry.get("train_runtime", runtime)
-            continue
-        for key, value in entry.items():
-            match = _EVAL_LOSS.match(key)
-            if match:
-                eval_names["eval:" + key] = key
-                builder.add("eval:" + key, step, value)
-        if "loss" in entry:
-            builder.add("loss", step, entry["loss"])
-            builder.add("learning_rate", step, entry.get("learning_rate", entry.get("lr")))
-            builder.add("grad_norm", step, entry.get("grad_norm"))
-            builder.add("epoch", step, entry.get("epoch"))
+        add_entry(builder, entry, eval_names)
     best = state.get("best_model_checkpoint")
     if isinstance(best, str) and best:
         match = _CHECKPOINT_STEP.search(best)
@@ -85,8 +100,5 @@ def parse_state(path: Path, state: dict, history: list, text: str = "") -> Run:
         if step is not None:
             builder.checkpoints.append(Checkpoint(step=step, path=best, best=True))
     max_steps = state.get("max_steps")
-    return builder.build(
-        eval_names=dict(sorted(eval_names.items(), key=lambda kv: (kv[1] != "eval_loss", kv[1]))),
-        max_steps=int(max_steps) if isinstance(max_steps, (int, float)) and max_steps > 0 else None,
-        runtime_s=float(runtime) if isinstance(runtime, (int, float)) else None,
-    )
+    builder.max_steps = int(max_steps) if isinstance(max_steps, (int, float)) and max_steps > 0 else None
+    return builder.build(eval_names=ordered_evals(eval_names))

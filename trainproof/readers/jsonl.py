@@ -9,13 +9,12 @@ anywhere else is an error naming its line number.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers.base import read_text
-from trainproof.readers.columns import build_run
+from trainproof.readers.base import RunBuilder, read_text
+from trainproof.readers.columns import RecordParser
 
 name = "jsonl"
 description = "JSON Lines (one JSON object per line), or a JSON array of records"
@@ -34,10 +33,30 @@ def sniff(path: Path, head: str) -> bool:
         return len(first) == len(stripped.strip())  # one long line still being written
 
 
+class LineParser:
+    """Complete lines of a JSONL log, fed as they are written (``trainproof watch``)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.builder = RunBuilder(path, name)
+        self.records = RecordParser(self.builder)
+
+    def feed(self, line: str, number: int) -> None:
+        line = line.strip()
+        if not line:
+            return
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(self.builder.path, f"line {number} is not valid JSON: {exc.msg}") from None
+        if isinstance(record, dict):
+            self.records.feed(record, number)
+
+    def build(self, copy: bool = True) -> Run:
+        return self.records.build(copy)
+
+
 def read(path: Path) -> Run:
     text = read_text(path)
-    notes = []
-    numbers: list[int] | None = None
     if text.lstrip().startswith("["):
         try:
             records = json.loads(text)
@@ -45,35 +64,20 @@ def read(path: Path) -> Run:
             raise InputError(path, f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
         if not isinstance(records, list):
             raise InputError(path, "is not a JSON array of records")
-        records = [r for r in records if isinstance(r, dict)]
-    else:
-        records = []
-        numbers = []
-        lines = text.split("\n")
-        for number, line in enumerate(lines, start=1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if number == len(lines) and not text.endswith("\n"):
-                    notes.append(f"line {number} is incomplete (the log is still being written?) and was left out")
-                    continue
-                raise InputError(path, f"line {number} is not valid JSON: {exc.msg}") from None
+        parser = LineParser(path)
+        for record in records:
             if isinstance(record, dict):
-                records.append(record)
-                numbers.append(number)
-    if not records:
-        raise InputError(path, "has no JSON object records")
-    columns: list[str] = []
-    seen = set()
-    for record in records:
-        for key in record:
-            if key not in seen:
-                seen.add(key)
-                columns.append(key)
-    run = build_run(path, name, records, columns, numbers)
-    if notes:
-        run = replace(run, notes=run.notes + tuple(notes))
-    return run
+                parser.records.feed(record)
+        return parser.build()
+    parser = LineParser(path)
+    lines = text.split("\n")
+    complete = text.endswith("\n")
+    for number, line in enumerate(lines, start=1):
+        if number == len(lines) and not complete and line.strip():
+            try:
+                json.loads(line)
+            except json.JSONDecodeError:
+                parser.builder.notes.append(f"line {number} is incomplete (the log is still being written?) and was left out")
+                continue
+        parser.feed(line, number)
+    return parser.build()
