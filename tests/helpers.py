@@ -86,3 +86,17 @@ def hf_entries(loss: Sequence[float], *, lr: float | Sequence[float] = 1e-4, gra
             entry["grad_norm"] = grad[i]
         entries.append(entry)
     return entries
+
+
+def load_tiny_task():
+    """The gallery's tiny-model task module (examples/gallery/tiny_task.py), imported by path."""
+    import importlib.util
+    import sys
+
+    if "tiny_task" in sys.modules:
+        return sys.modules["tiny_task"]
+    spec = importlib.util.spec_from_file_location("tiny_task", REPO / "examples" / "gallery" / "tiny_task.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tiny_task"] = module
+    spec.loader.exec_module(module)
+    return module

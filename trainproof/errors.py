@@ -27,8 +27,12 @@ class UsageError(TrainproofError):
     """The command line asks for something impossible."""
 
 
-class MissingDependencyError(TrainproofError):
-    """An optional extra is needed for this input and is not installed."""
+class MissingDependencyError(TrainproofError, ImportError):
+    """An optional extra is needed for this input or integration and is not installed.
+
+    Also an ImportError, so ``from trainproof.integrations.hf import ...``
+    without transformers fails the way Python code expects, with one clear line.
+    """
 
     def __init__(self, package: str, extra: str, purpose: str) -> None:
         self.package = package

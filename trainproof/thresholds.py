@@ -68,6 +68,10 @@ class Thresholds:
     STEP_TIME_CLIFF_MIN_SHARE: Annotated[float, "fraction of points", "The slow stretch must cover at least this share of the timed points."] = 0.1
     LOADER_BOUND_SHARE: Annotated[float, "fraction of step time", "Data loading taking at least this share of each step makes the run loader-bound."] = 0.5
 
+    # --- live judging (the HF callback, trainproof watch) ---------------------
+    GUARD_MIN_POINTS: Annotated[int, "points", "A growing run is first judged at this many training-loss points (a non-finite loss is judged at once)."] = 5
+    GUARD_JUDGE_GROWTH: Annotated[float, "fraction of the history", "A growing run is judged again when its history has grown by this share, so each record costs amortised constant time."] = 0.1
+
     # --- compare -------------------------------------------------------------
     CMP_FLOOR_RATIO: Annotated[float, "x baseline floor", "A best loss level at least this many times the baseline's is a FAIL."] = 1.5
     CMP_END_RATIO: Annotated[float, "x baseline end", "An end loss level at least this many times the baseline's is a WARN."] = 1.25

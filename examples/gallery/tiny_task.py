@@ -238,10 +238,12 @@ def config_diff(name: str, overrides: dict[str, Any] | None = None) -> dict[str,
 # --------------------------------------------------------------------------
 
 def make_trainer(config_name: str, seed: int, output_dir: str,
-                 extra_callbacks: Iterable[Any] | None = None, **overrides: Any) -> Trainer:
+                 extra_callbacks: Iterable[Any] | None = None, training_args: dict[str, Any] | None = None,
+                 **overrides: Any) -> Trainer:
     """Build (but do not run) the Trainer for ``CONFIGS[config_name]``.
 
-    ``overrides`` replace fields of the RunConfig (e.g. ``max_steps=50``).
+    ``overrides`` replace fields of the RunConfig (e.g. ``max_steps=50``);
+    ``training_args`` adds ``TrainingArguments`` (e.g. ``ddp_backend="gloo"``).
     """
     cfg = dataclasses.replace(CONFIGS[config_name], **overrides)
     train_ds, eval_ds = build_datasets(cfg.task, cfg.n_train, cfg.n_eval, seed, cfg.label_mode)
@@ -271,6 +273,7 @@ def make_trainer(config_name: str, seed: int, output_dir: str,
         dataloader_num_workers=0,
         seed=seed,
         data_seed=seed,
+        **(training_args or {}),
     )
     return Trainer(
         model=model,
@@ -282,7 +285,8 @@ def make_trainer(config_name: str, seed: int, output_dir: str,
 
 
 def train(config_name: str, seed: int, output_dir: str,
-          extra_callbacks: Iterable[Any] | None = None, **overrides: Any) -> dict[str, Any]:
+          extra_callbacks: Iterable[Any] | None = None, training_args: dict[str, Any] | None = None,
+          **overrides: Any) -> dict[str, Any]:
     """Train one run; writes ``output_dir/trainer_state.json`` and returns it as a dict.
 
     Non-finite floats are returned as ``float('nan')``/``inf`` exactly as the
@@ -291,7 +295,7 @@ def train(config_name: str, seed: int, output_dir: str,
     import json
     import os
 
-    trainer = make_trainer(config_name, seed, output_dir, extra_callbacks, **overrides)
+    trainer = make_trainer(config_name, seed, output_dir, extra_callbacks, training_args, **overrides)
     trainer.train()
     trainer.save_state()
     with open(os.path.join(output_dir, "trainer_state.json")) as f:

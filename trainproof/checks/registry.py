@@ -43,6 +43,18 @@ COMPARE_RULES: tuple[Rule, ...] = (
     Rule("TP-CMP-BASELINE-UNHEALTHY", WARN, compare.baseline_unhealthy, "compare"),
 )
 
+# Rules whose verdict holds before a run has finished, and so may judge (and
+# stop) a run that is still growing. Left out: TP-NO-LEARNING and
+# TP-LR-ZERO-PARTIAL (a run part-way through may simply not have got there
+# yet) and TP-PLATEAU (a judgement about the whole schedule's time).
+LIVE_RULE_IDS: frozenset[str] = frozenset(
+    {
+        "TP-LOSS-NONFINITE", "TP-GRAD-NONFINITE", "TP-EVAL-NONFINITE", "TP-LOSS-ZERO", "TP-LOSS-FLAT", "TP-LR-ZERO",
+        "TP-DIVERGE", "TP-OVERFIT", "TP-GRAD-SPIKE", "TP-LOSS-SPIKE", "TP-STEP-TIME-CLIFF", "TP-LOADER-BOUND",
+    }
+)
+LIVE_RULES: tuple[Rule, ...] = tuple(rule for rule in EPOCH_RULES if rule.id in LIVE_RULE_IDS)
+
 ALL_RULES: tuple[Rule, ...] = EPOCH_RULES + COMPARE_RULES
 BY_ID: Mapping[str, Rule] = {rule.id: rule for rule in ALL_RULES}
 

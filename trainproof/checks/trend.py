@@ -31,7 +31,7 @@ def _levels(prof: Profile) -> str:
 
 def _best(prof: Profile) -> str:
     k = prof.best_segment
-    return f"best {fmt.num(prof.best)} (median of {_span(prof, int(prof.seg_first[k]), int(prof.seg_last[k]))})"
+    return f"lowest segment median {fmt.num(prof.best)} ({_span(prof, int(prof.seg_first[k]), int(prof.seg_last[k]))})"
 
 
 def diverge(ctx: RunContext) -> Iterator[Hit]:

@@ -23,7 +23,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"trainproof: error: {message} (see '{self.prog} --help')\n")
 
 
-COMMANDS = ("epoch", "compare", "rules")
+COMMANDS = ("epoch", "compare", "watch", "rules")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -143,6 +143,8 @@ class RunBuilder:
         self.lines: dict[int, int] = {}
         self.runtime_s: float | None = None
         self.max_steps: int | None = None
+        self.nonfinite_added = 0
+        """How many non-finite values were added so far: a live judge looks at once when it grows."""
 
     def mark_line(self, step: int, line: int) -> None:
         """Remember the first line (1-based) where a record of ``step`` appears."""
@@ -158,6 +160,8 @@ class RunBuilder:
         if column is None:
             column = self._series[series] = GrowingSeries()
         column.append(step, number, raw)
+        if not math.isfinite(number):
+            self.nonfinite_added += 1
         return number
 
     def add_time(self, step: int, seconds: float | None) -> None:

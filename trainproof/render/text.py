@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from trainproof import fmt
-from trainproof.report import Level, Report, Subject, Verdict
+from trainproof.report import Finding, Level, Report, Subject, Verdict
 
 _COLOURS = {"FAIL": "31;1", "WARN": "33;1", "PASS": "32;1", "INFO": "36", "NOT-CHECKED": "35;1"}
 
@@ -48,14 +48,18 @@ def _subject_block(subject: Subject, colour: bool) -> list[str]:
         label = "error" if subject.error else "not judged"
         lines.append(f"      {label}: {subject.unjudged}")
     for finding in subject.findings:
-        tag = _paint(f"[{finding.level.label}]", finding.level.label, colour)
-        lines.append(f"  {tag} {finding.rule_id}  {finding.message}")
-        lines.append(f"         Evidence: {finding.evidence}")
+        lines.extend(finding_lines(finding, colour))
     if subject.ran or subject.skipped:
         lines.append(f"  Checks ran ({len(subject.ran)}): {', '.join(subject.ran) or 'none'}")
         for skipped in subject.skipped:
             lines.append(f"  Skipped {skipped.rule_id}: {skipped.reason}")
     return lines
+
+
+def finding_lines(finding: Finding, colour: bool = False) -> list[str]:
+    """One finding as the text report prints it: the level, id and message, then its evidence."""
+    tag = _paint(f"[{finding.level.label}]", finding.level.label, colour)
+    return [f"  {tag} {finding.rule_id}  {finding.message}", f"         Evidence: {finding.evidence}"]
 
 
 def _compare_table(report: Report) -> list[str]:

@@ -1,0 +1,117 @@
+"""Cost of judging a run while it grows: the HF callback per record, and `watch` per tick.
+
+    python benchmarks/bench_live.py [--callback-records 100000] [--watch-records 1000000]
+
+1. TrainproofCallback: the total time of N ``on_log`` calls against the time
+   of the same loop with no callback, both measured here. Target: under 50
+   microseconds per record.
+2. ``watch``: a JSONL log of M records growing by 100 records a tick. Each
+   tick's cost is compared with the cost of reading those new bytes alone
+   (open, seek, read), and with the tick cost on a log a tenth as long.
+   Target: a tick's cost grows with the new bytes, not with the file.
+
+The ratios are what to read; absolute times depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+TARGET_US = 50.0
+GROWTH = 100
+
+
+def bench_callback(n: int) -> None:
+    from trainproof.integrations.hf import TrainproofCallback
+
+    args = SimpleNamespace(output_dir=tempfile.mkdtemp(), device="cpu")
+    logs = [{"loss": 2.0 * 0.9999**i + 0.5, "learning_rate": 1e-4, "grad_norm": 0.5, "epoch": i / n} for i in range(1, n + 1)]
+
+    def loop(callback) -> float:
+        state = SimpleNamespace(global_step=0, max_steps=n, is_world_process_zero=True)
+        control = SimpleNamespace(should_training_stop=False)
+        if callback is not None:
+            callback.on_train_begin(args, state, control)
+        start = time.perf_counter()
+        for i, entry in enumerate(logs, start=1):
+            state.global_step = i
+            record = dict(entry)  # the Trainer builds a fresh dict per log call too
+            if callback is not None:
+                callback.on_log(args, state, control, record)
+        return time.perf_counter() - start
+
+    bare = loop(None)
+    callback = TrainproofCallback(policy="stop_on_fail")
+    guarded = loop(callback)
+    per_record = (guarded - bare) / n * 1e6
+    print(f"callback: {n:,} on_log calls: {guarded:.3f} s with the callback, {bare:.3f} s without")
+    print(f"          {per_record:.1f} us per record ({callback.judge.judgements} judgements); target < {TARGET_US:.0f} us: "
+          f"{'OK' if per_record < TARGET_US else 'OVER TARGET'}")
+
+
+def _record(step: int) -> str:
+    return json.dumps({"step": step, "loss": round(2.0 * 0.99999**step + 0.5, 6), "learning_rate": 1e-4, "grad_norm": 0.5}) + "\n"
+
+
+def _tick_costs(path: Path, records: int, ticks: int) -> tuple[list[float], list[float]]:
+    from trainproof.watch import Watcher
+
+    with path.open("w") as handle:
+        handle.writelines(_record(s) for s in range(1, records + 1))
+    watcher = Watcher(path)
+    watcher.tick()  # the initial load reads the whole file once
+    tick_times, read_times = [], []
+    step = records + 1
+    for _ in range(ticks):
+        chunk = "".join(_record(s) for s in range(step, step + GROWTH))
+        step += GROWTH
+        offset = path.stat().st_size
+        with path.open("a") as handle:
+            handle.write(chunk)
+        start = time.perf_counter()
+        with path.open("rb") as handle:  # the floor: reading the new bytes alone
+            handle.seek(offset)
+            handle.read(len(chunk))
+        read_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        watcher.tick()
+        tick_times.append(time.perf_counter() - start)
+    return tick_times, read_times
+
+
+def bench_watch(records: int, ticks: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        small_ticks, _ = _tick_costs(Path(tmp) / "small.jsonl", records // 10, ticks)
+        big_ticks, big_reads = _tick_costs(Path(tmp) / "big.jsonl", records, ticks)
+    small_median, big_median = statistics.median(small_ticks), statistics.median(big_ticks)
+    read_median = statistics.median(big_reads)
+    print(f"watch:    {ticks} ticks of +{GROWTH} records on a {records:,}-record JSONL log")
+    print(f"          median tick {big_median * 1e3:.2f} ms (mean {statistics.mean(big_ticks) * 1e3:.2f} ms, judgements included); "
+          f"reading the new bytes alone {read_median * 1e3:.3f} ms")
+    print(f"          the same ticks on a {records // 10:,}-record log: median {small_median * 1e3:.2f} ms; "
+          f"ratio big/small {big_median / small_median:.2f} (target ~1: cost grows with the new bytes, not the file)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--callback-records", type=int, default=100_000)
+    parser.add_argument("--watch-records", type=int, default=1_000_000)
+    parser.add_argument("--ticks", type=int, default=200)
+    args = parser.parse_args()
+    try:
+        bench_callback(args.callback_records)
+    except ImportError as exc:
+        print(f"callback: skipped ({exc})", file=sys.stderr)
+    bench_watch(args.watch_records, args.ticks)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,166 @@
+"""`trainproof watch`: following a growing log, through the library and the real command."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.helpers import REPO
+from trainproof.watch import Follower, Watcher
+
+TICK = re.compile(r"^\d\d:\d\d:\d\d  [\d,]+ loss points  (PASS|WARN|FAIL|NOT-CHECKED)", re.M)
+
+
+def record(step: int, loss: float) -> str:
+    return json.dumps({"step": step, "loss": loss, "learning_rate": 1e-4, "grad_norm": 0.5}) + "\n"
+
+
+def healthy(n: int, start: int = 1) -> str:
+    return "".join(record(s, 2.0 * 0.98**s + 0.5) for s in range(start, start + n))
+
+
+def watch(*args: str, **kwargs):
+    return subprocess.Popen(
+        [sys.executable, "-m", "trainproof", "watch", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+    )
+
+
+def test_follower_reads_only_what_was_appended(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text(healthy(1000))
+    follower = Follower(path)
+    first = follower.poll()
+    assert len(first.lines) == 1000 and first.first_line == 1
+    before = follower.offset
+    extra = healthy(100, start=1001)
+    with path.open("a") as handle:
+        handle.write(extra)
+    chunk = follower.poll()
+    assert follower.offset - before == len(extra.encode()), "only the new bytes were read"
+    assert len(chunk.lines) == 100 and chunk.first_line == 1001
+    assert follower.poll().lines == ()
+
+
+def test_a_partial_last_line_waits_for_its_end(tmp_path):
+    path = tmp_path / "log.jsonl"
+    line = record(1, 2.0)
+    path.write_text(line[:10])
+    follower = Follower(path)
+    assert follower.poll().lines == ()
+    with path.open("a") as handle:
+        handle.write(line[10:])
+    assert follower.poll().lines == (line.rstrip("\n"),)
+
+
+def test_truncated_and_replaced_files_are_read_afresh(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text(healthy(50))
+    watcher = Watcher(path)
+    assert watcher.tick().points == 50
+    path.write_text(healthy(5))  # truncated in place
+    tick = watcher.tick()
+    assert tick.restarted and tick.points == 5
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_text(healthy(20))
+    os.replace(replacement, path)  # a new inode at the same path
+    tick = watcher.tick()
+    assert tick.restarted and tick.points == 20
+
+
+def test_judging_is_amortised_while_a_log_grows(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text("")
+    watcher = Watcher(path)
+    step = 1
+    for _ in range(200):
+        with path.open("a") as handle:
+            handle.write(healthy(50, start=step))
+        step += 50
+        watcher.tick()
+    assert watcher.points == 10_000
+    assert watcher.live.judgements <= 80  # geometric schedule, not one judgement per tick
+
+
+def test_a_trainer_state_json_is_reread_when_rewritten(tmp_path):
+    path = tmp_path / "trainer_state.json"
+    entries = [{"loss": 2.0 * 0.98**i + 0.5, "step": i, "learning_rate": 1e-4} for i in range(1, 30)]
+    path.write_text(json.dumps({"log_history": entries}))
+    watcher = Watcher(path)
+    assert watcher.tick().points == 29
+    entries += [{"loss": 50.0 + i, "step": 30 + i, "learning_rate": 1e-4} for i in range(10)]
+    path.write_text(json.dumps({"log_history": entries}))
+    tick = watcher.tick()
+    assert tick.points == 39 and str(tick.verdict) == "FAIL"
+
+
+def test_watch_until_fail_on_a_growing_log(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(healthy(10))
+
+    def writer():
+        for chunk in range(6):
+            time.sleep(0.3)
+            with path.open("a") as handle:
+                handle.write(healthy(10, start=11 + 10 * chunk))
+        with path.open("a") as handle:  # then it blows up
+            handle.write("".join(record(s, 40.0 + s) for s in range(71, 120)))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    proc = watch(str(path), "--interval", "0.1", "--until-fail")
+    out, err = proc.communicate(timeout=60)
+    thread.join()
+    assert proc.returncode == 1, out + err
+    ticks = TICK.findall(out)
+    assert len(ticks) >= 5 and ticks[0] == "PASS" and ticks[-1] == "FAIL"
+    assert "[FAIL] TP-DIVERGE" in out
+    counts = [int(c.replace(",", "")) for c in re.findall(r"  ([\d,]+) loss points", out)]
+    assert counts == sorted(counts) and counts[-1] > counts[0]
+
+
+def test_a_stalled_file_warns_once_per_stall(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(healthy(30))
+    proc = watch(str(path), "--interval", "0.1", "--stall-timeout", "0.3", "--max-ticks", "12")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out + err
+    assert out.count("[WARN] stalled") == 1
+    assert len(TICK.findall(out)) == 12
+
+
+@pytest.mark.parametrize(("content", "code"), [(healthy(40), 0), (healthy(5) + "".join(record(s, 40.0 + s) for s in range(6, 40)), 1)])
+def test_ctrl_c_exits_with_the_last_verdict(tmp_path, content, code):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(content)
+    proc = watch(str(path), "--interval", "0.1")
+    first = proc.stdout.readline()  # wait for the first tick
+    assert TICK.match(first), first
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, first + out + err
+    assert "Traceback" not in err
+
+
+def test_missing_file_is_exit_2_with_one_line(tmp_path):
+    proc = watch(str(tmp_path / "nope.jsonl"), "--max-ticks", "1")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "nope.jsonl: does not exist" in lines[0]
+
+
+@pytest.mark.parametrize("args", [["--interval", "0"], ["--format", "xml"]])
+def test_bad_arguments(tmp_path, args):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(healthy(5))
+    proc = watch(str(path), *args)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and len(err.strip().splitlines()) == 1

@@ -1,0 +1,1 @@
+"""Integrations with training frameworks; each needs its framework, installed as an extra."""

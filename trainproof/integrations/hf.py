@@ -1,0 +1,198 @@
+"""``TrainproofCallback``: trainproof's rules inside a HuggingFace ``Trainer``, as the run goes.
+
+    from trainproof.integrations.hf import TrainproofCallback
+
+    trainer = Trainer(..., callbacks=[TrainproofCallback(policy="stop_on_fail")])
+
+``policy="warn"`` (the default) only observes and reports. ``policy=
+"stop_on_fail"`` sets ``control.should_training_stop`` at the first FAIL of a
+live rule; nothing else it does is irreversible.
+
+The stop decision, documented:
+
+* Records are judged with the same rules and thresholds as ``trainproof
+  epoch`` (configuration included: ``pyproject.toml`` or ``.trainproof.toml``
+  found from the working directory, or ``config=``), restricted mid-run to
+  the live rules, those whose verdict holds before a run has finished
+  (``trainproof.checks.registry.LIVE_RULE_IDS``). Every rule judges the final
+  report at the end.
+* Nothing is judged before GUARD_MIN_POINTS training-loss records, except a
+  non-finite loss or eval loss, which is judged at once; rules that need a
+  longer history (spikes, curve rules) wait for it. After that the run is
+  judged each time its history grows by GUARD_JUDGE_GROWTH: amortised
+  constant time per record.
+* Under distributed training every rank records the same logs (the Trainer
+  gathers the loss before logging), only the main process judges and prints,
+  and its decision is broadcast to every rank on each log call so that all of
+  them set ``should_training_stop`` at the same step.
+
+On a stop it prints and logs one block (the step, the scheduled total, the
+share of the schedule that never ran, the findings with their evidence) and
+writes the same report as JSON to ``<output_dir>/trainproof_abort.json``.
+At the end of training it can write the final report in any renderer the CLI
+has: ``final_report={"html": "trainproof.html", "sarif": "trainproof.sarif"}``
+(paths relative to ``output_dir``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from trainproof.errors import MissingDependencyError
+
+try:
+    from transformers import TrainerCallback
+except ImportError as exc:  # pragma: no cover - exercised in a test without transformers on the path
+    raise MissingDependencyError("transformers", "hf", "trainproof.integrations.hf (TrainproofCallback)") from exc
+
+from trainproof import __version__, fmt
+from trainproof.checks.registry import EPOCH_RULES
+from trainproof.config import Settings, load
+from trainproof.judge import judge_run
+from trainproof.live import LiveJudge
+from trainproof.readers.base import RunBuilder
+from trainproof.readers.hf import add_entry, ordered_evals
+from trainproof.render import RENDERERS, render
+from trainproof.render.json import report_dict
+from trainproof.render.text import finding_lines
+from trainproof.report import Level, Report, Subject
+
+POLICIES = ("warn", "stop_on_fail")
+ABORT_FILE = "trainproof_abort.json"
+logger = logging.getLogger("trainproof")
+logger.addHandler(logging.NullHandler())  # a library logs; the application decides where it goes
+
+
+class TrainproofCallback(TrainerCallback):
+    """Judges the Trainer's logs as they arrive; ``policy="stop_on_fail"`` stops a doomed run."""
+
+    def __init__(
+        self,
+        policy: str = "warn",
+        config: Settings | str | os.PathLike[str] | None = None,
+        final_report: Mapping[str, str] | None = None,
+        abort_file: str = ABORT_FILE,
+        stream: IO[str] | None = None,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+        unknown = set(final_report or {}) - set(RENDERERS)
+        if unknown:
+            raise ValueError(f"final_report names unknown renderers: {', '.join(sorted(unknown))} (known: {', '.join(RENDERERS)})")
+        self.policy = policy
+        self.settings = config if isinstance(config, Settings) else load(config)
+        self.final_report = dict(final_report or {})
+        self.abort_file = abort_file
+        self.stream = stream
+        self.stopped_at: int | None = None
+        self.report: Report | None = None
+        self._reset("trainer_state.json")
+
+    def _reset(self, path: str) -> None:
+        self.builder = RunBuilder(path, "hf")
+        self.eval_names: dict[str, str] = {}
+        self.judge = LiveJudge(self.settings)
+        self.points = 0
+
+    # --- Trainer events ----------------------------------------------------
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._reset(os.path.join(args.output_dir, "trainer_state.json"))
+        self.stopped_at = None
+        self.report = None
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        if not logs:
+            return
+        entry = dict(logs)
+        entry.setdefault("step", state.global_step)
+        add_entry(self.builder, entry, self.eval_names)
+        if "loss" in entry:
+            self.points += 1
+        stop = False
+        if state.is_world_process_zero and self.stopped_at is None:
+            nonfinite = self.builder.nonfinite_added
+            if self.judge.due(self.points, nonfinite):
+                self.judge.judge(self._snapshot(copy=False, max_steps=state.max_steps), self.points, nonfinite)
+                stop = self.policy == "stop_on_fail" and bool(self.judge.failures())
+        stop = _agree(stop, args)
+        if stop and self.stopped_at is None:
+            self.stopped_at = state.global_step
+            control.should_training_stop = True
+            if state.is_world_process_zero:
+                self._announce_stop(args, state)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if not state.is_world_process_zero:
+            return
+        subject = judge_run(self._snapshot(copy=True, max_steps=state.max_steps), self.settings, EPOCH_RULES)
+        self.report = Report("epoch", (subject,), __version__, self.settings.fail_on)
+        counts = ", ".join(f"{subject.count(level)} {level.label}" for level in (Level.FAIL, Level.WARN, Level.INFO))
+        self._say(f"trainproof: {subject.verdict} after {fmt.step(state.global_step)} steps ({counts})")
+        for name, target in self.final_report.items():
+            path = Path(args.output_dir) / target
+            path.parent.mkdir(parents=True, exist_ok=True)
+            options = {"base": str(Path(args.output_dir).resolve())} if name == "sarif" else {}
+            path.write_text(render(name, self.report, **options), encoding="utf-8")
+
+    # --- helpers -----------------------------------------------------------
+
+    def _snapshot(self, copy: bool, max_steps: int | None):  # noqa: ANN202 - a Run
+        self.builder.max_steps = max_steps if max_steps and max_steps > 0 else None
+        return self.builder.build(eval_names=ordered_evals(self.eval_names), copy=copy)
+
+    def _announce_stop(self, args: Any, state: Any) -> None:
+        subject: Subject = self.judge.last  # type: ignore[assignment]
+        step, total = state.global_step, state.max_steps
+        never = 1 - step / total if total and total > 0 else math.nan
+        failures = self.judge.failures()
+        head = f"trainproof: stopping training at step {fmt.step(step)} of {fmt.step(total) if total else '?'}"
+        if not math.isnan(never):
+            head += f": {fmt.pct(never)} of the schedule never ran"
+        lines = [head + f" ({', '.join(dict.fromkeys(f.rule_id for f in failures))})."]
+        for finding in failures:
+            lines.extend(finding_lines(finding))
+        target = Path(args.output_dir) / self.abort_file
+        report = Report("epoch", (subject,), __version__, self.settings.fail_on)
+        document = report_dict(report)
+        document["abort"] = {
+            "step": step,
+            "max_steps": total,
+            "share_not_run": None if math.isnan(never) else round(never, 4),
+            "policy": self.policy,
+            "rules": list(dict.fromkeys(f.rule_id for f in failures)),
+        }
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+            lines.append(f"  Report: {target}")
+        except OSError as exc:
+            lines.append(f"  Report not written: {target}: {exc.strerror or exc}")
+        self._say("\n".join(lines))
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.stream or sys.stdout, flush=True)
+        logger.warning(text)
+
+
+def _agree(decision: bool, args: Any) -> bool:
+    """The main process's decision, on every rank; unchanged on a single process."""
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover - transformers' Trainer needs torch anyway
+        return decision
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return decision
+    import torch
+
+    device = getattr(args, "device", "cpu") if dist.get_backend() == "nccl" else "cpu"
+    flag = torch.tensor([1 if decision else 0], dtype=torch.int32, device=device)
+    dist.broadcast(flag, src=0)
+    return bool(flag.item())

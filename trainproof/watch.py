@@ -1,0 +1,188 @@
+"""Following a growing training log: read what was appended, judge when due, report each tick.
+
+A tick reads only the bytes appended since the previous one; a partial last
+line waits for its end. A file that shrank (truncated) or was replaced (a new
+inode) is read afresh from the start. Line-oriented logs (JSONL, CSV, Coqui)
+are parsed incrementally, so a tick costs what its new bytes cost, plus the
+amortised share of the live judge (see :mod:`trainproof.live`). A
+HuggingFace ``trainer_state.json`` is rewritten whole at every save, so it
+is re-read whole when it changes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainproof.config import DEFAULT_SETTINGS, Settings
+from trainproof.errors import InputError
+from trainproof.live import LiveJudge
+from trainproof.model import Run
+from trainproof.readers import READERS, SNIFF_BYTES, detect, read_run
+from trainproof.report import Finding, Subject, Verdict
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """What one poll of the file found."""
+
+    lines: tuple[str, ...] = ()
+    first_line: int = 1
+    restarted: bool = False
+    grew: bool = False
+    missing: bool = False
+
+
+class Follower:
+    """Reads what was appended to a file since the last poll, line by line."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.offset = 0
+        self.identity: tuple[int, int] | None = None
+        self.partial = b""
+        self.lines_read = 0
+
+    def poll(self) -> Chunk:
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return Chunk(missing=True)
+        identity = (info.st_dev, info.st_ino)
+        restarted = False
+        if self.identity is not None and (identity != self.identity or info.st_size < self.offset):
+            self.offset, self.partial, self.lines_read = 0, b"", 0
+            restarted = True
+        self.identity = identity
+        if info.st_size == self.offset:
+            return Chunk(restarted=restarted)
+        with self.path.open("rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read(info.st_size - self.offset)
+        self.offset += len(data)
+        pieces = (self.partial + data).split(b"\n")
+        self.partial = pieces.pop()  # empty when the data ended with a newline
+        first = self.lines_read + 1
+        self.lines_read += len(pieces)
+        lines = tuple(p.decode("utf-8", errors="replace").rstrip("\r") for p in pieces)
+        return Chunk(lines=lines, first_line=first, restarted=restarted, grew=True)
+
+    def head(self) -> str:
+        """The first bytes of the file, to tell its format."""
+        with self.path.open("rb") as handle:
+            return handle.read(SNIFF_BYTES).decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class Tick:
+    """The state after one tick."""
+
+    points: int
+    subject: Subject | None
+    new_findings: tuple[Finding, ...]
+    restarted: bool
+    grew: bool
+    waiting: str | None = None
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.subject.verdict if self.subject is not None else Verdict.NOT_CHECKED
+
+
+class Watcher:
+    """Follows one log and judges it as it grows."""
+
+    def __init__(self, path: str | Path, fmt: str | None = None, settings: Settings = DEFAULT_SETTINGS) -> None:
+        self.path = Path(path)
+        self.fmt = fmt
+        self.settings = settings
+        self.follower = Follower(path)
+        self._start()
+
+    def _start(self) -> None:
+        self.parser = None
+        self.whole_file = False
+        self.live = LiveJudge(self.settings)
+        self.reported: set[tuple[str, str]] = set()
+        self.last: Subject | None = None
+        self.points = 0
+
+    def tick(self) -> Tick:
+        chunk = self.follower.poll()
+        if chunk.missing:
+            return Tick(0, self.last, (), False, False, waiting=f"{self.path} does not exist (yet)")
+        if chunk.restarted:
+            self._start()
+        if self.parser is None and not self.whole_file and chunk.grew:
+            self._choose_format()
+        run = None
+        if self.whole_file:
+            if chunk.grew or chunk.restarted:
+                run = self._read_whole()
+        elif self.parser is not None:
+            for number, line in enumerate(chunk.lines, start=chunk.first_line):
+                self.parser.feed(line, number)
+            run = self._snapshot()
+        if run is not None:
+            self.points = len(run.loss) if run.loss is not None else 0
+        points = self.points
+        new: tuple[Finding, ...] = ()
+        nonfinite = self.parser.builder.nonfinite_added if self.parser is not None else 0
+        if run is not None and (self.whole_file or self.live.due(points, nonfinite)):
+            self.last = self.live.judge(run, points, nonfinite)
+            new = self._new_findings(self.last)
+        waiting = None if self.last is not None or run is not None else "waiting for the first records"
+        return Tick(points, self.last, new, chunk.restarted, chunk.grew, waiting)
+
+    def _choose_format(self) -> None:
+        head = self.follower.head()
+        if not head.strip():
+            return
+        fmt = self.fmt or detect(self.path, head)
+        reader = READERS[fmt]
+        parser_class = getattr(reader, "LineParser", None)
+        if parser_class is None:
+            self.whole_file = True
+            self.follower = _WholeFile(self.follower)
+            return
+        self.parser = parser_class(self.path)
+
+    def _snapshot(self) -> Run | None:
+        try:
+            return self.parser.build(copy=False)  # type: ignore[union-attr]
+        except InputError:
+            return None  # no loss yet: a header, or records without the columns so far
+
+    def _read_whole(self) -> Run | None:
+        try:
+            return read_run(self.path, self.fmt)
+        except InputError:
+            return None  # caught mid-write: the next change is read again
+
+    def _new_findings(self, subject: Subject) -> tuple[Finding, ...]:
+        fresh = []
+        for finding in subject.findings:
+            key = (finding.rule_id, finding.level.label)
+            if key not in self.reported:
+                self.reported.add(key)
+                fresh.append(finding)
+        return tuple(fresh)
+
+
+class _WholeFile(Follower):
+    """For logs rewritten whole (trainer_state.json): a change means read it all again."""
+
+    def __init__(self, previous: Follower) -> None:
+        super().__init__(previous.path)
+        self.signature: tuple[int, int, int] | None = None
+
+    def poll(self) -> Chunk:
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return Chunk(missing=True)
+        signature = (info.st_ino, info.st_size, info.st_mtime_ns)
+        grew = signature != self.signature
+        self.signature = signature
+        return Chunk(grew=grew)
