@@ -171,14 +171,6 @@ class RunBuilder:
     def names(self) -> list[str]:
         return list(self._series)
 
-    def has(self, series: str) -> bool:
-        column = self._series.get(series)
-        return column is not None and column.n > 0
-
-    def count(self, series: str) -> int:
-        column = self._series.get(series)
-        return 0 if column is None else column.n
-
     def series(self, name: str, copy: bool = True) -> Series | None:
         column = self._series.get(name)
         if column is None or column.n == 0:
