@@ -75,7 +75,7 @@ def test_xtts_is_a_plateau_not_a_divergence(corpus):
 
 
 def public_logs(corpus):
-    for folder in ("hf", "lightning", "keras", "coqui"):
+    for folder in ("hf", "lightning", "keras", "coqui", "tensorboard"):
         for path in sorted((corpus / "public" / folder).iterdir()):
             if path.name != "SOURCES.tsv":
                 yield path

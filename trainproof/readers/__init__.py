@@ -14,7 +14,7 @@ from pathlib import Path
 
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers import coqui, csv, hf, jsonl
+from trainproof.readers import coqui, csv, hf, jsonl, tensorboard
 from trainproof.readers.base import Reader
 
 READERS: Mapping[str, Reader] = {
@@ -22,6 +22,7 @@ READERS: Mapping[str, Reader] = {
     "coqui": coqui,
     "jsonl": jsonl,
     "csv": csv,
+    "tensorboard": tensorboard,
 }
 
 SNIFF_BYTES = 256 * 1024
@@ -53,10 +54,14 @@ def find_log(directory: Path) -> Path:
     candidates = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in _BY_SUFFIX)
     if len(candidates) == 1:
         return candidates[0]
+    if tensorboard.event_files(directory):
+        return directory  # a TensorBoard run directory is read as a whole
     looked = ", ".join(name for name, _ in KNOWN_NAMES)
     if len(candidates) > 1:
         raise InputError(directory, f"holds several candidate logs ({', '.join(p.name for p in candidates[:5])}); name one")
-    raise InputError(directory, f"is a directory with no training log in it (looked for {looked}, checkpoint-*/trainer_state.json, *.jsonl, *.csv)")
+    raise InputError(
+        directory, f"is a directory with no training log in it (looked for {looked}, checkpoint-*/trainer_state.json, *.jsonl, *.csv, TensorBoard event files)"
+    )
 
 
 def detect(path: Path, head: str) -> str:
@@ -77,10 +82,12 @@ def read_run(path: str | Path, fmt: str | None = None) -> Run:
     path = Path(path)
     if not path.exists():
         raise InputError(path, "does not exist")
-    if path.is_dir():
-        path = find_log(path)
     if fmt is not None and fmt not in READERS:
         raise InputError(path, f"unknown format '{fmt}' (known: {', '.join(READERS)})")
+    if path.is_dir():
+        path = find_log(path)
+        if path.is_dir():
+            return READERS[fmt or "tensorboard"].read(path)
     try:
         with path.open("rb") as handle:
             head_bytes = handle.read(SNIFF_BYTES)
@@ -97,5 +104,8 @@ def read_run(path: str | Path, fmt: str | None = None) -> Run:
             "fetch the content with 'git lfs pull'",
         )
     if b"\x00" in head_bytes[:4096]:
-        raise InputError(path, "is a binary file, not a text training log")
+        if fmt is None and tensorboard.sniff_binary(path, head_bytes):
+            fmt = "tensorboard"
+        elif fmt is None:
+            raise InputError(path, "is a binary file, not a training log format trainproof knows")
     return READERS[fmt or detect(path, head)].read(path)
