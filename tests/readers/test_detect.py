@@ -52,7 +52,7 @@ def test_format_override_and_unknown_format(tmp_path):
     path.write_text("step,loss\n1,2.0\n2,1.0\n")
     assert read_run(path, "csv").format == "csv"
     with pytest.raises(InputError, match="unknown format"):
-        read_run(path, "tensorboard")
+        read_run(path, "xml")
 
 
 def test_findings_point_at_the_line_of_their_step(tmp_path):
