@@ -14,7 +14,7 @@ from pathlib import Path
 
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers import coqui, csv, hf, jsonl, tensorboard
+from trainproof.readers import coqui, csv, hf, jsonl, mlflow, tensorboard
 from trainproof.readers.base import Reader
 
 READERS: Mapping[str, Reader] = {
@@ -23,6 +23,7 @@ READERS: Mapping[str, Reader] = {
     "jsonl": jsonl,
     "csv": csv,
     "tensorboard": tensorboard,
+    "mlflow": mlflow,
 }
 
 SNIFF_BYTES = 256 * 1024
@@ -54,13 +55,13 @@ def find_log(directory: Path) -> Path:
     candidates = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in _BY_SUFFIX)
     if len(candidates) == 1:
         return candidates[0]
-    if tensorboard.event_files(directory):
-        return directory  # a TensorBoard run directory is read as a whole
+    if mlflow.is_run_directory(directory) or tensorboard.event_files(directory):
+        return directory  # an MLflow or TensorBoard run directory is read as a whole
     looked = ", ".join(name for name, _ in KNOWN_NAMES)
     if len(candidates) > 1:
         raise InputError(directory, f"holds several candidate logs ({', '.join(p.name for p in candidates[:5])}); name one")
     raise InputError(
-        directory, f"is a directory with no training log in it (looked for {looked}, checkpoint-*/trainer_state.json, *.jsonl, *.csv, TensorBoard event files)"
+        directory, f"is a directory with no training log in it (looked for {looked}, checkpoint-*/trainer_state.json, *.jsonl, *.csv, TensorBoard event files, MLflow metrics/)"
     )
 
 
@@ -87,7 +88,7 @@ def read_run(path: str | Path, fmt: str | None = None) -> Run:
     if path.is_dir():
         path = find_log(path)
         if path.is_dir():
-            return READERS[fmt or "tensorboard"].read(path)
+            return READERS[fmt or ("mlflow" if mlflow.is_run_directory(path) else "tensorboard")].read(path)
     try:
         with path.open("rb") as handle:
             head_bytes = handle.read(SNIFF_BYTES)
