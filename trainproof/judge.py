@@ -33,7 +33,7 @@ def apply_rules(rules: Iterable[Rule], ctx: RunContext | CompareContext, setting
     findings: list[Finding] = []
     ran: list[str] = []
     skipped: list[Skipped] = []
-    fired = ctx.fired if isinstance(ctx, RunContext) else ctx.run.fired
+    target = ctx.target
     for rule in rules:
         if not settings.enabled(rule.id):
             skipped.append(Skipped(rule.id, settings.disabled_reason(rule.id)))
@@ -44,13 +44,12 @@ def apply_rules(rules: Iterable[Rule], ctx: RunContext | CompareContext, setting
             skipped.append(Skipped(rule.id, str(reason)))
             continue
         ran.append(rule.id)
-        run = ctx.run if isinstance(ctx, RunContext) else ctx.run.run
         for hit in hits:
             finding = rule.stamp(hit, settings.levels.get(rule.id))
             if finding.line is None and finding.steps:
-                finding = replace(finding, line=run.line_of(finding.steps[0]))
+                finding = replace(finding, line=target.run.line_of(finding.steps[0]))
             findings.append(finding)
-            fired[rule.id] = max(fired.get(rule.id, Level.INFO), finding.level)
+            target.fired[rule.id] = max(target.fired.get(rule.id, Level.INFO), finding.level)
     return Outcome(tuple(findings), tuple(ran), tuple(skipped))
 
 
@@ -82,20 +81,26 @@ def unjudged_reason(ctx: RunContext) -> str | None:
     return None
 
 
-def judge_run(run: Run, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[Rule] = EPOCH_RULES) -> Subject:
-    """Every single-run rule on one Run."""
+def _judge(run: Run, settings: Settings, rules: Sequence[Rule], role: str = "run") -> tuple[Subject, RunContext]:
     ctx = RunContext(run, settings.thresholds)
     outcome = apply_rules(rules, ctx, settings)
-    return Subject(
+    subject = Subject(
         path=run.path,
         format=run.format,
         findings=_ordered(outcome.findings),
         ran=outcome.ran,
         skipped=outcome.skipped,
         unjudged=unjudged_reason(ctx),
+        role=role,
         summary=summarize(run),
         run=run,
     )
+    return subject, ctx
+
+
+def judge_run(run: Run, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[Rule] = EPOCH_RULES) -> Subject:
+    """Every single-run rule on one Run."""
+    return _judge(run, settings, rules)[0]
 
 
 def _unreadable(path: str | Path, error: InputError, role: str = "run") -> Subject:
@@ -132,20 +137,7 @@ def compare_metrics(ctx: CompareContext) -> dict:
 
 def judge_baseline(run: Run, settings: Settings = DEFAULT_SETTINGS) -> tuple[Subject, RunContext]:
     """The baseline of a compare, judged by the single-run rules, with its context for the ratios."""
-    ctx = RunContext(run, settings.thresholds)
-    outcome = apply_rules(EPOCH_RULES, ctx, settings)
-    subject = Subject(
-        path=run.path,
-        format=run.format,
-        findings=_ordered(outcome.findings),
-        ran=outcome.ran,
-        skipped=outcome.skipped,
-        unjudged=unjudged_reason(ctx),
-        role="baseline",
-        summary=summarize(run),
-        run=run,
-    )
-    return subject, ctx
+    return _judge(run, settings, EPOCH_RULES, role="baseline")
 
 
 def judge_against(run: Run, baseline: Subject, baseline_ctx: RunContext | None, settings: Settings = DEFAULT_SETTINGS) -> Subject:

@@ -70,6 +70,11 @@ class RunContext:
             raise NotApplicable(f"the log has no {label}")
         return series
 
+    @property
+    def target(self) -> RunContext:
+        """The run the rules' findings are about (itself; a comparison's run for a CompareContext)."""
+        return self
+
     def unless_fired(self, *rule_ids: str) -> None:
         for rule_id in rule_ids:
             if rule_id in self.fired:
@@ -85,6 +90,10 @@ class CompareContext:
     @property
     def t(self) -> Thresholds:
         return self.run.t
+
+    @property
+    def target(self) -> RunContext:
+        return self.run
 
 
 CheckFn = Callable[..., Iterable[Hit]]
