@@ -11,7 +11,8 @@ import numpy as np
 
 from trainproof.checks.registry import BY_ID
 from trainproof.model import Run
-from trainproof.render.svg import Line, Marker, chart
+from trainproof.render.svg import Line, Marker
+from trainproof.render.svg import chart as draw
 from trainproof.report import Report, Subject
 
 _MAX_MARKERS = 50
@@ -20,6 +21,8 @@ _MAX_MARKERS = 50
 def _chart_of(rule_id: str) -> str:
     if "EVAL" in rule_id or "OVERFIT" in rule_id:
         return "eval"
+    if "TIME" in rule_id or "LOADER" in rule_id:
+        return "time"
     if "GRAD" in rule_id:
         return "grad"
     if "LR" in rule_id:
@@ -42,6 +45,11 @@ def _charts(subject: Subject) -> list[str]:
     if run is None:
         return []
     out = []
+    span = (run.first_step, run.last_step) if run.first_step is not None and run.last_step is not None else None
+
+    def chart(title: str, lines: list[Line], markers: list[Marker], **options: object) -> str:
+        return draw(title, lines, markers, x_range=span, **options)
+
     loss_lines = []
     if run.loss is not None:
         loss_lines.append(Line(f"training loss ({run.loss_name})", run.loss.steps, run.loss.values, "train"))
@@ -60,7 +68,22 @@ def _charts(subject: Subject) -> list[str]:
         out.append(chart("Learning rate", [Line("learning rate", run.learning_rate.steps, run.learning_rate.values, "lr")], _markers(subject, "lr"), log_y=False))
     if run.grad_norm is not None:
         out.append(chart("Gradient norm", [Line("gradient norm", run.grad_norm.steps, run.grad_norm.values, "grad")], _markers(subject, "grad")))
+    timing = _seconds_per_step(run)
+    if timing is not None:
+        out.append(chart("Seconds per step", [Line("seconds per step", *timing, "time")], _markers(subject, "time")))
     return [c for c in out if c]
+
+
+def _seconds_per_step(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-step seconds from the log's clock, else its step-time column."""
+    if run.wall_time is not None and len(run.wall_time) > 2:
+        steps, clock = run.wall_time.steps, run.wall_time.values
+        d_step, d_time = np.diff(steps), np.diff(clock)
+        ok = d_step > 0
+        return steps[1:][ok], d_time[ok] / d_step[ok]
+    if run.step_time is not None and len(run.step_time) > 2:
+        return run.step_time.steps, run.step_time.values
+    return None
 
 
 @cache

@@ -65,14 +65,19 @@ def _reduce(xs: np.ndarray, ys: np.ndarray, columns: int) -> tuple[np.ndarray, n
     return np.array(out_x), np.array(out_y)
 
 
-def chart(title: str, lines: list[Line], markers: list[Marker], *, log_y: bool | None = None) -> str:
-    """One chart as an ``<svg>`` element; empty string when there is nothing finite to draw."""
+def chart(
+    title: str, lines: list[Line], markers: list[Marker], *, log_y: bool | None = None, x_range: tuple[float, float] | None = None
+) -> str:
+    """One chart as an ``<svg>`` element; empty string when there is nothing finite to draw.
+
+    ``x_range`` gives several charts of one run the same step axis.
+    """
     finite = [(ln, np.isfinite(ln.values)) for ln in lines]
     ys_all = np.concatenate([ln.values[ok] for ln, ok in finite]) if finite else np.array([])
     if ys_all.size == 0:
         return ""
     xs_all = np.concatenate([ln.steps for ln in lines] + [np.array([m.step for m in markers], dtype=float)]).astype(float)
-    x0, x1 = float(xs_all.min()), float(xs_all.max())
+    x0, x1 = (float(xs_all.min()), float(xs_all.max())) if x_range is None else (float(x_range[0]), float(x_range[1]))
     if x1 == x0:
         x1 = x0 + 1
     positive = bool((ys_all > 0).all())
