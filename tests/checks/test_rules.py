@@ -45,3 +45,14 @@ def test_every_rule_has_cases_both_ways() -> None:
         assert any(c.fires for c in cases), f"{rule.id} has no case where it fires"
         assert any(not c.fires for c in cases), f"{rule.id} has no case where it must not fire"
     assert set(CASES) <= {r.id for r in ALL_RULES}, "a case names a rule that does not exist"
+
+
+@pytest.mark.parametrize(("rule_id", "case"), PARAMS)
+def test_every_case_renders_through_every_renderer(rule_id: str, case: Case) -> None:
+    """Findings carry plain numbers and text: JSON, SARIF, JUnit and markdown accept every one."""
+    from trainproof.render import render
+    from trainproof.report import Report
+
+    report = Report("compare" if rule_id.startswith("TP-CMP") else "epoch", (judge(case),), "0.0.0")
+    for name in ("json", "sarif", "junit", "markdown", "text"):
+        assert render(name, report, **({"base": "."} if name == "sarif" else {}))

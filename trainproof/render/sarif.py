@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from trainproof import HOMEPAGE
 from trainproof.checks.base import Rule
-from trainproof.checks.registry import COMPARE_RULES, EPOCH_RULES
+from trainproof.checks.registry import BY_ID, COMPARE_RULES, EPOCH_RULES
 from trainproof.report import Finding, Level, Report, Subject
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -25,8 +25,12 @@ LEVELS = {Level.FAIL: "error", Level.WARN: "warning", Level.INFO: "note"}
 RULES_DOC = f"{HOMEPAGE}/blob/main/docs/rules.md"
 
 
-def rules_for(command: str) -> tuple[Rule, ...]:
-    return EPOCH_RULES + COMPARE_RULES if command == "compare" else EPOCH_RULES
+def rules_for(report: Report) -> tuple[Rule, ...]:
+    """The command's rules, in registry order (so a rule keeps its index), plus any other a result references."""
+    rules = EPOCH_RULES + COMPARE_RULES if report.command == "compare" else EPOCH_RULES
+    known = {rule.id for rule in rules}
+    extra = tuple(dict.fromkeys(BY_ID[f.rule_id] for _, f in report.findings if f.rule_id not in known and f.rule_id in BY_ID))
+    return rules + extra
 
 
 def artifact_uri(path: str, base: str | None) -> str:
@@ -92,7 +96,7 @@ def _plain(values: dict) -> dict:
 
 def render(report: Report, base: str | None = None) -> str:
     base = base if base is not None else os.getcwd()
-    rules = rules_for(report.command)
+    rules = rules_for(report)
     index = {rule.id: i for i, rule in enumerate(rules)}
     ordered = sorted(report.findings, key=lambda pair: -pair[1].level)  # stable: report order within a level
     kept = ordered[:MAX_RESULTS]
