@@ -105,6 +105,23 @@ class Run:
         named = [self.loss, self.learning_rate, self.grad_norm]
         return [s for s in named if s is not None] + list(self.eval_losses.values())
 
+    def seconds_per_step(self, min_points: int = 3) -> tuple[np.ndarray, np.ndarray, str] | None:
+        """Seconds per step at each timed point, and where they came from; None without time.
+
+        The log's clock comes first because it is what the run costs: a
+        step-time column usually leaves out data loading, logging and evaluation.
+        """
+        if self.wall_time is not None and len(self.wall_time) > min_points:
+            steps, clock = self.wall_time.steps, self.wall_time.values
+            d_step, d_time = np.diff(steps), np.diff(clock)
+            ok = (d_step > 0) & (d_time >= 0)
+            return steps[1:][ok], d_time[ok] / d_step[ok], "timestamp differences"
+        if self.step_time is not None:
+            part = self.step_time.finite_part()
+            if len(part) >= min_points:
+                return part.steps, part.values, "the step-time column"
+        return None
+
     def checkpoint_nearest(self, step: int) -> Checkpoint | None:
         if not self.checkpoints:
             return None

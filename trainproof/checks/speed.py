@@ -14,21 +14,10 @@ _MIN_TIMED_POINTS = 10
 
 
 def _seconds_per_step(ctx: RunContext) -> tuple[np.ndarray, np.ndarray, str]:
-    """Per-step seconds at each timed point: clock differences, else the step-time column.
-
-    The clock comes first because it is what the run costs: a step-time
-    column usually leaves out data loading, logging and evaluation.
-    """
-    run = ctx.run
-    if run.wall_time is not None and len(run.wall_time) > _MIN_TIMED_POINTS:
-        steps, clock = run.wall_time.steps, run.wall_time.values
-        d_step, d_time = np.diff(steps), np.diff(clock)
-        ok = (d_step > 0) & (d_time >= 0)
-        return steps[1:][ok], d_time[ok] / d_step[ok], "timestamp differences"
-    if run.step_time is not None and len(run.step_time.finite_part()) >= _MIN_TIMED_POINTS:
-        part = run.step_time.finite_part()
-        return part.steps, part.values, "the step-time column"
-    raise NotApplicable("the log has no step time or timestamps")
+    timing = ctx.run.seconds_per_step(_MIN_TIMED_POINTS)
+    if timing is None:
+        raise NotApplicable("the log has no step time or timestamps")
+    return timing
 
 
 def step_time_cliff(ctx: RunContext) -> Iterator[Hit]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 from trainproof.config import FAIL_ON, Settings
@@ -41,13 +40,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return load(args.config).with_fail_on(args.fail_on)
 
 
-def write_output(path: str, content: str, inputs: Iterable[str]) -> None:
-    """Write one output file atomically, refusing to overwrite an input."""
+def write_output(path: str, content: str) -> None:
+    """Write one output file atomically (check_outputs has already refused inputs and collisions)."""
     target = Path(path)
-    resolved = target.resolve()
-    for item in inputs:
-        if Path(item).resolve() == resolved:
-            raise UsageError(f"{path}: is one of the inputs; refusing to overwrite it")
     if target.is_dir():
         raise UsageError(f"{path}: is a directory; name a file to write")
     parent = target.parent if str(target.parent) else Path(".")
@@ -68,13 +63,9 @@ def write_output(path: str, content: str, inputs: Iterable[str]) -> None:
         raise UsageError(f"{path}: cannot write it: {exc.strerror or exc}") from None
 
 
-def _inputs_of(args: argparse.Namespace) -> list[str]:
-    return [str(p) for p in args.paths]
-
-
 def check_outputs(args: argparse.Namespace) -> None:
     """Refuse impossible output requests before any work is done."""
-    inputs = {Path(p).resolve() for p in _inputs_of(args)}
+    inputs = {Path(p).resolve() for p in args.paths}
     targets: dict[Path, str] = {}
     for option, _ in FILE_OUTPUTS:
         value = getattr(args, option)
@@ -93,12 +84,11 @@ def emit(report: Report, args: argparse.Namespace) -> int:
     from trainproof.render import render
 
     base = os.getcwd()
-    inputs = _inputs_of(args)
     for option, name in FILE_OUTPUTS:
         target = getattr(args, option)
         if target is not None:
             options = {"base": base} if name == "sarif" else {}
-            write_output(target, render(name, report, **options), inputs)
+            write_output(target, render(name, report, **options))
     if args.github:
         github(report, base, annotate=not args.json)
     if args.json:

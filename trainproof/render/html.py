@@ -68,22 +68,11 @@ def _charts(subject: Subject) -> list[str]:
         out.append(chart("Learning rate", [Line("learning rate", run.learning_rate.steps, run.learning_rate.values, "lr")], _markers(subject, "lr"), log_y=False))
     if run.grad_norm is not None:
         out.append(chart("Gradient norm", [Line("gradient norm", run.grad_norm.steps, run.grad_norm.values, "grad")], _markers(subject, "grad")))
-    timing = _seconds_per_step(run)
+    timing = run.seconds_per_step()
     if timing is not None:
-        out.append(chart("Seconds per step", [Line("seconds per step", *timing, "time")], _markers(subject, "time")))
+        steps, seconds, _ = timing
+        out.append(chart("Seconds per step", [Line("seconds per step", steps, seconds, "time")], _markers(subject, "time")))
     return [c for c in out if c]
-
-
-def _seconds_per_step(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per-step seconds from the log's clock, else its step-time column."""
-    if run.wall_time is not None and len(run.wall_time) > 2:
-        steps, clock = run.wall_time.steps, run.wall_time.values
-        d_step, d_time = np.diff(steps), np.diff(clock)
-        ok = d_step > 0
-        return steps[1:][ok], d_time[ok] / d_step[ok]
-    if run.step_time is not None and len(run.step_time) > 2:
-        return run.step_time.steps, run.step_time.values
-    return None
 
 
 @cache

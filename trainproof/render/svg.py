@@ -84,8 +84,7 @@ def chart(
     if log_y is None:
         lo_q, hi_q = np.quantile(ys_all, [0.01, 0.99]) if ys_all.size > 1 else (ys_all[0], ys_all[0])
         log_y = positive and lo_q > 0 and hi_q / lo_q > 50
-    transform = np.log10 if log_y else (lambda v: v)
-    ty = transform(ys_all) if not log_y else np.log10(ys_all[ys_all > 0])
+    ty = np.log10(ys_all[ys_all > 0]) if log_y else ys_all
     y0, y1 = float(ty.min()), float(ty.max())
     if y1 == y0:  # a constant series: centre it with a margin of its own scale
         half = abs(y0) * 0.5 or 0.5
