@@ -14,13 +14,14 @@ from collections.abc import Sequence
 
 from trainproof import __version__
 from trainproof.errors import EXIT_ERROR, TrainproofError
+from trainproof.safe import visible
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_ERROR, f"trainproof: error: {message} (see '{self.prog} --help')\n")
+        self.exit(EXIT_ERROR, f"trainproof: error: {visible(message)} (see '{self.prog} --help')\n")
 
 
 COMMANDS = ("epoch", "compare", "watch", "rules")
@@ -61,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except TrainproofError as exc:
-        print(f"trainproof: error: {exc}", file=sys.stderr)
+        print(f"trainproof: error: {visible(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("trainproof: interrupted", file=sys.stderr)
@@ -69,5 +70,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
         if args.debug:
             raise
-        print(f"trainproof: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", file=sys.stderr)
+        print(f"trainproof: internal error: {type(exc).__name__}: {visible(exc)} (run with --debug for the traceback)", file=sys.stderr)
         return EXIT_ERROR

@@ -2,7 +2,9 @@
 
 Annotations point at the log file and line when the finding knows it. Text is
 escaped the way the runner expects (``%``, CR and LF in messages; also ``:``
-and ``,`` in properties), so a path or message cannot inject a command.
+and ``,`` in properties), so a path or message cannot inject a command, and
+control characters from the user's files are spelled out
+(:func:`trainproof.safe.visible`), so none reaches the log viewer raw.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainproof.report import Level, Report
+from trainproof.safe import visible
 
 PER_LEVEL = 10
 COMMANDS = {Level.FAIL: "error", Level.WARN: "warning", Level.INFO: "notice"}
@@ -27,24 +30,24 @@ def _relative(path: str, base: str | None) -> str:
     candidate = Path(path)
     if candidate.is_absolute() and base is not None:
         try:
-            return candidate.relative_to(base).as_posix()
+            return visible(candidate.relative_to(base).as_posix())
         except ValueError:
-            return candidate.as_posix()
-    return candidate.as_posix()
+            pass
+    return visible(candidate.as_posix())
 
 
 def annotations(report: Report, base: str | None = None, per_level: int = PER_LEVEL) -> str:
     lines = []
     for subject in report.subjects:
         if subject.unjudged:
-            lines.append(f"::error file={escape_property(_relative(subject.path, base))},title=trainproof::{escape_data(subject.unjudged)}")
+            lines.append(f"::error file={escape_property(_relative(subject.path, base))},title=trainproof::{escape_data(visible(subject.unjudged))}")
     for level in (Level.FAIL, Level.WARN, Level.INFO):
         chosen = [(s, f) for s, f in report.findings if f.level is level][:per_level]
         for subject, finding in chosen:
             props = [f"file={escape_property(_relative(subject.path, base))}"]
             if finding.line:
                 props.append(f"line={finding.line}")
-            props.append(f"title={escape_property(f'{finding.rule_id}: {finding.title}')}")
-            message = f"{finding.message}\nEvidence: {finding.evidence}"
+            props.append(f"title={escape_property(visible(f'{finding.rule_id}: {finding.title}'))}")
+            message = f"{visible(finding.message)}\nEvidence: {visible(finding.evidence)}"
             lines.append(f"::{COMMANDS[level]} {','.join(props)}::{escape_data(message)}")
     return "\n".join(lines) + ("\n" if lines else "")

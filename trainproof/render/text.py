@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 
 from trainproof import fmt
 from trainproof.report import Finding, Level, Report, Subject, Verdict
+from trainproof.safe import visible
 
 _COLOURS = {"FAIL": "31;1", "WARN": "33;1", "PASS": "32;1", "INFO": "36", "NOT-CHECKED": "35;1"}
 
@@ -32,34 +33,34 @@ def _describe(subject: Subject) -> str:
         parts.append(f"'{summary['loss']}' over {summary['points']} points, {span}")
     if summary.get("eval_sets"):
         parts.append(f"eval: {summary['eval_sets']}")
-    return "; ".join(parts)
+    return visible("; ".join(parts))
 
 
 def _subject_block(subject: Subject, colour: bool) -> list[str]:
     verdict = str(subject.verdict)
     role = " (baseline)" if subject.role == "baseline" else ""
-    lines = [f"{_paint(verdict, verdict, colour)}  {subject.path}{role}"]
+    lines = [f"{_paint(verdict, verdict, colour)}  {visible(subject.path)}{role}"]
     described = _describe(subject)
     if described:
         lines.append(f"      {described}")
     if subject.summary.get("notes"):
-        lines.append(f"      note: {subject.summary['notes']}")
+        lines.append(f"      note: {visible(subject.summary['notes'])}")
     if subject.unjudged:
         label = "error" if subject.error else "not judged"
-        lines.append(f"      {label}: {subject.unjudged}")
+        lines.append(f"      {label}: {visible(subject.unjudged)}")
     for finding in subject.findings:
         lines.extend(finding_lines(finding, colour))
     if subject.ran or subject.skipped:
         lines.append(f"  Checks ran ({len(subject.ran)}): {', '.join(subject.ran) or 'none'}")
         for skipped in subject.skipped:
-            lines.append(f"  Skipped {skipped.rule_id}: {skipped.reason}")
+            lines.append(f"  Skipped {skipped.rule_id}: {visible(skipped.reason)}")
     return lines
 
 
 def finding_lines(finding: Finding, colour: bool = False) -> list[str]:
     """One finding as the text report prints it: the level, id and message, then its evidence."""
     tag = _paint(f"[{finding.level.label}]", finding.level.label, colour)
-    return [f"  {tag} {finding.rule_id}  {finding.message}", f"         Evidence: {finding.evidence}"]
+    return [f"  {tag} {finding.rule_id}  {visible(finding.message)}", f"         Evidence: {visible(finding.evidence)}"]
 
 
 def _compare_table(report: Report) -> list[str]:
@@ -67,13 +68,14 @@ def _compare_table(report: Report) -> list[str]:
         value = metrics.get(key)
         return show(value) if isinstance(value, (int, float)) else "-"
 
-    rows = [("run", "verdict", "floor", "end", "improved", "baseline improved")]
+    # The verdict leads each row: a path at the start of a line could pose as a CI workflow command.
+    rows = [("verdict", "run", "floor", "end", "improved", "baseline improved")]
     for subject in report.judged:
         m = subject.metrics
         rows.append(
             (
-                subject.path,
                 str(subject.verdict),
+                visible(subject.path),
                 cell(m, "floor_ratio", fmt.ratio),
                 cell(m, "end_ratio", fmt.ratio),
                 cell(m, "improvement", fmt.pct),
@@ -93,7 +95,7 @@ def render(report: Report, colour: bool = False) -> str:
     if report.command == "compare":
         baseline = next((s for s in report.subjects if s.role == "baseline"), None)
         if baseline is not None:
-            lines.append(f"baseline: {baseline.path}  [{baseline.verdict}]")
+            lines.append(f"baseline: {visible(baseline.path)}  [{baseline.verdict}]")
         lines.append("")
         lines.extend(_compare_table(report))
     for subject in report.subjects:

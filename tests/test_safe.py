@@ -1,0 +1,122 @@
+"""User-derived text never breaks a line, starts a workflow command or reaches a terminal raw."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.helpers import decaying, hf_entries, noisy, write_hf_state
+from tests.test_cli import run_cli
+from trainproof.safe import visible
+
+INJECTION = "\n::error file=README.md,line=1::INJECTED\n"
+# What a terminal or a CI log must never receive from a user's file.
+RAW = ("\r", "\x1b", "\x85", "\u2028", "\u202e")
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("plain/path.json", "plain/path.json"),
+        ("a\nb", "a\\nb"),
+        ("a\r\n", "a\\r\\n"),
+        ("\x1b[2J", "\\x1b[2J"),
+        ("tab\there", "tab\\there"),
+        ("caf\u00e9 \u65e5\u672c", "caf\u00e9 \u65e5\u672c"),
+        ("\u202egnp.exe", "\\u202egnp.exe"),
+        ("x\u2028y\x85z", "x\\u2028y\\x85z"),
+        (os.fsdecode(b"r\xff.json"), "r\\udcff.json"),
+    ],
+)
+def test_visible_spells_out_what_would_break_a_line_or_a_terminal(text, shown):
+    assert visible(text) == shown
+    assert visible(visible(text)) == shown, "escaping twice changes nothing"
+
+
+def assert_clean(stream: str, raw_chars: tuple[str, ...] = RAW) -> None:
+    """No line of ``stream`` is a workflow command but trainproof's own annotations, and nothing raw is in it."""
+    for raw in raw_chars:
+        assert raw not in stream, repr(raw)
+    for line in stream.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith("::"):
+            command, _, rest = stripped[2:].partition(" ")
+            assert command in ("error", "warning", "notice"), line
+            properties = rest.split("::", 1)[0].split(",")  # user text in them is %-escaped: no raw ',' or '::'
+            assert all(p.split("=", 1)[0] in ("file", "line", "title") for p in properties), line
+            assert not stripped.startswith("::error file=README.md"), line
+        assert not stripped.startswith("INJECTED"), line
+
+
+@pytest.fixture
+def in_actions(tmp_path, monkeypatch):
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    return summary
+
+
+def diverging_entries():
+    loss = [1.4, 3.3, 24.2, 26.4, 20.1] + noisy(decaying(55, 9.0, 7.5), 0.1, 2).tolist()
+    return hf_entries(loss, lr=2e-2)
+
+
+def test_a_file_name_cannot_inject_a_workflow_command(capsys, tmp_path, in_actions):
+    path = tmp_path / f"x{INJECTION}.jsonl"
+    path.write_text("".join(json.dumps({"step": e["step"], "loss": e["loss"]}) + "\n" for e in diverging_entries() if "loss" in e))
+    code, out, err = run_cli(capsys, "epoch", path, "--github")
+    assert code == 1
+    assert_clean(out)
+    assert_clean(err)
+    assert "\\n::error file=README.md" in out, "the name is still there, spelled out"
+
+
+def test_a_missing_file_name_cannot_inject_through_stderr(capsys, tmp_path, in_actions):
+    code, out, err = run_cli(capsys, "epoch", tmp_path / f"gone{INJECTION}\x1b[2J.json", "--github")
+    assert code == 2
+    assert_clean(out)
+    assert_clean(err)
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_jsonl_key_cannot_inject_through_the_error_line(capsys, tmp_path, in_actions):
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"step": s, INJECTION: 1.0, "\x1b[32mPASS\x1b[0m": 2}) + "\n" for s in range(10)))
+    code, out, err = run_cli(capsys, "epoch", path, "--github")
+    assert code == 2
+    assert_clean(out)
+    assert_clean(err)
+    assert "has no loss column" in err
+
+
+def test_hf_eval_set_names_with_cr_and_escapes_are_spelled_out(capsys, tmp_path, in_actions):
+    entries = diverging_entries()
+    for i, step in enumerate(range(50, 301, 50)):
+        entries.append({"step": step, "epoch": 1.0, "eval_x\r::error::INJECTED\x1b[2J\u202e_loss": 3.0 + i})
+    path = write_hf_state(tmp_path / "trainer_state.json", entries, max_steps=300)
+    for argv in (["epoch", path, "--github"], ["epoch", path, "--github", "--json"], ["compare", path, path.parent, "--github"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert code in (1, 2), err
+        # JSON is data: its escapes keep CR and ESC out, and other characters are the user's own text
+        assert_clean(out, RAW if "--json" not in argv else ("\r", "\x1b"))
+        assert_clean(err)
+
+
+def test_a_bad_argument_cannot_inject_through_argparse(capsys):
+    with pytest.raises(SystemExit) as exc:
+        from trainproof.cli import main
+
+        main(["epoch", "--format", f"x{INJECTION}", "log.json"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert_clean(err)
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_compare_table_never_starts_a_line_with_a_path(capsys, tmp_path):
+    run = write_hf_state(tmp_path / "::warning::x.json", diverging_entries(), max_steps=300)
+    base = write_hf_state(tmp_path / "base.json", hf_entries(noisy(decaying(60, 2.0, 0.6), 0.02, 1).tolist()), max_steps=300)
+    code, out, _ = run_cli(capsys, "compare", run, base)
+    assert code == 1
+    assert not [line for line in out.splitlines() if line.lstrip().startswith("::")]

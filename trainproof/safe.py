@@ -1,0 +1,35 @@
+"""Text from the user's files made safe to print on one line of a terminal or a CI log.
+
+Inside GitHub Actions every line a step prints is parsed for ``::`` workflow
+commands, and a terminal obeys escape sequences. A file name, a metric name, a
+TensorBoard tag or a logged string is the user's (or an attacker's) text: it
+must never break a line, move the cursor, recolour the screen or reverse the
+reading order. :func:`visible` spells every such character out as a
+backslash escape, so the text stays readable and evidently odd.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_PLAIN = re.compile(r"[\x20-\x7e]*")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# Control characters, format characters (bidi overrides, zero-width), line and
+# paragraph separators, and lone surrogates (undecodable bytes of a file name).
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def _escape(char: str) -> str:
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def visible(text: object) -> str:
+    """``text`` on one line with every control, format or separator character escaped."""
+    text = str(text)
+    if _PLAIN.fullmatch(text):
+        return text
+    return "".join(_escape(c) if unicodedata.category(c) in _HIDDEN_CATEGORIES else c for c in text)
