@@ -181,7 +181,7 @@ def test_compare_runs_against_a_baseline(capsys, healthy_log, diverged_log):
     assert code == 1
     assert "baseline:" in out and "TP-CMP-WORSE-THAN-START" in out
     table = out.split("\n\n")[1]
-    assert table.splitlines()[0].split()[:4] == ["run", "verdict", "floor", "end"]
+    assert table.splitlines()[0].split()[:4] == ["verdict", "run", "floor", "end"]
 
 
 def test_compare_with_unreadable_baseline_is_exit_2(capsys, healthy_log, tmp_path):
@@ -231,3 +231,43 @@ def test_no_empty_output_file_when_the_command_fails_early(capsys, tmp_path):
     target = tmp_path / "report.sarif"
     code, _, _ = run_cli(capsys, "epoch", tmp_path / "missing.json", "--sarif", target, "--config", tmp_path / "nope.toml")
     assert code == 2 and not target.exists()
+
+
+def test_one_input_that_breaks_a_reader_costs_only_its_own_verdict(capsys, healthy_log, diverged_log, tmp_path, monkeypatch):
+    import trainproof.judge
+
+    real = trainproof.judge.read_run
+
+    def flaky(path, fmt=None):
+        if "healthy" in str(path):
+            raise OverflowError("cannot convert float infinity to integer")
+        return real(path, fmt)
+
+    monkeypatch.setattr(trainproof.judge, "read_run", flaky)
+    report = tmp_path / "r.json"
+    code, out, err = run_cli(capsys, "epoch", healthy_log, diverged_log, "--json-file", report)
+    assert code == 1, "the FAIL of the other input still decides"
+    assert "[FAIL] TP-DIVERGE" in out
+    assert_one_error_line(err, str(healthy_log), "OverflowError")
+    assert [s["verdict"] for s in json.loads(report.read_text())["subjects"]] == ["NOT-CHECKED", "FAIL"]
+
+
+def test_an_unreadable_log_in_a_run_folder_is_named_itself(capsys, tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "trainer_state.json").write_text('{"log_history": [{"loss": 1.0, "step": 5}, {"loss"')
+    code, _, err = run_cli(capsys, "epoch", folder)
+    assert code == 2
+    assert_one_error_line(err, str(folder / "trainer_state.json"), "truncated")
+
+
+def test_extreme_values_raise_no_numpy_warning(capsys, tmp_path):
+    import warnings
+
+    loss = [1e-10] * 30
+    loss[15] = loss[16] = 1e308
+    path = write_hf_state(tmp_path / "trainer_state.json", hf_entries(loss, grad=[1.0, 1.0, 1.0, 1e308] + [1.0] * 26), max_steps=300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning would now be an internal error
+        code, out, err = run_cli(capsys, "epoch", path, "--html", tmp_path / "r.html", "--sarif", tmp_path / "r.sarif")
+    assert code in (0, 1) and "internal error" not in err and err == "", err

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from trainproof import __version__
 from trainproof.checks.base import CompareContext, NotApplicable, Rule, RunContext
 from trainproof.checks.compare import improvement
@@ -39,7 +41,9 @@ def apply_rules(rules: Iterable[Rule], ctx: RunContext | CompareContext, setting
             skipped.append(Skipped(rule.id, settings.disabled_reason(rule.id)))
             continue
         try:
-            hits = list(rule.check(ctx))
+            # Logged values reach float64's limits (a loss of 1e308): overflow to inf is the right answer, not a warning.
+            with np.errstate(all="ignore"):
+                hits = list(rule.check(ctx))
         except NotApplicable as reason:
             skipped.append(Skipped(rule.id, str(reason)))
             continue
@@ -81,6 +85,15 @@ def unjudged_reason(ctx: RunContext) -> str | None:
     return None
 
 
+def _nothing_ran(ran: Sequence[str], skipped: Sequence[Skipped]) -> str | None:
+    """A judgement no rule took part in is no PASS."""
+    if ran:
+        return None
+    if skipped and all(s.reason.startswith("disabled by configuration") for s in skipped):
+        return "no rule ran: the configuration disables every rule"
+    return "no rule could run on this log"
+
+
 def _judge(run: Run, settings: Settings, rules: Sequence[Rule], role: str = "run") -> tuple[Subject, RunContext]:
     ctx = RunContext(run, settings.thresholds)
     outcome = apply_rules(rules, ctx, settings)
@@ -90,7 +103,7 @@ def _judge(run: Run, settings: Settings, rules: Sequence[Rule], role: str = "run
         findings=_ordered(outcome.findings),
         ran=outcome.ran,
         skipped=outcome.skipped,
-        unjudged=unjudged_reason(ctx),
+        unjudged=unjudged_reason(ctx) or _nothing_ran(outcome.ran, outcome.skipped),
         role=role,
         summary=summarize(run),
         run=run,
@@ -104,7 +117,24 @@ def judge_run(run: Run, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[R
 
 
 def _unreadable(path: str | Path, error: InputError, role: str = "run") -> Subject:
-    return Subject(path=str(path), unjudged=error.problem, error=True, role=role)
+    """An input that could not be read, located at the file that failed (inside a run folder, the log itself)."""
+    return Subject(path=error.path or str(path), unjudged=error.problem, error=True, role=role)
+
+
+def _read(path: str | Path, fmt: str | None) -> Run:
+    """One input into a Run; anything that goes wrong is an InputError about that input alone.
+
+    An unexpected exception is a bug in trainproof, said as such, but it must
+    not cost the user the verdicts of the other inputs and the output files.
+    """
+    try:
+        return read_run(path, fmt)
+    except InputError:
+        raise
+    except (OSError, RecursionError, MemoryError) as exc:
+        raise InputError(path, f"cannot be read: {getattr(exc, 'strerror', None) or type(exc).__name__}") from None
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        raise InputError(path, f"internal error while reading it: {type(exc).__name__}: {exc}") from None
 
 
 def judge_epoch(paths: Sequence[str | Path], fmt: str | None = None, settings: Settings = DEFAULT_SETTINGS) -> Report:
@@ -112,7 +142,7 @@ def judge_epoch(paths: Sequence[str | Path], fmt: str | None = None, settings: S
     subjects = []
     for path in paths:
         try:
-            run = read_run(path, fmt)
+            run = _read(path, fmt)
         except InputError as error:
             subjects.append(_unreadable(path, error))
             continue
@@ -158,7 +188,7 @@ def judge_against(run: Run, baseline: Subject, baseline_ctx: RunContext | None, 
         cmp_ctx = CompareContext(ctx, baseline_ctx, fails)
         versus = apply_rules(COMPARE_RULES, cmp_ctx, settings)
         metrics = compare_metrics(cmp_ctx)
-        unjudged = unjudged_reason(ctx) or (
+        unjudged = unjudged_reason(ctx) or _nothing_ran(own.ran + versus.ran, own.skipped + versus.skipped) or (
             f"the baseline's curve cannot be judged: {baseline.unjudged}" if baseline.unjudged else None
         )
     return Subject(
@@ -189,7 +219,7 @@ def judge_compare(
     """
     base_ctx: RunContext | None
     try:
-        base_run = read_run(baseline_path, fmt)
+        base_run = _read(baseline_path, fmt)
     except InputError as error:
         base_subject, base_ctx = _unreadable(baseline_path, error, role="baseline"), None
     else:
@@ -197,7 +227,7 @@ def judge_compare(
     subjects = []
     for path in run_paths:
         try:
-            run = read_run(path, fmt)
+            run = _read(path, fmt)
         except InputError as error:
             subjects.append(_unreadable(path, error))
             continue

@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 from trainproof.config import FAIL_ON, Settings
-from trainproof.errors import UsageError
+from trainproof.errors import EXIT_ERROR, EXIT_FAIL, UsageError
 from trainproof.readers import READERS
 from trainproof.report import Report, Verdict
+from trainproof.safe import visible
 
 # Output option -> renderer; each writes one file, all from the same report.
 FILE_OUTPUTS = (("html", "html"), ("sarif", "sarif"), ("junit", "junit"), ("markdown", "markdown"), ("json_file", "json"))
@@ -40,57 +41,75 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return load(args.config).with_fail_on(args.fail_on)
 
 
-def write_output(path: str, content: str) -> None:
-    """Write one output file atomically (check_outputs has already refused inputs and collisions)."""
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"{path}: is a directory; name a file to write")
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"{path}: cannot write it, the directory {parent} does not exist")
-    import tempfile
+def _read_from(path: str) -> list[Path]:
+    """The files reading ``path`` opens: the file itself, or the log (or event and metric files) of a run folder."""
+    from trainproof.errors import InputError
+    from trainproof.readers import find_log, mlflow, tensorboard
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=parent)
+    target = Path(path)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an output is an ordinary file
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(content)
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UsageError(f"{path}: cannot write it: {exc.strerror or exc}") from None
+        if not target.is_dir():
+            return [target]
+        found = find_log(target)
+    except (InputError, OSError, ValueError):
+        return [target]
+    if not found.is_dir():
+        return [found]
+    if mlflow.is_run_directory(found):
+        return sorted(p for p in (found / "metrics").rglob("*") if p.is_file())
+    return tensorboard.event_files(found)
 
 
 def check_outputs(args: argparse.Namespace) -> None:
-    """Refuse impossible output requests before any work is done."""
-    inputs = {Path(p).resolve() for p in args.paths}
-    targets: dict[Path, str] = {}
+    """Refuse impossible or destructive output requests before any work is done."""
+    from trainproof import outputs
+
+    protected = {}
+    for path in args.paths:
+        for source in _read_from(str(path)):
+            if (found := outputs.identity(source)) is not None:
+                protected[found] = f"{visible(source)}: is read as an input; refusing to overwrite it"
+    if args.config and (found := outputs.identity(args.config)) is not None:
+        protected[found] = f"{visible(args.config)}: is the configuration file; refusing to overwrite it"
+    summary = os.environ.get("GITHUB_STEP_SUMMARY") if getattr(args, "github", False) else None
+    if summary and (found := outputs.identity(summary)) in protected:
+        raise UsageError(f"GITHUB_STEP_SUMMARY ({visible(summary)}) is one of the inputs; refusing to append to it")
+    named: dict[object, str] = {}
     for option, _ in FILE_OUTPUTS:
         value = getattr(args, option)
         if value is None:
             continue
-        resolved = Path(value).resolve()
-        if resolved in inputs:
-            raise UsageError(f"{value}: is one of the inputs; refusing to overwrite it")
-        if resolved in targets:
-            raise UsageError(f"{value}: named by both --{targets[resolved]} and --{option.replace('_', '-')}")
-        targets[resolved] = option.replace("_", "-")
+        flag = option.replace("_", "-")
+        outputs.check_target(flag, str(value))
+        found = outputs.identity(value)
+        if found in protected:
+            raise UsageError(protected[found])
+        key = found or Path(value).resolve()
+        if key in named:
+            raise UsageError(f"{visible(value)}: named by both --{named[key]} and --{flag}")
+        named[key] = flag
 
 
 def emit(report: Report, args: argparse.Namespace) -> int:
     """Render what was asked, write the files, report what could not be judged, return the exit code."""
+    from trainproof import outputs
     from trainproof.render import render
 
     base = os.getcwd()
+    unwritten: list[str] = []
     for option, name in FILE_OUTPUTS:
         target = getattr(args, option)
         if target is not None:
             options = {"base": base} if name == "sarif" else {}
-            write_output(target, render(name, report, **options))
+            try:
+                outputs.write(target, render(name, report, **options))
+            except UsageError as exc:  # the other outputs and the report still go out
+                unwritten.append(str(exc))
     if args.github:
-        github(report, base, annotate=not args.json)
+        try:
+            github(report, base, annotate=not args.json)
+        except UsageError as exc:
+            unwritten.append(str(exc))
     if args.json:
         text = render("json", report)
     else:
@@ -100,7 +119,11 @@ def emit(report: Report, args: argparse.Namespace) -> int:
     write_stdout(text)
     for subject in report.subjects:
         if subject.verdict is Verdict.NOT_CHECKED:
-            print(f"trainproof: error: {subject.path}: {subject.unjudged}", file=sys.stderr)
+            print(f"trainproof: error: {visible(subject.path)}: {visible(subject.unjudged)}", file=sys.stderr)
+    for problem in unwritten:
+        print(f"trainproof: error: {problem}", file=sys.stderr)
+    if unwritten and report.exit_code != EXIT_FAIL:
+        return EXIT_ERROR
     return report.exit_code
 
 
@@ -114,16 +137,21 @@ def github(report: Report, base: str, annotate: bool) -> None:
         print("trainproof: note: --github does nothing outside GitHub Actions (GITHUB_STEP_SUMMARY is not set)", file=sys.stderr)
         return
     try:
-        with open(summary, "a", encoding="utf-8") as handle:
+        with open(summary, "a", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(render("markdown", report) + "\n")
     except OSError as exc:
-        raise UsageError(f"{summary}: cannot append the job summary: {exc.strerror or exc}") from None
+        raise UsageError(f"{visible(summary)}: cannot append the job summary: {exc.strerror or exc}") from None
     if annotate:
         write_stdout(annotations(report, base))
 
 
 def write_stdout(text: str) -> None:
-    """Write to stdout; a reader that went away (``| head``) is not an error worth a traceback."""
+    """Write to stdout; a reader that went away (``| head``) is not an error worth a traceback.
+
+    What the stream's encoding cannot carry is written as a backslash escape.
+    """
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    text = text.encode(encoding, errors="backslashreplace").decode(encoding)
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -102,13 +102,8 @@ def _environment():
 def render(report: Report) -> str:
     from markupsafe import Markup
 
-    subjects = [
-        {
-            "subject": s,
-            "charts": [Markup(c) for c in _charts(s)],
-        }
-        for s in report.subjects
-    ]
+    with np.errstate(all="ignore"):  # extreme logged values overflow to inf on the chart's scale, as they should
+        subjects = [{"subject": s, "charts": [Markup(c) for c in _charts(s)]} for s in report.subjects]
     fired = sorted({f.rule_id for s in report.subjects for f in s.findings})
     docs = [(rule_id, BY_ID[rule_id].summary, Markup(_rule_doc_html(rule_id))) for rule_id in fired if rule_id in BY_ID]
     return _environment().get_template("report.html.j2").render(report=report, subjects=subjects, docs=docs)
