@@ -110,7 +110,16 @@ def test_explicit_config_and_nearest_file_discovery(tmp_path, monkeypatch):
         ('[tool.trainproof.thresholds]\nPLATEAU_WARN_S = "an hour"\n', "'thresholds.PLATEAU_WARN_S': must be a number"),
         ("[tool.trainproof.thresholds]\nSEGMENTS = 2.5\n", "'thresholds.SEGMENTS': must be an integer"),
         ("[tool.trainproof.thresholds]\nSEGMENTS = true\n", "'thresholds.SEGMENTS': must be an integer"),
-        ("[tool.trainproof.thresholds]\nNOISE_SIGMAS = -1\n", "must not be negative"),
+        ("[tool.trainproof.thresholds]\nNOISE_SIGMAS = -1\n", "'thresholds.NOISE_SIGMAS': must be a finite number >= 0, got -1"),
+        ("[tool.trainproof.thresholds]\nDIVERGE_START_RATIO = nan\n", "'thresholds.DIVERGE_START_RATIO': must be a finite number >= 1, got nan"),
+        ("[tool.trainproof.thresholds]\nDIVERGE_START_RATIO = inf\n", "must be a finite number >= 1, got inf"),
+        ("[tool.trainproof.thresholds]\nDIVERGE_START_RATIO = 0.5\n", "must be a finite number >= 1, got 0.5"),
+        ("[tool.trainproof.thresholds]\nTAIL_SHARE = 5\n", "'thresholds.TAIL_SHARE': must be a finite number > 0 and <= 1, got 5"),
+        ("[tool.trainproof.thresholds]\nMIN_TREND_POINTS = 0\n", "must be a finite number >= 3, got 0"),
+        ("[tool.trainproof]\nselect = []\n", "'select': is empty, which would turn every rule off"),
+        ("[tool.trainproof]\ntool = \"x\"\n", "'tool': unknown key"),
+        ('[tool]\ntrainproof = "x"\n', "'tool.trainproof' must be a table"),
+        ("[tool.trainproof]\nthresholds = " + "[" * 2000 + "]" * 2000 + "\n", "nested too deeply"),
         ('[tool.trainproof]\nfail-on = "sometimes"\n', "'fail-on': must be one of fail, warn, never"),
         ("[tool.trainproof\n", "is not valid TOML"),
     ],
@@ -118,7 +127,8 @@ def test_explicit_config_and_nearest_file_discovery(tmp_path, monkeypatch):
 def test_bad_configuration_is_exit_2_naming_the_key(tmp_path, monkeypatch, capsys, text, fragment):
     write(tmp_path, text)
     monkeypatch.chdir(tmp_path)
-    if "not valid TOML" in fragment:  # a broken pyproject.toml is only read when named explicitly
+    if "not valid TOML" in fragment or "nested" in fragment or "must be a table" in fragment:
+        # a broken pyproject.toml is only read when named explicitly
         code = main(["epoch", HEALTHY, "--config", "pyproject.toml"])
     else:
         code = main(["epoch", HEALTHY])
@@ -152,3 +162,35 @@ def test_a_level_that_is_not_a_string_is_a_config_error():
 
     with pytest.raises(ConfigError, match="'levels.TP-DIVERGE': must be one of FAIL, WARN, INFO"):
         parse({"levels": {"TP-DIVERGE": 3}}, "x")
+
+
+def test_every_default_threshold_lies_in_its_own_range():
+    from trainproof.thresholds import describe
+
+    for info in describe():
+        assert info.default in info.range, f"{info.name} = {info.default} is outside {info.range}"
+
+
+@pytest.mark.parametrize("tool", ['tool = "x"\n', "[tool]\nother = 1\n"])
+def test_a_dedicated_file_with_a_tool_that_is_not_ours(tmp_path, monkeypatch, capsys, tool):
+    (tmp_path / ".trainproof.toml").write_text(tool)
+    monkeypatch.chdir(tmp_path)
+    code = main(["epoch", HEALTHY])
+    err = capsys.readouterr().err
+    if tool.startswith("tool ="):
+        assert code == 2 and "'tool' must be a table, got str" in err
+    else:
+        assert code == 0, err
+
+
+def test_ignoring_every_rule_is_not_a_pass(tmp_path, monkeypatch, capsys):
+    from trainproof.checks.registry import EPOCH_RULES
+
+    ids = ", ".join(f'"{r.id}"' for r in EPOCH_RULES)
+    write(tmp_path, f"[tool.trainproof]\nignore = [{ids}]\n")
+    monkeypatch.chdir(tmp_path)
+    code = main(["epoch", HEALTHY])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "NOT-CHECKED" in captured.out
+    assert "the configuration disables every rule" in captured.err

@@ -86,14 +86,24 @@ def _toml(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), f"cannot be read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), f"is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(str(path), "is not a configuration trainproof can read: its tables are nested too deeply") from None
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), "is not valid TOML: it is not UTF-8 text") from None
 
 
 def _table(path: Path, explicit: bool) -> tuple[dict[str, Any] | None, bool]:
     """The trainproof table of a file (None when it has none), and whether it sat under [tool.trainproof]."""
     data = _toml(path)
     tool = data.get("tool", {})
-    table = tool.get("trainproof") if isinstance(tool, dict) else None
+    if not isinstance(tool, dict):
+        if path.name == "pyproject.toml" and not explicit:
+            return None, False  # not ours to judge: some other tool's pyproject.toml
+        raise ConfigError(str(path), f"'tool' must be a table, got {type(tool).__name__}")
+    table = tool.get("trainproof")
     if table is not None:
+        if not isinstance(table, dict):
+            raise ConfigError(str(path), f"'tool.trainproof' must be a table, got {type(table).__name__}")
         return table, True
     if path.name == "pyproject.toml" and not explicit:
         return None, False
@@ -154,6 +164,8 @@ def parse(table: Mapping[str, Any], source: str) -> Settings:
         value = table[key]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise fail(key, f"must be a list of rule ids, got {type(value).__name__}")
+        if key == "select" and not value:
+            raise fail(key, "is empty, which would turn every rule off; name rules to run, or use 'ignore'")
         ids = []
         for item in value:
             rule_id = ALIASES.get(item.upper(), item.upper())
@@ -190,15 +202,15 @@ def parse(table: Mapping[str, Any], source: str) -> Settings:
     raw_thresholds = table.get("thresholds", {})
     if not isinstance(raw_thresholds, dict):
         raise fail("thresholds", "must be a table of NAME = number")
-    kinds = {info.name: info.type for info in describe()}
+    known = {info.name: info for info in describe()}
     for name, value in raw_thresholds.items():
-        if name not in kinds:
+        if name not in known:
             raise fail(f"thresholds.{name}", "unknown threshold (see 'trainproof rules --json')")
-        wants_int = kinds[name] is int
+        wants_int = known[name].type is int
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (wants_int and not isinstance(value, int)):
             raise fail(f"thresholds.{name}", f"must be {'an integer' if wants_int else 'a number'}, got {value!r}")
-        if value < 0:
-            raise fail(f"thresholds.{name}", f"must not be negative, got {value!r}")
+        if value not in known[name].range:
+            raise fail(f"thresholds.{name}", f"must be a finite number {known[name].range}, got {value!r}")
         overrides[name] = value if wants_int else float(value)
         origins[name] = source
 

@@ -7,77 +7,108 @@ package hard-codes a threshold.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Annotated, get_type_hints
+
+
+class Range:
+    """The values a threshold may take: at least ``low`` (above it when ``above``), at most ``high``."""
+
+    __slots__ = ("low", "high", "above")
+
+    def __init__(self, low: float, high: float = math.inf, above: bool = False) -> None:
+        self.low, self.high, self.above = low, high, above
+
+    def __contains__(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        return (value > self.low if self.above else value >= self.low) and value <= self.high
+
+    def __str__(self) -> str:
+        low = f"{'>' if self.above else '>='} {self.low:g}"
+        return low if self.high == math.inf else f"{low} and <= {self.high:g}"
+
+
+COUNT = Range(1)
+AT_LEAST_2 = Range(2)
+AT_LEAST_3 = Range(3)
+NON_NEGATIVE = Range(0)
+POSITIVE = Range(0, above=True)
+RATIO = Range(1)
+"""A "this many times" threshold: below 1 it would fire on improvement."""
+FRACTION = Range(0, 1)
+SHARE = Range(0, 1, above=True)
+"""A share of the points that must be there: 0 would make the rule fire on nothing."""
 
 
 class Thresholds:
     """Named thresholds with units. Read them as attributes; an instance is immutable.
 
-    Each is declared as ``NAME: Annotated[type, unit, meaning] = default``. A
+    Each is declared as ``NAME: Annotated[type, unit, meaning, range] = default``. A
     plain class rather than a dataclass: ``trainproof epoch`` imports this on
     every pre-commit run, and generating a 40-field dataclass costs more than
     everything else in the module.
     """
 
     # --- how a noisy curve is summarised -------------------------------------
-    MIN_TREND_POINTS: Annotated[int, "points", "Fewer finite training-loss points than this and no curve rule runs."] = 5
-    HEAD_POINTS: Annotated[int, "points", "The start level is the median of this many first finite loss points."] = 3
-    TAIL_SHARE: Annotated[float, "fraction of points", "The end level is the median of this last share of the points (at least HEAD_POINTS)."] = 0.1
-    SEGMENTS: Annotated[int, "segments", "The curve is summarised by the medians of at most this many equal-count segments."] = 20
-    MIN_SEGMENT_POINTS: Annotated[int, "points", "Each segment holds at least this many points."] = 3
-    NOISE_SIGMAS: Annotated[float, "robust sigmas", "A change smaller than this many robust noise sigmas (of log loss, for a positive loss) is noise."] = 4.0
+    MIN_TREND_POINTS: Annotated[int, "points", "Fewer finite training-loss points than this and no curve rule runs.", AT_LEAST_3] = 5
+    HEAD_POINTS: Annotated[int, "points", "The start level is the median of this many first finite loss points.", COUNT] = 3
+    TAIL_SHARE: Annotated[float, "fraction of points", "The end level is the median of this last share of the points (at least HEAD_POINTS).", SHARE] = 0.1
+    SEGMENTS: Annotated[int, "segments", "The curve is summarised by the medians of at most this many equal-count segments.", COUNT] = 20
+    MIN_SEGMENT_POINTS: Annotated[int, "points", "Each segment holds at least this many points.", COUNT] = 3
+    NOISE_SIGMAS: Annotated[float, "robust sigmas", "A change smaller than this many robust noise sigmas (of log loss, for a positive loss) is noise.", NON_NEGATIVE] = 4.0
 
-    GRAD_NONFINITE_TOLERATED: Annotated[int, "points", "Up to this many non-finite gradient norms, with the loss finite throughout, are a WARN (a loss scaler skipping an overflow); more are a FAIL."] = 1
+    GRAD_NONFINITE_TOLERATED: Annotated[int, "points", "Up to this many non-finite gradient norms, with the loss finite throughout, are a WARN (a loss scaler skipping an overflow); more are a FAIL.", NON_NEGATIVE] = 1
 
     # --- divergence, dead runs, flat and zero loss ---------------------------
-    DIVERGE_START_RATIO: Annotated[float, "x start level", "The loss diverged when its end level is at least this many times its start level."] = 1.5
-    DIVERGE_BEST_RATIO: Annotated[float, "x best level", "The loss diverged when its end level is at least this many times its best level..."] = 2.0
-    DIVERGE_GIVEBACK_SHARE: Annotated[float, "fraction of the gain", "...and the rise since the best gave back at least this share of what the run had gained before it."] = 0.25
-    DEAD_MIN_IMPROVEMENT: Annotated[float, "fraction of head level", "A run whose end level is not this share below its head level learned nothing..."] = 0.05
-    DEAD_TREND_T: Annotated[float, "t statistic", "...nor one whose fall is weaker than this t of the rank correlation between step and loss."] = 3.0
-    FLAT_SAME_SHARE: Annotated[float, "fraction of points", "The loss is flat when this share of its points carry the very same value."] = 0.9
-    ZERO_MIN_POINTS: Annotated[int, "points", "A run of exact zeros to the end of the log must hold at least this many points."] = 3
-    ZERO_ROUNDING_FLOOR: Annotated[float, "loss units", "Zeros that follow losses already below this are taken as log rounding of a converged loss, not a masked loss."] = 1e-3
+    DIVERGE_START_RATIO: Annotated[float, "x start level", "The loss diverged when its end level is at least this many times its start level.", RATIO] = 1.5
+    DIVERGE_BEST_RATIO: Annotated[float, "x best level", "The loss diverged when its end level is at least this many times its best level...", RATIO] = 2.0
+    DIVERGE_GIVEBACK_SHARE: Annotated[float, "fraction of the gain", "...and the rise since the best gave back at least this share of what the run had gained before it.", FRACTION] = 0.25
+    DEAD_MIN_IMPROVEMENT: Annotated[float, "fraction of head level", "A run whose end level is not this share below its head level learned nothing...", FRACTION] = 0.05
+    DEAD_TREND_T: Annotated[float, "t statistic", "...nor one whose fall is weaker than this t of the rank correlation between step and loss.", NON_NEGATIVE] = 3.0
+    FLAT_SAME_SHARE: Annotated[float, "fraction of points", "The loss is flat when this share of its points carry the very same value.", SHARE] = 0.9
+    ZERO_MIN_POINTS: Annotated[int, "points", "A run of exact zeros to the end of the log must hold at least this many points.", COUNT] = 3
+    ZERO_ROUNDING_FLOOR: Annotated[float, "loss units", "Zeros that follow losses already below this are taken as log rounding of a converged loss, not a masked loss.", NON_NEGATIVE] = 1e-3
 
     # --- plateau -------------------------------------------------------------
-    PLATEAU_GAIN: Annotated[float, "fraction of level", "After the plateau step the loss improved by less than this share of its level."] = 0.05
-    PLATEAU_MIN_SHARE: Annotated[float, "fraction of the run", "A plateau is reported when it covers at least this share of the run's steps."] = 0.3
-    PLATEAU_WARN_S: Annotated[float, "seconds", "A plateau longer than this in wall-clock time is a WARN; shorter, or of unknown length, an INFO note."] = 3600.0
+    PLATEAU_GAIN: Annotated[float, "fraction of level", "After the plateau step the loss improved by less than this share of its level.", FRACTION] = 0.05
+    PLATEAU_MIN_SHARE: Annotated[float, "fraction of the run", "A plateau is reported when it covers at least this share of the run's steps.", SHARE] = 0.3
+    PLATEAU_WARN_S: Annotated[float, "seconds", "A plateau longer than this in wall-clock time is a WARN; shorter, or of unknown length, an INFO note.", NON_NEGATIVE] = 3600.0
 
     # --- learning rate -------------------------------------------------------
-    LR_ZERO_FAIL_SHARE: Annotated[float, "fraction of logged steps", "A learning rate of exactly 0 on at least this share of logged steps is a FAIL."] = 0.95
-    LR_ZERO_WARN_SHARE: Annotated[float, "fraction of logged steps", "A learning rate of exactly 0 on at least this share of logged steps is a WARN."] = 0.25
-    LR_ZERO_TAIL_MIN_POINTS: Annotated[int, "points", "A learning rate of 0 from some step to the end, over at least this many points..."] = 3
-    LR_ZERO_TAIL_MIN_SHARE: Annotated[float, "fraction of logged steps", "...and at least this share of the logged steps, is a WARN."] = 0.05
+    LR_ZERO_FAIL_SHARE: Annotated[float, "fraction of logged steps", "A learning rate of exactly 0 on at least this share of logged steps is a FAIL.", SHARE] = 0.95
+    LR_ZERO_WARN_SHARE: Annotated[float, "fraction of logged steps", "A learning rate of exactly 0 on at least this share of logged steps is a WARN.", SHARE] = 0.25
+    LR_ZERO_TAIL_MIN_POINTS: Annotated[int, "points", "A learning rate of 0 from some step to the end, over at least this many points...", COUNT] = 3
+    LR_ZERO_TAIL_MIN_SHARE: Annotated[float, "fraction of logged steps", "...and at least this share of the logged steps, is a WARN.", SHARE] = 0.05
 
     # --- spikes --------------------------------------------------------------
-    SPIKE_NEIGHBOURS: Annotated[int, "points", "A spike is judged against the medians of this many points before it and after it."] = 5
-    GRAD_SPIKE_RATIO: Annotated[float, "x local median", "A gradient norm at least this many times the higher of its two neighbour medians is a spike."] = 10.0
-    LOSS_SPIKE_RATIO: Annotated[float, "x local median", "A loss at least this many times the higher of its two neighbour medians..."] = 2.0
-    LOSS_SPIKE_SIGMAS: Annotated[float, "robust sigmas", "...and this many robust noise sigmas above it is a spike that recovered."] = 10.0
-    SPIKE_MIN_POINTS: Annotated[int, "points", "Fewer points than this and the spike rules do not run."] = 8
+    SPIKE_NEIGHBOURS: Annotated[int, "points", "A spike is judged against the medians of this many points before it and after it.", COUNT] = 5
+    GRAD_SPIKE_RATIO: Annotated[float, "x local median", "A gradient norm at least this many times the higher of its two neighbour medians is a spike.", RATIO] = 10.0
+    LOSS_SPIKE_RATIO: Annotated[float, "x local median", "A loss at least this many times the higher of its two neighbour medians...", RATIO] = 2.0
+    LOSS_SPIKE_SIGMAS: Annotated[float, "robust sigmas", "...and this many robust noise sigmas above it is a spike that recovered.", NON_NEGATIVE] = 10.0
+    SPIKE_MIN_POINTS: Annotated[int, "points", "Fewer points than this and the spike rules do not run.", AT_LEAST_3] = 8
 
     # --- eval loss -----------------------------------------------------------
-    OVERFIT_MIN_EVALS: Annotated[int, "evaluations", "An eval-loss series with fewer points than this is not judged for overfitting."] = 4
-    OVERFIT_RISE: Annotated[float, "fraction of best eval loss", "Eval loss that ends this share above its minimum has climbed..."] = 0.1
-    OVERFIT_MIN_EVALS_AFTER_BEST: Annotated[int, "evaluations", "...over at least this many evaluations after the best one."] = 2
+    OVERFIT_MIN_EVALS: Annotated[int, "evaluations", "An eval-loss series with fewer points than this is not judged for overfitting.", AT_LEAST_2] = 4
+    OVERFIT_RISE: Annotated[float, "fraction of best eval loss", "Eval loss that ends this share above its minimum has climbed...", NON_NEGATIVE] = 0.1
+    OVERFIT_MIN_EVALS_AFTER_BEST: Annotated[int, "evaluations", "...over at least this many evaluations after the best one.", COUNT] = 2
 
     # --- speed ---------------------------------------------------------------
-    STEP_TIME_CLIFF_RATIO: Annotated[float, "x earlier median", "Seconds per step at least this many times the earlier median, sustained, is a cliff."] = 2.0
-    STEP_TIME_CLIFF_MIN_SHARE: Annotated[float, "fraction of points", "The slow stretch must cover at least this share of the timed points."] = 0.1
-    LOADER_BOUND_SHARE: Annotated[float, "fraction of step time", "Data loading taking at least this share of each step makes the run loader-bound."] = 0.5
+    STEP_TIME_CLIFF_RATIO: Annotated[float, "x earlier median", "Seconds per step at least this many times the earlier median, sustained, is a cliff.", RATIO] = 2.0
+    STEP_TIME_CLIFF_MIN_SHARE: Annotated[float, "fraction of points", "The slow stretch must cover at least this share of the timed points.", SHARE] = 0.1
+    LOADER_BOUND_SHARE: Annotated[float, "fraction of step time", "Data loading taking at least this share of each step makes the run loader-bound.", SHARE] = 0.5
 
     # --- live judging (the HF callback, trainproof watch) ---------------------
-    GUARD_MIN_POINTS: Annotated[int, "points", "A growing run is first judged at this many training-loss points (a non-finite loss is judged at once)."] = 5
-    GUARD_JUDGE_GROWTH: Annotated[float, "fraction of the history", "A growing run is judged again when its history has grown by this share, so each record costs amortised constant time."] = 0.1
+    GUARD_MIN_POINTS: Annotated[int, "points", "A growing run is first judged at this many training-loss points (a non-finite loss is judged at once).", COUNT] = 5
+    GUARD_JUDGE_GROWTH: Annotated[float, "fraction of the history", "A growing run is judged again when its history has grown by this share, so each record costs amortised constant time.", POSITIVE] = 0.1
 
     # --- compare -------------------------------------------------------------
-    CMP_FLOOR_RATIO: Annotated[float, "x baseline floor", "A best loss level at least this many times the baseline's is a FAIL."] = 1.5
-    CMP_END_RATIO: Annotated[float, "x baseline end", "An end loss level at least this many times the baseline's is a WARN."] = 1.25
-    CMP_IMPROVEMENT_SHARE: Annotated[float, "fraction of baseline improvement", "Improving by less than this share of what the baseline improved is a WARN."] = 0.5
-    CMP_GRAD_SCALE_RATIO: Annotated[float, "x baseline median", "A median gradient norm this many times larger (or smaller) than the baseline's is a WARN."] = 10.0
-    CMP_LR_ZERO_SHARE: Annotated[float, "fraction of logged steps", "A learning rate of 0 on this share of steps where the baseline's was not is a FAIL."] = 0.5
+    CMP_FLOOR_RATIO: Annotated[float, "x baseline floor", "A best loss level at least this many times the baseline's is a FAIL.", RATIO] = 1.5
+    CMP_END_RATIO: Annotated[float, "x baseline end", "An end loss level at least this many times the baseline's is a WARN.", RATIO] = 1.25
+    CMP_IMPROVEMENT_SHARE: Annotated[float, "fraction of baseline improvement", "Improving by less than this share of what the baseline improved is a WARN.", FRACTION] = 0.5
+    CMP_GRAD_SCALE_RATIO: Annotated[float, "x baseline median", "A median gradient norm this many times larger (or smaller) than the baseline's is a WARN.", RATIO] = 10.0
+    CMP_LR_ZERO_SHARE: Annotated[float, "fraction of logged steps", "A learning rate of 0 on this share of steps where the baseline's was not is a FAIL.", SHARE] = 0.5
 
     def __init__(self, **overrides: float | int) -> None:
         unknown = set(overrides) - set(names())
@@ -109,6 +140,7 @@ class ThresholdInfo:
     type: type
     unit: str
     doc: str
+    range: Range
 
 
 def names() -> tuple[str, ...]:
@@ -121,8 +153,8 @@ def describe() -> tuple[ThresholdInfo, ...]:
     hints = get_type_hints(Thresholds, include_extras=True)
     out = []
     for name in names():
-        kind, unit, doc = hints[name].__origin__, *hints[name].__metadata__
-        out.append(ThresholdInfo(name, getattr(Thresholds, name), kind, unit, doc))
+        kind, unit, doc, valid = hints[name].__origin__, *hints[name].__metadata__
+        out.append(ThresholdInfo(name, getattr(Thresholds, name), kind, unit, doc, valid))
     return tuple(out)
 
 

@@ -75,6 +75,7 @@ def as_json(rules: Sequence[Rule], settings: Settings) -> str:
                 "value": getattr(thresholds, t.name),
                 "default": t.default,
                 "unit": t.unit,
+                "range": str(t.range),
                 "doc": t.doc,
                 "source": settings.origin(t.name),
             }
