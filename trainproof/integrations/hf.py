@@ -45,14 +45,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from trainproof.errors import MissingDependencyError
+from trainproof.errors import MissingDependencyError, UsageError
 
 try:
     from transformers import TrainerCallback
 except ImportError as exc:  # pragma: no cover - exercised in a test without transformers on the path
     raise MissingDependencyError("transformers", "hf", "trainproof.integrations.hf (TrainproofCallback)") from exc
 
-from trainproof import __version__, fmt
+from trainproof import __version__, fmt, outputs
 from trainproof.checks.registry import EPOCH_RULES
 from trainproof.config import Settings, load
 from trainproof.judge import judge_run
@@ -63,6 +63,7 @@ from trainproof.render import RENDERERS, render
 from trainproof.render.json import report_dict
 from trainproof.render.text import finding_lines
 from trainproof.report import Level, Report, Subject
+from trainproof.safe import visible
 
 POLICIES = ("warn", "stop_on_fail")
 ABORT_FILE = "trainproof_abort.json"
@@ -138,9 +139,12 @@ class TrainproofCallback(TrainerCallback):
         self._say(f"trainproof: {subject.verdict} after {fmt.step(state.global_step)} steps ({counts})")
         for name, target in self.final_report.items():
             path = Path(args.output_dir) / target
-            path.parent.mkdir(parents=True, exist_ok=True)
             options = {"base": str(Path(args.output_dir).resolve())} if name == "sarif" else {}
-            path.write_text(render(name, self.report, **options), encoding="utf-8")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                outputs.write(str(path), render(name, self.report, **options))
+            except (OSError, UsageError) as exc:  # a report that cannot be written must not fail the finished training
+                self._say(f"trainproof: {name} report not written: {visible(path)}: {visible(exc)}")
 
     # --- helpers -----------------------------------------------------------
 
@@ -171,10 +175,12 @@ class TrainproofCallback(TrainerCallback):
         }
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
-            lines.append(f"  Report: {target}")
+            outputs.write(str(target), json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+            lines.append(f"  Report: {visible(target)}")
         except OSError as exc:
-            lines.append(f"  Report not written: {target}: {exc.strerror or exc}")
+            lines.append(f"  Report not written: {visible(target)}: {exc.strerror or exc}")
+        except UsageError as exc:
+            lines.append(f"  Report not written: {visible(exc)}")
         self._say("\n".join(lines))
 
     def _say(self, text: str) -> None:
