@@ -3,12 +3,16 @@
 ``READERS`` is the whole registry: a new log format is one module with
 ``name``, ``description``, ``sniff(path, head)`` and ``read(path) -> Run``,
 added here. Detection looks at content first (the first 256 KiB), the file
-name second.
+name second. Only regular files and directories are read: a FIFO, a device or
+a socket is refused before it is opened (opening a FIFO with no writer blocks
+forever, and ``/dev/zero`` never ends).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -38,21 +42,27 @@ KNOWN_NAMES: tuple[tuple[str, str], ...] = (
     ("log.jsonl", "jsonl"),
 )
 _BY_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv"}
-_LFS = re.compile(r"^version https://git-lfs\.github\.com/spec/v1\s+oid sha256:([0-9a-f]{64})\s+size (\d+)", re.S)
+_LFS = re.compile(r"^version https://git-lfs\.github\.com/spec/v1\s+oid sha256:([0-9a-f]{64})\s+size (\d{1,19})(?!\d)", re.S)
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_INT_NAME = re.compile(r"[0-9]{1,18}")
 
 
-def find_log(directory: Path) -> Path:
-    """The training log inside a run directory, or an InputError naming what was looked for."""
+def find_log(directory: Path, fmt: str | None = None) -> Path:
+    """The training log inside a run directory, or an InputError naming what was looked for.
+
+    With a format forced, that format's own files are looked for first, so
+    ``--format tensorboard`` on an HF output folder reads its event files, not
+    its trainer_state.json.
+    """
+    if fmt is not None and (own := _find_format(directory, fmt)) is not None:
+        return own
     for filename, _ in KNOWN_NAMES:
         if (directory / filename).is_file():
             return directory / filename
-    checkpoints = sorted(
-        (p for p in directory.glob("checkpoint-*/trainer_state.json") if p.parent.name[11:].isdigit()),
-        key=lambda p: int(p.parent.name[11:]),
-    )
-    if checkpoints:
-        return checkpoints[-1]
-    candidates = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in _BY_SUFFIX)
+    checkpoint = _latest_checkpoint(directory)
+    if checkpoint is not None:
+        return checkpoint
+    candidates = _candidates(directory)
     if len(candidates) == 1:
         return candidates[0]
     if mlflow.is_run_directory(directory) or tensorboard.event_files(directory):
@@ -63,6 +73,34 @@ def find_log(directory: Path) -> Path:
     raise InputError(
         directory, f"is a directory with no training log in it (looked for {looked}, checkpoint-*/trainer_state.json, *.jsonl, *.csv, TensorBoard event files, MLflow metrics/)"
     )
+
+
+def _latest_checkpoint(directory: Path) -> Path | None:
+    """``checkpoint-<step>/trainer_state.json`` of the highest step (a step of more than 18 digits is no checkpoint)."""
+    checkpoints = sorted(
+        (p for p in directory.glob("checkpoint-*/trainer_state.json") if _INT_NAME.fullmatch(p.parent.name[11:]) and p.is_file()),
+        key=lambda p: int(p.parent.name[11:]),
+    )
+    return checkpoints[-1] if checkpoints else None
+
+
+def _candidates(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if p.suffix in _BY_SUFFIX and p.is_file())
+
+
+def _find_format(directory: Path, fmt: str) -> Path | None:
+    """A run directory's log of one format, or None when it has none."""
+    if fmt == "mlflow":
+        return directory if mlflow.is_run_directory(directory) else None
+    if fmt == "tensorboard":
+        return directory if tensorboard.event_files(directory) else None
+    for filename, known in KNOWN_NAMES:
+        if known == fmt and (directory / filename).is_file():
+            return directory / filename
+    if fmt == "hf":
+        return _latest_checkpoint(directory)
+    candidates = [p for p in _candidates(directory) if _BY_SUFFIX[p.suffix] == fmt]
+    return candidates[0] if len(candidates) == 1 else None
 
 
 def detect(path: Path, head: str) -> str:
@@ -78,17 +116,60 @@ def detect(path: Path, head: str) -> str:
     raise InputError(path, f"is not a training log format trainproof knows ({', '.join(READERS)}); pass --format to force one")
 
 
+def _mismatch(path: Path, fmt: str, looks: str) -> InputError:
+    return InputError(path, f"is not a {fmt} log (it looks like {looks}: drop --format, or pass --format {looks})")
+
+
+def _check_forced(path: Path, fmt: str, head: str, head_bytes: bytes) -> None:
+    """A forced format that its reader's sniff rejects while another's accepts is a mistake worth naming.
+
+    Without this, ``--format tensorboard`` on a trainer_state.json would
+    report on TensorBoard records that were never there.
+    """
+    if READERS[fmt].sniff(path, head):
+        return
+    if fmt != "tensorboard" and tensorboard.sniff_binary(path, head_bytes):
+        raise _mismatch(path, fmt, "tensorboard")
+    looks = next((other for other, reader in READERS.items() if other != fmt and reader.sniff(path, head)), None)
+    if looks is not None:
+        raise _mismatch(path, fmt, looks)
+
+
+def _stat(path: Path) -> os.stat_result:
+    """What a path is (following symlinks); every way it cannot be looked at is an InputError."""
+    try:
+        return path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(path, "does not exist") from None
+    except OSError as exc:  # a symlink loop, a name too long, no permission
+        raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL byte in the name
+        raise InputError(path, f"cannot be read: {exc}") from None
+
+
 def read_run(path: str | Path, fmt: str | None = None) -> Run:
     """Read one training log (or the log inside a run directory) into a Run."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(path, "does not exist")
+    info = _stat(path)
     if fmt is not None and fmt not in READERS:
         raise InputError(path, f"unknown format '{fmt}' (known: {', '.join(READERS)})")
-    if path.is_dir():
-        path = find_log(path)
+    try:
+        return _read(path, fmt, info)
+    except OSError as exc:  # a folder or file that cannot be listed or opened, met while looking inside
+        raise InputError(exc.filename or path, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _read(path: Path, fmt: str | None, info: os.stat_result) -> Run:
+    if stat.S_ISDIR(info.st_mode):
+        path = find_log(path, fmt)
         if path.is_dir():
-            return READERS[fmt or ("mlflow" if mlflow.is_run_directory(path) else "tensorboard")].read(path)
+            found = "mlflow" if mlflow.is_run_directory(path) else "tensorboard"
+            if fmt is not None and fmt != found and _find_format(path, fmt) is None:
+                raise _mismatch(path, fmt, found)
+            return READERS[fmt or found].read(path)
+    elif not stat.S_ISREG(info.st_mode):
+        kind = next((what for test, what in _KINDS if test(info.st_mode)), "a special file")
+        raise InputError(path, f"is not a regular file ({kind}); trainproof reads log files")
     try:
         with path.open("rb") as handle:
             head_bytes = handle.read(SNIFF_BYTES)
@@ -104,6 +185,8 @@ def read_run(path: str | Path, fmt: str | None = None) -> Run:
             f"is a Git LFS pointer (oid sha256:{lfs.group(1)[:12]}..., {int(lfs.group(2)):,} bytes), not the log itself: "
             "fetch the content with 'git lfs pull'",
         )
+    if fmt is not None:
+        _check_forced(path, fmt, head, head_bytes)
     if b"\x00" in head_bytes[:4096]:
         if fmt is None and tensorboard.sniff_binary(path, head_bytes):
             fmt = "tensorboard"

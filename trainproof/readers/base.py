@@ -1,18 +1,38 @@
-"""What every reader shares: the protocol, value parsing, and the run builder."""
+"""What every reader shares: the protocol, bounded reading, value parsing, and the run builder."""
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+import os
+import re
+import reprlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import numpy as np
 
+from trainproof.errors import InputError
 from trainproof.model import Checkpoint, Run, Series
 
 Value = object
+
+MAX_LINE_BYTES = 1024 * 1024
+"""The longest line (or record) of a line-oriented log. Real log lines are a few hundred bytes; a longer one is
+binary junk, the zero bytes a crash leaves at the end of a file, or a device that never ends, and is an InputError."""
+
+MAX_DOCUMENT_BYTES = 512 * 1024 * 1024
+"""The largest log read whole (``trainer_state.json``, a JSON array of records). A trainer_state.json of a million
+logged steps is about 200 MB; anything larger is not one, and parsing it would take several times its size in memory."""
+
+BLOCK_BYTES = 1024 * 1024
+"""How much of a line-oriented log is read at a time."""
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 class Reader(Protocol):
@@ -26,20 +46,75 @@ class Reader(Protocol):
     def read(self, path: Path) -> Run: ...
 
 
+def size_text(n: int) -> str:
+    """A byte count as people write limits: ``1 MiB``, ``512 MiB``, else ``1,000 bytes``."""
+    return f"{n // 2**20} MiB" if n and n % 2**20 == 0 else f"{n:,} bytes"
+
+
+def _shown(value: Value) -> str:
+    """A logged value quoted for a message: short, and with control characters escaped by repr."""
+    text = value.strip() if isinstance(value, str) else reprlib.repr(value)
+    return repr(text if len(text) <= 40 else text[:40] + "...")
+
+
+def parse_step(value: Value, path: Path | str, where: str = "", what: str = "step") -> int | None:
+    """A logged step (or epoch, or step count) as an int; None when it is missing (the empty cell of a sparse row).
+
+    A step indexes int64 arrays and orders the run, so anything else -- NaN,
+    infinity, a fraction, a word, a number beyond int64 -- is an InputError
+    naming where it is and what it says, never a silent truncation or an
+    OverflowError further down. ``where`` is ``line 3``, ``record 2``, ...
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    number = _whole(value)
+    problem = "is not a whole number"
+    if number is not None:
+        if INT64_MIN <= number <= INT64_MAX:
+            return number
+        problem = f"is out of range (a {what} fits in 64 bits)"
+    raise InputError(path, f"{where + ': ' if where else ''}the {what} {_shown(value)} {problem}")
+
+
+def _whole(value: Value) -> int | None:
+    """The whole number a value spells, however large (capped beyond int64); None when it is not one."""
+    if isinstance(value, str):
+        text = value.strip()
+        if _INTEGER.fullmatch(text):
+            return int(text) if len(text) <= 20 else INT64_MAX + 1  # int() refuses thousands of digits
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value)
+
+
 def parse_number(value: Value) -> tuple[float, str | None] | None:
     """A logged value as a float, keeping what is not a finite number as evidence.
 
     Returns None for a missing value (None, empty cell). A value that is not a
     number at all (``"n/a"``, ``"error"``) comes back as NaN with its text, so a
-    check can cite it; ``NaN`` and ``Infinity`` come back as themselves.
+    check can cite it; ``NaN`` and ``Infinity`` come back as themselves, and an
+    integer too large for a float as an infinity.
     """
     if value is None:
         return None
     if isinstance(value, bool):
         return math.nan, str(value)
-    if isinstance(value, (int, float)):
-        return float(value), None
-    text = str(value).strip()
+    if isinstance(value, int):
+        try:
+            return float(value), None
+        except OverflowError:
+            return (math.inf if value > 0 else -math.inf), None
+    if isinstance(value, float):
+        return value, None
+    if not isinstance(value, str):  # a list or an object: its text, bounded however large or deep it is
+        return math.nan, reprlib.repr(value)[:40]
+    text = value.strip()
     if not text:
         return None
     try:
@@ -184,6 +259,7 @@ class RunBuilder:
         loss_name: str | None = None,
         eval_names: Mapping[str, str] | None = None,
         sources: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
         copy: bool = True,
         **meta: object,
     ) -> Run:
@@ -192,26 +268,43 @@ class RunBuilder:
         ``loss`` is the key of the series that is the training loss and
         ``loss_name`` what the log calls it; ``eval_names`` maps series keys to
         eval-set names; ``sources`` maps a Run field (``learning_rate``, ...)
-        to the series key that holds it when that is not the field's own name.
+        to the series key that holds it when that is not the field's own name;
+        ``labels`` maps series keys to what the log calls them, for messages.
         ``copy=False`` makes a live snapshot: its series are views of the
         builder's buffers, valid as long as nothing earlier than the last step
         is logged again.
+
+        A series in which no value is a number (``lorem``, ``ipsum``) is not a
+        metric: as the loss it is an InputError, any other is left out with a
+        note. One with numbers among its words keeps the words as NaN evidence.
         """
         keys = dict(sources or {})
+        names = {**dict(labels or {}), **dict(eval_names or {}), loss: loss_name or loss}
+        notes = list(self.notes)
 
-        def get(name: str) -> Series | None:
-            return self.series(keys.get(name, name), copy)
+        def get(field: str) -> Series | None:
+            key = keys.get(field, field)
+            found = self.series(key, copy)
+            words = _words(found)
+            if words is None:
+                return found
+            label = names.get(key, field)
+            if key == loss:
+                raise InputError(self.path, f"has a loss column '{label}' that holds no number ({words}): not a training loss")
+            notes.append(f"'{label}' holds no number ({words}) and was left out")
+            return None
 
         wall = get("wall_time")
         if wall is not None and len(wall):
             wall = Series(wall.steps, wall.values - float(wall.values.min()))
+        loss_series = get(loss)
         evals = {label: s for key, label in (eval_names or {}).items() if (s := get(key)) is not None}
         meta.setdefault("runtime_s", self.runtime_s)
         meta.setdefault("max_steps", self.max_steps)
         return Run(
             path=str(self.path),
             format=self.format,
-            loss=get(loss),
+            loss=loss_series,
             eval_losses=evals,
             learning_rate=get("learning_rate"),
             grad_norm=get("grad_norm"),
@@ -221,19 +314,129 @@ class RunBuilder:
             epoch=get("epoch"),
             checkpoints=tuple(sorted(self.checkpoints, key=lambda c: (c.step, c.best, c.path))),
             loss_name=loss_name or loss,
-            notes=tuple(self.notes),
+            notes=tuple(notes),
             step_lines=dict(self.lines) if copy else self.lines,
             **meta,  # type: ignore[arg-type]
         )
 
 
-def read_text(path: Path) -> str:
-    from trainproof.errors import InputError
+def _words(series: Series | None) -> str | None:
+    """The first words of a series with no number in it, quoted for a message; None when it has a number (or is absent)."""
+    if series is None or len(series.raw) < len(series):
+        return None
+    raw = series.raw
+    texts: dict[str, None] = {}
+    for step in series.steps.tolist():
+        text = raw.get(step)
+        if text is None:
+            return None
+        texts.setdefault(text, None)
+    shown = [repr(t) for t in list(texts)[:3]]
+    return ", ".join(shown[:2]) + (", ..." if len(shown) > 2 else "")
 
+
+class EmptyLog(InputError):
+    """A log with nothing but whitespace in it ("is empty"): a reader of several files may skip one."""
+
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(path, "is empty")
+
+
+def _unreadable(path: Path | str, exc: OSError) -> InputError:
+    return InputError(path, f"cannot be read: {exc.strerror or exc}")
+
+
+@contextmanager
+def open_log(path: Path) -> Iterator[BinaryIO]:
+    """A log opened for binary reading; failing to open it is an InputError."""
     try:
-        data = path.read_bytes()
+        handle = path.open("rb")
     except OSError as exc:
-        raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
+        raise _unreadable(path, exc) from None
+    with handle:
+        yield handle
+
+
+def read_block(handle: BinaryIO, size: int, path: Path | str) -> bytes:
+    """Up to ``size`` bytes; a read error (EIO, a file removed under a network mount) is an InputError."""
+    try:
+        return handle.read(size)
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """The lines of a log as ``(number, text, ended)``, read in blocks: memory stays bounded whatever the file holds.
+
+    Lines end at a newline (a trailing CR is dropped, so CRLF logs read the
+    same) and are decoded as UTF-8, a bad byte becoming U+FFFD. ``ended`` is
+    False only for a last line with no newline, which a writer may still be
+    writing. A line longer than MAX_LINE_BYTES is an InputError as soon as it
+    is that long, so 2 GB of zero bytes (or ``/dev/zero``) costs one line's
+    worth of memory, not the file's; a file of nothing but whitespace "is
+    empty".
+    """
+    number, pending, blank = 0, b"", True
+    with open_log(path) as handle:
+        while block := read_block(handle, BLOCK_BYTES, path):
+            blank = blank and not block.strip()
+            pieces = (pending + block if pending else block).split(b"\n")
+            pending = pieces.pop()
+            for piece in pieces:
+                number += 1
+                if len(piece) > MAX_LINE_BYTES:
+                    raise _too_long(path, number)
+                yield number, piece.decode("utf-8", errors="replace").rstrip("\r"), True
+            if len(pending) > MAX_LINE_BYTES:
+                raise _too_long(path, number + 1)
+    if blank:
+        raise EmptyLog(path)
+    if pending:
+        yield number + 1, pending.decode("utf-8", errors="replace").rstrip("\r"), False
+
+
+def _too_long(path: Path, number: int) -> InputError:
+    return InputError(path, f"line {number} is longer than {size_text(MAX_LINE_BYTES)}: not a training-log line")
+
+
+def read_document(path: Path) -> str:
+    """A log read whole (a JSON document), refused beyond MAX_DOCUMENT_BYTES before it is read."""
+    limit = MAX_DOCUMENT_BYTES
+    with open_log(path) as handle:
+        try:
+            size = os.fstat(handle.fileno()).st_size
+        except OSError as exc:
+            raise _unreadable(path, exc) from None
+        if size <= limit:
+            data = read_block(handle, limit + 1, path)  # bounded even when the size lies (a file still growing)
+            size = len(data)
+    if size > limit:
+        raise InputError(path, f"is {size_text(size)}, over the {size_text(limit)} limit for a log read whole (a JSON document)")
     if not data.strip():
-        raise InputError(path, "is empty")
+        raise EmptyLog(path)
     return data.decode("utf-8", errors="replace")
+
+
+def load_json(path: Path | str, text: str, where: str = "") -> object:
+    """JSON text parsed, every way it can fail an InputError.
+
+    ``where`` names the line of a JSON Lines log; without it ``text`` is a
+    whole document, where an error at its very end means it was cut short.
+    Python's decoder also fails, outside JSONDecodeError, on nesting deeper
+    than its recursion limit and on integers of more than 4,300 digits.
+    """
+    subject = f"{where} " if where else ""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if where:
+            problem = f"{where} is not valid JSON: {exc.msg}"
+        elif exc.pos >= len(text.rstrip()) - 1:
+            problem = "is truncated: the JSON ends before the document is complete"
+        else:
+            problem = f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except RecursionError:
+        problem = f"{subject}is nested too deeply"
+    except ValueError:
+        problem = f"{subject}has a number too large to read"
+    raise InputError(path, problem)

@@ -6,7 +6,8 @@ below, first match wins, so a PyTorch Lightning ``metrics.csv`` with both
 Rows may be sparse: a Lightning row carries either training or validation
 metrics, and a missing cell is simply not a point. The step axis is
 ``step``, else ``epoch`` (Keras), else the record number, decided by the
-first record and kept.
+first record and kept; a step that is there but is not a whole int64 number
+is an error naming its line (see :func:`trainproof.readers.base.parse_step`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterable, Mapping
 
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers.base import RunBuilder, parse_number, parse_timestamp
+from trainproof.readers.base import RunBuilder, parse_step, parse_timestamp
 
 ALIASES: Mapping[str, tuple[str, ...]] = {
     "step": ("step", "global_step", "trainer/global_step", "train/global_step", "_step", "iteration", "iter", "it", "steps"),
@@ -64,8 +65,11 @@ class RecordParser:
         self._mappings: dict[tuple[str, ...], dict[str, str]] = {}
         self._records = 0
         self._loss_named: str | None = None
+        self.labels: dict[str, str] = {}
+        """The column each series came from, so a message names what the log calls it."""
 
-    def feed(self, record: Mapping[str, object], line: int | None = None) -> None:
+    def feed(self, record: Mapping[str, object], line: int | None = None, where: str | None = None) -> None:
+        """One record; ``line`` is its line in the file, ``where`` says where it is when it has none (``record 3``)."""
         keys = tuple(record)
         mapping = self._mappings.get(keys)
         if mapping is None:
@@ -81,7 +85,9 @@ class RecordParser:
         if self.step_unit == "record":
             step: int | None = index
         else:
-            step = _axis(record, mapping.get(self.step_unit))
+            key = mapping.get(self.step_unit)
+            place = where or (f"line {line}" if line is not None else f"record {index + 1}")
+            step = None if key is None else parse_step(record.get(key), self.builder.path, place, self.step_unit)
         if step is None:
             return
         if line is not None:
@@ -91,6 +97,7 @@ class RecordParser:
             if key is None or (canonical == "epoch" and self.step_unit == "epoch"):
                 continue
             if self.builder.add(canonical, step, record.get(key)) is not None:
+                self.labels.setdefault(canonical, key)
                 if canonical == "loss" and self.loss_column is None:
                     self.loss_column = key
                 elif canonical == "eval_loss" and self.eval_column is None:
@@ -111,15 +118,7 @@ class RecordParser:
             loss="loss",
             loss_name=self.loss_column or "loss",
             eval_names={"eval_loss": self.eval_column} if self.eval_column else None,
+            labels=self.labels,
             step_unit=self.step_unit or "step",
             copy=copy,
         )
-
-
-def _axis(record: Mapping[str, object], key: str | None) -> int | None:
-    if key is None:
-        return None
-    parsed = parse_number(record.get(key))
-    if parsed is None or parsed[1] is not None or parsed[0] != parsed[0]:
-        return None
-    return int(parsed[0])

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from trainproof.errors import InputError
 from trainproof.model import Checkpoint, Run
-from trainproof.readers.base import RunBuilder, read_text
+from trainproof.readers.base import RunBuilder, iter_lines, parse_step
 
 name = "coqui"
 description = "Coqui TTS Trainer text log (trainer_0_log.txt)"
@@ -29,8 +29,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _STEP = re.compile(r"-->\s*(?:TIME:\s*(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s*--\s*)?STEP:\s*\d+/\d+\s*--\s*GLOBAL_STEP:\s*(\d+)")
 _VALUE = re.compile(r"\|\s*>\s*([A-Za-z0-9_]+):\s*(\S+)")
 _TRAINING = re.compile(r">\s*TRAINING\s*\((\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\)")
-_BEST = re.compile(r">\s*BEST MODEL\s*:\s*(.*?best_model_(\d+)\.pth)")
-_CHECKPOINT = re.compile(r">\s*CHECKPOINT\s*:\s*(.*?checkpoint_(\d+)\.pth)")
+# A checkpoint line is found in two linear steps, the marker and then the file name after it: one pattern with a
+# lazy ``.*?`` between them is quadratic on a line repeating the marker (a 560 KB line took 100 s).
+_BEST = (re.compile(r">\s*BEST MODEL\s*:"), re.compile(r"best_model_(\d+)\.pth"))
+_CHECKPOINT = (re.compile(r">\s*CHECKPOINT\s*:"), re.compile(r"checkpoint_(\d+)\.pth"))
 _RESTORED = re.compile(r"Model restored from step (\d+)")
 _NUMBERED = re.compile(r"^loss_(\d+)$")
 _EPOCH = datetime(1970, 1, 1)
@@ -41,10 +43,24 @@ def sniff(path: Path, head: str) -> bool:
     return sum(marker in head for marker in _MARKERS) >= 1 and ("| >" in head or "GLOBAL_STEP" in head)
 
 
-def _timestamp(text: str) -> float:
+def _timestamp(text: str) -> float | None:
     # Seconds on a naive clock: only differences are used, and they must not
-    # depend on the time zone of the machine reading the log.
-    return (datetime.strptime(text, "%Y-%m-%d %H:%M:%S") - _EPOCH).total_seconds()
+    # depend on the time zone of the machine reading the log. An impossible
+    # date (month 19) is no time at all.
+    try:
+        return (datetime.strptime(text, "%Y-%m-%d %H:%M:%S") - _EPOCH).total_seconds()
+    except ValueError:
+        return None
+
+
+def _checkpoint(line: str, patterns: tuple[re.Pattern[str], re.Pattern[str]]) -> tuple[str, str] | None:
+    """(path, step digits) of a BEST MODEL or CHECKPOINT line: the text after the marker up to the first file name."""
+    marker, filename = patterns
+    found = marker.search(line)
+    named = filename.search(line, found.end()) if found else None
+    if found is None or named is None:
+        return None
+    return line[found.end() : named.end()].strip(), named.group(1)
 
 
 class LineParser:
@@ -68,7 +84,7 @@ class LineParser:
         builder = self.builder
         match = _STEP.search(line)
         if match:
-            self.step = int(match.group(2))
+            self.step = self._step(match.group(2), number)
             builder.mark_line(self.step, number)
             self.block = "train"
             if match.group(1):
@@ -94,12 +110,15 @@ class LineParser:
         match = _TRAINING.search(line)
         if match:
             self.pending_time = _timestamp(match.group(1))
-        elif match := _BEST.search(line):
-            builder.checkpoints.append(Checkpoint(int(match.group(2)), match.group(1).strip(), best=True))
-        elif match := _CHECKPOINT.search(line):
-            builder.checkpoints.append(Checkpoint(int(match.group(2)), match.group(1).strip()))
+        elif found := _checkpoint(line, _BEST):
+            builder.checkpoints.append(Checkpoint(self._step(found[1], number), found[0], best=True))
+        elif found := _checkpoint(line, _CHECKPOINT):
+            builder.checkpoints.append(Checkpoint(self._step(found[1], number), found[0]))
         elif match := _RESTORED.search(line):
             builder.notes.append(f"the run was restored from a checkpoint at step {match.group(1)}")
+
+    def _step(self, digits: str, number: int) -> int:
+        return parse_step(digits, self.builder.path, f"line {number}")  # type: ignore[return-value]  # digits are never empty
 
     def build(self, copy: bool = True) -> Run:
         builder = self.builder
@@ -134,7 +153,7 @@ class LineParser:
 
 def read(path: Path) -> Run:
     parser = LineParser(path)
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+    for number, line, _ in iter_lines(path):
         parser.feed(line, number)
     return parser.build()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers.base import RunBuilder, read_text
+from trainproof.readers.base import RunBuilder, iter_lines
 from trainproof.readers.columns import RecordParser, resolve
 
 name = "csv"
@@ -71,6 +71,6 @@ class LineParser:
 
 def read(path: Path) -> Run:
     parser = LineParser(path)
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+    for number, line, _ in iter_lines(path):
         parser.feed(line, number)
     return parser.build()

@@ -5,17 +5,19 @@ training entries (``loss``, ``learning_rate`` or ``lr``, ``grad_norm``),
 evaluation entries (``eval_loss``, or ``eval_<set>_loss`` per eval set) and the
 final summary (``train_runtime``, ``train_loss``, the mean over the whole
 run, which is not a point of the curve).
+
+The file is read whole, up to MAX_DOCUMENT_BYTES.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from pathlib import Path
 
 from trainproof.errors import InputError
 from trainproof.model import Checkpoint, Run
-from trainproof.readers.base import RunBuilder, read_text
+from trainproof.readers.base import RunBuilder, load_json, parse_step, read_document
 
 name = "hf"
 description = "HuggingFace Trainer trainer_state.json"
@@ -30,17 +32,8 @@ def sniff(path: Path, head: str) -> bool:
     return head.lstrip().startswith("{") and '"log_history"' in head
 
 
-def load_json(path: Path, text: str) -> object:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()) - 1:
-            raise InputError(path, "is truncated: the JSON ends before the document is complete") from None
-        raise InputError(path, f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-
-
 def read(path: Path) -> Run:
-    text = read_text(path)
+    text = read_document(path)
     state = load_json(path, text)
     if not isinstance(state, dict) or "log_history" not in state:
         raise InputError(path, "is JSON but not a HuggingFace trainer_state.json (no log_history)")
@@ -50,22 +43,24 @@ def read(path: Path) -> Run:
     return parse_state(path, state, history, text)
 
 
-def add_entry(builder: RunBuilder, entry: object, eval_names: dict[str, str]) -> None:
+def add_entry(builder: RunBuilder, entry: object, eval_names: dict[str, str], where: str = "") -> None:
     """One ``log_history`` entry (or one ``on_log`` record of a live Trainer) into the builder.
 
     Training entries carry ``loss``; evaluation entries ``eval_loss`` or
     ``eval_<set>_loss``; the summary entry ``train_runtime`` (its
-    ``train_loss`` is the run's mean, not a point of the curve).
+    ``train_loss`` is the run's mean, not a point of the curve). An entry
+    without a numeric step is not a point; a numeric step that is not a whole
+    int64 number is an InputError naming ``where`` (``log_history entry 3``).
     """
     if not isinstance(entry, dict):
         return
-    step = entry.get("step")
-    if isinstance(step, bool) or not isinstance(step, (int, float)):
+    value = entry.get("step")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return
-    step = int(step)
+    step: int = parse_step(value, builder.path, where)  # type: ignore[assignment]  # a number is never missing
     if "loss" not in entry and any(k in entry for k in _SUMMARY_KEYS):
         runtime = entry.get("train_runtime")
-        if isinstance(runtime, (int, float)):
+        if isinstance(runtime, (int, float)) and not isinstance(runtime, bool) and math.isfinite(runtime):
             builder.runtime_s = float(runtime)
         return
     for key, value in entry.items():
@@ -88,17 +83,24 @@ def parse_state(path: Path, state: dict, history: list, text: str = "") -> Run:
     builder = RunBuilder(path, name)
     for number, line in enumerate(text.splitlines(), start=1):
         for match in _STEP_KEY.finditer(line):
-            builder.mark_line(int(match.group(1)), number)
+            if len(match.group(1)) <= 18:  # a longer one is refused with its entry below
+                builder.mark_line(int(match.group(1)), number)
     eval_names: dict[str, str] = {}
-    for entry in history:
-        add_entry(builder, entry, eval_names)
+    for index, entry in enumerate(history, start=1):
+        add_entry(builder, entry, eval_names, f"log_history entry {index}")
     best = state.get("best_model_checkpoint")
     if isinstance(best, str) and best:
         match = _CHECKPOINT_STEP.search(best)
         best_step = state.get("best_global_step")
-        step = int(match.group(1)) if match else best_step if isinstance(best_step, int) else None
+        step = None
+        if match:
+            step = parse_step(match.group(1), path, "best_model_checkpoint")
+        elif isinstance(best_step, int) and not isinstance(best_step, bool):
+            step = parse_step(best_step, path, "best_global_step")
         if step is not None:
             builder.checkpoints.append(Checkpoint(step=step, path=best, best=True))
     max_steps = state.get("max_steps")
-    builder.max_steps = int(max_steps) if isinstance(max_steps, (int, float)) and max_steps > 0 else None
+    if isinstance(max_steps, (int, float)) and not isinstance(max_steps, bool):
+        count = parse_step(max_steps, path, what="max_steps")
+        builder.max_steps = count if count is not None and count > 0 else None
     return builder.build(eval_names=ordered_evals(eval_names))

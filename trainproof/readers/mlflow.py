@@ -5,6 +5,9 @@ holding ``metrics/``) is read as one run, each metric file by its name (the
 common spellings of :mod:`trainproof.readers.columns`: ``loss``,
 ``val_loss``, ``lr``, ...); a single metric file is one series named by its
 file name. Timestamps become the run's clock.
+
+An empty metric file (MLflow creates one before the first value is logged)
+is skipped with a note, unless it is the only one.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers.base import RunBuilder, read_text
+from trainproof.readers.base import EmptyLog, RunBuilder, iter_lines, parse_step
 from trainproof.readers.columns import resolve
 
 name = "mlflow"
@@ -43,6 +46,7 @@ class LineParser:
     """Lines of one metric file, fed as they are written (``trainproof watch``)."""
 
     def __init__(self, path: Path | str, metric: str | None = None) -> None:
+        self.path = path
         self.builder = RunBuilder(path, name)
         self.metric = metric or Path(path).name
         mapping = resolve([self.metric])
@@ -54,25 +58,27 @@ class LineParser:
             return
         match = _LINE.match(line)
         if match is None:
-            raise InputError(self.builder.path, f"line {number} is not '<timestamp> <value> <step>'")
+            raise InputError(self.path, f"line {number} is not '<timestamp> <value> <step>'")
         self.lines += 1
         if self.series is None:
             return
-        stamp, value, step = match.groups()
-        self.builder.add(self.series, int(step), value)
+        stamp, value, digits = match.groups()
+        step: int = parse_step(digits, self.path, f"line {number}")  # type: ignore[assignment]  # digits are never empty
+        self.builder.add(self.series, step, value)
         if self.series == "loss":
-            self.builder.add_time(int(step), int(stamp) / 1000.0)
-            self.builder.mark_line(int(step), number)
+            self.builder.add_time(step, int(stamp) / 1000.0)
+            self.builder.mark_line(step, number)
 
     def build(self, copy: bool = True) -> Run:
-        return _build(self.builder, {self.metric: self.series}, copy)
+        return _build(self.builder, {self.metric: self.series}, copy=copy)
 
 
-def _build(builder: RunBuilder, series: dict[str, str | None], copy: bool = True) -> Run:
+def _build(builder: RunBuilder, series: dict[str, str | None], empty: str = "", copy: bool = True) -> Run:
     loss = next((metric for metric, kind in series.items() if kind == "loss"), None)
     evals = [metric for metric, kind in series.items() if kind == "eval_loss"]
     if loss is None and not evals:
-        raise InputError(builder.path, f"has no loss metric (metrics: {', '.join(series) or 'none'})")
+        skipped = f"; empty: {empty}" if empty else ""
+        raise InputError(builder.path, f"has no loss metric (metrics: {', '.join(series) or 'none'}{skipped})")
     return builder.build(loss_name=loss or "loss", eval_names={"eval_loss": evals[0]} if evals else None, copy=copy)
 
 
@@ -80,12 +86,26 @@ def read(path: Path) -> Run:
     files = _metric_files(path)
     if not files:
         raise InputError(path, "has no MLflow metric files")
-    kinds = {metric: LineParser(file, metric).series for metric, file in files.items()}
-    loss_file = next((files[m] for m, kind in kinds.items() if kind == "loss"), path)
-    builder = RunBuilder(loss_file, name)  # findings point at the loss metric's file
+    builder = RunBuilder(path, name)  # all metrics of the run into one builder
+    kinds: dict[str, str | None] = {}
+    empty: list[str] = []
     for metric, file in files.items():
         parser = LineParser(file, metric)
-        parser.builder = builder  # all metrics of the run into one builder
-        for number, line in enumerate(read_text(file).splitlines(), start=1):
-            parser.feed(line, number)
-    return _build(builder, kinds)
+        parser.builder = builder
+        try:
+            for number, line, _ in iter_lines(file):
+                parser.feed(line, number)
+        except EmptyLog:
+            if len(files) == 1:
+                raise
+            empty.append(metric)
+            continue
+        kinds[metric] = parser.series
+        if parser.series == "loss" and builder.path == path:
+            builder.path = file  # findings point at the loss metric's file
+    shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
+    if not kinds:
+        raise InputError(path, f"has only empty metric files ({shown})")
+    if empty:
+        builder.notes.append(f"{len(empty)} empty metric file{'s' if len(empty) > 1 else ''} skipped ({shown})")
+    return _build(builder, kinds, shown)
