@@ -164,3 +164,84 @@ def test_bad_arguments(tmp_path, args):
     proc = watch(str(path), *args)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2 and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [["--interval", "nan"], ["--interval", "inf"], ["--interval", "-1"], ["--stall-timeout", "nan"], ["--max-ticks", "0"]])
+def test_nonsense_intervals_are_usage_errors(tmp_path, args):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(healthy(5))
+    proc = watch(str(path), "--max-ticks", "1", *args)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2, err
+    assert len(err.strip().splitlines()) == 1 and "internal error" not in err
+
+
+def test_a_log_rewritten_in_place_larger_is_read_afresh(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(healthy(50))
+    watcher = Watcher(path)
+    assert watcher.tick().points == 50
+    other = "".join(record(s, 5.0 + (s % 7) / 10) for s in range(1, 81))  # another run, longer, not an append
+    with path.open("w") as handle:  # `cat bigger > r.jsonl`: same inode, truncated and rewritten
+        handle.write(other)
+    tick = watcher.tick()
+    assert tick.restarted
+    assert tick.points == 80
+    run = watcher.parser.build()
+    assert run.loss.values[0] == pytest.approx(5.1), "nothing of the first run is left"
+
+
+def test_a_rewrite_that_lines_up_with_the_old_offset_is_not_merged(tmp_path):
+    path = tmp_path / "r.jsonl"
+    first = healthy(30)
+    path.write_text(first)
+    watcher = Watcher(path)
+    assert watcher.tick().points == 30
+    second = first.replace('"loss": 1.', '"loss": 7.').replace('"loss": 2.', '"loss": 8.')  # another run, byte for byte as long
+    assert len(second) == len(first) and second != first
+    with path.open("w") as handle:
+        handle.write(second + healthy(10, start=31))
+    tick = watcher.tick()
+    assert tick.restarted and tick.points == 40
+    assert watcher.parser.build().loss.values[0] > 7, "the new run, not the old one with the new one's tail"
+
+
+@pytest.mark.parametrize("name", ["r.jsonl", "trainer_state.json"])
+def test_a_log_replaced_by_a_directory_stops_its_old_verdict(tmp_path, name):
+    path = tmp_path / name
+    if name.endswith(".jsonl"):
+        path.write_text(healthy(50))
+    else:
+        path.write_text(json.dumps({"log_history": [{"step": s, "loss": 2.0 * 0.98**s + 0.5} for s in range(1, 51)]}))
+    watcher = Watcher(path)
+    assert watcher.tick().verdict.value == "PASS"
+    path.unlink()
+    path.mkdir()
+    tick = watcher.tick()
+    assert tick.subject is None and tick.verdict.value == "NOT-CHECKED"
+    assert "is a directory" in tick.waiting
+    path.rmdir()
+    path.write_text(healthy(20))
+    assert watcher.tick().points == 20
+
+
+def test_a_line_without_end_is_an_input_error_not_unbounded_memory(tmp_path):
+    from trainproof.errors import InputError
+    from trainproof.readers.base import MAX_LINE_BYTES
+
+    path = tmp_path / "r.jsonl"
+    path.write_text(healthy(10))
+    watcher = Watcher(path)
+    watcher.tick()
+    with path.open("ab") as handle:
+        handle.write(b"\0" * (MAX_LINE_BYTES + 10))
+    with pytest.raises(InputError, match="line 11 is longer than 1 MiB"):
+        watcher.tick()
+
+
+def test_a_fifo_is_refused_at_once(tmp_path):
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    proc = watch(str(fifo), "--max-ticks", "1")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and "is not a regular file" in err

@@ -12,15 +12,19 @@ is re-read whole when it changes.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from trainproof.config import DEFAULT_SETTINGS, Settings
 from trainproof.errors import InputError
 from trainproof.live import LiveJudge
 from trainproof.model import Run
 from trainproof.readers import READERS, SNIFF_BYTES, detect, read_run
+from trainproof.readers.base import MAX_LINE_BYTES
 from trainproof.report import Finding, Subject, Verdict
+from trainproof.safe import visible
 
 
 @dataclass(frozen=True)
@@ -32,41 +36,87 @@ class Chunk:
     restarted: bool = False
     grew: bool = False
     missing: bool = False
+    problem: str | None = None
+    """Why the path cannot be followed now (it became a directory, a FIFO, ...)."""
+    more: bool = False
+    """More appended bytes wait than one poll reads: poll again at once."""
+
+
+READ_AT_ONCE = 64 * 1024 * 1024
+"""At most this many appended bytes are read by one poll, so memory stays bounded on a huge log."""
+_WITNESS_BYTES = 1024
+"""Bytes at the start of the file and just before the read offset, kept to notice a rewrite in place."""
+
+
+def _not_a_file(info: os.stat_result) -> str | None:
+    if stat.S_ISREG(info.st_mode):
+        return None
+    return "is a directory, not a log file" if stat.S_ISDIR(info.st_mode) else "is not a regular file"
 
 
 class Follower:
-    """Reads what was appended to a file since the last poll, line by line."""
+    """Reads what was appended to a file since the last poll, line by line.
+
+    A file that shrank, was replaced by another inode, or was rewritten in
+    place (``cat bigger > log``: its first bytes or the bytes just before the
+    offset differ from what was read) is read afresh from the start.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.offset = 0
+        self._reset()
         self.identity: tuple[int, int] | None = None
+
+    def _reset(self) -> None:
+        self.offset = 0
         self.partial = b""
         self.lines_read = 0
+        self.head_witness = b""
+        self.tail_witness = b""
 
     def poll(self) -> Chunk:
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
             return Chunk(missing=True)
+        problem = _not_a_file(info)
+        if problem is not None:
+            self.identity = None
+            self._reset()
+            return Chunk(problem=problem)
         identity = (info.st_dev, info.st_ino)
-        restarted = False
-        if self.identity is not None and (identity != self.identity or info.st_size < self.offset):
-            self.offset, self.partial, self.lines_read = 0, b"", 0
-            restarted = True
-        self.identity = identity
-        if info.st_size == self.offset:
-            return Chunk(restarted=restarted)
         with self.path.open("rb") as handle:
+            restarted = self.identity is not None and (identity != self.identity or info.st_size < self.offset or self._rewritten(handle))
+            if restarted:
+                self._reset()
+            self.identity = identity
+            if info.st_size == self.offset:
+                return Chunk(restarted=restarted)
             handle.seek(self.offset)
-            data = handle.read(info.st_size - self.offset)
+            data = handle.read(min(info.st_size - self.offset, READ_AT_ONCE))
+        return self._split(data, restarted, more=self.offset + len(data) < info.st_size)
+
+    def _rewritten(self, handle: BinaryIO) -> bool:
+        if not self.offset:
+            return False
+        head = handle.read(len(self.head_witness))
+        handle.seek(self.offset - len(self.tail_witness))
+        return head != self.head_witness or handle.read(len(self.tail_witness)) != self.tail_witness
+
+    def _split(self, data: bytes, restarted: bool, more: bool) -> Chunk:
+        if len(self.head_witness) < _WITNESS_BYTES:
+            self.head_witness = (self.head_witness + data)[:_WITNESS_BYTES]
+        self.tail_witness = (self.tail_witness + data)[-_WITNESS_BYTES:]
         self.offset += len(data)
         pieces = (self.partial + data).split(b"\n")
         self.partial = pieces.pop()  # empty when the data ended with a newline
         first = self.lines_read + 1
         self.lines_read += len(pieces)
+        if len(self.partial) > MAX_LINE_BYTES or any(len(p) > MAX_LINE_BYTES for p in pieces):
+            long = next((first + i for i, p in enumerate(pieces) if len(p) > MAX_LINE_BYTES), self.lines_read + 1)
+            raise InputError(self.path, f"line {long} is longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB: not a training-log line")
         lines = tuple(p.decode("utf-8", errors="replace").rstrip("\r") for p in pieces)
-        return Chunk(lines=lines, first_line=first, restarted=restarted, grew=True)
+        return Chunk(lines=lines, first_line=first, restarted=restarted, grew=True, more=more)
 
     def head(self) -> str:
         """The first bytes of the file, to tell its format."""
@@ -111,18 +161,25 @@ class Watcher:
     def tick(self) -> Tick:
         chunk = self.follower.poll()
         if chunk.missing:
-            return Tick(0, self.last, (), False, False, waiting=f"{self.path} does not exist (yet)")
-        if chunk.restarted:
+            return Tick(0, self.last, (), False, False, waiting=f"{visible(self.path)} does not exist (yet)")
+        if chunk.problem is not None:
+            self.follower = Follower(self.path)  # whatever comes back is a new log
             self._start()
-        if self.parser is None and not self.whole_file and chunk.grew:
-            self._choose_format()
+            return Tick(0, None, (), True, False, waiting=f"{visible(self.path)} {chunk.problem}")
+        restarted = grew = False
+        while True:
+            restarted, grew = restarted or chunk.restarted, grew or chunk.grew
+            self._take(chunk)
+            if not chunk.more:
+                break
+            chunk = self.follower.poll()  # the rest of a large append, a bounded read at a time
+            if chunk.missing or chunk.problem is not None:
+                break  # the next tick says so
         run = None
         if self.whole_file:
-            if chunk.grew or chunk.restarted:
+            if grew or restarted:
                 run = self._read_whole()
         elif self.parser is not None:
-            for number, line in enumerate(chunk.lines, start=chunk.first_line):
-                self.parser.feed(line, number)
             run = self._snapshot()
         if run is not None:
             self.points = len(run.loss) if run.loss is not None else 0
@@ -133,7 +190,17 @@ class Watcher:
             self.last = self.live.judge(run, points, nonfinite)
             new = self._new_findings(self.last)
         waiting = None if self.last is not None or run is not None else "waiting for the first records"
-        return Tick(points, self.last, new, chunk.restarted, chunk.grew, waiting)
+        return Tick(points, self.last, new, restarted, grew, waiting)
+
+    def _take(self, chunk: Chunk) -> None:
+        """Feed one poll's lines to the parser, starting afresh when the file was."""
+        if chunk.restarted:
+            self._start()
+        if self.parser is None and not self.whole_file and chunk.grew:
+            self._choose_format()
+        if self.parser is not None:
+            for number, line in enumerate(chunk.lines, start=chunk.first_line):
+                self.parser.feed(line, number)
 
     def _choose_format(self) -> None:
         head = self.follower.head()
@@ -182,6 +249,9 @@ class _WholeFile(Follower):
             info = os.stat(self.path)
         except FileNotFoundError:
             return Chunk(missing=True)
+        problem = _not_a_file(info)
+        if problem is not None:
+            return Chunk(problem=problem)
         signature = (info.st_ino, info.st_size, info.st_mtime_ns)
         grew = signature != self.signature
         self.signature = signature

@@ -28,6 +28,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
+MAX_SECONDS = 86_400
+
+
+def _seconds(value: float) -> bool:
+    """A sleep the clock can take: above 0, finite, at most a day (NaN and inf are refused)."""
+    return 0 < value <= MAX_SECONDS
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -37,17 +45,22 @@ def run(args: argparse.Namespace) -> int:
     from trainproof.readers import READERS
     from trainproof.render.text import finding_lines, wants_colour
     from trainproof.report import Report
+    from trainproof.safe import visible
     from trainproof.watch import Watcher
 
     if args.format is not None and args.format not in READERS:
         raise UsageError(f"unknown format '{args.format}' (known: {', '.join(READERS)})")
-    if args.interval <= 0 or (args.stall_timeout is not None and args.stall_timeout <= 0):
-        raise UsageError("--interval and --stall-timeout must be positive")
+    if not _seconds(args.interval) or (args.stall_timeout is not None and not _seconds(args.stall_timeout)):
+        raise UsageError(f"--interval and --stall-timeout must be a number of seconds above 0 and at most {MAX_SECONDS:,}")
+    if args.max_ticks is not None and args.max_ticks < 1:
+        raise UsageError("--max-ticks must be at least 1")
     path = Path(args.path)
     if not path.exists():
         raise InputError(path, "does not exist")
     if path.is_dir():
         raise InputError(path, "is a directory; watch follows one log file")
+    if not path.is_file():
+        raise InputError(path, "is not a regular file (a FIFO or a device); watch follows a log file")
     settings = settings_from(args)
     colour = not args.no_color and wants_colour(sys.stdout)
     watcher = Watcher(path, args.format, settings)
@@ -70,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
                 print("\n".join(finding_lines(finding, colour)))
             if args.stall_timeout and not stalled and now - last_growth >= args.stall_timeout:
                 stalled = True
-                print(f"  [WARN] stalled: {path} has not grown for {now - last_growth:.0f} s (--stall-timeout {args.stall_timeout:g})")
+                print(f"  [WARN] stalled: {visible(path)} has not grown for {now - last_growth:.0f} s (--stall-timeout {args.stall_timeout:g})")
             sys.stdout.flush()
             if args.until_fail and tick.subject is not None and str(tick.verdict) == "FAIL":
                 return 1
@@ -82,6 +95,6 @@ def run(args: argparse.Namespace) -> int:
         print("  interrupted", file=sys.stderr)
     subject = watcher.last
     if subject is None:
-        print(f"trainproof: error: {path}: nothing could be judged yet", file=sys.stderr)
+        print(f"trainproof: error: {visible(path)}: nothing could be judged yet", file=sys.stderr)
         return EXIT_ERROR
     return Report("watch", (subject,), __version__, settings.fail_on).exit_code
