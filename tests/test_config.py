@@ -120,6 +120,7 @@ def test_explicit_config_and_nearest_file_discovery(tmp_path, monkeypatch):
         ("[tool.trainproof]\ntool = \"x\"\n", "'tool': unknown key"),
         ('[tool]\ntrainproof = "x"\n', "'tool.trainproof' must be a table"),
         ("[tool.trainproof]\nthresholds = " + "[" * 2000 + "]" * 2000 + "\n", "nested too deeply"),
+        ("[tool.trainproof.thresholds]\nSEGMENTS = " + "9" * 5000 + "\n", "is not a configuration trainproof can read"),
         ('[tool.trainproof]\nfail-on = "sometimes"\n', "'fail-on': must be one of fail, warn, never"),
         ("[tool.trainproof\n", "is not valid TOML"),
     ],
@@ -127,7 +128,7 @@ def test_explicit_config_and_nearest_file_discovery(tmp_path, monkeypatch):
 def test_bad_configuration_is_exit_2_naming_the_key(tmp_path, monkeypatch, capsys, text, fragment):
     write(tmp_path, text)
     monkeypatch.chdir(tmp_path)
-    if "not valid TOML" in fragment or "nested" in fragment or "must be a table" in fragment:
+    if "not valid TOML" in fragment or "can read" in fragment or "must be a table" in fragment:
         # a broken pyproject.toml is only read when named explicitly
         code = main(["epoch", HEALTHY, "--config", "pyproject.toml"])
     else:

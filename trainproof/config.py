@@ -90,6 +90,8 @@ def _toml(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), "is not a configuration trainproof can read: its tables are nested too deeply") from None
     except UnicodeDecodeError:
         raise ConfigError(str(path), "is not valid TOML: it is not UTF-8 text") from None
+    except ValueError as exc:  # e.g. an integer longer than Python converts
+        raise ConfigError(str(path), f"is not a configuration trainproof can read: {exc}") from None
 
 
 def _table(path: Path, explicit: bool) -> tuple[dict[str, Any] | None, bool]:

@@ -99,3 +99,9 @@ def test_uris_are_relative_to_the_working_directory(tmp_path):
     assert artifact_uri(str(tmp_path / "a b" / "log.json"), str(tmp_path)) == "a%20b/log.json"
     assert artifact_uri("runs/x/trainer_state.json", str(tmp_path)) == "runs/x/trainer_state.json"
     assert artifact_uri("/elsewhere/log.json", str(tmp_path)) == "file:///elsewhere/log.json"
+
+
+def test_a_file_name_that_is_not_utf8_keeps_its_bytes_in_the_uri(tmp_path):
+    # os.fsdecode turns the byte 0xff of a file name into the lone surrogate U+DCFF
+    assert artifact_uri(str(tmp_path / "run\udcff" / "log.jsonl"), str(tmp_path)) == "run%FF/log.jsonl"
+    assert artifact_uri("/elsewhere/run\udcff.jsonl", str(tmp_path)) == "file:///elsewhere/run%FF.jsonl"

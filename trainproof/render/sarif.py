@@ -40,11 +40,20 @@ def artifact_uri(path: str, base: str | None) -> str:
         try:
             candidate = candidate.relative_to(Path(base))
         except ValueError:
-            return candidate.as_uri()
+            return "file://" + _quoted(candidate.as_posix())
     elif candidate.is_absolute():
-        return candidate.as_uri()
+        return "file://" + _quoted(candidate.as_posix())
     posix = PurePosixPath(*candidate.parts).as_posix() if candidate.parts else "."
-    return quote(posix, safe="/")
+    return _quoted(posix)
+
+
+def _quoted(posix: str) -> str:
+    """Percent-encode a path's bytes; a name that is not UTF-8 keeps its original bytes."""
+    try:
+        raw = posix.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = posix.encode("utf-8", "surrogatepass")
+    return quote(raw, safe="/")
 
 
 def rule_descriptor(rule: Rule) -> dict:
