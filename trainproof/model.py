@@ -78,7 +78,6 @@ class Run:
     wall_time: Series | None = None
     step_time: Series | None = None
     loader_time: Series | None = None
-    epoch: Series | None = None
     max_steps: int | None = None
     runtime_s: float | None = None
     checkpoints: tuple[Checkpoint, ...] = ()

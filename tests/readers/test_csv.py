@@ -2,6 +2,7 @@ import pytest
 
 from trainproof.errors import InputError
 from trainproof.readers import read_run
+from trainproof.readers.csv import LineParser
 
 
 def test_lightning_sparse_rows_prefer_the_step_loss(tmp_path):
@@ -15,7 +16,7 @@ def test_lightning_sparse_rows_prefer_the_step_loss(tmp_path):
     assert run.loss_name == "train_loss_step"
     assert run.loss.steps.tolist() == [49, 99, 149, 199]
     assert run.eval_losses["val_loss"].values.tolist() == [2.4, 2.2]
-    assert run.epoch.values.tolist() == [0, 0, 1, 1]
+    assert run.step_unit == "step"  # the epoch column is not the axis when there is a step column
 
 
 def test_keras_log_is_judged_per_epoch(tmp_path):
@@ -45,4 +46,53 @@ def test_header_only(tmp_path):
     path = tmp_path / "metrics.csv"
     path.write_text("step,loss\n")
     with pytest.raises(InputError, match="no rows"):
+        read_run(path)
+
+
+def test_a_quoted_cell_may_span_lines(tmp_path):
+    path = tmp_path / "metrics.csv"
+    path.write_text('step,loss,note\n1,2.0,"warm\nup"\n2,1.5,plain\n3,1.0,"a\n\nb, c"\n4,0.5,\n')
+    run = read_run(path)
+    assert run.loss.steps.tolist() == [1, 2, 3, 4]
+    assert run.loss.values.tolist() == [2.0, 1.5, 1.0, 0.5]
+    assert [run.line_of(step) for step in (1, 2, 3, 4)] == [2, 4, 5, 8]  # the line where each row starts
+
+
+def test_a_row_spanning_lines_waits_for_its_end_when_fed_line_by_line(tmp_path):
+    parser = LineParser(tmp_path / "metrics.csv")
+    for number, line in enumerate(["step,loss,note", "1,2.0,x", '2,1.5,"still', "being written"], start=1):
+        parser.feed(line, number)
+    assert parser.build(copy=False).loss.steps.tolist() == [1]  # row 2 is not complete yet
+    parser.feed('done"', 5)
+    parser.feed("3,1.0,y", 6)
+    run = parser.build()
+    assert run.loss.steps.tolist() == [1, 2, 3] and run.line_of(2) == 3 and run.line_of(3) == 6
+
+
+def test_a_quote_never_closed_reads_the_rest_as_one_cell(tmp_path):
+    path = tmp_path / "metrics.csv"
+    path.write_text('step,loss,note\n1,2.0,x\n2,1.5,"open\n3,1.0,y\n')
+    run = read_run(path)
+    assert run.loss.steps.tolist() == [1, 2]  # as every CSV reader reads it: row 3 is inside the cell
+
+
+def test_a_runaway_quoted_cell_is_an_error_naming_the_line_it_starts_on(tmp_path):
+    path = tmp_path / "metrics.csv"
+    path.write_text('step,loss,note\n1,2.0,x\n2,1.5,"open\n' + "3,1.0,y\n" * 20_000)
+    with pytest.raises(InputError, match=r"is not valid CSV at line 3: field larger than field limit"):
+        read_run(path)
+
+
+def test_crlf_blank_lines_and_a_partial_last_line(tmp_path):
+    path = tmp_path / "metrics.csv"
+    path.write_bytes(b"\r\n \t\r\nstep,loss\r\n1,2.0\r\n\r\n  \r\n2,1.5\r\n3,1.")
+    run = read_run(path)
+    assert run.loss.steps.tolist() == [1, 2, 3] and run.loss.values.tolist() == [2.0, 1.5, 1.0]
+    assert [run.line_of(step) for step in (1, 2, 3)] == [4, 7, 8]
+
+
+def test_a_broken_row_names_its_line(tmp_path):
+    path = tmp_path / "metrics.csv"
+    path.write_text("step,loss\n1,2.0\n2,1.5\r3\n")
+    with pytest.raises(InputError, match="is not valid CSV at line 3: new-line character seen in unquoted field"):
         read_run(path)

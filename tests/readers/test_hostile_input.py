@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import signal
 import socket
 import struct
@@ -18,7 +19,7 @@ import pytest
 
 from tests.helpers import REPO, hf_entries, write_hf_state
 from trainproof.errors import InputError
-from trainproof.readers import READERS, base, read_run
+from trainproof.readers import READERS, base, read_run, tensorboard
 
 TENSORBOARD = REPO / "tests" / "data" / "tensorboard"
 GOOD_LINES = "".join(json.dumps({"step": s, "loss": 2.0 / s}) + "\n" for s in range(1, 301))
@@ -355,8 +356,25 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+def _crc32c(data: bytes) -> int:
+    """CRC-32C a bit at a time: slow, and independent of the reader's tables."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def _checksum(data: bytes) -> bytes:
+    """The masked CRC-32C a TFRecord stores after its length and after its data."""
+    crc = _crc32c(data)
+    return struct.pack("<I", (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
+
+
 def _record(payload: bytes) -> bytes:
-    return struct.pack("<Q", len(payload)) + b"\0\0\0\0" + payload + b"\0\0\0\0"  # checksums are not checked
+    length = struct.pack("<Q", len(payload))
+    return length + _checksum(length) + payload + _checksum(payload)
 
 
 def _field(number: int, wire: int, body: bytes) -> bytes:
@@ -414,8 +432,84 @@ def test_a_negative_step_is_read_as_signed(tmp_path):
 
 
 def test_a_record_length_over_the_cap_is_an_input_error(tmp_path):
-    path = _events(tmp_path, struct.pack("<Q", 1 << 40) + b"\0" * 20)
+    length = struct.pack("<Q", 1 << 40)
+    path = _events(tmp_path, length + _checksum(length) + b"\0" * 20)
     with pytest.raises(InputError, match="over the 64 MiB limit"):
+        read_run(path)
+
+
+def test_the_checksums_are_crc32c_as_tensorflow_computes_them():
+    assert tensorboard.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    rng = random.Random(8)
+    records = [rng.randbytes(n) for n in [*range(600), 1000, 4096, 70_001]]  # under 4 bytes, one chunk, several chunks
+    rng.shuffle(records)
+    assert tensorboard.crc32c_many(records).tolist() == [_crc32c(r) for r in records]
+    assert tensorboard.crc32c_many([]).tolist() == []
+
+
+def _offsets(data: bytes) -> list[int]:
+    """Where each TFRecord of an event file starts."""
+    offsets, at = [], 0
+    while at < len(data):
+        offsets.append(at)
+        at += 16 + struct.unpack_from("<Q", data, at)[0]
+    return offsets
+
+
+@pytest.mark.parametrize("where", [0, 8, 12, -4, -1])  # the length, its checksum, the data, the data's checksum
+def test_a_byte_changed_anywhere_in_a_record_fails_its_checksum(tmp_path, where):
+    data = bytearray(_events(tmp_path).read_bytes())
+    offsets = _offsets(bytes(data))
+    record = offsets[5]
+    at = record + where if where >= 0 else offsets[6] + where
+    data[at] ^= 0x10
+    path = tmp_path / "events.out.tfevents.2.host"
+    path.write_bytes(data)
+    with pytest.raises(InputError, match=rf"record at byte {record:,} fails its checksum: the file is corrupt$"):
+        read_run(path)
+
+
+def test_the_first_problem_in_the_file_is_the_one_reported(tmp_path):
+    good = _events(tmp_path).read_bytes()
+    undecodable = _record(b"\x0b")
+    corrupt = bytearray(_event(12, 1.0))
+    corrupt[-5] ^= 1
+    first = tmp_path / "events.out.tfevents.5.host"
+    first.write_bytes(good + undecodable + bytes(corrupt))
+    with pytest.raises(InputError, match="record 12 does not decode"):
+        read_run(first)
+    second = tmp_path / "events.out.tfevents.3.host"
+    second.write_bytes(good + bytes(corrupt) + undecodable + struct.pack("<Q", 1 << 40) + b"\0" * 8)
+    with pytest.raises(InputError, match=f"record at byte {len(good):,} fails"):
+        read_run(second)
+
+
+def test_a_record_larger_than_a_batch_is_checked_whole(tmp_path):
+    text = _bytes_field(5, _bytes_field(1, _bytes_field(1, b"notes") + _bytes_field(8, b"x" * (3 * tensorboard.BATCH_BYTES))))
+    path = _events(tmp_path, _record(text), _event(11, 0.1))
+    assert read_run(path).loss.steps.tolist() == list(range(1, 12))
+    data = bytearray(path.read_bytes())
+    data[-200] ^= 1  # inside the large record's data
+    path.write_bytes(data)
+    with pytest.raises(InputError, match="fails its checksum"):
+        read_run(path)
+
+
+@pytest.mark.parametrize("cut", [3, 12, 40, 2])  # in the length, right after its checksum, in the data, in the data's checksum
+def test_a_last_record_cut_short_anywhere_is_left_out_with_a_note(tmp_path, cut):
+    whole = _events(tmp_path).read_bytes() + _event(11, 0.1)
+    path = tmp_path / "events.out.tfevents.4.host"
+    last = _offsets(whole)[-1]
+    path.write_bytes(whole[: last + cut] if cut != 2 else whole[:-2])
+    run = read_run(path)
+    assert run.loss.steps.tolist() == list(range(1, 11))
+    assert any("the last record is cut short" in note for note in run.notes)
+
+
+def test_zero_bytes_after_the_records_fail_their_checksum(tmp_path):
+    """What a crash can leave at the end of a file: a record of length 0 whose checksum is 0, which it never is."""
+    path = _events(tmp_path, b"\0" * 64)
+    with pytest.raises(InputError, match="fails its checksum"):
         read_run(path)
 
 

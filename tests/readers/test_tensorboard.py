@@ -60,3 +60,22 @@ def test_corpus_event_files_agree_with_the_trainer_state(corpus):
     megatron = read_run(corpus / "public" / "tensorboard" / "NVIDIA__Megatron-LM__events.out.tfevents.1623896925.dgx0064.2537583.0")
     assert megatron.loss_name == "lm loss" and len(megatron.loss) == 100 and megatron.grad_norm is not None
     json.dumps(megatron.step_lines)  # nothing unserialisable leaks into the run
+
+
+def test_a_byte_changed_in_a_real_event_file_fails_its_checksum(tmp_path):
+    (source,) = (DATA / "hf_style").glob("events.out.tfevents.*")
+    data = bytearray(source.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    broken = tmp_path / source.name
+    broken.write_bytes(data)
+    with pytest.raises(InputError, match=r": record at byte [0-9,]+ fails its checksum: the file is corrupt$"):
+        read_run(broken)
+
+
+def test_the_event_files_of_real_writers_pass_their_checksums(corpus):
+    """torch's SummaryWriter (tests/data), the HF Trainer, Keras and Megatron-LM (the corpus) all write real CRC-32Cs."""
+    files = sorted((corpus / "public" / "tensorboard").glob("*tfevents*"))
+    paths = [DATA / "hf_style", DATA / "keras_style", *(f for f in files if not f.read_bytes().startswith(b"version https://git-lfs"))]
+    assert len(paths) == 7
+    for path in paths:
+        assert read_run(path).format == "tensorboard"

@@ -1,8 +1,9 @@
 """Log readers behind one registry, and the detection that picks one for a path.
 
 ``READERS`` is the whole registry: a new log format is one module with
-``name``, ``description``, ``sniff(path, head)`` and ``read(path) -> Run``,
-added here. Detection looks at content first (the first 256 KiB), the file
+``name``, ``description``, ``line_parser``, ``sniff(path, head)`` and
+``read(path) -> Run`` (the :class:`~trainproof.readers.base.Reader`
+protocol), added here. Detection looks at content first (the first 256 KiB), the file
 name second. Only regular files and directories are read: a FIFO, a device or
 a socket is refused before it is opened (opening a FIFO with no writer blocks
 forever, and ``/dev/zero`` never ends).

@@ -7,7 +7,7 @@ import math
 import os
 import re
 import reprlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,11 +35,27 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
+class LineParser(Protocol):
+    """A line-oriented log parsed as it is written: ``trainproof watch`` feeds it each complete line, in order, and
+    builds a Run whenever it judges (``copy=False``: a snapshot of views, see :meth:`RunBuilder.build`)."""
+
+    builder: RunBuilder
+
+    def feed(self, line: str, number: int) -> None: ...
+
+    def build(self, copy: bool = True) -> Run: ...
+
+
 class Reader(Protocol):
-    """One log format. ``sniff`` looks at the first bytes; ``read`` parses the whole file."""
+    """One log format (a module). ``sniff`` looks at the first bytes; ``read`` parses the whole file."""
 
     name: str
     description: str
+
+    @property
+    def line_parser(self) -> Callable[[Path | str], LineParser] | None:
+        """Makes the LineParser of a log at a path; None for a format read whole (a JSON document, binary records),
+        which ``watch`` reads again whenever it changes. A module attribute: read-only here so that a class fits."""
 
     def sniff(self, path: Path, head: str) -> bool: ...
 
@@ -311,7 +327,6 @@ class RunBuilder:
             wall_time=wall,
             step_time=get("step_time"),
             loader_time=get("loader_time"),
-            epoch=get("epoch"),
             checkpoints=tuple(sorted(self.checkpoints, key=lambda c: (c.step, c.best, c.path))),
             loss_name=loss_name or loss,
             notes=tuple(notes),

@@ -36,7 +36,8 @@ ALIASES: Mapping[str, tuple[str, ...]] = {
     "loader_time": ("loader_time", "data_time", "dataloader_time", "data_load_time"),
 }
 
-_METRICS = ("loss", "eval_loss", "learning_rate", "grad_norm", "step_time", "loader_time", "epoch")
+_METRICS = ("loss", "eval_loss", "learning_rate", "grad_norm", "step_time", "loader_time")
+"""The series a record's columns feed; ``epoch`` is not one of them, only an axis (Keras logs count epochs, not steps)."""
 
 
 def resolve(columns: Iterable[str]) -> dict[str, str]:
@@ -94,7 +95,7 @@ class RecordParser:
             self.builder.mark_line(step, line)
         for canonical in _METRICS:
             key = mapping.get(canonical)
-            if key is None or (canonical == "epoch" and self.step_unit == "epoch"):
+            if key is None:
                 continue
             if self.builder.add(canonical, step, record.get(key)) is not None:
                 self.labels.setdefault(canonical, key)

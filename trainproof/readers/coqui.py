@@ -151,6 +151,9 @@ class LineParser:
         return replace(run, notes=run.notes + notes) if notes else run
 
 
+line_parser = LineParser
+
+
 def read(path: Path) -> Run:
     parser = LineParser(path)
     for number, line, _ in iter_lines(path):

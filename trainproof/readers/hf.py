@@ -21,6 +21,7 @@ from trainproof.readers.base import RunBuilder, load_json, parse_step, read_docu
 
 name = "hf"
 description = "HuggingFace Trainer trainer_state.json"
+line_parser = None  # the Trainer rewrites the file whole at every save
 
 _EVAL_LOSS = re.compile(r"^eval_(?:(.+)_)?loss$")
 _CHECKPOINT_STEP = re.compile(r"checkpoint-(\d+)")
@@ -71,7 +72,6 @@ def add_entry(builder: RunBuilder, entry: object, eval_names: dict[str, str], wh
         builder.add("loss", step, entry["loss"])
         builder.add("learning_rate", step, entry.get("learning_rate", entry.get("lr")))
         builder.add("grad_norm", step, entry.get("grad_norm"))
-        builder.add("epoch", step, entry.get("epoch"))
 
 
 def ordered_evals(eval_names: dict[str, str]) -> dict[str, str]:

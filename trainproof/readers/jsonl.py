@@ -57,6 +57,9 @@ class LineParser:
         return self.records.build(copy)
 
 
+line_parser = LineParser
+
+
 def _is_array(path: Path) -> bool:
     """Whether the log is one JSON array (read whole) rather than lines (streamed)."""
     with open_log(path) as handle:

@@ -73,6 +73,9 @@ class LineParser:
         return _build(self.builder, {self.metric: self.series}, copy=copy)
 
 
+line_parser = LineParser
+
+
 def _build(builder: RunBuilder, series: dict[str, str | None], empty: str = "", copy: bool = True) -> Run:
     loss = next((metric for metric, kind in series.items() if kind == "loss"), None)
     evals = [metric for metric, kind in series.items() if kind == "eval_loss"]

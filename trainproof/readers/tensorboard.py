@@ -14,18 +14,23 @@ underscores: ``train/loss`` and ``lm loss`` (Megatron) and ``epoch_loss``
 Keras loss under ``validation/`` the eval loss; likewise the learning rate and
 the gradient norm. A last record cut short by a writer still running is left
 out with a note. Records are read one at a time from the file, each at most
-MAX_RECORD_BYTES; a record that does not decode as an Event is an error naming
-it. The run's location is the event file that holds its training loss.
+MAX_RECORD_BYTES; a record whose length or data fails its CRC-32C checksum is
+an error naming its byte offset, and one that does not decode as an Event an
+error naming it. The run's location is the event file that holds its training
+loss.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
+
+import numpy as np
 
 from trainproof.errors import InputError
 from trainproof.model import Run
@@ -33,6 +38,7 @@ from trainproof.readers.base import RunBuilder, open_log, read_block, size_text
 
 name = "tensorboard"
 description = "TensorBoard event files (events.out.tfevents.*), or a run directory of them"
+line_parser = None  # event files are binary records, read whole
 
 _MAGIC = b"brain.Event"
 _PATTERN = "events.out.tfevents.*"
@@ -41,7 +47,6 @@ _TAGS = {
     "loss": ("train/loss", "lm_loss", "loss", "epoch_loss", "train_loss", "loss/train", "training_loss"),
     "learning_rate": ("train/learning_rate", "learning_rate", "train/lr", "lr", "epoch_learning_rate", "epoch_lr"),
     "grad_norm": ("train/grad_norm", "grad_norm", "gradient_norm"),
-    "epoch": ("train/epoch",),
 }
 _EVAL_TAGS = ("lm_loss_validation", "val_loss", "validation_loss", "loss/val", "epoch_val_loss")
 _DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64 = 1, 2, 3, 9
@@ -118,25 +123,179 @@ def _expect(wire: int, value: object, *wanted: int) -> object:
     return value
 
 
+# --- TFRecords and their CRC-32C checksums -------------------------------------------------------------------------
+
+_CASTAGNOLI = 0x82F63B78
+"""The CRC-32C polynomial, bit-reversed."""
+_HEADER = struct.Struct("<QI")
+_CHECKSUM = struct.Struct("<I")
+_CHUNK = 256
+"""The widest run of bytes summed in one lookup; a longer record is summed a chunk at a time and the chunks folded."""
+BATCH_BYTES = 1024 * 1024
+"""How many bytes of records are read before their checksums are computed, all at once."""
+
+
+def _crc_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ _CASTAGNOLI if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_TABLE = _crc_table()
+
+
+def crc32c(data: bytes) -> int:
+    """The CRC-32C of a few bytes, a byte at a time (a record's 8-byte length; see crc32c_many for records)."""
+    crc, table = 0xFFFFFFFF, _TABLE
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+_C = TypeVar("_C", int, np.ndarray)
+
+
+def _masked(crc: _C) -> _C:
+    """A CRC as TFRecords store it: rotated right by 15 bits, plus a constant, modulo 2**32 (an int or a uint32 array)."""
+    return ((crc >> 15) | (crc << 17) & 0xFFFFFFFF) + 0xA282EAD8 & 0xFFFFFFFF
+
+
+@functools.cache
+def _distances() -> np.ndarray:
+    """Row d, column b: the CRC register, started at 0, after the byte b and then d zero bytes (d < _CHUNK)."""
+    rows = np.empty((_CHUNK, 256), dtype=np.uint32)
+    rows[0] = _TABLE
+    for d in range(1, _CHUNK):
+        rows[d] = rows[0][rows[d - 1] & 0xFF] ^ (rows[d - 1] >> 8)
+    return rows
+
+
+def crc32c_many(records: Sequence[bytes]) -> np.ndarray:
+    """The CRC-32C of each record, for all of them at once (a Python loop over their bytes would take longer than
+    reading and decoding them).
+
+    A CRC is linear: with the register started at 0, it is the XOR over the bytes of what each contributes from its
+    distance to the end, which a table holds, and zero bytes in front add nothing. Records of one length are summed
+    together, a row of a matrix each, with their first four bytes XORed with 0xFF for the register's start at
+    0xFFFFFFFF; a record longer than _CHUNK is padded in front to whole chunks, which are summed alike and folded.
+    """
+    lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
+    order = np.argsort(lengths, kind="stable")
+    flat = bytearray().join(records[i] for i in order.tolist())
+    crcs = np.empty(len(records), dtype=np.uint32)
+    sizes, firsts, counts = np.unique(lengths[order], return_index=True, return_counts=True)
+    starts = np.concatenate([[0], np.cumsum(sizes * counts)])
+    for size, first, count, start in zip(sizes.tolist(), firsts.tolist(), counts.tolist(), starts.tolist()):
+        members = order[first : first + count]
+        if size < 4:
+            crcs[members] = [crc32c(records[i]) for i in members.tolist()]
+        else:
+            crcs[members] = _crc32c_rows(np.frombuffer(flat, dtype=np.uint8, count=size * count, offset=start).reshape(count, size))
+    return crcs
+
+
+def _crc32c_rows(rows: np.ndarray) -> np.ndarray:
+    """The CRC-32C of each row of a writable byte matrix (rows of at least 4 bytes), which it overwrites."""
+    count, size = rows.shape
+    rows[:, :4] ^= 0xFF
+    if size <= _CHUNK:
+        step = max(1, BATCH_BYTES // size)
+        return np.concatenate([_sums(rows[at : at + step]) for at in range(0, count, step)]) ^ np.uint32(0xFFFFFFFF)
+    chunks = -(-size // _CHUNK)
+    padded = np.zeros((count, chunks * _CHUNK), dtype=np.uint8)
+    padded[:, chunks * _CHUNK - size :] = rows
+    sums = np.concatenate([_sums(part) for part in np.array_split(padded.reshape(-1, _CHUNK), max(1, padded.size // BATCH_BYTES))])
+    return _fold(sums, chunks) ^ np.uint32(0xFFFFFFFF)
+
+
+def _sums(rows: np.ndarray) -> np.ndarray:
+    """The CRC register, started at 0, after each row of bytes: the XOR of what each byte contributes from its distance to the end."""
+    width = rows.shape[1]
+    index = rows + np.arange((width - 1) * 256, -1, -256, dtype=np.intp)
+    return np.bitwise_xor.reduce(_distances().ravel()[index], axis=1)
+
+
+def _fold(sums: np.ndarray, chunks: int) -> np.ndarray:
+    """One register per record from the registers of its ``chunks`` chunks of _CHUNK bytes: each is moved on by a chunk
+    of zero bytes (a table lookup per byte of it) and the next chunk's added."""
+    table = _distances()
+    s0, s1, s2, s3 = (table[_CHUNK - 1 - k].tolist() for k in range(4))
+    values = sums.tolist()
+    out = []
+    for at in range(0, len(values), chunks):
+        crc = values[at]
+        for value in values[at + 1 : at + chunks]:
+            crc = s0[crc & 0xFF] ^ s1[(crc >> 8) & 0xFF] ^ s2[(crc >> 16) & 0xFF] ^ s3[crc >> 24] ^ value
+        out.append(crc)
+    return np.array(out, dtype=np.uint32)
+
+
 def _records(handle: BinaryIO, path: Path) -> Iterator[bytes | None]:
-    """TFRecord payloads, read one at a time from the file; None once when the last record is cut short."""
-    offset = 0
-    while header := read_block(handle, 12, path):
-        if len(header) < 12:
-            yield None
-            return
-        (length,) = struct.unpack_from("<Q", header)
+    """TFRecord payloads in file order, each checked against its checksums; None once when the last record is cut short.
+
+    The file is read a block of BATCH_BYTES at a time (a longer record whole), and the data of the records in a block
+    checksummed together; a problem met in a block (a length that fails its checksum, or is over the limit) is raised
+    once the records before it were handed over, as though each record were read and checked on its own.
+    """
+    data, base, want = b"", 0, BATCH_BYTES
+    lengths: dict[int, int] = {}  # the masked checksum of each length met: a file's records have a few lengths
+    while block := read_block(handle, want, path):
+        data = data + block if data else block
+        spans, used, want, problem = _split(data, base, lengths, path)
+        yield from _checked(data, spans, base, path)
+        if problem is not None:
+            raise problem
+        data, base = data[used:], base + used
+    if data:
+        yield None
+
+
+def _split(data: bytes, base: int, lengths: dict[int, int], path: Path) -> tuple[list[tuple[int, int, int]], int, int, InputError | None]:
+    """The whole records at the start of ``data`` (byte ``base`` of the file) as (start, length, data checksum), each
+    length checked before it is used; where they end; how many bytes to read next to complete the one after; and the
+    problem with that one, if any."""
+    spans: list[tuple[int, int, int]] = []
+    at, size = 0, len(data)
+    while at + 12 <= size:
+        length, checksum = _HEADER.unpack_from(data, at)
+        wanted = lengths.get(length)
+        if wanted is None:
+            wanted = _masked(crc32c(data[at : at + 8]))
+            if len(lengths) < 4096:
+                lengths[length] = wanted
+        if checksum != wanted:
+            return spans, at, 0, _corrupt(path, base + at)
         if length > MAX_RECORD_BYTES:
             limit = size_text(MAX_RECORD_BYTES)
-            raise InputError(
-                path, f"has a record of {length:,} bytes at byte {offset:,}, over the {limit} limit: not a TensorBoard event file"
-            )
-        body = read_block(handle, length + 4, path)
-        if len(body) < length + 4:
-            yield None
-            return
-        yield body[:length]
-        offset += 16 + length
+            problem = f"has a record of {length:,} bytes at byte {base + at:,}, over the {limit} limit: not a TensorBoard event file"
+            return spans, at, 0, InputError(path, problem)
+        end = at + 16 + length
+        if end > size:
+            return spans, at, max(BATCH_BYTES, end - size), None
+        spans.append((at, length, _CHECKSUM.unpack_from(data, end - 4)[0]))
+        at = end
+    return spans, at, BATCH_BYTES, None
+
+
+def _checked(data: bytes, spans: list[tuple[int, int, int]], base: int, path: Path) -> Iterator[bytes]:
+    """The data of each record span, in order, up to the first one whose data fails its checksum (an InputError)."""
+    if not spans:
+        return
+    payloads = [data[at + 12 : at + 12 + length] for at, length, _ in spans]
+    written = np.fromiter((checksum for _, _, checksum in spans), dtype=np.uint32, count=len(spans))
+    wrong = np.flatnonzero(_masked(crc32c_many(payloads)) != written)
+    bad = int(wrong[0]) if wrong.size else len(spans)
+    yield from payloads[:bad]
+    if bad < len(spans):
+        raise _corrupt(path, base + spans[bad][0])
+
+
+def _corrupt(path: Path, offset: int) -> InputError:
+    return InputError(path, f"record at byte {offset:,} fails its checksum: the file is corrupt")
 
 
 def _first(value: bytes, wire: int, fixed: int, size: int, fmt: str) -> list[float]:
@@ -241,39 +400,69 @@ def read(path: Path) -> Run:
     files = event_files(path)
     if not files:
         raise InputError(path, f"has no TensorBoard event files ({_PATTERN})")
-    builder = RunBuilder(path, name)
-    mapper = _Mapper()
-    epoch_axis = False
-    events = 0
-    loss_file: Path | None = None
+    run = _Scalars(path)
     for file in files:
-        validation = any(part.lower() in ("validation", "eval", "val") for part in file.relative_to(path).parts[:-1]) if path.is_dir() else False
+        run.read_file(file, validation=_in_validation_folder(path, file))
+    return run.build()
+
+
+def _in_validation_folder(path: Path, file: Path) -> bool:
+    """Whether an event file of a run directory lies under a ``validation`` (``eval``, ``val``) folder, as Keras writes them."""
+    if not path.is_dir():
+        return False
+    return any(part.lower() in ("validation", "eval", "val") for part in file.relative_to(path).parts[:-1])
+
+
+class _Scalars:
+    """The scalars of a run's event files, gathered into one RunBuilder, one file after the other."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.builder = RunBuilder(path, name)
+        self.mapper = _Mapper()
+        self.epoch_axis = False
+        self.events = 0
+        self.loss_file: Path | None = None
+
+    def read_file(self, file: Path, validation: bool) -> None:
         with open_log(file) as handle:
             for number, payload in enumerate(_records(handle, file), start=1):
                 if payload is None:
-                    builder.notes.append(f"{file.name}: the last record is cut short (still being written?) and was left out")
-                    break
-                try:
-                    wall, step, scalars = _event(payload)
-                except _BROKEN:
-                    raise InputError(file, f"is not a valid TensorBoard event file (record {number} does not decode)") from None
+                    self.builder.notes.append(f"{file.name}: the last record is cut short (still being written?) and was left out")
+                    return
+                wall, step, scalars = _decode(payload, file, number)
                 for tag, scalar in scalars:
-                    target = mapper.series(tag, validation)
-                    if target == "runtime":
-                        if math.isfinite(scalar):
-                            builder.runtime_s = scalar
-                    elif target is not None:
-                        events += 1
-                        epoch_axis = epoch_axis or _normal(tag).startswith("epoch_")
-                        builder.add(target, step, scalar)
-                        if target == "loss":
-                            builder.add_time(step, wall)
-                            loss_file = loss_file or file
-    if not events:
-        raise InputError(path, "has TensorBoard events but no loss, learning-rate or gradient-norm scalars")
-    builder.path = loss_file or path  # findings point at a file, as they do for every other format
-    return builder.build(
-        loss_name=mapper.loss_tag or "loss",
-        eval_names=dict(sorted(mapper.eval_names.items(), key=lambda kv: (kv[1] != "eval_loss", kv[1]))),
-        step_unit="epoch" if epoch_axis else "step",
-    )
+                    self.add(file, validation, wall, step, tag, scalar)
+
+    def add(self, file: Path, validation: bool, wall: float, step: int, tag: str, scalar: float) -> None:
+        target = self.mapper.series(tag, validation)
+        if target == "runtime":
+            if math.isfinite(scalar):
+                self.builder.runtime_s = scalar
+            return
+        if target is None:
+            return
+        self.events += 1
+        self.epoch_axis = self.epoch_axis or _normal(tag).startswith("epoch_")
+        self.builder.add(target, step, scalar)
+        if target == "loss":
+            self.builder.add_time(step, wall)
+            self.loss_file = self.loss_file or file
+
+    def build(self) -> Run:
+        if not self.events:
+            raise InputError(self.path, "has TensorBoard events but no loss, learning-rate or gradient-norm scalars")
+        self.builder.path = self.loss_file or self.path  # findings point at a file, as they do for every other format
+        return self.builder.build(
+            loss_name=self.mapper.loss_tag or "loss",
+            eval_names=dict(sorted(self.mapper.eval_names.items(), key=lambda kv: (kv[1] != "eval_loss", kv[1]))),
+            step_unit="epoch" if self.epoch_axis else "step",
+        )
+
+
+def _decode(payload: bytes, file: Path, number: int) -> tuple[float, int, list[tuple[str, float]]]:
+    """_event, every way it fails an InputError naming the record."""
+    try:
+        return _event(payload)
+    except _BROKEN:
+        raise InputError(file, f"is not a valid TensorBoard event file (record {number} does not decode)") from None
