@@ -29,7 +29,7 @@ from typing import Any
 
 from trainproof.errors import TrainproofError
 from trainproof.report import Level
-from trainproof.thresholds import DEFAULTS, Thresholds, describe
+from trainproof.thresholds import DEFAULTS, ThresholdInfo, Thresholds, describe
 
 FAIL_ON = ("fail", "warn", "never")
 KEYS = ("select", "ignore", "levels", "thresholds", "fail-on")
@@ -157,71 +157,23 @@ def _display(path: Path, cwd: Path | None) -> str:
 
 def parse(table: Mapping[str, Any], source: str) -> Settings:
     """Validate a configuration table into Settings; every error names its key and ``source``."""
-    from trainproof.checks.registry import ALIASES, BY_ID
-
-    def fail(key: str, problem: str) -> ConfigError:
-        return ConfigError(source, f"'{key}': {problem}")
-
-    def rule_ids(key: str) -> frozenset[str]:
-        value = table[key]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise fail(key, f"must be a list of rule ids, got {type(value).__name__}")
-        if key == "select" and not value:
-            raise fail(key, "is empty, which would turn every rule off; name rules to run, or use 'ignore'")
-        ids = []
-        for item in value:
-            rule_id = ALIASES.get(item.upper(), item.upper())
-            if rule_id not in BY_ID:
-                raise fail(key, f"unknown rule id '{item}' (see 'trainproof rules')")
-            ids.append(rule_id)
-        return frozenset(ids)
-
     for key in table:
         if key not in KEYS:
-            raise fail(key, f"unknown key (known: {', '.join(KEYS)})")
+            raise _error(source, key, f"unknown key (known: {', '.join(KEYS)})")
     origins: dict[str, str] = {}
-    select = rule_ids("select") if "select" in table else None
-    ignore = rule_ids("ignore") if "ignore" in table else frozenset()
+    select = _rule_ids(table, "select", source) if "select" in table else None
+    ignore = _rule_ids(table, "ignore", source) if "ignore" in table else frozenset()
     if select is not None:
         origins["select"] = source
     if ignore:
         origins["ignore"] = source
-
-    levels: dict[str, Level] = {}
-    raw_levels = table.get("levels", {})
-    if not isinstance(raw_levels, dict):
-        raise fail("levels", "must be a table of rule id = level")
-    for rule_key, value in raw_levels.items():
-        rule_id = ALIASES.get(rule_key.upper(), rule_key.upper())
-        if rule_id not in BY_ID:
-            raise fail(f"levels.{rule_key}", "unknown rule id (see 'trainproof rules')")
-        if not isinstance(value, str) or value.upper() not in Level.__members__:
-            raise fail(f"levels.{rule_key}", f"must be one of FAIL, WARN, INFO, got {value!r}")
-        levels[rule_id] = Level[value.upper()]
-        origins[f"level:{rule_id}"] = source
-
-    overrides: dict[str, float | int] = {}
-    raw_thresholds = table.get("thresholds", {})
-    if not isinstance(raw_thresholds, dict):
-        raise fail("thresholds", "must be a table of NAME = number")
-    known = {info.name: info for info in describe()}
-    for name, value in raw_thresholds.items():
-        if name not in known:
-            raise fail(f"thresholds.{name}", "unknown threshold (see 'trainproof rules --json')")
-        wants_int = known[name].type is int
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (wants_int and not isinstance(value, int)):
-            raise fail(f"thresholds.{name}", f"must be {'an integer' if wants_int else 'a number'}, got {value!r}")
-        if value not in known[name].range:
-            raise fail(f"thresholds.{name}", f"must be a finite number {known[name].range}, got {value!r}")
-        overrides[name] = value if wants_int else float(value)
-        origins[name] = source
-
-    fail_on = table.get("fail-on", "fail")
-    if fail_on not in FAIL_ON:
-        raise fail("fail-on", f"must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    levels = _levels(table.get("levels", {}), source)
+    origins.update({f"level:{rule_id}": source for rule_id in levels})
+    overrides = _thresholds(table.get("thresholds", {}), source)
+    origins.update(dict.fromkeys(overrides, source))
+    fail_on = _fail_on(table, source)
     if "fail-on" in table:
         origins["fail-on"] = source
-
     return Settings(
         thresholds=DEFAULTS.with_overrides(overrides) if overrides else DEFAULTS,
         select=select,
@@ -231,3 +183,76 @@ def parse(table: Mapping[str, Any], source: str) -> Settings:
         source=source,
         origins=origins,
     )
+
+
+def _error(source: str, key: str, problem: str) -> ConfigError:
+    return ConfigError(source, f"'{key}': {problem}")
+
+
+def _rule_id(name: str) -> str | None:
+    """The registered id a configured name means (case-insensitive, aliases followed), or None."""
+    from trainproof.checks.registry import ALIASES, RULES
+
+    rule_id = ALIASES.get(name.upper(), name.upper())
+    return rule_id if rule_id in RULES.ids() else None
+
+
+def _rule_ids(table: Mapping[str, Any], key: str, source: str) -> frozenset[str]:
+    """The rule ids of ``select`` or ``ignore``."""
+    value = table[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _error(source, key, f"must be a list of rule ids, got {type(value).__name__}")
+    if key == "select" and not value:
+        raise _error(source, key, "is empty, which would turn every rule off; name rules to run, or use 'ignore'")
+    ids = []
+    for item in value:
+        rule_id = _rule_id(item)
+        if rule_id is None:
+            raise _error(source, key, f"unknown rule id '{item}' (see 'trainproof rules')")
+        ids.append(rule_id)
+    return frozenset(ids)
+
+
+def _levels(raw: object, source: str) -> dict[str, Level]:
+    """The ``levels`` table: rule id = FAIL | WARN | INFO."""
+    if not isinstance(raw, dict):
+        raise _error(source, "levels", "must be a table of rule id = level")
+    levels: dict[str, Level] = {}
+    for rule_key, value in raw.items():
+        rule_id = _rule_id(rule_key)
+        if rule_id is None:
+            raise _error(source, f"levels.{rule_key}", "unknown rule id (see 'trainproof rules')")
+        if not isinstance(value, str) or value.upper() not in Level.__members__:
+            raise _error(source, f"levels.{rule_key}", f"must be one of FAIL, WARN, INFO, got {value!r}")
+        levels[rule_id] = Level[value.upper()]
+    return levels
+
+
+def _thresholds(raw: object, source: str) -> dict[str, float | int]:
+    """The ``thresholds`` table: NAME = number, of the threshold's type and within its range."""
+    if not isinstance(raw, dict):
+        raise _error(source, "thresholds", "must be a table of NAME = number")
+    known = {info.name: info for info in describe()}
+    overrides: dict[str, float | int] = {}
+    for name, value in raw.items():
+        if name not in known:
+            raise _error(source, f"thresholds.{name}", "unknown threshold (see 'trainproof rules --json')")
+        overrides[name] = _threshold_value(known[name], value, source)
+    return overrides
+
+
+def _threshold_value(info: ThresholdInfo, value: object, source: str) -> float | int:
+    """One threshold's configured value, checked against its type and range."""
+    wants_int = info.type is int
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (wants_int and not isinstance(value, int)):
+        raise _error(source, f"thresholds.{info.name}", f"must be {'an integer' if wants_int else 'a number'}, got {value!r}")
+    if value not in info.range:
+        raise _error(source, f"thresholds.{info.name}", f"must be a finite number {info.range}, got {value!r}")
+    return value if wants_int else float(value)
+
+
+def _fail_on(table: Mapping[str, Any], source: str) -> str:
+    fail_on = table.get("fail-on", "fail")
+    if fail_on not in FAIL_ON:
+        raise _error(source, "fail-on", f"must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    return fail_on

@@ -10,6 +10,7 @@ count as one).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -42,12 +43,21 @@ def median(values: np.ndarray, axis: int | None = None) -> np.ndarray | float:
     return float(result) if np.ndim(result) == 0 else result
 
 
-def robust_sigma(values: np.ndarray) -> float:
+@lru_cache(maxsize=8)
+def half_normal_quantile(q: float) -> float:
+    """How many sigmas the ``q`` quantile of ``|x|`` is for normal ``x`` (1.645 at 0.9), to three decimals."""
+    from statistics import NormalDist  # only a log that repeats values needs it
+
+    return round(NormalDist().inv_cdf((1.0 + q) / 2.0), 3)
+
+
+def robust_sigma(values: np.ndarray, fallback_quantile: float = Thresholds.NOISE_FALLBACK_QUANTILE) -> float:
     """Noise of a curve: scaled MAD of its first differences, divided by sqrt(2).
 
     Differencing removes the trend, the MAD ignores the few big jumps, so a
     falling noisy loss and a flat noisy loss with the same jitter get the same
-    sigma.
+    sigma. ``fallback_quantile`` is NOISE_FALLBACK_QUANTILE: :func:`profile`
+    passes the configured one.
     """
     if values.size < 3:
         return 0.0
@@ -55,9 +65,10 @@ def robust_sigma(values: np.ndarray) -> float:
     deviation = np.abs(d - median(d))
     mad = float(median(deviation))
     if mad == 0.0:
-        # A log printed with few decimals repeats values; fall back to the
-        # 90th percentile of the deviations (1.645 sigma for normal noise).
-        return float(np.quantile(deviation, 0.9)) / 1.645 / np.sqrt(2.0)
+        # A log printed with few decimals repeats values; fall back to a high
+        # quantile of the deviations (the 90th percentile is 1.645 sigma for
+        # normal noise).
+        return float(np.quantile(deviation, fallback_quantile)) / half_normal_quantile(fallback_quantile) / np.sqrt(2.0)
     return MAD_TO_SIGMA * mad / np.sqrt(2.0)
 
 
@@ -79,12 +90,12 @@ class Profile:
 
     steps: np.ndarray
     values: np.ndarray
-    start: float
+    start: float  # median of the first HEAD_POINTS points (or the first point, see above)
     start_last_step: int
     start_is_first_point: bool
-    head: float
-    head_last_step: int
-    end: float
+    head_window_median: float  # median of the first TAIL_SHARE of the points (at least HEAD_POINTS), the mirror of ``end``
+    head_window_last_step: int
+    end: float  # median of the last TAIL_SHARE of the points (at least HEAD_POINTS)
     end_first_step: int
     seg_medians: np.ndarray
     seg_first: np.ndarray
@@ -128,11 +139,11 @@ class Profile:
         return int(self.values.size - np.searchsorted(self.steps, self.end_first_step))
 
     @property
-    def head_points(self) -> int:
-        return int(np.searchsorted(self.steps, self.head_last_step, side="right"))
+    def head_window_points(self) -> int:
+        return int(np.searchsorted(self.steps, self.head_window_last_step, side="right"))
 
 
-def _blows_up_after_first(values: np.ndarray, start: float, sigmas: float, noise: float) -> bool:
+def _blows_up_after_first(values: np.ndarray, start: float, sigmas: float, noise: float, fallback_quantile: float) -> bool:
     """Are the points right after the first already ``sigmas`` noise sigmas above it?
 
     For a positive loss the comparison is made on the log scale, where the
@@ -145,7 +156,7 @@ def _blows_up_after_first(values: np.ndarray, start: float, sigmas: float, noise
         return False
     if first > 0 and bool((values > 0).all()):
         logs = np.log(values)
-        return bool(np.log(start) - np.log(first) > sigmas * robust_sigma(logs))
+        return bool(np.log(start) - np.log(first) > sigmas * robust_sigma(logs, fallback_quantile))
     return bool(start - first > sigmas * noise)
 
 
@@ -160,12 +171,12 @@ def profile(series: Series, t: Thresholds) -> Profile | None:
     k_tail = min(n, max(t.HEAD_POINTS, int(np.ceil(n * t.TAIL_SHARE))))
     bounds = segment_bounds(n, t.SEGMENTS, t.MIN_SEGMENT_POINTS)
     seg_medians = np.array([median(values[a:b]) for a, b in bounds])
-    noise = robust_sigma(values)
+    noise = robust_sigma(values, t.NOISE_FALLBACK_QUANTILE)
     start, start_last = float(median(values[:k_head])), int(steps[k_head - 1])
     # A blow-up in the first logged steps: the points right after the first
     # are already far above it, so their median would hide where the run
     # started. The first point is then the only honest start level.
-    first_is_start = _blows_up_after_first(values, start, t.NOISE_SIGMAS, noise)
+    first_is_start = _blows_up_after_first(values, start, t.NOISE_SIGMAS, noise, t.NOISE_FALLBACK_QUANTILE)
     if first_is_start:
         start, start_last = float(values[0]), int(steps[0])
     return Profile(
@@ -174,8 +185,8 @@ def profile(series: Series, t: Thresholds) -> Profile | None:
         start=start,
         start_last_step=start_last,
         start_is_first_point=first_is_start,
-        head=float(median(values[:k_tail])),
-        head_last_step=int(steps[k_tail - 1]),
+        head_window_median=float(median(values[:k_tail])),
+        head_window_last_step=int(steps[k_tail - 1]),
         end=float(median(values[n - k_tail :])),
         end_first_step=int(steps[n - k_tail]),
         seg_medians=seg_medians,
@@ -183,7 +194,7 @@ def profile(series: Series, t: Thresholds) -> Profile | None:
         seg_last=np.array([steps[b - 1] for _, b in bounds], dtype=np.int64),
         seg_size=np.array([b - a for a, b in bounds], dtype=np.int64),
         noise=noise,
-        log_noise=robust_sigma(np.log(values)) if bool((values > 0).all()) else None,
+        log_noise=robust_sigma(np.log(values), t.NOISE_FALLBACK_QUANTILE) if bool((values > 0).all()) else None,
     )
 
 
@@ -212,7 +223,7 @@ def neighbour_medians(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarra
 def rolling_median3(values: np.ndarray) -> np.ndarray:
     """Median of each point and its two neighbours (the ends use what they have)."""
     if values.size < 3:
-        return values.copy()
+        return np.full(values.size, median(values)) if values.size == 2 else values.astype(np.float64).copy()
     out = values.astype(np.float64).copy()
     out[1:-1] = median(np.lib.stride_tricks.sliding_window_view(values, 3), axis=1)
     out[0] = median(values[:2])

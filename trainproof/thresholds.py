@@ -13,21 +13,21 @@ from typing import Annotated, get_type_hints
 
 
 class Range:
-    """The values a threshold may take: at least ``low`` (above it when ``above``), at most ``high``."""
+    """The values a threshold may take: at least ``low`` (above it when ``above``), at most ``high`` (below it when ``below``)."""
 
-    __slots__ = ("low", "high", "above")
+    __slots__ = ("low", "high", "above", "below")
 
-    def __init__(self, low: float, high: float = math.inf, above: bool = False) -> None:
-        self.low, self.high, self.above = low, high, above
+    def __init__(self, low: float, high: float = math.inf, above: bool = False, below: bool = False) -> None:
+        self.low, self.high, self.above, self.below = low, high, above, below
 
     def __contains__(self, value: float) -> bool:
         if not math.isfinite(value):
             return False
-        return (value > self.low if self.above else value >= self.low) and value <= self.high
+        return (value > self.low if self.above else value >= self.low) and (value < self.high if self.below else value <= self.high)
 
     def __str__(self) -> str:
         low = f"{'>' if self.above else '>='} {self.low:g}"
-        return low if self.high == math.inf else f"{low} and <= {self.high:g}"
+        return low if self.high == math.inf else f"{low} and {'<' if self.below else '<='} {self.high:g}"
 
 
 COUNT = Range(1)
@@ -40,6 +40,8 @@ RATIO = Range(1)
 FRACTION = Range(0, 1)
 SHARE = Range(0, 1, above=True)
 """A share of the points that must be there: 0 would make the rule fire on nothing."""
+QUANTILE = Range(0, 1, above=True, below=True)
+"""A quantile strictly inside (0, 1): the normal quantile it is matched with is infinite at 1."""
 
 
 class Thresholds:
@@ -58,6 +60,7 @@ class Thresholds:
     SEGMENTS: Annotated[int, "segments", "The curve is summarised by the medians of at most this many equal-count segments.", COUNT] = 20
     MIN_SEGMENT_POINTS: Annotated[int, "points", "Each segment holds at least this many points.", COUNT] = 3
     NOISE_SIGMAS: Annotated[float, "robust sigmas", "A change smaller than this many robust noise sigmas (of log loss, for a positive loss) is noise.", NON_NEGATIVE] = 4.0
+    NOISE_FALLBACK_QUANTILE: Annotated[float, "quantile", "When most first differences are alike (a log printed with few decimals), the noise is read from this quantile of their absolute deviations, divided by the normal quantile that matches it (1.645 at 0.9), instead of from their median.", QUANTILE] = 0.9
 
     GRAD_NONFINITE_TOLERATED: Annotated[int, "points", "Up to this many non-finite gradient norms, with the loss finite throughout, are a WARN (a loss scaler skipping an overflow); more are a FAIL.", NON_NEGATIVE] = 1
 
@@ -78,6 +81,7 @@ class Thresholds:
 
     # --- learning rate -------------------------------------------------------
     LR_ZERO_FAIL_SHARE: Annotated[float, "fraction of logged steps", "A learning rate of exactly 0 on at least this share of logged steps is a FAIL.", SHARE] = 0.95
+    MIN_LR_POINTS: Annotated[int, "points", "Fewer finite learning-rate points than this and the learning-rate rules do not run.", COUNT] = 3
     LR_ZERO_WARN_SHARE: Annotated[float, "fraction of logged steps", "A learning rate of exactly 0 on at least this share of logged steps is a WARN.", SHARE] = 0.25
     LR_ZERO_TAIL_MIN_POINTS: Annotated[int, "points", "A learning rate of 0 from some step to the end, over at least this many points...", COUNT] = 3
     LR_ZERO_TAIL_MIN_SHARE: Annotated[float, "fraction of logged steps", "...and at least this share of the logged steps, is a WARN.", SHARE] = 0.05
@@ -93,11 +97,14 @@ class Thresholds:
     OVERFIT_MIN_EVALS: Annotated[int, "evaluations", "An eval-loss series with fewer points than this is not judged for overfitting.", AT_LEAST_2] = 4
     OVERFIT_RISE: Annotated[float, "fraction of best eval loss", "Eval loss that ends this share above its minimum has climbed...", NON_NEGATIVE] = 0.1
     OVERFIT_MIN_EVALS_AFTER_BEST: Annotated[int, "evaluations", "...over at least this many evaluations after the best one.", COUNT] = 2
+    OVERFIT_END_EVALS: Annotated[int, "evaluations", "The eval loss at the end is the median of (up to) this many last evaluations after the best one.", COUNT] = 3
 
     # --- speed ---------------------------------------------------------------
     STEP_TIME_CLIFF_RATIO: Annotated[float, "x earlier median", "Seconds per step at least this many times the earlier median, sustained, is a cliff.", RATIO] = 2.0
     STEP_TIME_CLIFF_MIN_SHARE: Annotated[float, "fraction of points", "The slow stretch must cover at least this share of the timed points.", SHARE] = 0.1
     LOADER_BOUND_SHARE: Annotated[float, "fraction of step time", "Data loading taking at least this share of each step makes the run loader-bound.", SHARE] = 0.5
+    MIN_TIMED_POINTS: Annotated[int, "points", "Fewer timed points than this and the speed rules do not run.", COUNT] = 10
+    STEP_TIME_NORMAL_QUANTILE: Annotated[float, "quantile", "The run's normal speed is this quantile of its segments' median seconds per step (low, so a long slow stretch does not become the norm).", FRACTION] = 0.25
 
     # --- live judging (the HF callback, trainproof watch) ---------------------
     GUARD_MIN_POINTS: Annotated[int, "points", "A growing run is first judged at this many training-loss points (a non-finite loss is judged at once).", COUNT] = 5
@@ -108,7 +115,11 @@ class Thresholds:
     CMP_END_RATIO: Annotated[float, "x baseline end", "An end loss level at least this many times the baseline's is a WARN.", RATIO] = 1.25
     CMP_IMPROVEMENT_SHARE: Annotated[float, "fraction of baseline improvement", "Improving by less than this share of what the baseline improved is a WARN.", FRACTION] = 0.5
     CMP_GRAD_SCALE_RATIO: Annotated[float, "x baseline median", "A median gradient norm this many times larger (or smaller) than the baseline's is a WARN.", RATIO] = 10.0
-    CMP_LR_ZERO_SHARE: Annotated[float, "fraction of logged steps", "A learning rate of 0 on this share of steps where the baseline's was not is a FAIL.", SHARE] = 0.5
+    CMP_LR_ZERO_SHARE: Annotated[float, "fraction of logged steps", "A learning rate of 0 on at least this share of the run's logged steps...", SHARE] = 0.5
+    CMP_BASELINE_LR_ZERO_SHARE: Annotated[float, "fraction of logged steps", "...while the baseline's is 0 on less than this share of its own, is a FAIL.", SHARE] = 0.05
+
+    # --- presentation (no verdict, finding or exit code depends on these) -----
+    CHART_SHARED_AXIS_MAX_RATIO: Annotated[float, "x training-loss median", "Presentation only: the HTML report draws an eval-loss curve on the training-loss chart when their medians are less than this many times apart, else on a chart of its own.", RATIO] = 10.0
 
     def __init__(self, **overrides: float | int) -> None:
         unknown = set(overrides) - set(names())

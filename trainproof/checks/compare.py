@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
-from trainproof import fmt
+from trainproof import figures
 from trainproof.checks.base import CompareContext, Hit, NotApplicable
 from trainproof.stats import Profile, median
 
@@ -19,8 +20,36 @@ def _both(ctx: CompareContext) -> tuple[Profile, Profile]:
 
 
 def improvement(prof: Profile) -> float:
-    """Share of its head level the loss shed by the end."""
-    return (prof.head - prof.end) / prof.head if prof.head > 0 else 0.0
+    """Share of its head level (the median of its first TAIL_SHARE) the loss shed by the end."""
+    head = prof.head_window_median
+    return (head - prof.end) / head if head > 0 else 0.0
+
+
+class Ratios(NamedTuple):
+    """The run against its baseline, as the compare rules judge it and the compare table shows it."""
+
+    floor_ratio: float | None
+    """The run's best level over the baseline's; None when the baseline's is not positive."""
+    end_ratio: float | None
+    """The run's end level over the baseline's; None when the baseline's is not positive."""
+    improvement: float
+    """Share of its head level the run shed by the end."""
+    baseline_improvement: float
+    """Share of its head level the baseline shed by the end."""
+
+
+def ratios(ctx: CompareContext) -> Ratios:
+    """The ratios of the run's robust levels to the baseline's; NotApplicable when either curve cannot be judged.
+
+    ``ratios(ctx)._asdict()`` is the compare table's metrics.
+    """
+    run, base = _both(ctx)
+    return Ratios(
+        floor_ratio=run.best / base.best if base.best > 0 else None,
+        end_ratio=run.end / base.end if base.end > 0 else None,
+        improvement=improvement(run),
+        baseline_improvement=improvement(base),
+    )
 
 
 def floor(ctx: CompareContext) -> Iterator[Hit]:
@@ -40,16 +69,16 @@ def floor(ctx: CompareContext) -> Iterator[Hit]:
     tokenizers or loss definitions; compare like with like.
     """
     run, base = _both(ctx)
-    if base.best <= 0:
+    ratio = ratios(ctx).floor_ratio
+    if ratio is None:
         raise NotApplicable("the baseline's best loss level is not positive")
-    ratio = run.best / base.best
     if ratio < ctx.t.CMP_FLOOR_RATIO:
         return
     yield Hit(
-        message=f"The run's loss floor is {fmt.ratio(ratio)} the baseline's: {fmt.num(run.best)} against {fmt.num(base.best)}.",
+        message=f"The run's loss floor is {figures.ratio(ratio)} the baseline's: {figures.num(run.best)} against {figures.num(base.best)}.",
         evidence=(
-            f"run best {fmt.num(run.best)} around step {fmt.step(run.segment_center(run.best_segment))}; "
-            f"baseline best {fmt.num(base.best)} around step {fmt.step(base.segment_center(base.best_segment))}"
+            f"run best {figures.num(run.best)} around step {figures.step(run.segment_center(run.best_segment))}; "
+            f"baseline best {figures.num(base.best)} around step {figures.step(base.segment_center(base.best_segment))}"
         ),
         values={"ratio": ratio, "run_best": run.best, "baseline_best": base.best},
         steps=(run.segment_center(run.best_segment),),
@@ -68,14 +97,14 @@ def end(ctx: CompareContext) -> Iterator[Hit]:
     Does not mean: a worse eval or task metric; the training loss is a proxy.
     """
     run, base = _both(ctx)
-    if base.end <= 0:
+    ratio = ratios(ctx).end_ratio
+    if ratio is None:
         raise NotApplicable("the baseline's end loss level is not positive")
-    ratio = run.end / base.end
     if ratio < ctx.t.CMP_END_RATIO:
         return
     yield Hit(
-        message=f"The run ends {fmt.ratio(ratio)} above the baseline's end loss: {fmt.num(run.end)} against {fmt.num(base.end)}.",
-        evidence=f"run end level {fmt.num(run.end)} from step {fmt.step(run.end_first_step)}; baseline end level {fmt.num(base.end)} from step {fmt.step(base.end_first_step)}",
+        message=f"The run ends {figures.ratio(ratio)} above the baseline's end loss: {figures.num(run.end)} against {figures.num(base.end)}.",
+        evidence=f"run end level {figures.num(run.end)} from step {figures.step(run.end_first_step)}; baseline end level {figures.num(base.end)} from step {figures.step(base.end_first_step)}",
         values={"ratio": ratio, "run_end": run.end, "baseline_end": base.end},
         steps=(int(run.steps[-1]),),
     )
@@ -96,14 +125,15 @@ def improved_less(ctx: CompareContext) -> Iterator[Hit]:
     Does not mean: the run will not catch up given more steps.
     """
     run, base = _both(ctx)
-    base_gain, run_gain = improvement(base), improvement(run)
+    measured = ratios(ctx)
+    base_gain, run_gain = measured.baseline_improvement, measured.improvement
     if base_gain < ctx.t.DEAD_MIN_IMPROVEMENT:
-        raise NotApplicable(f"the baseline itself improved only {fmt.pct(base_gain)}")
+        raise NotApplicable(f"the baseline itself improved only {figures.pct(base_gain)}")
     if run_gain >= ctx.t.CMP_IMPROVEMENT_SHARE * base_gain:
         return
     yield Hit(
-        message=f"The run improved {fmt.pct(max(run_gain, 0.0))} where the baseline improved {fmt.pct(base_gain)}.",
-        evidence=f"run {fmt.num(run.head)} -> {fmt.num(run.end)}; baseline {fmt.num(base.head)} -> {fmt.num(base.end)} (head and end medians)",
+        message=f"The run improved {figures.pct(max(run_gain, 0.0))} where the baseline improved {figures.pct(base_gain)}.",
+        evidence=f"run {figures.num(run.head_window_median)} -> {figures.num(run.end)}; baseline {figures.num(base.head_window_median)} -> {figures.num(base.end)} (head and end medians)",
         values={"run_improvement": round(run_gain, 4), "baseline_improvement": round(base_gain, 4)},
         steps=(int(run.steps[0]), int(run.steps[-1])),
     )
@@ -114,7 +144,8 @@ def worse_than_start(ctx: CompareContext) -> Iterator[Hit]:
 
     What it detects: the run's end level exceeds its start level (median of
     the first HEAD_POINTS points) by more than NOISE_SIGMAS robust noise
-    sigmas, while the baseline's end level is below its own start level.
+    sigmas (see NOISE_FALLBACK_QUANTILE), while the baseline's end level is
+    below its own start level.
     Why it matters: the known-good configuration shows the loss can fall on
     this task; this run made the model worse than no training at all.
     Fires on: a run going 1.40 -> 7.5 against a baseline going 1.52 -> 1.06.
@@ -127,8 +158,8 @@ def worse_than_start(ctx: CompareContext) -> Iterator[Hit]:
     if not (run.above(run.end, run.start, ctx.t.NOISE_SIGMAS, head_n, run.tail_points) and base.end < base.start):
         return
     yield Hit(
-        message=f"The run ends worse than it started ({fmt.num(run.start)} -> {fmt.num(run.end)}) while the baseline improved ({fmt.num(base.start)} -> {fmt.num(base.end)}).",
-        evidence=f"run start median of the first {min(run.n, ctx.t.HEAD_POINTS)} points, end median of the last {run.tail_points}; noise sigma {fmt.num(run.noise)}",
+        message=f"The run ends worse than it started ({figures.num(run.start)} -> {figures.num(run.end)}) while the baseline improved ({figures.num(base.start)} -> {figures.num(base.end)}).",
+        evidence=f"run start median of the first {min(run.n, ctx.t.HEAD_POINTS)} points, end median of the last {run.tail_points}; noise sigma {figures.num(run.noise)}",
         values={"run_start": run.start, "run_end": run.end, "baseline_start": base.start, "baseline_end": base.end},
         steps=(int(run.steps[0]), int(run.steps[-1])),
     )
@@ -162,8 +193,8 @@ def grad_scale(ctx: CompareContext) -> Iterator[Hit]:
     if 1 / limit < ratio < limit:
         return
     yield Hit(
-        message=f"The run's median gradient norm is {fmt.num(ratio)}x the baseline's: {fmt.num(run_m)} against {fmt.num(base_m)}.",
-        evidence=f"median of {run_v.size} finite run norms {fmt.num(run_m)}; of {base_v.size} baseline norms {fmt.num(base_m)}",
+        message=f"The run's median gradient norm is {figures.num(ratio)}x the baseline's: {figures.num(run_m)} against {figures.num(base_m)}.",
+        evidence=f"median of {run_v.size} finite run norms {figures.num(run_m)}; of {base_v.size} baseline norms {figures.num(base_m)}",
         values={"ratio": ratio, "run_median": run_m, "baseline_median": base_m},
     )
 
@@ -173,7 +204,7 @@ def lr_zero(ctx: CompareContext) -> Iterator[Hit]:
 
     What it detects: a learning rate of exactly 0 on at least
     CMP_LR_ZERO_SHARE of the run's logged steps while the baseline's is 0 on
-    less than LR_ZERO_TAIL_MIN_SHARE of its own.
+    less than CMP_BASELINE_LR_ZERO_SHARE of its own.
     Why it matters: the baseline shows a working schedule; this run's
     optimizer did not move for most of it.
     Fires on: a run logging learning_rate 0.0 throughout against a baseline
@@ -189,11 +220,11 @@ def lr_zero(ctx: CompareContext) -> Iterator[Hit]:
     if run_lr.size == 0 or base_lr.size == 0:
         raise NotApplicable("no finite learning rates to compare")
     run_share, base_share = float((run_lr == 0).mean()), float((base_lr == 0).mean())
-    if run_share < ctx.t.CMP_LR_ZERO_SHARE or base_share >= ctx.t.LR_ZERO_TAIL_MIN_SHARE:
+    if run_share < ctx.t.CMP_LR_ZERO_SHARE or base_share >= ctx.t.CMP_BASELINE_LR_ZERO_SHARE:
         return
     yield Hit(
-        message=f"The learning rate is 0 on {fmt.pct(run_share)} of the run's steps; the baseline's is 0 on {fmt.pct(base_share)}.",
-        evidence=f"run: {int((run_lr == 0).sum())} of {run_lr.size} logged rates are 0; baseline peaks at {fmt.num(base_lr.max())}",
+        message=f"The learning rate is 0 on {figures.pct(run_share)} of the run's steps; the baseline's is 0 on {figures.pct(base_share)}.",
+        evidence=f"run: {int((run_lr == 0).sum())} of {run_lr.size} logged rates are 0; baseline peaks at {figures.num(base_lr.max())}",
         values={"run_zero_share": round(run_share, 4), "baseline_zero_share": round(base_share, 4), "baseline_max_lr": float(base_lr.max())},
     )
 

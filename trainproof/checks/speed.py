@@ -6,30 +6,38 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from trainproof import fmt
+from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
 from trainproof.stats import median, segment_bounds
 
-_MIN_TIMED_POINTS = 10
-
 
 def _seconds_per_step(ctx: RunContext) -> tuple[np.ndarray, np.ndarray, str]:
-    timing = ctx.run.seconds_per_step(_MIN_TIMED_POINTS)
+    timing = ctx.run.seconds_per_step(ctx.t.MIN_TIMED_POINTS)
     if timing is None:
         raise NotApplicable("the log has no step time or timestamps")
     return timing
+
+
+def _percentile(quantile: float) -> str:
+    """``0.25`` as "25th percentile"."""
+    number = f"{quantile * 100:g}"
+    suffix = "th"
+    if number.isdigit() and not number.endswith(("11", "12", "13")):
+        suffix = {"1": "st", "2": "nd", "3": "rd"}.get(number[-1], "th")
+    return f"{number}{suffix} percentile"
 
 
 def step_time_cliff(ctx: RunContext) -> Iterator[Hit]:
     """Steps became much slower for a long stretch of the run, or to its end.
 
     What it detects: seconds per step (differences of timestamps, else the
-    step-time column) summarised by the medians of up to SEGMENTS segments of
-    at least MIN_SEGMENT_POINTS points; the
-    run's normal speed is the 25th percentile of those medians, and a stretch
-    of consecutive segments at least STEP_TIME_CLIFF_RATIO times slower,
-    covering at least STEP_TIME_CLIFF_MIN_SHARE of the timed points, is a
-    cliff. The finding names where it starts and ends and the time it cost.
+    step-time column), when at least MIN_TIMED_POINTS are timed, summarised
+    by the medians of up to SEGMENTS segments of at least MIN_SEGMENT_POINTS
+    points; the run's normal speed is the STEP_TIME_NORMAL_QUANTILE quantile
+    of those medians, and a stretch of consecutive segments at least
+    STEP_TIME_CLIFF_RATIO times slower, covering at least
+    STEP_TIME_CLIFF_MIN_SHARE of the timed points, is a cliff. The finding
+    names where it starts and ends and the time it cost.
     Why it matters: a run that slows down 2x doubles its bill for as long as
     it lasts; typical causes are thermal throttling, a memory leak driving
     swap or allocator churn, a growing eval or checkpoint cost, another job
@@ -41,11 +49,11 @@ def step_time_cliff(ctx: RunContext) -> Iterator[Hit]:
     """
     steps, per_step, source = _seconds_per_step(ctx)
     t = ctx.t
-    if per_step.size < _MIN_TIMED_POINTS:
-        raise NotApplicable(f"only {per_step.size} timed points (needs {_MIN_TIMED_POINTS})")
+    if per_step.size < t.MIN_TIMED_POINTS:
+        raise NotApplicable(f"only {per_step.size} timed points (needs {t.MIN_TIMED_POINTS})")
     bounds = segment_bounds(per_step.size, t.SEGMENTS, t.MIN_SEGMENT_POINTS)
     medians = np.array([median(per_step[a:b]) for a, b in bounds])
-    normal = float(np.quantile(medians, 0.25))
+    normal = float(np.quantile(medians, t.STEP_TIME_NORMAL_QUANTILE))
     if normal <= 0:
         return
     slow = medians >= t.STEP_TIME_CLIFF_RATIO * normal
@@ -70,16 +78,16 @@ def step_time_cliff(ctx: RunContext) -> Iterator[Hit]:
         return
     lost, a, b, inside, first_step, last_step = max(stretches)
     to_end = b == per_step.size
-    where = f"from about step {fmt.step(first_step)} to the end" if to_end else f"from about step {fmt.step(first_step)} to step {fmt.step(last_step)}"
+    where = f"from about step {figures.step(first_step)} to the end" if to_end else f"from about step {figures.step(first_step)} to step {figures.step(last_step)}"
     more = f" {len(stretches) - 1} other slow stretch{'es' if len(stretches) > 2 else ''} too." if len(stretches) > 1 else ""
     yield Hit(
         message=(
-            f"Steps got {fmt.ratio(inside / normal)} slower {where}: {fmt.num(inside)} s/step against "
-            f"{fmt.num(normal)} s/step normally, about {fmt.duration(lost)} lost.{more}"
+            f"Steps got {figures.ratio(inside / normal)} slower {where}: {figures.num(inside)} s/step against "
+            f"{figures.num(normal)} s/step normally, about {figures.duration(lost)} lost.{more}"
         ),
         evidence=(
-            f"median seconds per step from {source}: {fmt.num(inside)} over {b - a} timed points in the slow stretch; "
-            f"normal speed (25th percentile of {len(bounds)} segment medians) {fmt.num(normal)}"
+            f"median seconds per step from {source}: {figures.num(inside)} over {b - a} timed points in the slow stretch; "
+            f"normal speed ({_percentile(t.STEP_TIME_NORMAL_QUANTILE)} of {len(bounds)} segment medians) {figures.num(normal)}"
         ),
         values={"ratio": inside / normal, "from_step": first_step, "to_step": last_step, "slow_s": inside,
                 "normal_s": normal, "lost_s": round(lost, 1), "to_end": int(to_end)},
@@ -91,7 +99,8 @@ def loader_bound(ctx: RunContext) -> Iterator[Hit]:
     """The run spends most of each step waiting for data.
 
     What it detects: the median loader time is at least LOADER_BOUND_SHARE of
-    the median loader time plus the median step (compute) time.
+    the median loader time plus the median step (compute) time, over at
+    least MIN_TIMED_POINTS finite points of each.
     Why it matters: the accelerator idles while the input pipeline catches
     up; more workers, pinned memory, pre-tokenised or pre-decoded data, or
     faster storage buy the time back without touching the model.
@@ -103,17 +112,18 @@ def loader_bound(ctx: RunContext) -> Iterator[Hit]:
     if run.loader_time is None or run.step_time is None:
         raise NotApplicable("the log has no loader-time and step-time columns")
     loader, compute = run.loader_time.finite_part().values, run.step_time.finite_part().values
-    if loader.size < _MIN_TIMED_POINTS or compute.size < _MIN_TIMED_POINTS:
-        raise NotApplicable(f"fewer than {_MIN_TIMED_POINTS} timed points")
+    t = ctx.t
+    if loader.size < t.MIN_TIMED_POINTS or compute.size < t.MIN_TIMED_POINTS:
+        raise NotApplicable(f"fewer than {t.MIN_TIMED_POINTS} timed points")
     wait, work = float(median(loader)), float(median(compute))
     if wait + work <= 0:
         return
     share = wait / (wait + work)
-    if share < ctx.t.LOADER_BOUND_SHARE:
+    if share < t.LOADER_BOUND_SHARE:
         return
     yield Hit(
-        message=f"The run is loader-bound: {fmt.pct(share)} of each step is spent waiting for data.",
-        evidence=f"median loader time {fmt.num(wait)} s, median step time {fmt.num(work)} s over {loader.size} points",
+        message=f"The run is loader-bound: {figures.pct(share)} of each step is spent waiting for data.",
+        evidence=f"median loader time {figures.num(wait)} s, median step time {figures.num(work)} s over {loader.size} points",
         values={"loader_share": round(share, 4), "loader_s": wait, "step_s": work},
         steps=(int(run.loader_time.steps[0]), int(run.loader_time.steps[-1])),
     )

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from trainproof import fmt
+from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
 from trainproof.stats import median, neighbour_medians
 
@@ -22,7 +22,7 @@ def _local_level(values: np.ndarray, k: int) -> np.ndarray:
 
 def _listing(steps: np.ndarray, values: np.ndarray, ratios: np.ndarray, limit: int = 5) -> str:
     order = np.sort(np.argsort(-ratios, kind="stable")[:limit])
-    parts = [f"{fmt.num(values[i])} at step {fmt.step(steps[i])} ({fmt.ratio(ratios[i])} local level)" for i in order]
+    parts = [f"{figures.num(values[i])} at step {figures.step(steps[i])} ({figures.ratio(ratios[i])} local level)" for i in order]
     more = len(steps) - len(order)
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
@@ -33,8 +33,8 @@ def _spike_hit(kind: str, steps: np.ndarray, values: np.ndarray, ratio: np.ndarr
     count = int(spike.sum())
     return Hit(
         message=(
-            f"{kind} {count} time{'s' if count > 1 else ''}, up to {fmt.num(s_values[top])} at step "
-            f"{fmt.step(s_steps[top])} ({fmt.ratio(s_ratio[top])} its local level)."
+            f"{kind} {count} time{'s' if count > 1 else ''}, up to {figures.num(s_values[top])} at step "
+            f"{figures.step(s_steps[top])} ({figures.ratio(s_ratio[top])} its local level)."
         ),
         evidence=_listing(s_steps, s_values, s_ratio) + extra,
         values={
@@ -85,7 +85,8 @@ def loss_spike(ctx: RunContext) -> Iterator[Hit]:
     What it detects: a loss point at least LOSS_SPIKE_RATIO times the higher
     of two medians, of the SPIKE_NEIGHBOURS points before and the
     SPIKE_NEIGHBOURS points after, and LOSS_SPIKE_SIGMAS robust noise sigmas
-    above it. Because the points after it are back down, the spike recovered.
+    (see NOISE_FALLBACK_QUANTILE) above it. Because the points after it are
+    back down, the spike recovered.
     Needs SPIKE_MIN_POINTS points.
     Why it matters: a transient spike is the optimizer taking a bad step (a
     corrupt or extreme batch, a learning rate that momentum barely
@@ -96,7 +97,6 @@ def loss_spike(ctx: RunContext) -> Iterator[Hit]:
     stays quiet when TP-DIVERGE fired, whose blow-up explains the jumps.
     Does not mean: the run is broken; it says which steps' batches to look at.
     """
-    ctx.unless_fired("TP-DIVERGE")
     prof = ctx.curve()
     t = ctx.t
     if prof.n < t.SPIKE_MIN_POINTS:
@@ -108,4 +108,4 @@ def loss_spike(ctx: RunContext) -> Iterator[Hit]:
     ratio = np.nan_to_num(ratio, nan=0.0)
     spike = (ratio >= t.LOSS_SPIKE_RATIO) & (values - level >= t.LOSS_SPIKE_SIGMAS * prof.noise)
     if spike.any():
-        yield _spike_hit("Training loss spiked and recovered", steps, values, ratio, spike, f"; noise sigma {fmt.num(prof.noise)}")
+        yield _spike_hit("Training loss spiked and recovered", steps, values, ratio, spike, f"; noise sigma {figures.num(prof.noise)}")

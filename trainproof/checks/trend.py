@@ -6,32 +6,33 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from trainproof import fmt
+from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
+from trainproof.checks.sentences import nearest_checkpoint
 from trainproof.report import Level
 from trainproof.stats import Profile, rolling_median3, share_after, trend_t
 
 
 def _span(prof: Profile, first: int, last: int) -> str:
-    return f"steps {fmt.step(first)}-{fmt.step(last)}" if first != last else f"step {fmt.step(first)}"
+    return f"steps {figures.step(first)}-{figures.step(last)}" if first != last else f"step {figures.step(first)}"
 
 
 def _start(prof: Profile) -> str:
     if prof.start_is_first_point:
-        return f"start {fmt.num(prof.start)} (the first logged point: the next ones are already far above it)"
-    return f"start {fmt.num(prof.start)} (median of {_span(prof, int(prof.steps[0]), prof.start_last_step)})"
+        return f"start {figures.num(prof.start)} (the first logged point: the next ones are already far above it)"
+    return f"start {figures.num(prof.start)} (median of {_span(prof, int(prof.steps[0]), prof.start_last_step)})"
 
 
 def _levels(prof: Profile) -> str:
     return (
         f"{_start(prof)}, "
-        f"end {fmt.num(prof.end)} (median of {_span(prof, prof.end_first_step, int(prof.steps[-1]))})"
+        f"end {figures.num(prof.end)} (median of {_span(prof, prof.end_first_step, int(prof.steps[-1]))})"
     )
 
 
 def _best(prof: Profile) -> str:
     k = prof.best_segment
-    return f"lowest segment median {fmt.num(prof.best)} ({_span(prof, int(prof.seg_first[k]), int(prof.seg_last[k]))})"
+    return f"lowest segment median {figures.num(prof.best)} ({_span(prof, int(prof.seg_first[k]), int(prof.seg_last[k]))})"
 
 
 def diverge(ctx: RunContext) -> Iterator[Hit]:
@@ -44,7 +45,7 @@ def diverge(ctx: RunContext) -> Iterator[Hit]:
     not hide where the run started), or at least DIVERGE_BEST_RATIO times the best
     level (lowest median of up to SEGMENTS equal segments) after giving back
     at least DIVERGE_GIVEBACK_SHARE of what the run had gained; in both cases
-    by more than NOISE_SIGMAS robust noise sigmas.
+    by more than NOISE_SIGMAS robust noise sigmas (see NOISE_FALLBACK_QUANTILE).
     Why it matters: a diverged run rarely recovers; every step after the best
     level is spent making the model worse. The finding names the step of the
     best level, the share of the run spent after it, and the checkpoint the
@@ -80,13 +81,11 @@ def diverge(ctx: RunContext) -> Iterator[Hit]:
         return
     after = share_after(first, last, best_step)
     if from_start:
-        head = f"it ends {fmt.ratio(prof.end / prof.start)} above where it started ({fmt.num(prof.start)} -> {fmt.num(prof.end)})"
+        head = f"it ends {figures.ratio(prof.end / prof.start)} above where it started ({figures.num(prof.start)} -> {figures.num(prof.end)})"
     else:
-        head = f"it ends {fmt.ratio(prof.end / prof.best)} above its best level ({fmt.num(prof.best)} -> {fmt.num(prof.end)})"
-    best_text = f"Its best level was {fmt.num(best_level)} around step {fmt.step(best_step)}; {fmt.pct(after)} of the run came after it."
-    checkpoint = ctx.run.checkpoint_nearest(best_step)
-    if checkpoint is not None:
-        best_text += f" Nearest checkpoint the trainer recorded: {checkpoint.path} (step {fmt.step(checkpoint.step)})."
+        head = f"it ends {figures.ratio(prof.end / prof.best)} above its best level ({figures.num(prof.best)} -> {figures.num(prof.end)})"
+    keep, keep_values = nearest_checkpoint(ctx.run, best_step)
+    best_text = f"Its best level was {figures.num(best_level)} around step {figures.step(best_step)}; {figures.pct(after)} of the run came after it.{keep}"
     values: dict = {
         "start": prof.start,
         "end": prof.end,
@@ -94,12 +93,11 @@ def diverge(ctx: RunContext) -> Iterator[Hit]:
         "best_step": best_step,
         "share_after_best": round(after, 4),
         "noise_sigma": prof.noise,
+        **keep_values,
     }
-    if checkpoint is not None:
-        values["nearest_checkpoint"] = checkpoint.path
     yield Hit(
         message=f"Training loss diverged: {head}. {best_text}",
-        evidence=f"{_levels(prof)}, {_best(prof)}, noise sigma {fmt.num(prof.noise)}",
+        evidence=f"{_levels(prof)}, {_best(prof)}, noise sigma {figures.num(prof.noise)}",
         values=values,
         steps=(best_step, last),
     )
@@ -115,7 +113,7 @@ def no_learning(ctx: RunContext) -> Iterator[Hit]:
     the rank correlation between step and loss is above -DEAD_TREND_T); and
     its best segment level is not a real improvement either (less than
     DEAD_MIN_IMPROVEMENT below the head, or within NOISE_SIGMAS robust noise
-    sigmas of it).
+    sigmas of it; see NOISE_FALLBACK_QUANTILE).
     Why it matters: a run whose loss never moves learned nothing; the usual
     causes are a zero or tiny learning rate, frozen parameters, a detached
     loss, or labels that carry no signal.
@@ -125,31 +123,31 @@ def no_learning(ctx: RunContext) -> Iterator[Hit]:
     Does not mean: every parameter is frozen; check TP-LR-ZERO and the
     trainable-parameter count.
     """
-    ctx.unless_fired("TP-LOSS-ZERO", "TP-LOSS-FLAT", "TP-DIVERGE")
     prof = ctx.curve()
     t = ctx.t
-    if prof.head <= 0:
+    head = prof.head_window_median
+    if head <= 0:
         raise NotApplicable("the loss's head level is not positive")
-    end_gain = (prof.head - prof.end) / prof.head
+    end_gain = (head - prof.end) / head
     trend = trend_t(prof.values)
     learned_by_end = end_gain >= t.DEAD_MIN_IMPROVEMENT and trend <= -t.DEAD_TREND_T
-    best_gain = (prof.head - prof.best) / prof.head
+    best_gain = (head - prof.best) / head
     best_segment = int(prof.seg_size[prof.best_segment])
-    best_is_real = best_gain >= t.DEAD_MIN_IMPROVEMENT and prof.above(prof.head, prof.best, t.NOISE_SIGMAS, prof.head_points, best_segment)
+    best_is_real = best_gain >= t.DEAD_MIN_IMPROVEMENT and prof.above(head, prof.best, t.NOISE_SIGMAS, prof.head_window_points, best_segment)
     if learned_by_end or best_is_real:
         return
-    change = f"{fmt.pct(end_gain)} below" if end_gain >= 0 else f"{fmt.pct(-end_gain)} above"
+    change = f"{figures.pct(end_gain)} below" if end_gain >= 0 else f"{figures.pct(-end_gain)} above"
     yield Hit(
         message=(
-            f"Training loss shows no real improvement: {fmt.num(prof.head)} at the start, {fmt.num(prof.end)} at the end "
-            f"({change} the start; needs {fmt.pct(t.DEAD_MIN_IMPROVEMENT)} below)."
+            f"Training loss shows no real improvement: {figures.num(head)} at the start, {figures.num(prof.end)} at the end "
+            f"({change} the start; needs {figures.pct(t.DEAD_MIN_IMPROVEMENT)} below)."
         ),
         evidence=(
-            f"head {fmt.num(prof.head)} (median of {_span(prof, int(prof.steps[0]), prof.head_last_step)}), "
-            f"end {fmt.num(prof.end)} (median of {_span(prof, prof.end_first_step, int(prof.steps[-1]))}), "
-            f"{_best(prof)}, trend t {trend:.2f} (needs {-t.DEAD_TREND_T:.1f} or lower), noise sigma {fmt.num(prof.noise)} over {prof.n} points"
+            f"head {figures.num(head)} (median of {_span(prof, int(prof.steps[0]), prof.head_window_last_step)}), "
+            f"end {figures.num(prof.end)} (median of {_span(prof, prof.end_first_step, int(prof.steps[-1]))}), "
+            f"{_best(prof)}, trend t {trend:.2f} (needs {-t.DEAD_TREND_T:.1f} or lower), noise sigma {figures.num(prof.noise)} over {prof.n} points"
         ),
-        values={"head": prof.head, "end": prof.end, "best": prof.best, "improvement": round(end_gain, 4),
+        values={"head": head, "end": prof.end, "best": prof.best, "improvement": round(end_gain, 4),
                 "trend_t": round(trend, 3), "noise_sigma": prof.noise},
         steps=(int(prof.steps[0]), int(prof.steps[-1])),
     )
@@ -186,7 +184,6 @@ def plateau(ctx: RunContext) -> Iterator[Hit]:
     Does not mean: the model stopped getting better on the metric you care
     about; eval metrics can still move on a flat training loss.
     """
-    ctx.unless_fired("TP-LOSS-ZERO", "TP-LOSS-FLAT", "TP-DIVERGE", "TP-NO-LEARNING")
     prof = ctx.curve()
     t = ctx.t
     level = prof.end * (1 + t.PLATEAU_GAIN)
@@ -194,7 +191,7 @@ def plateau(ctx: RunContext) -> Iterator[Hit]:
     # segments keeps one lucky segment from starting the plateau early.
     smoothed = rolling_median3(prof.seg_medians)
     below = np.flatnonzero(smoothed <= level)
-    if below.size == 0 or prof.head <= level:
+    if below.size == 0 or prof.head_window_median <= level:
         return
     k = int(below[0])
     from_step = prof.segment_center(k)
@@ -206,17 +203,17 @@ def plateau(ctx: RunContext) -> Iterator[Hit]:
     bought = (at - prof.end) / at if at else 0.0
     seconds, clock = _elapsed(ctx, from_step, last, share)
     long_enough = seconds is not None and seconds >= t.PLATEAU_WARN_S
-    spent = f" ({fmt.duration(seconds)})" if seconds is not None else ""
-    gain = f"bought {fmt.pct(bought)}" if bought > 0 else "bought nothing"
+    spent = f" ({figures.duration(seconds)})" if seconds is not None else ""
+    gain = f"bought {figures.pct(bought)}" if bought > 0 else "bought nothing"
     yield Hit(
         message=(
-            f"Training loss plateaued from about step {fmt.step(from_step)}: the last {fmt.pct(share)} of the run{spent} "
-            f"{gain} ({fmt.num(at)} -> {fmt.num(prof.end)})."
+            f"Training loss plateaued from about step {figures.step(from_step)}: the last {figures.pct(share)} of the run{spent} "
+            f"{gain} ({figures.num(at)} -> {figures.num(prof.end)})."
         ),
         evidence=(
-            f"level {fmt.num(at)} around steps {fmt.step(int(prof.seg_first[k]))}-{fmt.step(int(prof.seg_last[k]))} is within "
-            f"{fmt.pct(t.PLATEAU_GAIN)} of the end level {fmt.num(prof.end)}; time on the plateau "
-            f"{fmt.duration(seconds) if seconds is not None else 'unknown'} ({clock})"
+            f"level {figures.num(at)} around steps {figures.step(int(prof.seg_first[k]))}-{figures.step(int(prof.seg_last[k]))} is within "
+            f"{figures.pct(t.PLATEAU_GAIN)} of the end level {figures.num(prof.end)}; time on the plateau "
+            f"{figures.duration(seconds) if seconds is not None else 'unknown'} ({clock})"
         ),
         values={
             "plateau_step": from_step,

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from trainproof import fmt
+from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext, zero_tail
 from trainproof.model import Series
 from trainproof.report import Level
@@ -26,15 +26,15 @@ def _nonfinite(series: Series, label: str) -> Iterator[Hit]:
     for s in steps[:5]:
         text = series.raw.get(s)
         value = series.values[series.steps == s][0]
-        shown.append(f"{fmt.step(s)} ({text!r})" if text is not None else f"{fmt.step(s)} ({fmt.num(value)})")
+        shown.append(f"{figures.step(s)} ({text!r})" if text is not None else f"{figures.step(s)} ({figures.num(value)})")
     more = f" and {count - 5} more" if count > 5 else ""
     finite_before = series.finite & (series.steps < steps[0])
     before = ""
     if finite_before.any():
         i = int(np.flatnonzero(finite_before)[-1])
-        before = f"; last finite value before it {fmt.num(series.values[i])} at step {fmt.step(series.steps[i])}"
+        before = f"; last finite value before it {figures.num(series.values[i])} at step {figures.step(series.steps[i])}"
     yield Hit(
-        message=f"The {label} is not a finite number at {count} of {len(series)} logged steps, first at step {fmt.step(steps[0])}.",
+        message=f"The {label} is not a finite number at {count} of {len(series)} logged steps, first at step {figures.step(steps[0])}.",
         evidence=f"non-finite {label} at steps {', '.join(shown)}{more}{before}",
         values={"nonfinite": count, "logged": len(series), "first_step": steps[0]},
         steps=tuple(steps[:_MAX_STEPS]),
@@ -130,15 +130,15 @@ def loss_zero(ctx: RunContext) -> Iterator[Hit]:
     zero_steps = steps[first:]
     if first == 0:
         message = f"The training loss is exactly 0 at all {tail} logged steps."
-        evidence = f"loss 0 at steps {fmt.step(zero_steps[0])} to {fmt.step(zero_steps[-1])}"
+        evidence = f"loss 0 at steps {figures.step(zero_steps[0])} to {figures.step(zero_steps[-1])}"
     else:
         message = (
-            f"The training loss is exactly 0 from step {fmt.step(zero_steps[0])} to the end of the log "
+            f"The training loss is exactly 0 from step {figures.step(zero_steps[0])} to the end of the log "
             f"({tail} of {values.size} points)."
         )
         evidence = (
-            f"loss {fmt.num(before[-1])} at step {fmt.step(steps[first - 1])}, then exactly 0 at steps "
-            f"{fmt.step(zero_steps[0])} to {fmt.step(zero_steps[-1])}"
+            f"loss {figures.num(before[-1])} at step {figures.step(steps[first - 1])}, then exactly 0 at steps "
+            f"{figures.step(zero_steps[0])} to {figures.step(zero_steps[-1])}"
         )
     yield Hit(
         message=message + " A real loss is never exactly zero: labels fully masked, or a NaN hidden by logging.",
@@ -179,8 +179,8 @@ def loss_flat(ctx: RunContext) -> Iterator[Hit]:
 
 def _lr(ctx: RunContext) -> tuple[np.ndarray, np.ndarray]:
     lr = ctx.series("learning_rate", "learning rate").finite_part()
-    if len(lr) < 3:
-        raise NotApplicable(f"only {len(lr)} finite learning-rate points (needs 3)")
+    if len(lr) < ctx.t.MIN_LR_POINTS:
+        raise NotApplicable(f"only {len(lr)} finite learning-rate points (needs {ctx.t.MIN_LR_POINTS})")
     return lr.steps, lr.values
 
 
@@ -188,7 +188,8 @@ def lr_zero(ctx: RunContext) -> Iterator[Hit]:
     """Learning rate is exactly 0 on (nearly) every logged step.
 
     What it detects: a logged learning rate of exactly 0 on at least
-    LR_ZERO_FAIL_SHARE of the logged steps.
+    LR_ZERO_FAIL_SHARE of the logged steps, when at least MIN_LR_POINTS
+    finite rates are logged.
     Why it matters: with a zero learning rate the optimizer never moves the
     weights; the whole run is spent computing gradients that are thrown away.
     Usual causes: a scheduler built with zero peak, warmup longer than the
@@ -205,7 +206,7 @@ def lr_zero(ctx: RunContext) -> Iterator[Hit]:
         return
     yield Hit(
         message=f"The learning rate is 0 on {int(zero.sum())} of {values.size} logged steps: the optimizer never moved the weights.",
-        evidence=f"learning rate exactly 0 on {fmt.pct(share)} of logged steps ({fmt.step(steps[0])} to {fmt.step(steps[-1])}); largest logged value {fmt.num(values.max())}",
+        evidence=f"learning rate exactly 0 on {figures.pct(share)} of logged steps ({figures.step(steps[0])} to {figures.step(steps[-1])}); largest logged value {figures.num(values.max())}",
         values={"zero_share": round(share, 4), "zero_points": int(zero.sum()), "points": int(values.size), "max_lr": float(values.max())},
         steps=tuple(steps[zero][:_MAX_STEPS].tolist()),
     )
@@ -217,14 +218,14 @@ def lr_zero_partial(ctx: RunContext) -> Iterator[Hit]:
     What it detects: a learning rate of exactly 0 from some step to the end
     of the log over at least LR_ZERO_TAIL_MIN_POINTS points and
     LR_ZERO_TAIL_MIN_SHARE of the logged steps, or exactly 0 on at least
-    LR_ZERO_WARN_SHARE of the logged steps anywhere.
+    LR_ZERO_WARN_SHARE of the logged steps anywhere, when at least
+    MIN_LR_POINTS finite rates are logged.
     Why it matters: those steps cost as much as any other and change nothing.
     Fires on: a schedule whose decay reaches 0 long before max_steps, or a
     warmup that starts late.
     Does not fire on: a linear or cosine decay whose last logged value is 0.
     Does not mean: the run failed; the steps before were real training.
     """
-    ctx.unless_fired("TP-LR-ZERO")
     steps, values = _lr(ctx)
     zero = values == 0
     tail = zero_tail(values)
@@ -233,15 +234,15 @@ def lr_zero_partial(ctx: RunContext) -> Iterator[Hit]:
     if tail >= ctx.t.LR_ZERO_TAIL_MIN_POINTS and tail_share >= ctx.t.LR_ZERO_TAIL_MIN_SHARE:
         first = int(steps[values.size - tail])
         yield Hit(
-            message=f"The learning rate is 0 from step {fmt.step(first)} to the end: the last {fmt.pct(tail_share)} of logged steps trained nothing.",
-            evidence=f"learning rate {fmt.num(values[values.size - tail - 1])} at step {fmt.step(steps[values.size - tail - 1])}, then exactly 0 on the last {tail} logged steps",
+            message=f"The learning rate is 0 from step {figures.step(first)} to the end: the last {figures.pct(tail_share)} of logged steps trained nothing.",
+            evidence=f"learning rate {figures.num(values[values.size - tail - 1])} at step {figures.step(steps[values.size - tail - 1])}, then exactly 0 on the last {tail} logged steps",
             values={"zero_tail_points": tail, "points": int(values.size), "first_zero_step": first},
             steps=(first, int(steps[-1])),
         )
     elif share >= ctx.t.LR_ZERO_WARN_SHARE:
         yield Hit(
-            message=f"The learning rate is 0 on {fmt.pct(share)} of logged steps.",
-            evidence=f"learning rate exactly 0 at {int(zero.sum())} of {values.size} logged steps, first at step {fmt.step(steps[zero][0])}",
+            message=f"The learning rate is 0 on {figures.pct(share)} of logged steps.",
+            evidence=f"learning rate exactly 0 at {int(zero.sum())} of {values.size} logged steps, first at step {figures.step(steps[zero][0])}",
             values={"zero_share": round(share, 4), "zero_points": int(zero.sum()), "points": int(values.size)},
             steps=tuple(steps[zero][:_MAX_STEPS].tolist()),
         )
