@@ -137,6 +137,20 @@ def test_action_is_valid_and_hardened():
     assert "pip install trainproof" not in (REPO / "action.yml").read_text()
 
 
+def test_the_actions_commands_are_the_clis_judging_commands():
+    from trainproof.cli import JUDGING_COMMANDS, build_parser
+
+    script = next(step["run"] for step in ACTION["runs"]["steps"] if "INPUT_COMMAND" in step.get("run", ""))
+    accepted = re.search(r'case "\$INPUT_COMMAND" in\s+([\w|]+)\)', script)
+    assert accepted is not None, "the run step no longer checks the command"
+    assert set(accepted.group(1).split("|")) == set(JUDGING_COMMANDS)
+    described = ACTION["inputs"]["command"]["description"]
+    assert all(name in described for name in JUDGING_COMMANDS), described
+    parser = build_parser()
+    for name in JUDGING_COMMANDS:  # each is a real subcommand that takes paths
+        assert parser.parse_args([name, "a", "b"]).paths == ["a", "b"]
+
+
 def test_pass_log(workspace, runner_temp):
     result = run_action(workspace, runner_temp, paths="logs/healthy")
     assert result.code == 0, result.stdout + result.stderr

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import REPO, decaying, hf_entries, noisy, write_hf_state
-from trainproof.checks.registry import ALL_RULES
+from trainproof.checks.registry import all_rules
 from trainproof.cli import main
 
 
@@ -124,7 +124,7 @@ def test_internal_errors_are_one_line_unless_debug(capsys, healthy_log, monkeypa
     def boom(*args, **kwargs):
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(trainproof.judge, "judge_epoch", boom)
+    monkeypatch.setattr(trainproof.judge, "judge", boom)
     code, _, err = run_cli(capsys, "epoch", healthy_log)
     assert code == 2
     assert_one_error_line(err, "internal error", "kaboom", "--debug")
@@ -193,7 +193,7 @@ def test_compare_with_unreadable_baseline_is_exit_2(capsys, healthy_log, tmp_pat
 def test_rules_lists_every_rule_and_documents_one(capsys):
     code, out, _ = run_cli(capsys, "rules")
     assert code == 0
-    for rule in ALL_RULES:
+    for rule in all_rules():
         assert rule.id in out
     assert "DIVERGE_START_RATIO = 1.5" in out
     code, out, _ = run_cli(capsys, "rules", "tp-diverge")
@@ -201,7 +201,7 @@ def test_rules_lists_every_rule_and_documents_one(capsys):
     code, _, err = run_cli(capsys, "rules", "TP-NOPE")
     assert code == 2 and "no such rule" in err
     code, out, _ = run_cli(capsys, "rules", "--json")
-    assert {r["id"] for r in json.loads(out)["rules"]} == {r.id for r in ALL_RULES}
+    assert {r["id"] for r in json.loads(out)["rules"]} == {r.id for r in all_rules()}
 
 
 def test_version_and_module_entry_point():
@@ -234,16 +234,16 @@ def test_no_empty_output_file_when_the_command_fails_early(capsys, tmp_path):
 
 
 def test_one_input_that_breaks_a_reader_costs_only_its_own_verdict(capsys, healthy_log, diverged_log, tmp_path, monkeypatch):
-    import trainproof.judge
+    import trainproof.runs
 
-    real = trainproof.judge.read_run
+    real = trainproof.runs.read_run
 
     def flaky(path, fmt=None):
         if "healthy" in str(path):
             raise OverflowError("cannot convert float infinity to integer")
         return real(path, fmt)
 
-    monkeypatch.setattr(trainproof.judge, "read_run", flaky)
+    monkeypatch.setattr(trainproof.runs, "read_run", flaky)
     report = tmp_path / "r.json"
     code, out, err = run_cli(capsys, "epoch", healthy_log, diverged_log, "--json-file", report)
     assert code == 1, "the FAIL of the other input still decides"

@@ -75,7 +75,7 @@ def snapshot() -> dict:
             s = judge(config, seed)
             out[f"{config}/seed{seed}"] = {
                 "verdict": s.verdict.value,
-                "findings": sorted(f"{f.level.label} {f.rule_id}" for f in s.findings),
+                "findings": sorted(f"{f.level.name} {f.rule_id}" for f in s.findings),
             }
     return out
 

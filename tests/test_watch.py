@@ -132,7 +132,7 @@ def test_a_stalled_file_warns_once_per_stall(tmp_path):
     proc = watch(str(path), "--interval", "0.1", "--stall-timeout", "0.3", "--max-ticks", "12")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, out + err
-    assert out.count("[WARN] stalled") == 1
+    assert out.count("[WARN] TP-LOG-STALLED") == 1
     assert len(TICK.findall(out)) == 12
 
 
@@ -245,3 +245,61 @@ def test_a_fifo_is_refused_at_once(tmp_path):
     proc = watch(str(fifo), "--max-ticks", "1")
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2 and "is not a regular file" in err
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def stall_findings(tick):
+    return [f for f in tick.new_findings if f.rule_id == "TP-LOG-STALLED"]
+
+
+def test_a_stall_is_a_rule_said_once_per_stall_and_cleared_by_growth(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(healthy(30))
+    clock = FakeClock()
+    watcher = Watcher(path, stall_timeout=60, clock=clock)
+    assert not stall_findings(watcher.tick())
+    clock.now = 59
+    assert not stall_findings(watcher.tick())
+    clock.now = 61
+    (finding,) = stall_findings(watcher.tick())
+    assert finding.level.name == "WARN"
+    assert "has not grown for 1 min after step 30" in finding.message
+    assert finding.line == 30, "it points at the last record of the log"
+    assert watcher.report.subjects[0].verdict.value == "WARN"
+    clock.now = 200
+    assert not stall_findings(watcher.tick()), "said once per stall"
+    with path.open("a") as handle:
+        handle.write(healthy(1, start=31))
+    tick = watcher.tick()
+    assert not stall_findings(tick)
+    assert "TP-LOG-STALLED" not in {f.rule_id for f in tick.subject.findings}, "growth clears it"
+    clock.now = 300
+    assert stall_findings(watcher.tick()), "the next stall is said again"
+
+
+def test_a_stall_follows_the_configuration(tmp_path):
+    from trainproof.config import DEFAULT_SETTINGS
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(healthy(30))
+    clock = FakeClock()
+    ignoring = Watcher(path, settings=DEFAULT_SETTINGS.__class__(ignore=frozenset({"TP-LOG-STALLED"})), stall_timeout=10, clock=clock)
+    ignoring.tick()
+    clock.now = 11
+    tick = ignoring.tick()
+    assert not stall_findings(tick)
+    assert any(s.rule_id == "TP-LOG-STALLED" and "disabled by configuration" in s.reason for s in tick.subject.skipped)
+
+
+def test_without_a_stall_timeout_the_rule_says_why_it_did_not_run(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(healthy(30))
+    tick = Watcher(path).tick()
+    assert [s.reason for s in tick.subject.skipped if s.rule_id == "TP-LOG-STALLED"] == ["no --stall-timeout was given"]

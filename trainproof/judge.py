@@ -1,44 +1,119 @@
-"""The library entry points: read inputs, run rules, return a Report.
+"""The one judge path: read inputs, build each command's contexts, apply its rules, return a Report.
 
-The CLI, the HF callback and the CI wrappers all call these; none of them
-runs a rule or builds a finding on its own.
+A command is described by a small :class:`Command` (how it reads an input,
+which rules run in which context, what a subject shows); :func:`judge` does
+the rest the same way for every command. The CLI, ``watch``, the HF callback
+and the CI wrappers all come through here; none of them runs a rule or builds
+a finding on its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import importlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from trainproof import __version__
-from trainproof.checks.base import CompareContext, NotApplicable, Rule, RunContext
-from trainproof.checks.compare import improvement
-from trainproof.checks.registry import COMPARE_RULES, EPOCH_RULES
+from trainproof.checks.base import Context, NotApplicable, Rule
+from trainproof.checks.registry import RULES
 from trainproof.config import DEFAULT_SETTINGS, Settings
 from trainproof.errors import InputError
-from trainproof.model import Run
-from trainproof.readers import read_run
-from trainproof.report import Finding, Level, Report, Skipped, Subject
+from trainproof.report import Finding, Report, Skipped, Subject, Table
 
 
 @dataclass(frozen=True)
 class Outcome:
-    findings: tuple[Finding, ...]
-    ran: tuple[str, ...]
-    skipped: tuple[Skipped, ...]
+    findings: tuple[Finding, ...] = ()
+    ran: tuple[str, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+
+    def __add__(self, other: Outcome) -> Outcome:
+        return Outcome(self.findings + other.findings, self.ran + other.ran, self.skipped + other.skipped)
 
 
-def apply_rules(rules: Iterable[Rule], ctx: RunContext | CompareContext, settings: Settings = DEFAULT_SETTINGS) -> Outcome:
-    """Run rules in order; a rule that cannot judge, or that the configuration disables, is skipped with its reason."""
+@dataclass(frozen=True)
+class Stage:
+    """Rules applied in one context; ``context`` is a string when the stage cannot run, saying why."""
+
+    rules: tuple[Rule, ...]
+    context: Context | str
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a command works out once, before its inputs: subjects listed after them (a baseline), and shared state."""
+
+    subjects: tuple[Subject, ...] = ()
+    shared: Any = None
+
+
+class Command:
+    """How one command judges: override what differs. Instances are stateless."""
+
+    name: str = ""
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        """Every rule the command may apply, in registry order."""
+        return RULES[self.name]
+
+    def read(self, source: Any, options: Mapping[str, Any]) -> Any:
+        """One input (a path, or an object already read) into what the rules judge; InputError when it cannot be."""
+        raise NotImplementedError
+
+    def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
+        return Prepared()
+
+    def stages(self, thing: Any, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
+        raise NotImplementedError
+
+    def unjudged(self, stages: Sequence[Stage], outcome: Outcome, prepared: Prepared) -> str | None:
+        """Why a subject that was read still cannot be judged, or None."""
+        return nothing_ran(outcome)
+
+    def present(self, thing: Any, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
+        """The subject with what it shows (summary, headline, notes, charts, metrics) filled in."""
+        return subject
+
+    def table(self, subjects: Sequence[Subject]) -> Table | None:
+        return None
+
+
+COMMANDS: dict[str, Command | str] = {
+    "epoch": "trainproof.runs:EPOCH",
+    "compare": "trainproof.runs:COMPARE",
+    "watch": "trainproof.runs:WATCH",
+}
+"""Command name -> its description, or ``"module:NAME"`` imported on first use (so ``epoch`` never imports ``data``)."""
+
+
+def command(name: str | Command) -> Command:
+    if isinstance(name, Command):
+        return name
+    found = COMMANDS[name]
+    if isinstance(found, str):
+        module, _, attr = found.partition(":")
+        found = COMMANDS[name] = getattr(importlib.import_module(module), attr)
+    return found
+
+
+def apply_rules(rules: Iterable[Rule], ctx: Context, settings: Settings = DEFAULT_SETTINGS) -> Outcome:
+    """Run rules in order; a rule that cannot judge, that the configuration disables, or that defers to one that fired is skipped with its reason."""
     findings: list[Finding] = []
     ran: list[str] = []
     skipped: list[Skipped] = []
-    target = ctx.target
+    fired: set[str] = set()
     for rule in rules:
         if not settings.enabled(rule.id):
             skipped.append(Skipped(rule.id, settings.disabled_reason(rule.id)))
+            continue
+        deferred = next((other for other in rule.defers_to if other in fired), None)
+        if deferred is not None:
+            skipped.append(Skipped(rule.id, f"{deferred} already explains {ctx.topic}"))
             continue
         try:
             # Logged values reach float64's limits (a loss of 1e308): overflow to inf is the right answer, not a warning.
@@ -49,160 +124,108 @@ def apply_rules(rules: Iterable[Rule], ctx: RunContext | CompareContext, setting
             continue
         ran.append(rule.id)
         for hit in hits:
-            finding = rule.stamp(hit, settings.levels.get(rule.id))
-            if finding.line is None and finding.steps:
-                finding = replace(finding, line=target.run.line_of(finding.steps[0]))
-            findings.append(finding)
-            target.fired[rule.id] = max(target.fired.get(rule.id, Level.INFO), finding.level)
+            findings.append(ctx.locate(rule.stamp(hit, settings.levels.get(rule.id))))
+            fired.add(rule.id)
     return Outcome(tuple(findings), tuple(ran), tuple(skipped))
+
+
+def nothing_ran(outcome: Outcome) -> str | None:
+    """A judgement no rule took part in is no PASS."""
+    if outcome.ran:
+        return None
+    if outcome.skipped and all(s.reason.startswith("disabled by configuration") for s in outcome.skipped):
+        return "no rule ran: the configuration disables every rule"
+    return "no rule could run on this log"
+
+
+def unreadable(source: Any, error: InputError, role: str = "run") -> Subject:
+    """An input that could not be read, located at the file that failed (inside a run folder, the log itself)."""
+    return Subject(path=error.path or str(source), unjudged=error.problem, error=True, role=role)
+
+
+def read_input(cmd: Command, source: Any, options: Mapping[str, Any]) -> Any:
+    """One input read by its command; anything that goes wrong is an InputError about that input alone.
+
+    An unexpected exception is a bug in trainproof, said as such, but it must
+    not cost the user the verdicts of the other inputs and the output files.
+    """
+    try:
+        return cmd.read(source, options)
+    except InputError:
+        raise
+    except (OSError, RecursionError, MemoryError) as exc:
+        raise InputError(source, f"cannot be read: {getattr(exc, 'strerror', None) or type(exc).__name__}") from None
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        raise InputError(source, f"internal error while reading it: {type(exc).__name__}: {exc}") from None
 
 
 def _ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     return tuple(sorted(findings, key=lambda f: -f.level))
 
 
-def summarize(run: Run) -> dict:
-    loss = run.loss
-    return {
-        "loss": run.loss_name if loss is not None else None,
-        "points": len(loss) if loss is not None else 0,
-        "first_step": run.first_step,
-        "last_step": run.last_step,
-        "max_steps": run.max_steps,
-        "step_unit": run.step_unit,
-        "eval_sets": ", ".join(run.eval_losses) or None,
-        "notes": "; ".join(run.notes) or None,
-    }
-
-
-def unjudged_reason(ctx: RunContext) -> str | None:
-    """Why a run's curve cannot be judged, or None when it can."""
+def judge_one(
+    cmd: Command,
+    source: Any,
+    settings: Settings = DEFAULT_SETTINGS,
+    prepared: Prepared = Prepared(),
+    options: Mapping[str, Any] | None = None,
+    role: str = "run",
+    only: frozenset[str] | None = None,
+) -> Subject:
+    """One input through one command: read, every stage's rules (``only`` these ids, when given), presented."""
+    options = options or {}
     try:
-        ctx.curve()
-    except NotApplicable as reason:
-        if ctx.run.loss is None or ctx.loss_profile is None:
-            return str(reason)
-    return None
-
-
-def _nothing_ran(ran: Sequence[str], skipped: Sequence[Skipped]) -> str | None:
-    """A judgement no rule took part in is no PASS."""
-    if ran:
-        return None
-    if skipped and all(s.reason.startswith("disabled by configuration") for s in skipped):
-        return "no rule ran: the configuration disables every rule"
-    return "no rule could run on this log"
-
-
-def _judge(run: Run, settings: Settings, rules: Sequence[Rule], role: str = "run") -> tuple[Subject, RunContext]:
-    ctx = RunContext(run, settings.thresholds)
-    outcome = apply_rules(rules, ctx, settings)
+        thing = read_input(cmd, source, options)
+    except InputError as error:
+        return unreadable(source, error, role)
+    stages = [
+        replace(stage, rules=tuple(r for r in stage.rules if r.id in only)) if only is not None else stage
+        for stage in cmd.stages(thing, settings, prepared)
+    ]
+    outcome = Outcome()
+    for stage in stages:
+        if isinstance(stage.context, str):
+            outcome += Outcome(skipped=tuple(Skipped(rule.id, stage.context) for rule in stage.rules))
+        else:
+            outcome += apply_rules(stage.rules, stage.context, settings)
     subject = Subject(
-        path=run.path,
-        format=run.format,
+        path=str(source),
         findings=_ordered(outcome.findings),
         ran=outcome.ran,
         skipped=outcome.skipped,
-        unjudged=unjudged_reason(ctx) or _nothing_ran(outcome.ran, outcome.skipped),
+        unjudged=cmd.unjudged(stages, outcome, prepared),
         role=role,
-        summary=summarize(run),
-        run=run,
     )
-    return subject, ctx
+    return cmd.present(thing, subject, stages, prepared)
 
 
-def judge_run(run: Run, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[Rule] = EPOCH_RULES) -> Subject:
-    """Every single-run rule on one Run."""
-    return _judge(run, settings, rules)[0]
+def judge(
+    name: str | Command,
+    sources: Sequence[Any],
+    settings: Settings = DEFAULT_SETTINGS,
+    only: frozenset[str] | None = None,
+    **options: Any,
+) -> Report:
+    """Judge every input by one command and return the Report every renderer draws."""
+    cmd = command(name)
+    prepared = cmd.prepare(settings, options)
+    judged = tuple(judge_one(cmd, source, settings, prepared, options, only=only) for source in sources)
+    return Report(
+        command=cmd.name,
+        subjects=judged + prepared.subjects,
+        tool_version=__version__,
+        fail_on=settings.fail_on,
+        rules=cmd.rules,
+        table=cmd.table(judged),
+    )
 
 
-def _unreadable(path: str | Path, error: InputError, role: str = "run") -> Subject:
-    """An input that could not be read, located at the file that failed (inside a run folder, the log itself)."""
-    return Subject(path=error.path or str(path), unjudged=error.problem, error=True, role=role)
-
-
-def _read(path: str | Path, fmt: str | None) -> Run:
-    """One input into a Run; anything that goes wrong is an InputError about that input alone.
-
-    An unexpected exception is a bug in trainproof, said as such, but it must
-    not cost the user the verdicts of the other inputs and the output files.
-    """
-    try:
-        return read_run(path, fmt)
-    except InputError:
-        raise
-    except (OSError, RecursionError, MemoryError) as exc:
-        raise InputError(path, f"cannot be read: {getattr(exc, 'strerror', None) or type(exc).__name__}") from None
-    except Exception as exc:  # noqa: BLE001 - see the docstring
-        raise InputError(path, f"internal error while reading it: {type(exc).__name__}: {exc}") from None
+# The library API: one call per command, as the README shows.
 
 
 def judge_epoch(paths: Sequence[str | Path], fmt: str | None = None, settings: Settings = DEFAULT_SETTINGS) -> Report:
     """``trainproof epoch``: each log judged on its own."""
-    subjects = []
-    for path in paths:
-        try:
-            run = _read(path, fmt)
-        except InputError as error:
-            subjects.append(_unreadable(path, error))
-            continue
-        subjects.append(judge_run(run, settings))
-    return Report(command="epoch", subjects=tuple(subjects), tool_version=__version__, fail_on=settings.fail_on)
-
-
-def compare_metrics(ctx: CompareContext) -> dict:
-    """The ratios the compare table shows, where both curves can be judged."""
-    try:
-        run, base = ctx.run.curve(), ctx.baseline.curve()
-    except NotApplicable:
-        return {}
-    out: dict = {
-        "floor_ratio": run.best / base.best if base.best > 0 else None,
-        "end_ratio": run.end / base.end if base.end > 0 else None,
-        "improvement": improvement(run),
-        "baseline_improvement": improvement(base),
-    }
-    return out
-
-
-def judge_baseline(run: Run, settings: Settings = DEFAULT_SETTINGS) -> tuple[Subject, RunContext]:
-    """The baseline of a compare, judged by the single-run rules, with its context for the ratios."""
-    return _judge(run, settings, EPOCH_RULES, role="baseline")
-
-
-def judge_against(run: Run, baseline: Subject, baseline_ctx: RunContext | None, settings: Settings = DEFAULT_SETTINGS) -> Subject:
-    """One run by the single-run rules and the compare rules against a judged baseline.
-
-    ``baseline_ctx`` is None when the baseline could not be read; the compare
-    rules are then skipped and the run is not judged.
-    """
-    ctx = RunContext(run, settings.thresholds)
-    own = apply_rules(EPOCH_RULES, ctx, settings)
-    metrics: dict = {}
-    if baseline_ctx is None:
-        skipped = tuple(Skipped(r.id, f"the baseline could not be read: {baseline.unjudged}") for r in COMPARE_RULES)
-        versus = Outcome((), (), skipped)
-        unjudged: str | None = f"the baseline {baseline.path} could not be read"
-    else:
-        fails = tuple(f for f in baseline.findings if f.level is Level.FAIL)
-        cmp_ctx = CompareContext(ctx, baseline_ctx, fails)
-        versus = apply_rules(COMPARE_RULES, cmp_ctx, settings)
-        metrics = compare_metrics(cmp_ctx)
-        unjudged = unjudged_reason(ctx) or _nothing_ran(own.ran + versus.ran, own.skipped + versus.skipped) or (
-            f"the baseline's curve cannot be judged: {baseline.unjudged}" if baseline.unjudged else None
-        )
-    return Subject(
-        path=run.path,
-        format=run.format,
-        findings=_ordered(own.findings + versus.findings),
-        ran=own.ran + versus.ran,
-        skipped=own.skipped + versus.skipped,
-        unjudged=unjudged,
-        baseline=baseline.path,
-        summary=summarize(run),
-        metrics=metrics,
-        run=run,
-    )
+    return judge("epoch", paths, settings, fmt=fmt)
 
 
 def judge_compare(
@@ -217,19 +240,17 @@ def judge_compare(
     ``baseline``; its FAILs make every comparison WARN
     (TP-CMP-BASELINE-UNHEALTHY) but do not count toward the job's verdict.
     """
-    base_ctx: RunContext | None
-    try:
-        base_run = _read(baseline_path, fmt)
-    except InputError as error:
-        base_subject, base_ctx = _unreadable(baseline_path, error, role="baseline"), None
-    else:
-        base_subject, base_ctx = judge_baseline(base_run, settings)
-    subjects = []
-    for path in run_paths:
-        try:
-            run = _read(path, fmt)
-        except InputError as error:
-            subjects.append(_unreadable(path, error))
-            continue
-        subjects.append(judge_against(run, base_subject, base_ctx, settings))
-    return Report(command="compare", subjects=tuple(subjects) + (base_subject,), tool_version=__version__, fail_on=settings.fail_on)
+    return judge("compare", run_paths, settings, fmt=fmt, baseline=baseline_path)
+
+
+def judge_run(run: Any, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[Rule] | None = None) -> Subject:
+    """Every single-run rule (or only ``rules``) on one Run you built or read yourself."""
+    only = frozenset(rule.id for rule in rules) if rules is not None else None
+    return judge_one(command("epoch"), run, settings, only=only)
+
+
+def judge_against(run: Any, baseline: Any, settings: Settings = DEFAULT_SETTINGS) -> Subject:
+    """One Run by the single-run rules and the compare rules against a baseline Run."""
+    cmd = command("compare")
+    options = {"baseline": baseline}
+    return judge_one(cmd, run, settings, cmd.prepare(settings, options), options)

@@ -12,23 +12,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from trainproof.checks.base import Rule
 from trainproof.checks.registry import LIVE_RULES
 from trainproof.config import DEFAULT_SETTINGS, Settings
-from trainproof.judge import judge_run
+from trainproof.judge import judge
 from trainproof.model import Run
-from trainproof.report import Finding, Level, Subject
+from trainproof.report import Finding, Level, Report, Subject
 
 
 class LiveJudge:
     """Decides when a growing run is judged, and keeps the last judgement."""
 
-    def __init__(self, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[Rule] = LIVE_RULES) -> None:
+    def __init__(self, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[Rule] = LIVE_RULES, command: str = "epoch") -> None:
         self.settings = settings
         self.rules = tuple(rules)
+        self.command = command
         self.next_at = settings.thresholds.GUARD_MIN_POINTS
         self.nonfinite_seen = 0
+        self.report: Report | None = None
         self.last: Subject | None = None
         self.judgements = 0
 
@@ -36,11 +39,13 @@ class LiveJudge:
         """Is a judgement due with ``points`` loss points and ``nonfinite`` non-finite values seen so far?"""
         return points >= self.next_at or nonfinite > self.nonfinite_seen
 
-    def judge(self, run: Run, points: int, nonfinite: int = 0) -> Subject:
+    def judge(self, run: Run, points: int, nonfinite: int = 0, **options: Any) -> Subject:
+        """Judge ``run`` now by the live rules (``options`` go to the command: watch's idle time) and schedule the next."""
         growth = self.settings.thresholds.GUARD_JUDGE_GROWTH
         self.next_at = max(self.settings.thresholds.GUARD_MIN_POINTS, points + max(1, math.ceil(growth * points)))
         self.nonfinite_seen = nonfinite
-        self.last = judge_run(run, self.settings, self.rules)
+        self.report = judge(self.command, [run], self.settings, only=frozenset(rule.id for rule in self.rules), **options)
+        self.last = self.report.subjects[0]
         self.judgements += 1
         return self.last
 

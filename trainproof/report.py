@@ -8,9 +8,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from trainproof.errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK
-from trainproof.model import Run
+
+if TYPE_CHECKING:
+    from trainproof.checks.base import Rule
 
 Number = int | float
 
@@ -21,10 +26,6 @@ class Level(enum.IntEnum):
     INFO = 0
     WARN = 1
     FAIL = 2
-
-    @property
-    def label(self) -> str:
-        return self.name
 
 
 class Verdict(str, enum.Enum):
@@ -42,8 +43,10 @@ class Finding:
     """One rule firing once: what, how bad, and the numbers and steps that prove it.
 
     ``message`` is one or more sentences whose first reads as a title;
-    ``evidence`` is one line of the numbers behind it. ``line`` points into the
-    input file when the finding is about a line of it (manifests).
+    ``evidence`` is one line of the numbers behind it. ``file`` and ``line``
+    locate it: the line of the input (a log's step record, a manifest line)
+    and, when that is not the subject's own path, the file it is in (an audio
+    file of a dataset, the log inside a run folder).
     """
 
     rule_id: str
@@ -53,6 +56,7 @@ class Finding:
     values: Mapping[str, Number | str] = field(default_factory=dict)
     steps: tuple[int, ...] = ()
     line: int | None = None
+    file: str | None = None
 
     @property
     def title(self) -> str:
@@ -66,14 +70,59 @@ class Skipped:
     reason: str
 
 
+@dataclass(frozen=True, eq=False)
+class Line:
+    """One plotted series of a chart."""
+
+    label: str
+    steps: np.ndarray
+    values: np.ndarray
+    css: str
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A finding's step marked on a chart."""
+
+    step: int
+    label: str
+    level: str  # "FAIL", "WARN", "INFO"
+    note: str
+
+
+@dataclass(frozen=True, eq=False)
+class Chart:
+    """What one chart of a subject plots, decided by its command; renderers only draw it."""
+
+    title: str
+    lines: tuple[Line, ...]
+    markers: tuple[Marker, ...] = ()
+    x_range: tuple[int, int] | None = None
+    log_y: bool | None = None  # None: the renderer picks a log axis when the values span decades
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of figures across subjects (compare's ratios), its cells already formatted."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
 @dataclass(frozen=True)
 class Subject:
     """The judgement of one input.
 
     ``unjudged`` says why the input could not be judged (unreadable, or too
     little in it); with no WARN or FAIL finding that makes its verdict
-    NOT-CHECKED. ``role`` is ``"baseline"`` for the known-good run of a
+    NOT-CHECKED, and ``error`` says whether that was because it could not be
+    read at all. ``role`` is ``"baseline"`` for the known-good run of a
     ``compare``; a baseline's own verdict does not count toward the job's.
+
+    What a subject shows is decided by its command, not by the renderers:
+    ``summary`` and ``metrics`` are plain label/value pairs (the JSON report
+    carries them as they are), ``headline`` is one line describing the input,
+    ``notes`` what its reader noticed, ``charts`` what to plot.
     """
 
     path: str
@@ -87,7 +136,9 @@ class Subject:
     baseline: str | None = None
     summary: Mapping[str, Number | str | None] = field(default_factory=dict)
     metrics: Mapping[str, Number | None] = field(default_factory=dict)
-    run: Run | None = field(default=None, compare=False, repr=False)
+    headline: str = ""
+    notes: tuple[str, ...] = ()
+    charts: tuple[Chart, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def verdict(self) -> Verdict:
@@ -107,12 +158,19 @@ _ORDER = {Verdict.PASS: 0, Verdict.WARN: 1, Verdict.FAIL: 2}
 
 @dataclass(frozen=True)
 class Report:
-    """Everything one command judged. ``fail_on`` (fail | warn | never) sets what exits 1."""
+    """Everything one command judged. ``fail_on`` (fail | warn | never) sets what exits 1.
+
+    ``rules`` are the rules the command applies, in registry order (SARIF
+    describes each, the HTML report documents those that fired); ``table``
+    is an optional table of figures across the subjects (compare's ratios).
+    """
 
     command: str
     subjects: tuple[Subject, ...]
     tool_version: str
     fail_on: str = "fail"
+    rules: tuple[Rule, ...] = field(default=(), compare=False, repr=False)
+    table: Table | None = None
 
     @property
     def judged(self) -> tuple[Subject, ...]:
@@ -146,3 +204,13 @@ class Report:
     @property
     def findings(self) -> tuple[tuple[Subject, Finding], ...]:
         return tuple((s, f) for s in self.subjects for f in s.findings)
+
+    def tally(self) -> str:
+        """``3 PASS, 1 FAIL``: how many judged subjects have each verdict, in verdict order."""
+        judged = self.judged
+        return ", ".join(f"{sum(1 for s in judged if s.verdict is v)} {v.value}" for v in Verdict if any(s.verdict is v for s in judged))
+
+
+def location(subject: Subject, finding: Finding) -> tuple[str, int | None]:
+    """The file and line a finding points at: its own file, else its subject's path."""
+    return finding.file or subject.path, finding.line

@@ -13,18 +13,23 @@ from __future__ import annotations
 
 import os
 import stat
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from trainproof.checks.registry import LIVE_RULES, WATCH_RULES
 from trainproof.config import DEFAULT_SETTINGS, Settings
 from trainproof.errors import InputError
 from trainproof.live import LiveJudge
 from trainproof.model import Run
 from trainproof.readers import READERS, SNIFF_BYTES, detect, read_run
 from trainproof.readers.base import MAX_LINE_BYTES
-from trainproof.report import Finding, Subject, Verdict
+from trainproof.report import Finding, Report, Subject, Verdict
 from trainproof.safe import visible
+
+_STALL_KEY = ("TP-LOG-STALLED", "WARN")
 
 
 @dataclass(frozen=True)
@@ -143,20 +148,37 @@ class Tick:
 class Watcher:
     """Follows one log and judges it as it grows."""
 
-    def __init__(self, path: str | Path, fmt: str | None = None, settings: Settings = DEFAULT_SETTINGS) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        fmt: str | None = None,
+        settings: Settings = DEFAULT_SETTINGS,
+        stall_timeout: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.path = Path(path)
         self.fmt = fmt
         self.settings = settings
+        self.stall_timeout = stall_timeout
+        self.clock = clock
         self.follower = Follower(path)
+        self.last_growth = clock()
         self._start()
 
     def _start(self) -> None:
         self.parser = None
         self.whole_file = False
-        self.live = LiveJudge(self.settings)
+        self.live = LiveJudge(self.settings, LIVE_RULES + WATCH_RULES, command="watch")
         self.reported: set[tuple[str, str]] = set()
         self.last: Subject | None = None
+        self.run: Run | None = None
+        self.stalled = False
         self.points = 0
+
+    @property
+    def report(self) -> Report | None:
+        """The last judgement as a Report (None before the first): the verdict and exit code watch ends with."""
+        return self.live.report
 
     def tick(self) -> Tick:
         chunk = self.follower.poll()
@@ -175,22 +197,36 @@ class Watcher:
             chunk = self.follower.poll()  # the rest of a large append, a bounded read at a time
             if chunk.missing or chunk.problem is not None:
                 break  # the next tick says so
-        run = None
+        now = self.clock()
+        if grew or restarted:
+            self.last_growth = now
+        fresh = None
         if self.whole_file:
             if grew or restarted:
-                run = self._read_whole()
+                fresh = self._read_whole()
         elif self.parser is not None:
-            run = self._snapshot()
-        if run is not None:
-            self.points = len(run.loss) if run.loss is not None else 0
-        points = self.points
+            fresh = self._snapshot()
+        if fresh is not None:
+            self.run = fresh
+            self.points = len(fresh.loss) if fresh.loss is not None else 0
         new: tuple[Finding, ...] = ()
-        nonfinite = self.parser.builder.nonfinite_added if self.parser is not None else 0
-        if run is not None and (self.whole_file or self.live.due(points, nonfinite)):
-            self.last = self.live.judge(run, points, nonfinite)
+        if self.run is not None and self._due(fresh is not None, now):
+            nonfinite = self.parser.builder.nonfinite_added if self.parser is not None else 0
+            self.last = self.live.judge(self.run, self.points, nonfinite, idle_s=now - self.last_growth, stall_timeout_s=self.stall_timeout)
             new = self._new_findings(self.last)
-        waiting = None if self.last is not None or run is not None else "waiting for the first records"
-        return Tick(points, self.last, new, restarted, grew, waiting)
+        waiting = None if self.last is not None or fresh is not None else "waiting for the first records"
+        return Tick(self.points, self.last, new, restarted, grew, waiting)
+
+    def _due(self, read: bool, now: float) -> bool:
+        """Judge when the live judge is due on what was read, and when a stall begins or ends (once each)."""
+        stalled = self.stall_timeout is not None and now - self.last_growth >= self.stall_timeout
+        if stalled != self.stalled:
+            self.stalled = stalled
+            if not stalled:
+                self.reported.discard(_STALL_KEY)  # the next stall is said again
+            return True
+        nonfinite = self.parser.builder.nonfinite_added if self.parser is not None else 0
+        return read and (self.whole_file or self.live.due(self.points, nonfinite))
 
     def _take(self, chunk: Chunk) -> None:
         """Feed one poll's lines to the parser, starting afresh when the file was."""
@@ -208,7 +244,7 @@ class Watcher:
             return
         fmt = self.fmt or detect(self.path, head)
         reader = READERS[fmt]
-        parser_class = getattr(reader, "LineParser", None)
+        parser_class = reader.line_parser
         if parser_class is None:
             self.whole_file = True
             self.follower = _WholeFile(self.follower)
@@ -230,7 +266,7 @@ class Watcher:
     def _new_findings(self, subject: Subject) -> tuple[Finding, ...]:
         fresh = []
         for finding in subject.findings:
-            key = (finding.rule_id, finding.level.label)
+            key = (finding.rule_id, finding.level.name)
             if key not in self.reported:
                 self.reported.add(key)
                 fresh.append(finding)

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tests.helpers import decaying, make_run, noisy
+from trainproof.config import DEFAULT_SETTINGS, parse
+from trainproof.judge import judge
 from trainproof.model import Checkpoint, Run
+from trainproof.report import Report
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class Case:
     fires: bool
     level: str | None = None
     overrides: dict = field(default_factory=dict)
+    watch: dict | None = None  # options of a `watch` judgement (idle_s, stall_timeout_s): the case is judged as watch judges
 
 
 def healthy(n: int = 60, seed: int = 0) -> Run:
@@ -199,4 +203,21 @@ CASES: dict[str, list[Case]] = {
         Case("baseline with NaN loss", lambda: pair(healthy(), make_run(_with(decaying(), 40, np.nan))), True),
         Case("healthy baseline", lambda: pair(healthy(seed=13), healthy(seed=14)), False),
     ],
+    "TP-LOG-STALLED": [
+        Case("no growth for 20 minutes", healthy, True, watch={"idle_s": 1200.0, "stall_timeout_s": 900.0}),
+        Case("grew a minute ago", healthy, False, watch={"idle_s": 60.0, "stall_timeout_s": 900.0}),
+    ],
 }
+
+
+def report_of(case: Case) -> Report:
+    """A case judged through the one judge path, by the command its rule belongs to."""
+    settings = parse({"thresholds": case.overrides}, "case") if case.overrides else DEFAULT_SETTINGS
+    built = case.build()
+    if isinstance(built, tuple):
+        run, baseline = built
+        return judge("compare", [run], settings, baseline=baseline)
+    if case.watch is not None:
+        return judge("watch", [built], settings, **case.watch)
+    return judge("epoch", [built], settings)
+

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from tests.helpers import REPO
 from trainproof.cli import main
-from trainproof.model import Run
 from trainproof.render.github import PER_LEVEL, annotations, escape_data, escape_property
 from trainproof.report import Finding, Level, Report, Subject
 
@@ -17,7 +16,7 @@ def test_escaping_keeps_commands_from_being_injected():
 def test_at_most_ten_per_level_worst_first():
     findings = tuple(Finding("TP-GRAD-SPIKE", Level.WARN, f"w{i}.", "e", steps=(i,), line=i + 1) for i in range(15))
     findings += tuple(Finding("TP-DIVERGE", Level.FAIL, f"f{i}.", "e", steps=(i,)) for i in range(12))
-    report = Report("epoch", (Subject(path="runs/a,b:c.json", format="hf", findings=findings, run=Run("x", "hf")),), "0")
+    report = Report("epoch", (Subject(path="runs/a,b:c.json", format="hf", findings=findings),), "0")
     lines = annotations(report, base=".").splitlines()
     assert [line.split(" ")[0] for line in lines] == ["::error"] * PER_LEVEL + ["::warning"] * PER_LEVEL
     assert "file=runs/a%2Cb%3Ac.json" in lines[0]

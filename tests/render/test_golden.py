@@ -37,6 +37,18 @@ def test_golden(reports, update_golden, command, name):
     assert produced == target.read_text(), f"{target.name} changed; if intended, run pytest --update-golden and review the diff"
 
 
+@pytest.mark.parametrize("command", ["epoch", "compare"])
+def test_github_annotations_golden(reports, update_golden, command):
+    from trainproof.render.github import annotations
+
+    produced = annotations(reports[command], str(REPO))
+    target = GOLDEN / f"{command}.annotations"
+    if update_golden:
+        target.write_text(produced)
+    assert target.exists(), f"missing golden file {target}: run pytest --update-golden"
+    assert produced == target.read_text(), f"{target.name} changed; if intended, run pytest --update-golden and review the diff"
+
+
 def test_rendering_twice_gives_the_same_bytes(reports):
     for name in RENDERERS:
         options = OPTIONS.get(name, {})

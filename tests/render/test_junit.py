@@ -40,7 +40,8 @@ def test_one_suite_per_input_one_case_per_rule_applied():
     assert len(cases) == int(hot.get("tests")) == 15
     assert cases["TP-DIVERGE"].find("failure") is not None
     assert cases["TP-GRAD-SPIKE"].find("failure") is None and "WARN" in cases["TP-GRAD-SPIKE"].findtext("system-out")
-    assert cases["TP-OVERFIT"].find("skipped").get("message") == "the log has no eval loss"
+    assert cases["TP-OVERFIT"].find("skipped").get("message") == "TP-DIVERGE already explains this curve"
+    assert cases["TP-EVAL-NONFINITE"].find("skipped").get("message") == "the log has no eval loss"
     assert (hot.get("failures"), hot.get("errors"), hot.get("skipped"), hot.get("time")) == ("1", "0", "7", "0.000")
 
 
@@ -59,6 +60,18 @@ def test_an_input_that_could_not_be_judged_is_an_error_and_a_clean_run_still_has
 
 
 def test_control_characters_from_user_data_do_not_break_xml(tmp_path):
-    odd = tmp_path / "bad\x01name.json"
-    report = judge_epoch([str(odd)])
-    SCHEMA.validate(render("junit", report))
+    odd = tmp_path / "bad\x01name.json"  # never created: the input cannot be judged
+    xml = render("junit", judge_epoch([str(odd)]))
+    SCHEMA.validate(xml)
+    assert "\x01" not in xml
+    root = ET.fromstring(xml)
+    shown = str(tmp_path / "bad\ufffdname.json")  # XML 1.0 cannot carry U+0001: it becomes U+FFFD
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("1", "0", "1")
+    (suite,) = root.iter("testsuite")
+    assert suite.get("name") == f"trainproof epoch: {shown}"
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("1", "0", "1", "0")
+    assert {p.get("name"): p.get("value") for p in suite.iter("property")} == {"verdict": "NOT-CHECKED", "format": "", "role": "run"}
+    (case,) = suite.iter("testcase")
+    assert (case.get("name"), case.get("classname")) == ("input can be judged", shown)
+    error = case.find("error")
+    assert (error.get("type"), error.get("message"), error.text) == ("not-judged", "does not exist", f"{shown}: does not exist")

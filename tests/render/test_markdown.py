@@ -8,7 +8,6 @@ import pytest
 
 from tests.helpers import REPO, decaying, hf_entries, noisy, write_hf_state
 from trainproof.judge import judge_epoch
-from trainproof.model import Run
 from trainproof.render import render
 from trainproof.render.markdown import MAX_CHARS, escape, marker
 from trainproof.report import Finding, Level, Report, Subject
@@ -48,7 +47,7 @@ def test_escape_is_safe_for_a_table_cell(text):
 
 def test_body_never_exceeds_the_limit_and_counts_what_was_left_out():
     findings = tuple(Finding("TP-GRAD-SPIKE", Level.WARN, f"Spike number {i} " + "x" * 300 + ".", "e" * 200, steps=(i,)) for i in range(2000))
-    report = Report("epoch", (Subject(path="big.json", format="hf", findings=findings, ran=("TP-GRAD-SPIKE",), run=Run("big.json", "hf")),), "0.0.0")
+    report = Report("epoch", (Subject(path="big.json", format="hf", findings=findings, ran=("TP-GRAD-SPIKE",)),), "0.0.0")
     body = render("markdown", report)
     assert len(body) <= MAX_CHARS
     left = int(re.search(r"_(\d+) more findings left out", body).group(1))

@@ -10,7 +10,6 @@ from sarif_kit.validate import validation_errors
 
 from tests.helpers import REPO
 from trainproof.judge import judge_compare, judge_epoch
-from trainproof.model import Run
 from trainproof.render import render
 from trainproof.render.sarif import MAX_RESULTS, artifact_uri
 from trainproof.report import Finding, Level, Report, Subject
@@ -86,7 +85,7 @@ def test_results_are_capped_at_githubs_limit_and_the_cut_reported():
         Finding("TP-GRAD-SPIKE" if i % 2 else "TP-DIVERGE", Level.WARN if i % 2 else Level.FAIL, f"Finding {i}.", "n/a", steps=(i,))
         for i in range(MAX_RESULTS + 321)
     )
-    report = Report("epoch", (Subject(path="big.json", format="hf", findings=findings, ran=("TP-DIVERGE",), run=Run("big.json", "hf")),), "0.0.0")
+    report = Report("epoch", (Subject(path="big.json", format="hf", findings=findings, ran=("TP-DIVERGE",)),), "0.0.0")
     log = json.loads(render("sarif", report, base="."))
     run = log["runs"][0]
     assert len(run["results"]) == MAX_RESULTS

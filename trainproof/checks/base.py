@@ -5,8 +5,9 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
@@ -34,15 +35,28 @@ class Hit:
     steps: tuple[int, ...] = ()
     level: Level | None = None
     line: int | None = None
+    file: str | None = None
+
+
+class Context(Protocol):
+    """What every command's rule context offers the engine; the rest is the command's own."""
+
+    t: Thresholds
+    topic: str  # what a rule that defers to another says that rule already explains: "this curve"
+
+    def locate(self, finding: Finding) -> Finding:
+        """The finding with the file and line it points at filled in, when the context knows them."""
+        ...
 
 
 class RunContext:
     """One run and the summaries several rules share, computed once."""
 
+    topic = "this curve"
+
     def __init__(self, run: Run, thresholds: Thresholds) -> None:
         self.run = run
         self.t = thresholds
-        self.fired: dict[str, Level] = {}
 
     @cached_property
     def loss_profile(self) -> Profile | None:
@@ -70,15 +84,11 @@ class RunContext:
             raise NotApplicable(f"the log has no {label}")
         return series
 
-    @property
-    def target(self) -> RunContext:
-        """The run the rules' findings are about (itself; a comparison's run for a CompareContext)."""
-        return self
-
-    def unless_fired(self, *rule_ids: str) -> None:
-        for rule_id in rule_ids:
-            if rule_id in self.fired:
-                raise NotApplicable(f"{rule_id} already explains this curve")
+    def locate(self, finding: Finding) -> Finding:
+        """A finding about steps points at the log line of its first step."""
+        if finding.line is None and finding.steps:
+            return replace(finding, line=self.run.line_of(finding.steps[0]))
+        return finding
 
 
 @dataclass(frozen=True)
@@ -86,14 +96,14 @@ class CompareContext:
     run: RunContext
     baseline: RunContext
     baseline_fails: tuple[Finding, ...]
+    topic = "this comparison"
 
     @property
     def t(self) -> Thresholds:
         return self.run.t
 
-    @property
-    def target(self) -> RunContext:
-        return self.run
+    def locate(self, finding: Finding) -> Finding:
+        return self.run.locate(finding)
 
 
 CheckFn = Callable[..., Iterable[Hit]]
@@ -107,12 +117,19 @@ class Rule:
 
     The check's docstring is the rule's documentation: the first line is its
     summary, and every threshold it compares against is named in it.
+    ``command`` is the command whose registry holds the rule. ``defers_to``
+    names earlier rules that explain the same symptom better: when one of
+    them fires on a subject, this rule is skipped there (ignoring that rule
+    in the configuration lets this one speak again). ``chart`` names the
+    chart of its subject on which its findings' steps are marked.
     """
 
     id: str
     level: Level
     check: CheckFn
-    command: str  # "epoch" or "compare"
+    command: str
+    defers_to: tuple[str, ...] = ()
+    chart: str | None = None
 
     @property
     def doc(self) -> str:
@@ -164,6 +181,7 @@ class Rule:
             values=dict(hit.values),
             steps=tuple(int(s) for s in hit.steps),
             line=hit.line,
+            file=hit.file,
         )
 
 

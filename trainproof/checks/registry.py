@@ -1,47 +1,59 @@
-"""Every rule trainproof has, by stable id. Ids are never reused.
+"""Every rule trainproof has, by command and stable id. Ids are never reused.
+
+``RULES[command]`` is the rule set of one command, in the order rules run and
+findings are listed; ids are unique across every command. A rule may defer to
+earlier rules of its set (``defers_to``): it is skipped on a subject where one
+of them fired, because that one explains the symptom better. A command added
+later registers its rules with :func:`register`; the run commands' rules are
+here, and importing this module imports no other command's checks.
 
 A retired rule moves to ``REMOVED`` with a note; a renamed one keeps its old
-id in ``ALIASES``. Order here is the order rules run and findings are listed
-(rules later in the list may defer to findings of earlier ones).
+id in ``ALIASES``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Iterator, Mapping
 
-from trainproof.checks import compare, evals, speed, spikes, trend, values
+from trainproof.checks import compare, evals, speed, spikes, trend, values, watching
 from trainproof.checks.base import Rule
 from trainproof.report import Level
 
 FAIL, WARN = Level.FAIL, Level.WARN
 
 EPOCH_RULES: tuple[Rule, ...] = (
-    Rule("TP-LOSS-NONFINITE", FAIL, values.loss_nonfinite, "epoch"),
-    Rule("TP-GRAD-NONFINITE", FAIL, values.grad_nonfinite, "epoch"),
-    Rule("TP-EVAL-NONFINITE", FAIL, values.eval_nonfinite, "epoch"),
-    Rule("TP-LOSS-ZERO", FAIL, values.loss_zero, "epoch"),
-    Rule("TP-LOSS-FLAT", FAIL, values.loss_flat, "epoch"),
-    Rule("TP-LR-ZERO", FAIL, values.lr_zero, "epoch"),
-    Rule("TP-LR-ZERO-PARTIAL", WARN, values.lr_zero_partial, "epoch"),
-    Rule("TP-DIVERGE", FAIL, trend.diverge, "epoch"),
-    Rule("TP-NO-LEARNING", FAIL, trend.no_learning, "epoch"),
-    Rule("TP-PLATEAU", WARN, trend.plateau, "epoch"),
-    Rule("TP-OVERFIT", WARN, evals.overfit, "epoch"),
-    Rule("TP-GRAD-SPIKE", WARN, spikes.grad_spike, "epoch"),
-    Rule("TP-LOSS-SPIKE", WARN, spikes.loss_spike, "epoch"),
-    Rule("TP-STEP-TIME-CLIFF", WARN, speed.step_time_cliff, "epoch"),
-    Rule("TP-LOADER-BOUND", WARN, speed.loader_bound, "epoch"),
+    Rule("TP-LOSS-NONFINITE", FAIL, values.loss_nonfinite, "epoch", chart="loss"),
+    Rule("TP-GRAD-NONFINITE", FAIL, values.grad_nonfinite, "epoch", chart="grad"),
+    Rule("TP-EVAL-NONFINITE", FAIL, values.eval_nonfinite, "epoch", chart="eval"),
+    Rule("TP-LOSS-ZERO", FAIL, values.loss_zero, "epoch", chart="loss"),
+    Rule("TP-LOSS-FLAT", FAIL, values.loss_flat, "epoch", chart="loss"),
+    Rule("TP-LR-ZERO", FAIL, values.lr_zero, "epoch", chart="lr"),
+    Rule("TP-LR-ZERO-PARTIAL", WARN, values.lr_zero_partial, "epoch", defers_to=("TP-LR-ZERO",), chart="lr"),
+    Rule("TP-DIVERGE", FAIL, trend.diverge, "epoch", chart="loss"),
+    Rule("TP-NO-LEARNING", FAIL, trend.no_learning, "epoch", defers_to=("TP-LOSS-ZERO", "TP-LOSS-FLAT", "TP-DIVERGE"), chart="loss"),
+    Rule(
+        "TP-PLATEAU", WARN, trend.plateau, "epoch",
+        defers_to=("TP-LOSS-ZERO", "TP-LOSS-FLAT", "TP-DIVERGE", "TP-NO-LEARNING"), chart="loss",
+    ),
+    Rule("TP-OVERFIT", WARN, evals.overfit, "epoch", defers_to=("TP-DIVERGE",), chart="eval"),
+    Rule("TP-GRAD-SPIKE", WARN, spikes.grad_spike, "epoch", chart="grad"),
+    Rule("TP-LOSS-SPIKE", WARN, spikes.loss_spike, "epoch", defers_to=("TP-DIVERGE",), chart="loss"),
+    Rule("TP-STEP-TIME-CLIFF", WARN, speed.step_time_cliff, "epoch", chart="time"),
+    Rule("TP-LOADER-BOUND", WARN, speed.loader_bound, "epoch", chart="time"),
 )
 
 COMPARE_RULES: tuple[Rule, ...] = (
-    Rule("TP-CMP-FLOOR", FAIL, compare.floor, "compare"),
-    Rule("TP-CMP-WORSE-THAN-START", FAIL, compare.worse_than_start, "compare"),
-    Rule("TP-CMP-LR-ZERO", FAIL, compare.lr_zero, "compare"),
-    Rule("TP-CMP-END", WARN, compare.end, "compare"),
-    Rule("TP-CMP-IMPROVEMENT", WARN, compare.improved_less, "compare"),
-    Rule("TP-CMP-GRAD-SCALE", WARN, compare.grad_scale, "compare"),
-    Rule("TP-CMP-BASELINE-UNHEALTHY", WARN, compare.baseline_unhealthy, "compare"),
+    Rule("TP-CMP-FLOOR", FAIL, compare.floor, "compare", chart="loss"),
+    Rule("TP-CMP-WORSE-THAN-START", FAIL, compare.worse_than_start, "compare", chart="loss"),
+    Rule("TP-CMP-LR-ZERO", FAIL, compare.lr_zero, "compare", chart="lr"),
+    Rule("TP-CMP-END", WARN, compare.end, "compare", chart="loss"),
+    Rule("TP-CMP-IMPROVEMENT", WARN, compare.improved_less, "compare", chart="loss"),
+    Rule("TP-CMP-GRAD-SCALE", WARN, compare.grad_scale, "compare", chart="grad"),
+    Rule("TP-CMP-BASELINE-UNHEALTHY", WARN, compare.baseline_unhealthy, "compare", chart="loss"),
 )
+
+WATCH_RULES: tuple[Rule, ...] = (Rule("TP-LOG-STALLED", WARN, watching.stalled, "watch"),)
 
 # Rules whose verdict holds before a run has finished, and so may judge (and
 # stop) a run that is still growing. Left out: TP-NO-LEARNING and
@@ -55,8 +67,87 @@ LIVE_RULE_IDS: frozenset[str] = frozenset(
 )
 LIVE_RULES: tuple[Rule, ...] = tuple(rule for rule in EPOCH_RULES if rule.id in LIVE_RULE_IDS)
 
-ALL_RULES: tuple[Rule, ...] = EPOCH_RULES + COMPARE_RULES
-BY_ID: Mapping[str, Rule] = {rule.id: rule for rule in ALL_RULES}
+
+class _Registry(Mapping[str, tuple[Rule, ...]]):
+    """Command -> its rules. A command's set is either registered here or named by module, imported on first use."""
+
+    def __init__(self) -> None:
+        self._sets: dict[str, tuple[Rule, ...]] = {}
+        self._lazy: dict[str, str] = {}
+        self._lazy_ids: dict[str, tuple[str, ...]] = {}
+
+    def __getitem__(self, command: str) -> tuple[Rule, ...]:
+        if command not in self._sets and command in self._lazy:
+            module, _, name = self._lazy.pop(command).partition(":")
+            declared = self._lazy_ids.pop(command)
+            self.register(command, getattr(importlib.import_module(module), name))
+            if declared and declared != tuple(rule.id for rule in self._sets[command]):
+                raise ValueError(f"the rules of '{command}' are not the ids it declared")
+        return self._sets[command]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._sets) + list(self._lazy))
+
+    def __len__(self) -> int:
+        return len(self._sets) + len(self._lazy)
+
+    def register(self, command: str, rules: tuple[Rule, ...] | str, ids: tuple[str, ...] = ()) -> None:
+        """Add a command's rules, or ``"module:NAME"`` to import them from when first asked for.
+
+        A set registered by name declares its rule ``ids``, so configuration
+        can name them without importing that command's checks.
+
+        Ids must be unique across every command, a rule's ``command`` must be
+        the command it is registered under, and it may defer only to rules
+        listed before it in the same set.
+        """
+        if command in self._sets or command in self._lazy:
+            raise ValueError(f"rules for '{command}' are already registered")
+        if isinstance(rules, str):
+            self._lazy[command], self._lazy_ids[command] = rules, tuple(ids)
+            return
+        seen: set[str] = set()
+        taken = {rule.id for rules_ in self._sets.values() for rule in rules_}
+        for rule in rules:
+            if rule.id in taken or rule.id in seen:
+                raise ValueError(f"rule id {rule.id} is already registered")
+            if rule.command != command:
+                raise ValueError(f"{rule.id} says it belongs to '{rule.command}', registered under '{command}'")
+            unknown = [other for other in rule.defers_to if other not in seen]
+            if unknown:
+                raise ValueError(f"{rule.id} defers to {', '.join(unknown)}, which is not an earlier rule of '{command}'")
+            seen.add(rule.id)
+        self._sets[command] = tuple(rules)
+
+    def unregister(self, command: str) -> None:
+        self._sets.pop(command, None)
+        self._lazy.pop(command, None)
+        self._lazy_ids.pop(command, None)
+
+    def ids(self) -> frozenset[str]:
+        """Every rule id of every command, without importing a command's checks."""
+        loaded = {rule.id for rules in self._sets.values() for rule in rules}
+        return frozenset(loaded.union(*self._lazy_ids.values()))
+
+
+RULES = _Registry()
+RULES.register("epoch", EPOCH_RULES)
+RULES.register("compare", COMPARE_RULES)
+RULES.register("watch", WATCH_RULES)
+
+
+def register(command: str, rules: tuple[Rule, ...] | str, ids: tuple[str, ...] = ()) -> None:
+    RULES.register(command, rules, ids)
+
+
+def all_rules() -> tuple[Rule, ...]:
+    """Every rule of every command, command by command (this imports every command's checks)."""
+    return tuple(rule for command in RULES for rule in RULES[command])
+
+
+def by_id(rule_id: str) -> Rule | None:
+    return next((rule for rule in all_rules() if rule.id == rule_id), None)
+
 
 REMOVED: Mapping[str, str] = {}
 """Retired rule ids and why; they are never given to another rule."""

@@ -24,7 +24,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"trainproof: error: {visible(message)} (see '{self.prog} --help')\n")
 
 
-COMMANDS = ("epoch", "compare", "watch", "rules")
+JUDGING_COMMANDS = ("epoch", "compare")
+"""The commands that judge inputs into a report with every output; the GitHub Action runs exactly these."""
+COMMANDS = JUDGING_COMMANDS + ("watch", "rules")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from trainproof.config import FAIL_ON, Settings
 from trainproof.errors import EXIT_ERROR, EXIT_FAIL, UsageError
@@ -33,6 +35,35 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--markdown", metavar="PATH", help="also write markdown for a pull-request comment")
     group.add_argument("--github", action="store_true", help="in GitHub Actions: append the markdown to the job summary and print annotations")
     group.add_argument("--no-color", action="store_true", help="no colour in the text report (also: NO_COLOR)")
+
+
+def add_judging_command(
+    commands: argparse._SubParsersAction,
+    name: str,
+    summary: str,
+    description: str,
+    paths_help: str,
+    inputs: Callable[[list[str]], tuple[list[str], dict[str, Any]]] = lambda paths: (paths, {}),
+) -> None:
+    """A subcommand that judges paths by one command of :mod:`trainproof.judge` and writes every output asked for.
+
+    ``inputs`` splits the paths typed into the inputs judged and the
+    command's options (compare's last path is its baseline); a UsageError
+    when they do not fit.
+    """
+
+    def run(args: argparse.Namespace) -> int:
+        from trainproof.judge import judge
+
+        sources, options = inputs(args.paths)
+        check_outputs(args)
+        return emit(judge(name, sources, settings_from(args), fmt=args.format, **options), args)
+
+    parser = commands.add_parser(name, help=summary, description=description)
+    parser.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
+    add_input_options(parser)
+    add_output_options(parser)
+    parser.set_defaults(run=run)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

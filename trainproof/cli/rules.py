@@ -18,23 +18,24 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainproof.checks.registry import ALIASES, ALL_RULES, BY_ID, REMOVED
+    from trainproof.checks.registry import ALIASES, REMOVED, all_rules, by_id
     from trainproof.config import load
-    from trainproof.errors import UsageError
+    from trainproof.errors import EXIT_OK, UsageError
     from trainproof.render import rules as catalogue
 
-    chosen = ALL_RULES
+    chosen = all_rules()
     if args.ids:
         chosen = []
         for rule_id in args.ids:
             key = ALIASES.get(rule_id.upper(), rule_id.upper())
             if key in REMOVED:
                 raise UsageError(f"{rule_id}: this rule was removed: {REMOVED[key]}")
-            if key not in BY_ID:
+            rule = by_id(key)
+            if rule is None:
                 raise UsageError(f"{rule_id}: no such rule (see 'trainproof rules')")
-            chosen.append(BY_ID[key])
+            chosen.append(rule)
     from trainproof.cli.common import write_stdout
 
     settings = load(args.config)
     write_stdout(catalogue.as_json(chosen, settings) if args.json else catalogue.text(chosen, settings, full=bool(args.ids)))
-    return 0
+    return EXIT_OK

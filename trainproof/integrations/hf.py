@@ -36,7 +36,6 @@ has: ``final_report={"html": "trainproof.html", "sarif": "trainproof.sarif"}``
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -52,17 +51,15 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a test without transformers on the path
     raise MissingDependencyError("transformers", "hf", "trainproof.integrations.hf (TrainproofCallback)") from exc
 
-from trainproof import __version__, fmt, outputs
-from trainproof.checks.registry import EPOCH_RULES
+from trainproof import figures, outputs
 from trainproof.config import Settings, load
-from trainproof.judge import judge_run
+from trainproof.judge import judge
 from trainproof.live import LiveJudge
 from trainproof.readers.base import RunBuilder
 from trainproof.readers.hf import add_entry, ordered_evals
 from trainproof.render import RENDERERS, render
-from trainproof.render.json import report_dict
 from trainproof.render.text import finding_lines
-from trainproof.report import Level, Report, Subject
+from trainproof.report import Level, Report
 from trainproof.safe import visible
 
 POLICIES = ("warn", "stop_on_fail")
@@ -133,10 +130,10 @@ class TrainproofCallback(TrainerCallback):
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if not state.is_world_process_zero:
             return
-        subject = judge_run(self._snapshot(copy=True, max_steps=state.max_steps), self.settings, EPOCH_RULES)
-        self.report = Report("epoch", (subject,), __version__, self.settings.fail_on)
-        counts = ", ".join(f"{subject.count(level)} {level.label}" for level in (Level.FAIL, Level.WARN, Level.INFO))
-        self._say(f"trainproof: {subject.verdict} after {fmt.step(state.global_step)} steps ({counts})")
+        self.report = judge("epoch", [self._snapshot(copy=True, max_steps=state.max_steps)], self.settings)
+        subject = self.report.subjects[0]
+        counts = ", ".join(f"{subject.count(level)} {level.name}" for level in (Level.FAIL, Level.WARN, Level.INFO))
+        self._say(f"trainproof: {subject.verdict} after {figures.step(state.global_step)} steps ({counts})")
         for name, target in self.final_report.items():
             path = Path(args.output_dir) / target
             options = {"base": str(Path(args.output_dir).resolve())} if name == "sarif" else {}
@@ -153,20 +150,17 @@ class TrainproofCallback(TrainerCallback):
         return self.builder.build(eval_names=ordered_evals(self.eval_names), copy=copy)
 
     def _announce_stop(self, args: Any, state: Any) -> None:
-        subject: Subject = self.judge.last  # type: ignore[assignment]
         step, total = state.global_step, state.max_steps
         never = 1 - step / total if total and total > 0 else math.nan
         failures = self.judge.failures()
-        head = f"trainproof: stopping training at step {fmt.step(step)} of {fmt.step(total) if total else '?'}"
+        head = f"trainproof: stopping training at step {figures.step(step)} of {figures.step(total) if total else '?'}"
         if not math.isnan(never):
-            head += f": {fmt.pct(never)} of the schedule never ran"
+            head += f": {figures.pct(never)} of the schedule never ran"
         lines = [head + f" ({', '.join(dict.fromkeys(f.rule_id for f in failures))})."]
         for finding in failures:
             lines.extend(finding_lines(finding))
         target = Path(args.output_dir) / self.abort_file
-        report = Report("epoch", (subject,), __version__, self.settings.fail_on)
-        document = report_dict(report)
-        document["abort"] = {
+        abort = {
             "step": step,
             "max_steps": total,
             "share_not_run": None if math.isnan(never) else round(never, 4),
@@ -175,7 +169,7 @@ class TrainproofCallback(TrainerCallback):
         }
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            outputs.write(str(target), json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+            outputs.write(str(target), render("json", self.judge.report, extra={"abort": abort}))  # type: ignore[arg-type]
             lines.append(f"  Report: {visible(target)}")
         except OSError as exc:
             lines.append(f"  Report not written: {visible(target)}: {exc.strerror or exc}")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainproof.report import Level, Report
+from trainproof.render.shared import relative
+from trainproof.report import Level, Report, location
 from trainproof.safe import visible
 
 PER_LEVEL = 10
@@ -27,13 +28,7 @@ def escape_property(text: str) -> str:
 
 
 def _relative(path: str, base: str | None) -> str:
-    candidate = Path(path)
-    if candidate.is_absolute() and base is not None:
-        try:
-            return visible(candidate.relative_to(base).as_posix())
-        except ValueError:
-            pass
-    return visible(candidate.as_posix())
+    return visible(relative(path, base) or Path(path).as_posix())
 
 
 def annotations(report: Report, base: str | None = None, per_level: int = PER_LEVEL) -> str:
@@ -44,9 +39,10 @@ def annotations(report: Report, base: str | None = None, per_level: int = PER_LE
     for level in (Level.FAIL, Level.WARN, Level.INFO):
         chosen = [(s, f) for s, f in report.findings if f.level is level][:per_level]
         for subject, finding in chosen:
-            props = [f"file={escape_property(_relative(subject.path, base))}"]
-            if finding.line:
-                props.append(f"line={finding.line}")
+            path, line = location(subject, finding)
+            props = [f"file={escape_property(_relative(path, base))}"]
+            if line:
+                props.append(f"line={line}")
             props.append(f"title={escape_property(visible(f'{finding.rule_id}: {finding.title}'))}")
             message = f"{visible(finding.message)}\nEvidence: {visible(finding.evidence)}"
             lines.append(f"::{COMMANDS[level]} {','.join(props)}::{escape_data(message)}")

@@ -3,32 +3,29 @@
 from __future__ import annotations
 
 import json
-import math
+from collections.abc import Mapping
 from typing import Any
 
+from trainproof.render.shared import json_number
 from trainproof.report import Finding, Report, Subject
 
 SCHEMA_VERSION = 1
 
 
-def _number(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    return value
-
-
 def _finding(finding: Finding) -> dict:
     out: dict = {
         "id": finding.rule_id,
-        "level": finding.level.label,
+        "level": finding.level.name,
         "title": finding.title,
         "message": finding.message,
         "evidence": finding.evidence,
-        "values": {k: _number(v) for k, v in sorted(finding.values.items())},
+        "values": {k: json_number(v) for k, v in sorted(finding.values.items())},
         "steps": list(finding.steps),
     }
     if finding.line is not None:
         out["line"] = finding.line
+    if finding.file is not None:
+        out["file"] = finding.file
     return out
 
 
@@ -44,9 +41,9 @@ def subject_dict(subject: Subject) -> dict:
     if subject.baseline:
         out["baseline"] = subject.baseline
     if subject.summary:
-        out["summary"] = {k: _number(v) for k, v in subject.summary.items()}
+        out["summary"] = {k: json_number(v) for k, v in subject.summary.items()}
     if subject.metrics:
-        out["metrics"] = {k: _number(v) for k, v in sorted(subject.metrics.items())}
+        out["metrics"] = {k: json_number(v) for k, v in sorted(subject.metrics.items())}
     out["findings"] = [_finding(f) for f in subject.findings]
     out["checks"] = {
         "ran": list(subject.ran),
@@ -66,5 +63,8 @@ def report_dict(report: Report) -> dict:
     }
 
 
-def render(report: Report) -> str:
-    return json.dumps(report_dict(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+def render(report: Report, extra: Mapping[str, Any] | None = None) -> str:
+    """The report as JSON; ``extra`` adds top-level keys (the HF callback's ``abort`` record)."""
+    document = report_dict(report)
+    document.update(extra or {})
+    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

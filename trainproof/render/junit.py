@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from trainproof.report import Finding, Report, Subject
+from trainproof.report import Finding, Report, Subject, location
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 ZERO_TIME = "0.000"
@@ -23,8 +23,12 @@ def _clean(text: str) -> str:
     return _XML_INVALID.sub("\ufffd", text)
 
 
-def _finding_text(finding: Finding) -> str:
-    return _clean(f"[{finding.level.label}] {finding.message}\nEvidence: {finding.evidence}")
+def _finding_text(subject: Subject, finding: Finding) -> str:
+    text = f"[{finding.level.name}] {finding.message}\nEvidence: {finding.evidence}"
+    path, line = location(subject, finding)
+    if line is not None:
+        text += f"\nLocation: {path}:{line}"
+    return _clean(text)
 
 
 def _suite(report: Report, subject: Subject) -> ET.Element:
@@ -51,9 +55,9 @@ def _suite(report: Report, subject: Subject) -> ET.Element:
         for finding in by_rule.get(rule_id, []):
             if report.fails(finding) and subject.role != "baseline":
                 failed = True
-                ET.SubElement(case, "failure", type=rule_id, message=_clean(finding.title)).text = _finding_text(finding)
+                ET.SubElement(case, "failure", type=rule_id, message=_clean(finding.title)).text = _finding_text(subject, finding)
             else:
-                notes.append(_finding_text(finding))
+                notes.append(_finding_text(subject, finding))
         failures += failed
         if notes:
             ET.SubElement(case, "system-out").text = "\n\n".join(notes)

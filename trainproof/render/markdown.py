@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from trainproof import fmt
-from trainproof.report import Finding, Report, Subject, Verdict
+from trainproof import figures
+from trainproof.report import Finding, Report, Subject, location
 
 MAX_CHARS = 65_536
 ZERO_WIDTH_SPACE = "&#8203;"
@@ -35,22 +35,21 @@ def escape(text: str) -> str:
 
 
 def _where(subject: Subject, finding: Finding) -> str:
-    location = f"{subject.path}:{finding.line}" if finding.line else subject.path
-    return escape(location) + (" (baseline)" if subject.role == "baseline" else "")
+    path, line = location(subject, finding)
+    return escape(f"{path}:{line}" if line else path) + (" (baseline)" if subject.role == "baseline" else "")
 
 
 def _row(subject: Subject, finding: Finding) -> str:
     return (
-        f"| **{finding.level.label}** | `{finding.rule_id}` | {_where(subject, finding)} | "
+        f"| **{finding.level.name}** | `{finding.rule_id}` | {_where(subject, finding)} | "
         f"{escape(finding.message)}<br>Evidence: {escape(finding.evidence)} |\n"
     )
 
 
 def _tally(report: Report) -> str:
     judged = report.judged
-    parts = [f"{sum(1 for s in judged if s.verdict is v)} {v.value}" for v in Verdict if any(s.verdict is v for s in judged)]
     noun = "input" if len(judged) == 1 else "inputs"
-    return f"{len(judged)} {noun}: {', '.join(parts) or 'none'} · exit code {report.exit_code}"
+    return f"{len(judged)} {noun}: {report.tally() or 'none'} · exit code {report.exit_code}"
 
 
 def _inputs(report: Report) -> str:
@@ -95,5 +94,5 @@ def render(report: Report, max_chars: int = MAX_CHARS) -> str:
     if len(body) + len(details) + 120 <= max_chars:
         body += details
     if left_out:
-        body += f"\n_{left_out} more finding{'s' if left_out != 1 else ''} left out to stay within {fmt.step(max_chars)} characters; see the full report._\n"
+        body += f"\n_{left_out} more finding{'s' if left_out != 1 else ''} left out to stay within {figures.step(max_chars)} characters; see the full report._\n"
     return body

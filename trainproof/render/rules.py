@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from trainproof import fmt
+from trainproof import figures
 from trainproof.checks.base import Rule
 from trainproof.config import Settings
 from trainproof.thresholds import Thresholds, describe
@@ -14,7 +14,16 @@ from trainproof.thresholds import Thresholds, describe
 
 def _value(thresholds: Thresholds, name: str) -> str:
     value = getattr(thresholds, name)
-    return fmt.num(value) if isinstance(value, float) else str(value)
+    return figures.num(value) if isinstance(value, float) else str(value)
+
+
+def deferral(rule: Rule, code: bool = False) -> str:
+    """How a rule gives way to others, said where the rules are listed (ids in backticks for markdown)."""
+    ids = ", ".join(f"`{other}`" if code else other for other in rule.defers_to)
+    return (
+        f"Defers to {ids}: skipped where one of them fired, which explains the same symptom better "
+        "(ignoring that rule in the configuration lets this one fire again)."
+    )
 
 
 def text(rules: Sequence[Rule], settings: Settings, full: bool = False) -> str:
@@ -29,14 +38,16 @@ def text(rules: Sequence[Rule], settings: Settings, full: bool = False) -> str:
         level = settings.levels.get(rule.id, rule.level)
         note = ""
         if rule.id in settings.levels:
-            note = f"  (level set by {settings.origin(f'level:{rule.id}')}; default {rule.level.label})"
+            note = f"  (level set by {settings.origin(f'level:{rule.id}')}; default {rule.level.name})"
         if not settings.enabled(rule.id):
             note += f"  (disabled by {settings.source})"
-        lines.append(f"{rule.id}  [{level.label}]  ({rule.command})  {rule.summary}{note}")
+        lines.append(f"{rule.id}  [{level.name}]  ({rule.command})  {rule.summary}{note}")
+        if rule.defers_to:
+            lines.append(f"    {deferral(rule)}")
         for name in rule.thresholds:
             if name in info:
                 origin = settings.origin(name)
-                where = "" if origin == "default" else f"  (from {origin}; default {fmt.num(info[name].default) if isinstance(info[name].default, float) else info[name].default})"
+                where = "" if origin == "default" else f"  (from {origin}; default {figures.num(info[name].default) if isinstance(info[name].default, float) else info[name].default})"
                 lines.append(f"    {name} = {_value(thresholds, name)} {info[name].unit}{where}")
         if full:
             lines.append("")
@@ -54,11 +65,12 @@ def as_json(rules: Sequence[Rule], settings: Settings) -> str:
         "rules": [
             {
                 "id": rule.id,
-                "level": settings.levels.get(rule.id, rule.level).label,
-                "default_level": rule.level.label,
+                "level": settings.levels.get(rule.id, rule.level).name,
+                "default_level": rule.level.name,
                 "level_source": settings.origin(f"level:{rule.id}"),
                 "enabled": settings.enabled(rule.id),
                 "command": rule.command,
+                "defers_to": list(rule.defers_to),
                 "summary": rule.summary,
                 "doc": rule.doc,
                 "thresholds": [
@@ -89,7 +101,7 @@ def markdown_table(rules: Sequence[Rule], thresholds: Thresholds) -> str:
     rows = ["| id | level | command | what it detects | thresholds |", "|---|---|---|---|---|"]
     for rule in rules:
         names = ", ".join(f"`{n}`={_value(thresholds, n)}" for n in rule.thresholds)
-        rows.append(f"| `{rule.id}` | {rule.level.label} | {rule.command} | {rule.summary} | {names} |")
+        rows.append(f"| `{rule.id}` | {rule.level.name} | {rule.command} | {rule.summary} | {names} |")
     return "\n".join(rows) + "\n"
 
 
@@ -116,7 +128,9 @@ def rules_document(rules: Sequence[Rule], thresholds: Thresholds) -> str:
         "",
     ]
     for rule in rules:
-        out += [f"## {rule.id}", "", f"**{rule.summary}**", "", f"Level: {rule.level.label}. Command: `{rule.command}`.", ""]
+        out += [f"## {rule.id}", "", f"**{rule.summary}**", "", f"Level: {rule.level.name}. Command: `{rule.command}`.", ""]
+        if rule.defers_to:
+            out += [deferral(rule, code=True), ""]
         for head, body in rule.sections().items():
             if head != "Thresholds":
                 out += [f"**{head}:** {body}", ""]

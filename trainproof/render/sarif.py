@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from urllib.parse import quote
 
 from trainproof import HOMEPAGE
 from trainproof.checks.base import Rule
-from trainproof.checks.registry import BY_ID, COMPARE_RULES, EPOCH_RULES
-from trainproof.report import Finding, Level, Report, Subject
+from trainproof.render.shared import json_number, relative
+from trainproof.report import Finding, Level, Report, Subject, location
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 MAX_RESULTS = 5000
@@ -26,25 +26,14 @@ RULES_DOC = f"{HOMEPAGE}/blob/main/docs/rules.md"
 
 
 def rules_for(report: Report) -> tuple[Rule, ...]:
-    """The command's rules, in registry order (so a rule keeps its index), plus any other a result references."""
-    rules = EPOCH_RULES + COMPARE_RULES if report.command == "compare" else EPOCH_RULES
-    known = {rule.id for rule in rules}
-    extra = tuple(dict.fromkeys(BY_ID[f.rule_id] for _, f in report.findings if f.rule_id not in known and f.rule_id in BY_ID))
-    return rules + extra
+    """The command's rules, in registry order, so a rule keeps its index from run to run."""
+    return report.rules
 
 
 def artifact_uri(path: str, base: str | None) -> str:
     """A URI for an input: relative to ``base`` (the working directory) when it lies under it."""
-    candidate = Path(path)
-    if candidate.is_absolute() and base is not None:
-        try:
-            candidate = candidate.relative_to(Path(base))
-        except ValueError:
-            return "file://" + _quoted(candidate.as_posix())
-    elif candidate.is_absolute():
-        return "file://" + _quoted(candidate.as_posix())
-    posix = PurePosixPath(*candidate.parts).as_posix() if candidate.parts else "."
-    return _quoted(posix)
+    under = relative(path, base)
+    return _quoted(under) if under is not None else "file://" + _quoted(Path(path).as_posix())
 
 
 def _quoted(posix: str) -> str:
@@ -77,30 +66,23 @@ def _fingerprint(subject: Subject, finding: Finding, uri: str) -> str:
 
 
 def _result(subject: Subject, finding: Finding, index: dict[str, int], base: str | None) -> dict:
-    uri = artifact_uri(subject.path, base)
-    location = {"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}, "region": {"startLine": finding.line or 1}}}
+    path, line = location(subject, finding)
+    uri = artifact_uri(path, base)
+    place = {"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}, "region": {"startLine": line or 1}}}
     if uri.startswith("file:"):
-        del location["physicalLocation"]["artifactLocation"]["uriBaseId"]
-    return {
+        del place["physicalLocation"]["artifactLocation"]["uriBaseId"]
+    result = {
         "ruleId": finding.rule_id,
-        "ruleIndex": index[finding.rule_id],
+        "ruleIndex": index.get(finding.rule_id),
         "level": LEVELS[finding.level],
         "message": {"text": f"{finding.message}\nEvidence: {finding.evidence}"},
-        "locations": [location],
+        "locations": [place],
         "partialFingerprints": {"trainproofFinding/v1": _fingerprint(subject, finding, uri)},
-        "properties": {"role": subject.role, "steps": list(finding.steps), "values": _plain(finding.values)},
+        "properties": {"role": subject.role, "steps": list(finding.steps), "values": {key: json_number(value) for key, value in sorted(finding.values.items())}},
     }
-
-
-def _plain(values: dict) -> dict:
-    out = {}
-    for key, value in sorted(values.items()):
-        if isinstance(value, float) and value != value:
-            value = "NaN"
-        elif isinstance(value, float) and value in (float("inf"), float("-inf")):
-            value = "Infinity" if value > 0 else "-Infinity"
-        out[key] = value
-    return out
+    if result["ruleIndex"] is None:  # a report built by hand without its command's rules: no descriptor to point at
+        del result["ruleIndex"]
+    return result
 
 
 def render(report: Report, base: str | None = None) -> str:

@@ -1,0 +1,267 @@
+"""The commands that judge training runs: ``epoch``, ``compare`` and ``watch``.
+
+Each is a :class:`trainproof.judge.Command`: how a log is read, which rules
+run in which context, and what a run shows in a report (its summary pairs,
+one headline, the reader's notes, the charts with each finding marked on the
+chart its rule names, compare's table of ratios). Renderers draw these and
+decide nothing about a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from trainproof import figures
+from trainproof.checks.base import CompareContext, NotApplicable, Rule, RunContext
+from trainproof.checks.compare import ratios
+from trainproof.checks.registry import RULES
+from trainproof.checks.watching import WatchContext
+from trainproof.config import Settings
+from trainproof.errors import InputError
+from trainproof.judge import Command, Outcome, Prepared, Stage, judge_one, nothing_ran, read_input, unreadable
+from trainproof.model import Run
+from trainproof.readers import read_run
+from trainproof.report import Chart, Finding, Level, Line, Marker, Subject, Table
+from trainproof.thresholds import Thresholds
+
+MAX_MARKERS = 50
+"""Steps of one finding marked on its chart; a finding citing more marks the first ones."""
+
+
+def summarize(run: Run) -> dict:
+    """The run's summary pairs, as the JSON report carries them."""
+    loss = run.loss
+    return {
+        "loss": run.loss_name if loss is not None else None,
+        "points": len(loss) if loss is not None else 0,
+        "first_step": run.first_step,
+        "last_step": run.last_step,
+        "max_steps": run.max_steps,
+        "step_unit": run.step_unit,
+        "eval_sets": ", ".join(run.eval_losses) or None,
+        "notes": "; ".join(run.notes) or None,
+    }
+
+
+def headline(run: Run) -> str:
+    """One line about the log: its format, the loss over which steps, the eval sets."""
+    parts = [f"{run.format} log"]
+    loss = run.loss
+    if loss is not None and len(loss):
+        span = f"{run.step_unit}s {figures.step(run.first_step)}-{figures.step(run.last_step)}"  # type: ignore[arg-type]
+        if run.max_steps:
+            span += f" of {figures.step(run.max_steps)} scheduled"
+        parts.append(f"'{run.loss_name}' over {len(loss)} points, {span}")
+    if run.eval_losses:
+        parts.append(f"eval: {', '.join(run.eval_losses)}")
+    return "; ".join(parts)
+
+
+def _markers(findings: Sequence[Finding], rules: Mapping[str, Rule], *charts: str) -> tuple[Marker, ...]:
+    out = []
+    for finding in findings:
+        rule = rules.get(finding.rule_id)
+        if rule is None or rule.chart not in charts:
+            continue
+        for step in finding.steps[:MAX_MARKERS]:
+            out.append(Marker(int(step), finding.rule_id, finding.level.name, finding.title))
+    return tuple(out)
+
+
+def _shares_loss_axis(run: Run, series: np.ndarray, t: Thresholds) -> bool:
+    """Does an eval curve sit on the training loss's scale (medians within CHART_SHARED_AXIS_MAX_RATIO of each other)?"""
+    loss = run.loss
+    if loss is None or not loss.finite.any():
+        return False
+    finite = series[np.isfinite(series)]
+    if not finite.size:
+        return False
+    train_mid, eval_mid = float(np.median(loss.values[loss.finite])), float(np.median(finite))
+    if train_mid <= 0 or eval_mid <= 0:
+        return False
+    return max(train_mid / eval_mid, eval_mid / train_mid) < t.CHART_SHARED_AXIS_MAX_RATIO
+
+
+def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thresholds) -> tuple[Chart, ...]:
+    """What the HTML report plots for a run: loss (with the eval curves on its scale), eval, learning rate, gradient norm, time."""
+    by_id = {rule.id: rule for rule in rules}
+    span = (run.first_step, run.last_step) if run.first_step is not None and run.last_step is not None else None
+    loss_lines: list[Line] = []
+    if run.loss is not None:
+        loss_lines.append(Line(f"training loss ({run.loss_name})", run.loss.steps, run.loss.values, "train"))
+    separate: list[Line] = []
+    for i, (name, series) in enumerate(run.eval_losses.items()):
+        line = Line(name, series.steps, series.values, f"eval eval{i % 6}")
+        (loss_lines if _shares_loss_axis(run, series.values, t) else separate).append(line)
+    out = []
+    if loss_lines:
+        marked = ("loss",) if separate else ("loss", "eval")
+        out.append(Chart("Loss", tuple(loss_lines), _markers(findings, by_id, *marked), span))
+    if separate:
+        out.append(Chart("Eval loss", tuple(separate), _markers(findings, by_id, "eval"), span))
+    if run.learning_rate is not None:
+        lr = run.learning_rate
+        out.append(Chart("Learning rate", (Line("learning rate", lr.steps, lr.values, "lr"),), _markers(findings, by_id, "lr"), span, log_y=False))
+    if run.grad_norm is not None:
+        grad = run.grad_norm
+        out.append(Chart("Gradient norm", (Line("gradient norm", grad.steps, grad.values, "grad"),), _markers(findings, by_id, "grad"), span))
+    timing = run.seconds_per_step()
+    if timing is not None:
+        steps, seconds, _ = timing
+        out.append(Chart("Seconds per step", (Line("seconds per step", steps, seconds, "time"),), _markers(findings, by_id, "time"), span))
+    return tuple(out)
+
+
+def _present(run: Run, subject: Subject, rules: Sequence[Rule], t: Thresholds, **extra: Any) -> Subject:
+    return Subject(
+        path=run.path,
+        format=run.format,
+        findings=subject.findings,
+        ran=subject.ran,
+        skipped=subject.skipped,
+        unjudged=subject.unjudged,
+        role=subject.role,
+        summary=summarize(run),
+        headline=headline(run),
+        notes=run.notes,
+        charts=charts(run, subject.findings, rules, t),
+        **extra,
+    )
+
+
+def curve_unjudged(ctx: RunContext) -> str | None:
+    """Why a run's curve cannot be judged at all (no loss, too few points), or None when it can."""
+    try:
+        ctx.curve()
+    except NotApplicable as reason:
+        if ctx.run.loss is None or ctx.loss_profile is None:
+            return str(reason)
+    return None
+
+
+class Epoch(Command):
+    """``trainproof epoch``: each log on its own, by the single-run rules."""
+
+    name = "epoch"
+
+    def read(self, source: Any, options: Mapping[str, Any]) -> Run:
+        return source if isinstance(source, Run) else read_run(source, options.get("fmt"))
+
+    def stages(self, run: Run, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
+        return (Stage(RULES["epoch"], RunContext(run, settings.thresholds)),)
+
+    def unjudged(self, stages: Sequence[Stage], outcome: Outcome, prepared: Prepared) -> str | None:
+        return curve_unjudged(stages[0].context) or nothing_ran(outcome)  # type: ignore[arg-type]
+
+    def present(self, run: Run, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
+        return _present(run, subject, self.rules, stages[0].context.t)  # type: ignore[union-attr]
+
+
+class _Baseline:
+    """A compare's baseline, judged once: its subject, and its context when it could be read."""
+
+    def __init__(self, subject: Subject, ctx: RunContext | None) -> None:
+        self.subject, self.ctx = subject, ctx
+
+
+class Compare(Command):
+    """``trainproof compare``: each run by the single-run rules, then against one known-good baseline."""
+
+    name = "compare"
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return RULES["epoch"] + RULES["compare"]
+
+    read = Epoch.read
+
+    def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
+        """The baseline, judged by the single-run rules and listed with role ``baseline``."""
+        source = options["baseline"]
+        try:
+            run = read_input(EPOCH, source, options)
+        except InputError as error:
+            subject = unreadable(source, error, role="baseline")
+            return Prepared(subjects=(subject,), shared=_Baseline(subject, None))
+        subject = judge_one(EPOCH, run, settings, options=options, role="baseline")
+        return Prepared(subjects=(subject,), shared=_Baseline(subject, RunContext(run, settings.thresholds)))
+
+    def stages(self, run: Run, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
+        ctx = RunContext(run, settings.thresholds)
+        base: _Baseline = prepared.shared
+        if base.ctx is None:
+            return (Stage(RULES["epoch"], ctx), Stage(RULES["compare"], f"the baseline could not be read: {base.subject.unjudged}"))
+        fails = tuple(f for f in base.subject.findings if f.level is Level.FAIL)
+        return (Stage(RULES["epoch"], ctx), Stage(RULES["compare"], CompareContext(ctx, base.ctx, fails)))
+
+    def unjudged(self, stages: Sequence[Stage], outcome: Outcome, prepared: Prepared) -> str | None:
+        base: _Baseline = prepared.shared
+        if base.ctx is None:
+            return f"the baseline {base.subject.path} could not be read"
+        return (
+            curve_unjudged(stages[0].context)  # type: ignore[arg-type]
+            or nothing_ran(outcome)
+            or (f"the baseline's curve cannot be judged: {base.subject.unjudged}" if base.subject.unjudged else None)
+        )
+
+    def present(self, run: Run, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
+        versus = stages[1].context
+        metrics: dict = {}
+        if isinstance(versus, CompareContext):
+            try:
+                metrics = ratios(versus)._asdict()
+            except NotApplicable:
+                pass
+        base: _Baseline = prepared.shared
+        return _present(run, subject, self.rules, stages[0].context.t, baseline=base.subject.path, metrics=metrics)  # type: ignore[union-attr]
+
+    def table(self, subjects: Sequence[Subject]) -> Table:
+        """Each run's ratios to the baseline; the verdict leads each row, so no path starts a line of text."""
+
+        def cell(metrics: Mapping[str, object], key: str, show: Any) -> str:
+            value = metrics.get(key)
+            return show(value) if isinstance(value, (int, float)) else "-"
+
+        rows = tuple(
+            (
+                str(s.verdict),
+                s.path,
+                cell(s.metrics, "floor_ratio", figures.ratio),
+                cell(s.metrics, "end_ratio", figures.ratio),
+                cell(s.metrics, "improvement", figures.pct),
+                cell(s.metrics, "baseline_improvement", figures.pct),
+            )
+            for s in subjects
+        )
+        return Table(("verdict", "run", "floor", "end", "improved", "baseline improved"), rows)
+
+
+class Watch(Command):
+    """``trainproof watch``: a growing run by the live rules, and the watcher's own rules (a stall)."""
+
+    name = "watch"
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return RULES["epoch"] + RULES["watch"]
+
+    read = Epoch.read
+
+    def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
+        return Prepared(shared=(float(options.get("idle_s", 0.0)), options.get("stall_timeout_s")))
+
+    def stages(self, run: Run, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
+        ctx = RunContext(run, settings.thresholds)
+        idle, timeout = prepared.shared
+        return (Stage(RULES["epoch"], ctx), Stage(RULES["watch"], WatchContext(ctx, idle, timeout)))
+
+    unjudged = Epoch.unjudged
+    present = Epoch.present
+
+
+EPOCH = Epoch()
+COMPARE = Compare()
+WATCH = Watch()
