@@ -13,26 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainproof import fmt
+from trainproof import figures
+from trainproof.report import Line, Marker
 
 WIDTH, HEIGHT = 760, 230
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 22, 30
-
-
-@dataclass(frozen=True, eq=False)
-class Line:
-    label: str
-    steps: np.ndarray
-    values: np.ndarray
-    css: str
-
-
-@dataclass(frozen=True)
-class Marker:
-    step: int
-    label: str
-    level: str  # "FAIL", "WARN", "INFO"
-    note: str
 
 
 def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -65,79 +50,154 @@ def _reduce(xs: np.ndarray, ys: np.ndarray, columns: int) -> tuple[np.ndarray, n
     return np.array(out_x), np.array(out_y)
 
 
-def chart(
-    title: str, lines: list[Line], markers: list[Marker], *, log_y: bool | None = None, x_range: tuple[float, float] | None = None
-) -> str:
-    """One chart as an ``<svg>`` element; empty string when there is nothing finite to draw.
+@dataclass(frozen=True)
+class _Frame:
+    """The plot area of one chart and the data range it maps: where a step or a value is drawn."""
 
-    ``x_range`` gives several charts of one run the same step axis.
-    """
-    finite = [(ln, np.isfinite(ln.values)) for ln in lines]
-    ys_all = np.concatenate([ln.values[ok] for ln, ok in finite]) if finite else np.array([])
-    if ys_all.size == 0:
-        return ""
-    xs_all = np.concatenate([ln.steps for ln in lines] + [np.array([m.step for m in markers], dtype=float)]).astype(float)
-    x0, x1 = (float(xs_all.min()), float(xs_all.max())) if x_range is None else (float(x_range[0]), float(x_range[1]))
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    log_y: bool
+
+    @property
+    def width(self) -> int:
+        return WIDTH - LEFT - RIGHT
+
+    @property
+    def height(self) -> int:
+        return HEIGHT - TOP - BOTTOM
+
+    def px(self, x: np.ndarray | float) -> np.ndarray:
+        return LEFT + (np.asarray(x, dtype=float) - self.x0) / (self.x1 - self.x0) * self.width
+
+    def py(self, y: np.ndarray | float) -> np.ndarray:
+        return TOP + (1 - (np.asarray(y, dtype=float) - self.y0) / (self.y1 - self.y0)) * self.height
+
+
+def _x_span(lines: list[Line], markers: list[Marker], x_range: tuple[float, float] | None) -> tuple[float, float]:
+    """The step axis: ``x_range`` when given, else every step of the lines and markers; never empty."""
+    if x_range is None:
+        xs_all = np.concatenate([ln.steps for ln in lines] + [np.array([m.step for m in markers], dtype=float)]).astype(float)
+        x0, x1 = float(xs_all.min()), float(xs_all.max())
+    else:
+        x0, x1 = float(x_range[0]), float(x_range[1])
     if x1 == x0:
         x1 = x0 + 1
-    positive = bool((ys_all > 0).all())
-    if log_y is None:
-        lo_q, hi_q = np.quantile(ys_all, [0.01, 0.99]) if ys_all.size > 1 else (ys_all[0], ys_all[0])
-        log_y = positive and lo_q > 0 and hi_q / lo_q > 50
-    ty = np.log10(ys_all[ys_all > 0]) if log_y else ys_all
+    return x0, x1
+
+
+def _wants_log(ys: np.ndarray) -> bool:
+    """A log axis when every value is positive and the 1st to 99th percentiles span more than 50x."""
+    positive = bool((ys > 0).all())
+    lo_q, hi_q = np.quantile(ys, [0.01, 0.99]) if ys.size > 1 else (ys[0], ys[0])
+    return positive and lo_q > 0 and hi_q / lo_q > 50
+
+
+def _y_span(ys: np.ndarray, log_y: bool) -> tuple[float, float]:
+    """The value axis (log10 units on a log axis) with a 5% margin; a constant series gets one of its own scale."""
+    ty = np.log10(ys[ys > 0]) if log_y else ys
     y0, y1 = float(ty.min()), float(ty.max())
     if y1 == y0:  # a constant series: centre it with a margin of its own scale
         half = abs(y0) * 0.5 or 0.5
         y0, y1 = y0 - half, y1 + half
     pad = (y1 - y0) * 0.05
-    y0, y1 = y0 - pad, y1 + pad
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    return y0 - pad, y1 + pad
 
-    def px(x: np.ndarray | float) -> np.ndarray:
-        return LEFT + (np.asarray(x, dtype=float) - x0) / (x1 - x0) * plot_w
 
-    def py(y: np.ndarray | float) -> np.ndarray:
-        return TOP + (1 - (np.asarray(y, dtype=float) - y0) / (y1 - y0)) * plot_h
-
-    parts = [
+def _head(title: str, frame: _Frame) -> list[str]:
+    return [
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
         f'aria-label="{html.escape(title)}" xmlns="http://www.w3.org/2000/svg">',
-        f'<text class="title" x="{LEFT}" y="14">{html.escape(title)}{" (log scale)" if log_y else ""}</text>',
-        f'<rect class="frame" x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}"/>',
+        f'<text class="title" x="{LEFT}" y="14">{html.escape(title)}{" (log scale)" if frame.log_y else ""}</text>',
+        f'<rect class="frame" x="{LEFT}" y="{TOP}" width="{frame.width}" height="{frame.height}"/>',
     ]
-    for tick in _nice_ticks(y0, y1):
-        y = float(py(tick))
-        label = fmt.num(10**tick) if log_y else fmt.num(tick)
-        parts.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y:.1f}" y2="{y:.1f}"/>')
+
+
+def _y_axis(frame: _Frame) -> list[str]:
+    """A grid line and a value label per tick; on a log axis the ticks are powers, labelled by value."""
+    parts = []
+    for tick in _nice_ticks(frame.y0, frame.y1):
+        y = float(frame.py(tick))
+        label = figures.num(10**tick) if frame.log_y else figures.num(tick)
+        parts.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + frame.width}" y1="{y:.1f}" y2="{y:.1f}"/>')
         parts.append(f'<text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{html.escape(label)}</text>')
-    for tick in _nice_ticks(x0, x1):
-        x = float(px(tick))
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - 10}" text-anchor="middle">{html.escape(fmt.step(int(tick)))}</text>')
-    for line, ok in finite:
-        xs, ys = line.steps[ok].astype(float), line.values[ok]
-        if log_y:
-            keep = ys > 0
-            xs, ys = xs[keep], np.log10(ys[keep])
-        xs, ys = _reduce(xs, ys, plot_w)
-        if xs.size:
-            points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(px(xs), py(ys)))
-            parts.append(f'<polyline class="line {html.escape(line.css)}" points="{points}"><title>{html.escape(line.label)}</title></polyline>')
-        bad = line.steps[~ok]
-        for step in bad[:200]:
-            x = float(px(step))
-            parts.append(f'<text class="nonfinite" x="{x:.1f}" y="{TOP + 10}" text-anchor="middle">&#215;<title>{html.escape(line.label)}: not finite at step {int(step)}</title></text>')
-    for marker in markers:
-        x = float(px(marker.step))
-        css = html.escape(marker.level.lower())
+    return parts
+
+
+def _x_axis(frame: _Frame) -> list[str]:
+    """A step label per tick under the plot."""
+    parts = []
+    for tick in _nice_ticks(frame.x0, frame.x1):
+        x = float(frame.px(tick))
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - 10}" text-anchor="middle">{html.escape(figures.step(int(tick)))}</text>')
+    return parts
+
+
+def _line(line: Line, ok: np.ndarray, frame: _Frame) -> list[str]:
+    """One series: a polyline through its finite points, a cross at each of its first 200 non-finite steps."""
+    parts = []
+    xs, ys = line.steps[ok].astype(float), line.values[ok]
+    if frame.log_y:
+        keep = ys > 0
+        xs, ys = xs[keep], np.log10(ys[keep])
+    xs, ys = _reduce(xs, ys, frame.width)
+    if xs.size:
+        points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(frame.px(xs), frame.py(ys)))
         parts.append(
-            f'<line class="marker {css}" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + plot_h}">'
-            f"<title>{html.escape(marker.label)} at step {marker.step:,}: {html.escape(marker.note)}</title></line>"
+            f'<polyline class="line {html.escape(line.css)}" points="{points}"><title>{html.escape(line.label)}</title></polyline>'
         )
-    if len(lines) > 1:
-        for i, line in enumerate(lines):
-            x = LEFT + plot_w - 150
-            y = TOP + 14 + 14 * i
-            parts.append(f'<line class="line {html.escape(line.css)}" x1="{x}" x2="{x + 18}" y1="{y - 4}" y2="{y - 4}"/>')
-            parts.append(f'<text class="legend" x="{x + 24}" y="{y}">{html.escape(line.label)}</text>')
+    for step in line.steps[~ok][:200]:
+        x = float(frame.px(step))
+        parts.append(
+            f'<text class="nonfinite" x="{x:.1f}" y="{TOP + 10}" text-anchor="middle">&#215;'
+            f"<title>{html.escape(line.label)}: not finite at step {int(step)}</title></text>"
+        )
+    return parts
+
+
+def _marker(marker: Marker, frame: _Frame) -> str:
+    """A vertical line at the marker's step, its level as CSS class, its label and note as tooltip."""
+    x = float(frame.px(marker.step))
+    css = html.escape(marker.level.lower())
+    return (
+        f'<line class="marker {css}" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + frame.height}">'
+        f"<title>{html.escape(marker.label)} at step {marker.step:,}: {html.escape(marker.note)}</title></line>"
+    )
+
+
+def _legend(lines: list[Line], frame: _Frame) -> list[str]:
+    """A swatch and a label per line, top right; none for a single line."""
+    if len(lines) <= 1:
+        return []
+    parts = []
+    for i, line in enumerate(lines):
+        x = LEFT + frame.width - 150
+        y = TOP + 14 + 14 * i
+        parts.append(f'<line class="line {html.escape(line.css)}" x1="{x}" x2="{x + 18}" y1="{y - 4}" y2="{y - 4}"/>')
+        parts.append(f'<text class="legend" x="{x + 24}" y="{y}">{html.escape(line.label)}</text>')
+    return parts
+
+
+def chart(
+    title: str, lines: list[Line], markers: list[Marker], *, log_y: bool | None = None, x_range: tuple[float, float] | None = None
+) -> str:
+    """One chart as an ``<svg>`` element; empty string when there is nothing finite to draw.
+
+    ``x_range`` gives several charts of one run the same step axis; ``log_y``
+    None chooses the axis from the data (see ``_wants_log``).
+    """
+    finite = [(ln, np.isfinite(ln.values)) for ln in lines]
+    ys_all = np.concatenate([ln.values[ok] for ln, ok in finite]) if finite else np.array([])
+    if ys_all.size == 0:
+        return ""
+    if log_y is None:
+        log_y = _wants_log(ys_all)
+    frame = _Frame(*_x_span(lines, markers, x_range), *_y_span(ys_all, log_y), log_y=bool(log_y))
+    parts = _head(title, frame) + _y_axis(frame) + _x_axis(frame)
+    for line, ok in finite:
+        parts += _line(line, ok, frame)
+    parts += [_marker(m, frame) for m in markers]
+    parts += _legend(lines, frame)
     parts.append("</svg>")
     return "\n".join(parts)
