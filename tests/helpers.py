@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -100,3 +101,52 @@ def load_tiny_task():
     sys.modules["tiny_task"] = module
     spec.loader.exec_module(module)
     return module
+
+
+# TensorBoard event files, written the way TensorFlow writes them (TFRecords with masked CRC-32C checksums).
+
+
+def _crc_table() -> list[int]:
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC = _crc_table()
+
+
+def masked_crc32c(data: bytes) -> int:
+    c = 0xFFFFFFFF
+    for byte in data:
+        c = _CRC[(c ^ byte) & 0xFF] ^ (c >> 8)
+    c ^= 0xFFFFFFFF
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def varint(n: int) -> bytes:
+    n = n + (1 << 64) if n < 0 else n  # int64 two's complement; larger numbers make over-long varints
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | 0x80 if n else low)
+        if not n:
+            return bytes(out)
+
+
+def pb_field(number: int, wire: int, value: int | bytes) -> bytes:
+    """One protocol-buffer field; ``value`` is an int for wire type 0, bytes otherwise."""
+    key = varint(number << 3 | wire)
+    if wire == 0:
+        return key + varint(value)  # type: ignore[arg-type]
+    if wire == 2:
+        return key + varint(len(value)) + value  # type: ignore[arg-type]
+    return key + value  # type: ignore[operator]
+
+
+def tf_record(data: bytes) -> bytes:
+    length = struct.pack("<Q", len(data))
+    return length + struct.pack("<I", masked_crc32c(length)) + data + struct.pack("<I", masked_crc32c(data))

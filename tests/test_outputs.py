@@ -6,6 +6,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -205,3 +207,17 @@ def test_a_file_name_that_is_not_utf8_is_written_and_printed(capsys, run_dir, tm
     for written in out_dir.iterdir():
         written.read_bytes().decode("utf-8")  # valid UTF-8 throughout
     assert not [p for p in out_dir.iterdir() if p.name.startswith(".")], "no temporary file left behind"
+
+
+def test_a_link_to_the_process_stdout_is_written_through_not_replaced(run_dir, tmp_path):
+    """``out.sarif -> /proc/self/fd/1``: the report goes down the CLI's own stdout (a pipe here), and the link stays."""
+    link = tmp_path / "out.sarif"
+    link.symlink_to("/proc/self/fd/1")  # resolved by the CLI process: a subprocess, so never this test's stdout
+    result = subprocess.run(
+        [sys.executable, "-m", "trainproof", "epoch", "run", "--sarif", "out.sarif"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,  # stdout is a pipe the link leads into
+    )
+    assert result.returncode == 1, result.stderr
+    assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
+    assert '"version": "2.1.0"' in result.stdout
+    assert "TP-DIVERGE" in result.stdout

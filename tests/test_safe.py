@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import struct
+from pathlib import Path
 
 import pytest
 
-from tests.helpers import decaying, hf_entries, noisy, write_hf_state
+from tests.helpers import decaying, hf_entries, noisy, pb_field, tf_record, write_hf_state
 from tests.test_cli import run_cli
 from trainproof.safe import visible
 
@@ -114,9 +116,44 @@ def test_a_bad_argument_cannot_inject_through_argparse(capsys):
     assert len(err.strip().splitlines()) == 1
 
 
-def test_the_compare_table_never_starts_a_line_with_a_path(capsys, tmp_path):
-    run = write_hf_state(tmp_path / "::warning::x.json", diverging_entries(), max_steps=300)
+def test_the_compare_table_never_starts_a_line_with_a_path(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative name: the table's line would begin with the user's "::" itself
+    run = write_hf_state(Path("::warning::x.json"), diverging_entries(), max_steps=300)
     base = write_hf_state(tmp_path / "base.json", hf_entries(noisy(decaying(60, 2.0, 0.6), 0.02, 1).tolist()), max_steps=300)
     code, out, _ = run_cli(capsys, "compare", run, base)
     assert code == 1
     assert not [line for line in out.splitlines() if line.lstrip().startswith("::")]
+
+
+def tensorboard_events(points: list[tuple[int, str, float]]) -> bytes:
+    """An event file of (step, tag, value) scalars, with real checksums."""
+    header = pb_field(1, 1, struct.pack("<d", 1.7e9)) + pb_field(3, 2, b"brain.Event:2")
+    records = [tf_record(header)]
+    for step, tag, value in points:
+        summary = pb_field(1, 2, pb_field(1, 2, tag.encode()) + pb_field(2, 5, struct.pack("<f", value)))
+        records.append(tf_record(pb_field(1, 1, struct.pack("<d", 1.7e9 + step)) + pb_field(2, 0, step) + pb_field(5, 2, summary)))
+    return b"".join(records)
+
+
+def test_a_cr_in_a_tensorboard_tag_is_spelled_out(capsys, tmp_path, in_actions):
+    points = []
+    for entry in diverging_entries():  # every training-loss event carries the CR, as a careless logger would write it
+        points += [(entry["step"], "train/loss\r", entry["loss"]), (entry["step"], "train/learning_rate", entry["learning_rate"])]
+    run = tmp_path / "tb"
+    run.mkdir()
+    (run / "events.out.tfevents.1.host.0").write_bytes(tensorboard_events(points))
+    code, out, err = run_cli(capsys, "epoch", run, "--github")
+    assert code == 1, err
+    assert_clean(out)
+    assert_clean(err)
+    assert "train/loss\\r" in out, "the tag is still there, spelled out"
+    assert "\r" not in in_actions.read_text()
+
+
+def test_a_symlink_loop_on_the_command_line_is_one_error_line(capsys, tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    code, _, err = run_cli(capsys, "epoch", loop)
+    assert code == 2
+    assert "internal error" not in err
+    assert len(err.strip().splitlines()) == 1, err

@@ -61,7 +61,7 @@ def test_healthy_runs_are_never_stopped_and_get_no_fail(tmp_path, seed):
     assert callback.stopped_at is None and trainer.state.global_step == MAX_STEPS
     assert not (tmp_path / "trainproof_abort.json").exists()
     subject = callback.report.subjects[0]
-    assert not [f for f in subject.findings if f.level.label == "FAIL"], [f.message for f in subject.findings]
+    assert not [f for f in subject.findings if f.level.name == "FAIL"], [f.message for f in subject.findings]
     assert subject.summary["points"] == 61
     if seed == 0:
         for name in outputs.values():
@@ -150,3 +150,15 @@ def test_the_guardian_example_reproduces_its_captured_output():
     assert now and then and now.groups() == then.groups()
     assert int(now.group(1)) <= 0.15 * MAX_STEPS
     assert "abort report written: True" in result.stdout
+
+
+def test_a_final_report_that_cannot_be_written_does_not_fail_training(tmp_path, capsys):
+    (tmp_path / "blocked.json").mkdir()  # the report's name is taken by a folder
+    callback = TrainproofCallback(final_report={"json": "blocked.json", "markdown": "final.md"})
+    trainer = train("healthy", 0, tmp_path, callback, max_steps=10)
+    assert trainer.state.global_step == 10, "training finished"
+    out, err = capsys.readouterr()
+    assert "trainproof: json report not written:" in out and "blocked.json" in out
+    assert "Traceback" not in out + err
+    assert (tmp_path / "blocked.json").is_dir() and not list((tmp_path / "blocked.json").iterdir())
+    assert (tmp_path / "final.md").stat().st_size > 0, "the other report is still written"
