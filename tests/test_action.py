@@ -154,19 +154,24 @@ def test_the_actions_commands_are_the_clis_judging_commands():
 def test_pass_log(workspace, runner_temp):
     result = run_action(workspace, runner_temp, paths="logs/healthy")
     assert result.code == 0, result.stdout + result.stderr
-    assert result.outputs["verdict"] == "PASS" and result.outputs["exit-code"] == "0"
+    assert result.outputs["verdict"] == "PASS"
+    assert result.outputs["exit-code"] == "0"
     assert result.outputs["findings"] == "0"
     sarif = json.loads(Path(result.outputs["sarif-file"]).read_text())
-    assert validation_errors(sarif) == [] and sarif["runs"][0]["automationDetails"]["id"] == "trainproof/epoch/"
+    assert validation_errors(sarif) == []
+    assert sarif["runs"][0]["automationDetails"]["id"] == "trainproof/epoch/"
     assert Path(result.outputs["junit-file"]).read_text().startswith("<?xml")
     assert json.loads(Path(result.outputs["report-file"]).read_text())["verdict"] == "PASS"
-    assert result.summary.startswith("<!-- trainproof:epoch -->") and "trainproof epoch: PASS" in result.summary
+    assert result.summary.startswith("<!-- trainproof:epoch -->")
+    assert "trainproof epoch: PASS" in result.summary
 
 
 def test_fail_log(workspace, runner_temp):
     result = run_action(workspace, runner_temp, paths="logs/*")
-    assert result.code == 1 and result.failed_step == "Verdict"
-    assert result.outputs["verdict"] == "FAIL" and result.outputs["exit-code"] == "1"
+    assert result.code == 1
+    assert result.failed_step == "Verdict"
+    assert result.outputs["verdict"] == "FAIL"
+    assert result.outputs["exit-code"] == "1"
     assert int(result.outputs["findings"]) >= 1
     assert "TP-DIVERGE" in result.summary
     assert "::error file=logs/lr_hot/trainer_state.json,line=" in result.stdout
@@ -176,20 +181,24 @@ def test_fail_log(workspace, runner_temp):
 
 def test_fail_on_never_reports_without_failing(workspace, runner_temp):
     result = run_action(workspace, runner_temp, paths="logs/lr_hot", **{"fail-on": "never", "summary": "false"})
-    assert result.code == 0 and result.outputs["verdict"] == "FAIL" and result.outputs["exit-code"] == "0"
+    assert result.code == 0
+    assert result.outputs["verdict"] == "FAIL"
+    assert result.outputs["exit-code"] == "0"
     assert result.summary == ""
 
 
 def test_missing_path(workspace, runner_temp):
     result = run_action(workspace, runner_temp, paths="logs/nope/trainer_state.json")
     assert result.code == 2
-    assert result.outputs["verdict"] == "NOT-CHECKED" and result.outputs["exit-code"] == "2"
+    assert result.outputs["verdict"] == "NOT-CHECKED"
+    assert result.outputs["exit-code"] == "2"
     assert "does not exist" in result.stderr
 
 
 def test_compare_against_a_baseline_in_a_working_directory(workspace, runner_temp):
     result = run_action(workspace, runner_temp, command="compare", paths="lr_hot", baseline="healthy", **{"working-directory": "logs"})
-    assert result.code == 1 and result.outputs["verdict"] == "FAIL"
+    assert result.code == 1
+    assert result.outputs["verdict"] == "FAIL"
     sarif = json.loads(Path(result.outputs["sarif-file"]).read_text())
     assert sarif["runs"][0]["automationDetails"]["id"] == "trainproof/compare/"
 

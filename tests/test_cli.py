@@ -46,7 +46,8 @@ def test_pass_exits_0_and_names_checks(capsys, healthy_log):
     code, out, err = run_cli(capsys, "epoch", healthy_log)
     assert code == 0, out
     assert out.startswith("trainproof epoch: PASS")
-    assert "Checks ran" in out and "Skipped TP-OVERFIT: the log has no eval loss" in out
+    assert "Checks ran" in out
+    assert "Skipped TP-OVERFIT: the log has no eval loss" in out
     assert err == ""
 
 
@@ -63,7 +64,9 @@ def test_warnings_alone_exit_0(capsys, tmp_path):
     grad[30] = 900.0
     path = write_hf_state(tmp_path / "trainer_state.json", hf_entries(loss, grad=grad))
     code, out, _ = run_cli(capsys, "epoch", path)
-    assert code == 0 and "[WARN] TP-GRAD-SPIKE" in out and out.startswith("trainproof epoch: WARN")
+    assert code == 0
+    assert "[WARN] TP-GRAD-SPIKE" in out
+    assert out.startswith("trainproof epoch: WARN")
 
 
 @pytest.mark.parametrize(
@@ -136,14 +139,18 @@ def test_json_document(capsys, healthy_log, diverged_log, tmp_path):
     code, out, _ = run_cli(capsys, "epoch", healthy_log, diverged_log, tmp_path / "nope.json", "--json")
     doc = json.loads(out)
     assert code == 1
-    assert doc["schema_version"] == 1 and doc["command"] == "epoch" and doc["verdict"] == "FAIL"
+    assert doc["schema_version"] == 1
+    assert doc["command"] == "epoch"
+    assert doc["verdict"] == "FAIL"
     assert [s["verdict"] for s in doc["subjects"]] == ["PASS", "FAIL", "NOT-CHECKED"]
     assert doc["subjects"][2]["error"].endswith("does not exist")
     finding = doc["subjects"][1]["findings"][0]
     assert set(finding) >= {"id", "level", "message", "evidence", "values", "steps"}
-    assert finding["id"] == "TP-DIVERGE" and finding["values"]["start"] == pytest.approx(1.4)
+    assert finding["id"] == "TP-DIVERGE"
+    assert finding["values"]["start"] == pytest.approx(1.4)
     checks = doc["subjects"][0]["checks"]
-    assert "TP-DIVERGE" in checks["ran"] and {"id": "TP-OVERFIT", "reason": "the log has no eval loss"} in checks["skipped"]
+    assert "TP-DIVERGE" in checks["ran"]
+    assert {"id": "TP-OVERFIT", "reason": "the log has no eval loss"} in checks["skipped"]
 
 
 def test_json_is_deterministic(capsys, diverged_log):
@@ -157,9 +164,12 @@ def test_html_report_is_written_and_self_contained(capsys, diverged_log, tmp_pat
     code, _, _ = run_cli(capsys, "epoch", diverged_log, "--html", target)
     assert code == 1
     page = target.read_text()
-    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "TP-DIVERGE" in page
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<svg" in page
+    assert "TP-DIVERGE" in page
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    assert "https://" not in page and "<script" not in page
+    assert "https://" not in page
+    assert "<script" not in page
 
 
 def test_outputs_never_overwrite_an_input(capsys, diverged_log):
@@ -179,7 +189,8 @@ def test_unwritable_output_is_exit_2(capsys, diverged_log, tmp_path):
 def test_compare_runs_against_a_baseline(capsys, healthy_log, diverged_log):
     code, out, _ = run_cli(capsys, "compare", diverged_log, healthy_log)
     assert code == 1
-    assert "baseline:" in out and "TP-CMP-WORSE-THAN-START" in out
+    assert "baseline:" in out
+    assert "TP-CMP-WORSE-THAN-START" in out
     table = out.split("\n\n")[1]
     assert table.splitlines()[0].split()[:4] == ["verdict", "run", "floor", "end"]
 
@@ -187,7 +198,8 @@ def test_compare_runs_against_a_baseline(capsys, healthy_log, diverged_log):
 def test_compare_with_unreadable_baseline_is_exit_2(capsys, healthy_log, tmp_path):
     code, _, err = run_cli(capsys, "compare", healthy_log, tmp_path / "gone.json")
     assert code == 2
-    assert "gone.json" in err and "Traceback" not in err
+    assert "gone.json" in err
+    assert "Traceback" not in err
 
 
 def test_rules_lists_every_rule_and_documents_one(capsys):
@@ -197,16 +209,19 @@ def test_rules_lists_every_rule_and_documents_one(capsys):
         assert rule.id in out
     assert "DIVERGE_START_RATIO = 1.5" in out
     code, out, _ = run_cli(capsys, "rules", "tp-diverge")
-    assert code == 0 and "What it detects" in out
+    assert code == 0
+    assert "What it detects" in out
     code, _, err = run_cli(capsys, "rules", "TP-NOPE")
-    assert code == 2 and "no such rule" in err
+    assert code == 2
+    assert "no such rule" in err
     code, out, _ = run_cli(capsys, "rules", "--json")
     assert {r["id"] for r in json.loads(out)["rules"]} == {r.id for r in all_rules()}
 
 
 def test_version_and_module_entry_point():
     result = subprocess.run([sys.executable, "-m", "trainproof", "--version"], capture_output=True, text=True, cwd=REPO)
-    assert result.returncode == 0 and result.stdout.startswith("trainproof ")
+    assert result.returncode == 0
+    assert result.stdout.startswith("trainproof ")
 
 
 def test_every_output_at_once_leaves_verdict_and_exit_code_alone(capsys, diverged_log, tmp_path):
@@ -216,7 +231,8 @@ def test_every_output_at_once_leaves_verdict_and_exit_code_alone(capsys, diverge
     for option, path in files.items():
         argv += [option, path]
     code, out, _ = run_cli(capsys, *argv)
-    assert code == plain_code == 1 and out == plain_out
+    assert code == plain_code == 1
+    assert out == plain_out
     assert all(p.stat().st_size > 0 for p in files.values())
     assert json.loads(files["--json-file"].read_text())["verdict"] == "FAIL"
 
@@ -224,13 +240,16 @@ def test_every_output_at_once_leaves_verdict_and_exit_code_alone(capsys, diverge
 def test_two_outputs_on_one_file_are_refused_before_any_work(capsys, diverged_log, tmp_path):
     target = tmp_path / "same.out"
     code, _, err = run_cli(capsys, "epoch", diverged_log, "--sarif", target, "--junit", target)
-    assert code == 2 and "named by both" in err and not target.exists()
+    assert code == 2
+    assert "named by both" in err
+    assert not target.exists()
 
 
 def test_no_empty_output_file_when_the_command_fails_early(capsys, tmp_path):
     target = tmp_path / "report.sarif"
     code, _, _ = run_cli(capsys, "epoch", tmp_path / "missing.json", "--sarif", target, "--config", tmp_path / "nope.toml")
-    assert code == 2 and not target.exists()
+    assert code == 2
+    assert not target.exists()
 
 
 def test_one_input_that_breaks_a_reader_costs_only_its_own_verdict(capsys, healthy_log, diverged_log, tmp_path, monkeypatch):
@@ -270,4 +289,5 @@ def test_extreme_values_raise_no_numpy_warning(capsys, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a RuntimeWarning would now be an internal error
         code, out, err = run_cli(capsys, "epoch", path, "--html", tmp_path / "r.html", "--sarif", tmp_path / "r.sarif")
-    assert code in (0, 1) and "internal error" not in err and err == "", err
+    assert code in (0, 1), err
+    assert err == "", err

@@ -33,7 +33,8 @@ def rule_ids(doc, index=0):
 def test_no_configuration_means_defaults(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     settings = load()
-    assert settings.source is None and settings.enabled("TP-DIVERGE")
+    assert settings.source is None
+    assert settings.enabled("TP-DIVERGE")
 
 
 def test_ignore_drops_a_rule_and_says_so(tmp_path, monkeypatch, capsys):
@@ -59,8 +60,10 @@ def test_level_change(tmp_path, monkeypatch, capsys):
     write(tmp_path, '[tool.trainproof.levels]\nTP-DIVERGE = "warn"\nTP-GRAD-NONFINITE = "INFO"\n', ".trainproof.toml")
     monkeypatch.chdir(tmp_path)
     code, doc, _ = judge_json(capsys, HOT)
-    assert ("TP-DIVERGE", "WARN") in rule_ids(doc) and ("TP-GRAD-NONFINITE", "INFO") in rule_ids(doc)
-    assert code == 0 and doc["verdict"] == "WARN"
+    assert ("TP-DIVERGE", "WARN") in rule_ids(doc)
+    assert ("TP-GRAD-NONFINITE", "INFO") in rule_ids(doc)
+    assert code == 0
+    assert doc["verdict"] == "WARN"
 
 
 def test_threshold_override_changes_the_verdict(tmp_path, monkeypatch, capsys):
@@ -95,7 +98,8 @@ def test_explicit_config_and_nearest_file_discovery(tmp_path, monkeypatch):
     assert not load().enabled("TP-PLATEAU")
     other = write(tmp_path, 'ignore = ["TP-DIVERGE"]\n', "other.toml")
     explicit = load(other)
-    assert not explicit.enabled("TP-DIVERGE") and explicit.enabled("TP-PLATEAU")
+    assert not explicit.enabled("TP-DIVERGE")
+    assert explicit.enabled("TP-PLATEAU")
 
 
 @pytest.mark.parametrize(
@@ -138,7 +142,9 @@ def test_bad_configuration_is_exit_2_naming_the_key(tmp_path, monkeypatch, capsy
         code = main(["epoch", HEALTHY])
     err = capsys.readouterr().err
     assert code == 2
-    assert len(err.strip().splitlines()) == 1 and fragment in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert fragment in err
+    assert "Traceback" not in err
 
 
 def test_missing_config_file_is_exit_2(tmp_path, capsys):
@@ -153,8 +159,10 @@ def test_rules_shows_effective_values_and_where_they_came_from(tmp_path, monkeyp
     out = capsys.readouterr().out
     assert "configuration: pyproject.toml [tool.trainproof]" in out
     assert "PLATEAU_WARN_S = 7200 seconds  (from pyproject.toml [tool.trainproof]; default 3600)" in out
-    assert "TP-LOSS-SPIKE  [FAIL]" in out and "default WARN" in out
-    assert "TP-PLATEAU  [WARN]" in out and "disabled by" in out
+    assert "TP-LOSS-SPIKE  [FAIL]" in out
+    assert "default WARN" in out
+    assert "TP-PLATEAU  [WARN]" in out
+    assert "disabled by" in out
     assert main(["rules", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     plateau = next(t for t in doc["thresholds"] if t["name"] == "PLATEAU_WARN_S")
@@ -182,7 +190,8 @@ def test_a_dedicated_file_with_a_tool_that_is_not_ours(tmp_path, monkeypatch, ca
     code = main(["epoch", HEALTHY])
     err = capsys.readouterr().err
     if tool.startswith("tool ="):
-        assert code == 2 and "'tool' must be a table, got str" in err
+        assert code == 2
+        assert "'tool' must be a table, got str" in err
     else:
         assert code == 0, err
 

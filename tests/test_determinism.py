@@ -155,5 +155,6 @@ def test_compare_outputs_are_byte_identical_across_processes(places):
     runs = [_run(root, env, args) for (root, _), env in list(zip(places, ENVIRONMENTS))[:2]]
     _assert_identical(runs)
     report = json.loads(runs[0]["report.json"])
-    assert report["command"] == "compare" and [s["path"] for s in report["subjects"]][-1] == "in/gallery/healthy/seed0/trainer_state.json"
+    assert report["command"] == "compare"
+    assert [s["path"] for s in report["subjects"]][-1] == "in/gallery/healthy/seed0/trainer_state.json"
     assert runs[0]["stdout"].startswith(b"trainproof compare")

@@ -42,7 +42,8 @@ def test_every_config_and_seed_is_shipped(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_healthy_passes_without_warnings(seed):
     s = judge("healthy", seed)
-    assert s.verdict is Verdict.PASS and not rule_ids(s, Level.WARN)
+    assert s.verdict is Verdict.PASS
+    assert not rule_ids(s, Level.WARN)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -52,20 +53,23 @@ def test_healthy_passes_without_warnings(seed):
 )
 def test_sabotage_fails_for_the_right_reason(seed, config, must_fail):
     s = judge(config, seed)
-    assert s.verdict is Verdict.FAIL and must_fail <= rule_ids(s, Level.FAIL)
+    assert s.verdict is Verdict.FAIL
+    assert must_fail <= rule_ids(s, Level.FAIL)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_overfit_warns_naming_overfitting(seed):
     s = judge("overfit", seed)
-    assert s.verdict is Verdict.WARN and rule_ids(s, Level.WARN) == {"TP-OVERFIT"}
+    assert s.verdict is Verdict.WARN
+    assert rule_ids(s, Level.WARN) == {"TP-OVERFIT"}
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_bad_labels_passes_alone_and_fails_against_healthy(seed):
     assert judge("bad_labels", seed).verdict is not Verdict.FAIL
     compared = judge_compare([GALLERY / "bad_labels" / f"seed{seed}"], GALLERY / "healthy" / f"seed{seed}").judged[0]
-    assert compared.verdict is Verdict.FAIL and "TP-CMP-FLOOR" in rule_ids(compared, Level.FAIL)
+    assert compared.verdict is Verdict.FAIL
+    assert "TP-CMP-FLOOR" in rule_ids(compared, Level.FAIL)
 
 
 def snapshot() -> dict:

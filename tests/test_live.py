@@ -104,7 +104,8 @@ def test_live_findings_are_the_end_of_run_findings_of_the_live_rules(run, at_the
     judge = LiveJudge()
     subject = judge.judge(run, len(run.loss))
     assert [(f.rule_id, f.level) for f in subject.findings] == mid_way
-    assert judge.last is subject and judge.judgements == 1
+    assert judge.last is subject
+    assert judge.judgements == 1
 
 
 def test_failures_are_the_fail_findings_of_the_last_judgement():
@@ -112,7 +113,8 @@ def test_failures_are_the_fail_findings_of_the_last_judgement():
     judge.judge(DIVERGING, 60)
     assert [f.rule_id for f in judge.failures()] == ["TP-DIVERGE"]
     judge.judge(GRAD_SPIKE, 66)  # a WARN is not a failure
-    assert [f.rule_id for f in judge.last.findings] == ["TP-GRAD-SPIKE"] and judge.failures() == ()
+    assert [f.rule_id for f in judge.last.findings] == ["TP-GRAD-SPIKE"]
+    assert judge.failures() == ()
     assert judge.judgements == 2
 
 
@@ -122,10 +124,12 @@ def test_configured_levels_and_selection_apply_mid_way():
     judge.judge(GRAD_SPIKE, 60)
     assert [(f.rule_id, f.level) for f in judge.failures()] == [("TP-GRAD-SPIKE", Level.FAIL)]
     judge.judge(DIVERGING, 66)
-    assert judge.failures() == () and "TP-DIVERGE" not in judge.last.ran
+    assert judge.failures() == ()
+    assert "TP-DIVERGE" not in judge.last.ran
 
 
 def test_rules_can_be_narrowed():
     judge = LiveJudge(rules=[RULE["TP-LOSS-NONFINITE"]])
     subject = judge.judge(DIVERGING, 60)
-    assert subject.ran == ("TP-LOSS-NONFINITE",) and subject.findings == ()
+    assert subject.ran == ("TP-LOSS-NONFINITE",)
+    assert subject.findings == ()

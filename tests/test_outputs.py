@@ -48,7 +48,8 @@ def test_an_output_is_never_the_log_inside_an_input_folder(capsys, run_dir, opti
 def test_compare_never_overwrites_the_baseline_log(capsys, run_dir, baseline_dir):
     before = snapshot(baseline_dir)
     code, _, err = run_cli(capsys, "compare", run_dir, baseline_dir, "--html", baseline_dir / "trainer_state.json")
-    assert code == 2 and "refusing to overwrite" in err
+    assert code == 2
+    assert "refusing to overwrite" in err
     assert snapshot(baseline_dir) == before
 
 
@@ -59,7 +60,8 @@ def test_a_link_to_an_input_is_caught_by_identity(capsys, run_dir, tmp_path):
     os.link(log, tmp_path / "hard.sarif")
     for name in ("soft.sarif", "hard.sarif"):
         code, _, err = run_cli(capsys, "epoch", run_dir, "--sarif", tmp_path / name)
-        assert code == 2 and "refusing to overwrite" in err
+        assert code == 2
+        assert "refusing to overwrite" in err
     assert log.read_bytes() == before
 
 
@@ -67,7 +69,8 @@ def test_the_configuration_file_is_never_an_output(capsys, run_dir, tmp_path):
     config = tmp_path / "trainproof.toml"
     config.write_text('ignore = ["TP-PLATEAU"]\n')
     code, _, err = run_cli(capsys, "epoch", run_dir, "--config", config, "--markdown", config)
-    assert code == 2 and "is the configuration file" in err
+    assert code == 2
+    assert "is the configuration file" in err
     assert config.read_text() == 'ignore = ["TP-PLATEAU"]\n'
 
 
@@ -76,7 +79,9 @@ def test_the_job_summary_is_never_appended_to_an_input(capsys, run_dir, monkeypa
     before = log.read_bytes()
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(log))
     code, _, err = run_cli(capsys, "epoch", run_dir, "--github")
-    assert code == 2 and "GITHUB_STEP_SUMMARY" in err and "refusing" in err
+    assert code == 2
+    assert "GITHUB_STEP_SUMMARY" in err
+    assert "refusing" in err
     assert log.read_bytes() == before
 
 
@@ -95,7 +100,8 @@ def test_a_symlink_output_is_written_through_and_stays_a_link(capsys, run_dir, t
     link.symlink_to(target)
     code, _, _ = run_cli(capsys, "epoch", run_dir, "--sarif", link)
     assert code == 1
-    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert link.is_symlink()
+    assert os.readlink(link) == str(target)
     assert json.loads(target.read_text())["version"] == "2.1.0"
 
 
@@ -103,7 +109,8 @@ def test_a_dangling_symlink_output_creates_its_target(capsys, run_dir, tmp_path)
     link = tmp_path / "link.json"
     link.symlink_to(tmp_path / "made.json")
     code, _, _ = run_cli(capsys, "epoch", run_dir, "--json-file", link)
-    assert code == 1 and link.is_symlink()
+    assert code == 1
+    assert link.is_symlink()
     assert json.loads((tmp_path / "made.json").read_text())["verdict"] == "FAIL"
 
 
@@ -124,7 +131,8 @@ def test_a_fifo_output_is_written_as_a_stream(capsys, run_dir, tmp_path):
         reader.join(timeout=30)
     assert code == 1, err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO is still a FIFO"
-    assert received and received[0].startswith(b"<?xml")
+    assert received
+    assert received[0].startswith(b"<?xml")
 
 
 def test_a_fifo_nobody_reads_is_an_error_not_a_hang(capsys, run_dir, tmp_path):
@@ -132,7 +140,8 @@ def test_a_fifo_nobody_reads_is_an_error_not_a_hang(capsys, run_dir, tmp_path):
     os.mkfifo(fifo)
     code, out, err = run_cli(capsys, "epoch", run_dir, "--sarif", fifo)
     assert code == 1, "the FAIL is still the exit code"
-    assert "no process is reading" in err and "[FAIL] TP-DIVERGE" in out
+    assert "no process is reading" in err
+    assert "[FAIL] TP-DIVERGE" in out
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
@@ -156,9 +165,11 @@ def test_a_device_node_is_written_through_not_replaced(capsys, run_dir, tmp_path
 def test_a_full_device_is_one_error_line(capsys, run_dir, tmp_path):
     node = device(tmp_path, "myfull", 7)
     code, out, err = run_cli(capsys, "epoch", run_dir, "--html", node)
-    assert code == 1 and "TP-DIVERGE" in out
+    assert code == 1
+    assert "TP-DIVERGE" in out
     assert_one_error_line(err, "myfull", "cannot write it")
-    assert stat.S_ISCHR(os.lstat(node).st_mode) and os.lstat(node).st_rdev == os.makedev(1, 7)
+    assert stat.S_ISCHR(os.lstat(node).st_mode)
+    assert os.lstat(node).st_rdev == os.makedev(1, 7)
 
 
 @pytest.mark.parametrize("option", ["--html", "--sarif"])
@@ -180,7 +191,8 @@ def test_an_output_in_a_read_only_folder_loses_nothing_else(capsys, run_dir, tmp
         code, out, err = run_cli(capsys, "epoch", run_dir, "--html", f"{folder}/r.html", "--json-file", tmp_path / "r.json")
     finally:
         locked.chmod(0o700)
-    assert code == 1 and "TP-DIVERGE" in out
+    assert code == 1
+    assert "TP-DIVERGE" in out
     assert_one_error_line(err, "r.html: cannot write it")
     assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "FAIL"
 
@@ -218,6 +230,7 @@ def test_a_link_to_the_process_stdout_is_written_through_not_replaced(run_dir, t
         cwd=tmp_path, capture_output=True, text=True, timeout=120,  # stdout is a pipe the link leads into
     )
     assert result.returncode == 1, result.stderr
-    assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
+    assert link.is_symlink()
+    assert os.readlink(link) == "/proc/self/fd/1"
     assert '"version": "2.1.0"' in result.stdout
     assert "TP-DIVERGE" in result.stdout

@@ -44,11 +44,14 @@ def test_good_log_passes(tmp_path, pre_commit_home):
     scratch_repo(tmp_path, {"runs/good/trainer_state.json": "healthy/seed0", "README.md": "healthy/seed1"})
     result = try_repo(tmp_path, pre_commit_home)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "trainproof (training logs)" in result.stdout and "Passed" in result.stdout
+    assert "trainproof (training logs)" in result.stdout
+    assert "Passed" in result.stdout
 
 
 def test_bad_log_fails(tmp_path, pre_commit_home):
     scratch_repo(tmp_path, {"runs/good/trainer_state.json": "healthy/seed0", "runs/hot/trainer_state.json": "lr_hot/seed0"})
     result = try_repo(tmp_path, pre_commit_home)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "Failed" in result.stdout and "TP-DIVERGE" in result.stdout and "runs/hot/trainer_state.json" in result.stdout
+    assert "Failed" in result.stdout
+    assert "TP-DIVERGE" in result.stdout
+    assert "runs/hot/trainer_state.json" in result.stdout

@@ -37,7 +37,8 @@ def test_quick_start_names_a_shipped_example_and_the_test_command():
     assert (REPO / example).is_file()
     assert block[1] == "python -m pytest"
     ci = (REPO / ".ci" / "run").read_text()
-    assert example in ci and "\npython -m pytest\n" in ci
+    assert example in ci
+    assert "\npython -m pytest\n" in ci
 
 
 def test_readme_never_installs_the_unrelated_pypi_project():

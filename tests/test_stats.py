@@ -77,7 +77,8 @@ def test_median_along_an_axis_is_numpys(shape, axis):
     if axis is None:
         assert got == expected
     else:
-        assert isinstance(got, np.ndarray) and got.shape == expected.shape
+        assert isinstance(got, np.ndarray)
+        assert got.shape == expected.shape
         np.testing.assert_array_equal(got, expected)
 
 
@@ -225,10 +226,13 @@ def test_segment_bounds(n, max_segments, min_points, expected):
 @pytest.mark.parametrize("n", [3, 7, 59, 60, 61, 1001])
 def test_segment_bounds_tile_the_points_in_near_equal_counts(n):
     bounds = stats.segment_bounds(n, 20, 3)
-    assert bounds[0][0] == 0 and bounds[-1][1] == n
+    assert bounds[0][0] == 0
+    assert bounds[-1][1] == n
     assert all(b == c for (_, b), (c, _) in zip(bounds, bounds[1:]))
     sizes = [b - a for a, b in bounds]
-    assert min(sizes) >= 3 and max(sizes) - min(sizes) <= 1 and len(bounds) <= 20
+    assert min(sizes) >= 3
+    assert max(sizes) - min(sizes) <= 1
+    assert len(bounds) <= 20
 
 
 @pytest.mark.parametrize(
@@ -300,7 +304,8 @@ def test_profile_levels_agree_with_numpy_on_a_long_noisy_curve():
     steps = np.arange(1000) * 4 + 100
     p = profile_of(values, steps)
     assert p.start == np.median(values[:3])
-    assert p.end == np.median(values[-100:]) and p.end_first_step == steps[900]
+    assert p.end == np.median(values[-100:])
+    assert p.end_first_step == steps[900]
     assert head_window(p) == (np.median(values[:100]), steps[99], 100)
     assert p.seg_medians.tolist() == [np.median(chunk) for chunk in np.split(values, 20)]
     assert p.seg_size.tolist() == [50] * 20
@@ -329,7 +334,8 @@ def test_profile_start_is_the_first_point_when_the_run_blows_up_at_once():
 
 def test_profile_of_a_curve_that_is_not_positive_has_no_log_noise():
     p = profile_of([0.5, 0.2, 0.0, -0.1, -0.3, -0.2])
-    assert p.log_noise is None and p.noise > 0
+    assert p.log_noise is None
+    assert p.noise > 0
 
 
 def test_profile_needs_min_trend_points_finite_points():

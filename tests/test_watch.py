@@ -38,14 +38,16 @@ def test_follower_reads_only_what_was_appended(tmp_path):
     path.write_text(healthy(1000))
     follower = Follower(path)
     first = follower.poll()
-    assert len(first.lines) == 1000 and first.first_line == 1
+    assert len(first.lines) == 1000
+    assert first.first_line == 1
     before = follower.offset
     extra = healthy(100, start=1001)
     with path.open("a") as handle:
         handle.write(extra)
     chunk = follower.poll()
     assert follower.offset - before == len(extra.encode()), "only the new bytes were read"
-    assert len(chunk.lines) == 100 and chunk.first_line == 1001
+    assert len(chunk.lines) == 100
+    assert chunk.first_line == 1001
     assert follower.poll().lines == ()
 
 
@@ -67,12 +69,14 @@ def test_truncated_and_replaced_files_are_read_afresh(tmp_path):
     assert watcher.tick().points == 50
     path.write_text(healthy(5))  # truncated in place
     tick = watcher.tick()
-    assert tick.restarted and tick.points == 5
+    assert tick.restarted
+    assert tick.points == 5
     replacement = tmp_path / "new.jsonl"
     replacement.write_text(healthy(20))
     os.replace(replacement, path)  # a new inode at the same path
     tick = watcher.tick()
-    assert tick.restarted and tick.points == 20
+    assert tick.restarted
+    assert tick.points == 20
 
 
 def test_judging_is_amortised_while_a_log_grows(tmp_path):
@@ -98,7 +102,8 @@ def test_a_trainer_state_json_is_reread_when_rewritten(tmp_path):
     entries += [{"loss": 50.0 + i, "step": 30 + i, "learning_rate": 1e-4} for i in range(10)]
     path.write_text(json.dumps({"log_history": entries}))
     tick = watcher.tick()
-    assert tick.points == 39 and str(tick.verdict) == "FAIL"
+    assert tick.points == 39
+    assert str(tick.verdict) == "FAIL"
 
 
 def test_watch_until_fail_on_a_growing_log(tmp_path):
@@ -120,10 +125,13 @@ def test_watch_until_fail_on_a_growing_log(tmp_path):
     thread.join()
     assert proc.returncode == 1, out + err
     ticks = TICK.findall(out)
-    assert len(ticks) >= 5 and ticks[0] == "PASS" and ticks[-1] == "FAIL"
+    assert len(ticks) >= 5
+    assert ticks[0] == "PASS"
+    assert ticks[-1] == "FAIL"
     assert "[FAIL] TP-DIVERGE" in out
     counts = [int(c.replace(",", "")) for c in re.findall(r"  ([\d,]+) loss points", out)]
-    assert counts == sorted(counts) and counts[-1] > counts[0]
+    assert counts == sorted(counts)
+    assert counts[-1] > counts[0]
 
 
 def test_a_stalled_file_warns_once_per_stall(tmp_path):
@@ -154,7 +162,8 @@ def test_missing_file_is_exit_2_with_one_line(tmp_path):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 2
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and "nope.jsonl: does not exist" in lines[0]
+    assert len(lines) == 1
+    assert "nope.jsonl: does not exist" in lines[0]
 
 
 @pytest.mark.parametrize("args", [["--interval", "0"], ["--format", "xml"]])
@@ -163,7 +172,8 @@ def test_bad_arguments(tmp_path, args):
     path.write_text(healthy(5))
     proc = watch(str(path), *args)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 2 and len(err.strip().splitlines()) == 1
+    assert proc.returncode == 2
+    assert len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("args", [["--interval", "nan"], ["--interval", "inf"], ["--interval", "-1"], ["--stall-timeout", "nan"], ["--max-ticks", "0"]])
@@ -173,7 +183,8 @@ def test_nonsense_intervals_are_usage_errors(tmp_path, args):
     proc = watch(str(path), "--max-ticks", "1", *args)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2, err
-    assert len(err.strip().splitlines()) == 1 and "internal error" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert "internal error" not in err
 
 
 def test_a_log_rewritten_in_place_larger_is_read_afresh(tmp_path):
@@ -198,11 +209,13 @@ def test_a_rewrite_that_lines_up_with_the_old_offset_is_not_merged(tmp_path):
     watcher = Watcher(path)
     assert watcher.tick().points == 30
     second = first.replace('"loss": 1.', '"loss": 7.').replace('"loss": 2.', '"loss": 8.')  # another run, byte for byte as long
-    assert len(second) == len(first) and second != first
+    assert len(second) == len(first)
+    assert second != first
     with path.open("w") as handle:
         handle.write(second + healthy(10, start=31))
     tick = watcher.tick()
-    assert tick.restarted and tick.points == 40
+    assert tick.restarted
+    assert tick.points == 40
     assert watcher.parser.build().loss.values[0] > 7, "the new run, not the old one with the new one's tail"
 
 
@@ -218,7 +231,8 @@ def test_a_log_replaced_by_a_directory_stops_its_old_verdict(tmp_path, name):
     path.unlink()
     path.mkdir()
     tick = watcher.tick()
-    assert tick.subject is None and tick.verdict.value == "NOT-CHECKED"
+    assert tick.subject is None
+    assert tick.verdict.value == "NOT-CHECKED"
     assert "is a directory" in tick.waiting
     path.rmdir()
     path.write_text(healthy(20))
@@ -244,7 +258,8 @@ def test_a_fifo_is_refused_at_once(tmp_path):
     os.mkfifo(fifo)
     proc = watch(str(fifo), "--max-ticks", "1")
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 2 and "is not a regular file" in err
+    assert proc.returncode == 2
+    assert "is not a regular file" in err
 
 
 class FakeClock:

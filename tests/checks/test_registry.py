@@ -23,7 +23,8 @@ def test_ids_are_well_formed_unique_and_never_reused():
 def test_every_rule_is_documented_in_the_fixed_order():
     for rule in all_rules():
         doc = rule.doc
-        assert rule.summary and rule.summary.endswith("."), rule.id
+        assert rule.summary, rule.id
+        assert rule.summary.endswith("."), rule.id
         positions = [doc.find(section) for section in SECTIONS]
         assert all(p > 0 for p in positions), f"{rule.id} misses a section: {dict(zip(SECTIONS, positions))}"
         assert positions == sorted(positions), f"{rule.id} sections out of order"
@@ -43,7 +44,8 @@ def test_docs_name_only_thresholds_that_exist_and_code_uses_only_named_ones():
 def test_every_threshold_has_a_unit_a_doc_and_a_user():
     documented = {name for rule in all_rules() for name in rule.thresholds}
     for info in describe():
-        assert info.unit and info.doc, info.name
+        assert info.unit, info.name
+        assert info.doc, info.name
         assert isinstance(getattr(DEFAULTS, info.name), (int, float))
     general = {"MIN_TREND_POINTS", "HEAD_POINTS", "TAIL_SHARE", "SEGMENTS", "MIN_SEGMENT_POINTS"}
     live = {"GUARD_MIN_POINTS", "GUARD_JUDGE_GROWTH"}  # the live judge's schedule, documented in trainproof/live.py
@@ -57,5 +59,6 @@ def test_every_threshold_has_a_unit_a_doc_and_a_user():
 
 def test_overrides_make_a_new_thresholds():
     changed = DEFAULTS.with_overrides({"DIVERGE_START_RATIO": 3.0})
-    assert changed.DIVERGE_START_RATIO == 3.0 and DEFAULTS.DIVERGE_START_RATIO == 1.5
+    assert changed.DIVERGE_START_RATIO == 3.0
+    assert DEFAULTS.DIVERGE_START_RATIO == 1.5
     assert isinstance(changed, Thresholds)

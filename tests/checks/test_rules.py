@@ -25,7 +25,8 @@ def test_rule_case(rule_id: str, case: Case) -> None:
         if case.level is not None:
             assert {f.level.name for f in hits} == {case.level}
         for finding in hits:
-            assert finding.message and finding.evidence
+            assert finding.message
+            assert finding.evidence
             assert any(ch.isdigit() for ch in finding.evidence), "evidence must cite numbers"
     else:
         assert not hits, f"{rule_id} fired: {hits[0].message}"

@@ -35,7 +35,8 @@ def skipped(subject: Subject, rule_id: str) -> str | None:
 def test_min_timed_points_gates_the_speed_rules(tmp_path):
     loader_bound = make_run(decaying(), step_time=[0.4] * 60, loader_time=[0.9] * 60)
     cliff = timed(np.concatenate([np.full(70, 0.4), np.full(30, 1.1)]))
-    assert fired(judge_run(loader_bound), "TP-LOADER-BOUND") and fired(judge_run(cliff), "TP-STEP-TIME-CLIFF")
+    assert fired(judge_run(loader_bound), "TP-LOADER-BOUND")
+    assert fired(judge_run(cliff), "TP-STEP-TIME-CLIFF")
     settings = configured(tmp_path, MIN_TIMED_POINTS=150)
     assert skipped(judge_run(loader_bound, settings), "TP-LOADER-BOUND") == "fewer than 150 timed points"
     assert skipped(judge_run(cliff, settings), "TP-STEP-TIME-CLIFF") == "the log has no step time or timestamps"
@@ -48,9 +49,11 @@ def test_min_timed_points_gates_the_speed_rules(tmp_path):
 def test_step_time_normal_quantile_sets_the_normal_speed(tmp_path):
     run = timed(np.concatenate([np.full(70, 0.4), np.full(30, 1.1)]))
     default = [f for f in judge_run(run).findings if f.rule_id == "TP-STEP-TIME-CLIFF"]
-    assert default and "normal speed (25th percentile of" in default[0].evidence
+    assert default
+    assert "normal speed (25th percentile of" in default[0].evidence
     median = [f for f in judge_run(run, configured(tmp_path, STEP_TIME_NORMAL_QUANTILE=0.5)).findings if f.rule_id == "TP-STEP-TIME-CLIFF"]
-    assert median and "normal speed (50th percentile of" in median[0].evidence
+    assert median
+    assert "normal speed (50th percentile of" in median[0].evidence
     # Judged against its slowest segments, the slow stretch is the norm: no cliff.
     assert not fired(judge_run(run, configured(tmp_path, STEP_TIME_NORMAL_QUANTILE=1.0)), "TP-STEP-TIME-CLIFF")
 

@@ -42,15 +42,19 @@ def train(config, seed, output_dir, callback, **overrides):
 def test_hot_learning_rate_is_stopped_early_with_an_abort_report(tmp_path, seed, capsys):
     callback = TrainproofCallback(policy="stop_on_fail")
     trainer = train("lr_hot", seed, tmp_path, callback)
-    assert callback.stopped_at is not None and callback.stopped_at <= 0.15 * MAX_STEPS
+    assert callback.stopped_at is not None
+    assert callback.stopped_at <= 0.15 * MAX_STEPS
     assert trainer.state.global_step == callback.stopped_at
     abort = json.loads((tmp_path / "trainproof_abort.json").read_text())
-    assert abort["abort"]["rules"] == ["TP-DIVERGE"] and abort["abort"]["share_not_run"] >= 0.85
-    assert abort["verdict"] == "FAIL" and abort["subjects"][0]["findings"][0]["id"] == "TP-DIVERGE"
+    assert abort["abort"]["rules"] == ["TP-DIVERGE"]
+    assert abort["abort"]["share_not_run"] >= 0.85
+    assert abort["verdict"] == "FAIL"
+    assert abort["subjects"][0]["findings"][0]["id"] == "TP-DIVERGE"
     out = capsys.readouterr().out
     block = out.split("trainproof: stopping training at step", 1)[1]
     assert re.match(rf" {callback.stopped_at} of 300: \d+% of the schedule never ran \(TP-DIVERGE\)\.", block)
-    assert "Evidence:" in block and "trainproof_abort.json" in block
+    assert "Evidence:" in block
+    assert "trainproof_abort.json" in block
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -58,7 +62,8 @@ def test_healthy_runs_are_never_stopped_and_get_no_fail(tmp_path, seed):
     outputs = {"json": "final.json", "html": "final.html", "sarif": "final.sarif", "junit": "final.xml", "markdown": "final.md"}
     callback = TrainproofCallback(policy="stop_on_fail", final_report=outputs if seed == 0 else None)
     trainer = train("healthy", seed, tmp_path, callback)
-    assert callback.stopped_at is None and trainer.state.global_step == MAX_STEPS
+    assert callback.stopped_at is None
+    assert trainer.state.global_step == MAX_STEPS
     assert not (tmp_path / "trainproof_abort.json").exists()
     subject = callback.report.subjects[0]
     assert not [f for f in subject.findings if f.level.name == "FAIL"], [f.message for f in subject.findings]
@@ -72,7 +77,8 @@ def test_healthy_runs_are_never_stopped_and_get_no_fail(tmp_path, seed):
 def test_warn_policy_never_stops_anything(tmp_path):
     callback = TrainproofCallback()  # policy="warn"
     trainer = train("lr_hot", 0, tmp_path, callback, max_steps=100)
-    assert callback.stopped_at is None and trainer.state.global_step == 100
+    assert callback.stopped_at is None
+    assert trainer.state.global_step == 100
     assert callback.judge.failures(), "the failure was seen, only not acted on"
     assert callback.report.verdict.value == "FAIL"
     assert not (tmp_path / "trainproof_abort.json").exists()
@@ -103,7 +109,8 @@ def test_bad_policy_and_renderer_names_are_refused():
 def test_importing_without_transformers_names_the_extra():
     code = "import sys; sys.modules['transformers'] = None\ntry:\n    import trainproof.integrations.hf\nexcept ImportError as e:\n    print(e)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
-    assert "needs the optional package 'transformers'" in result.stdout and "[hf]" in result.stdout
+    assert "needs the optional package 'transformers'" in result.stdout
+    assert "[hf]" in result.stdout
     core = subprocess.run([sys.executable, "-c", "import sys; sys.modules['transformers'] = None; import trainproof.cli, trainproof.judge"], capture_output=True, text=True, cwd=REPO)
     assert core.returncode == 0, core.stderr
 
@@ -134,7 +141,8 @@ def test_distributed_stop_reaches_every_rank_and_prints_once(tmp_path):
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     ranks = {rank: (stopped, step) for rank, stopped, step in re.findall(r"rank=(\d) world=2 stopped_at=(\d+) step=(\d+)", result.stdout)}
     assert set(ranks) == {"0", "1"}, result.stdout
-    assert ranks["0"] == ranks["1"] and ranks["0"][0] == ranks["0"][1], "every rank stops at the same step"
+    assert ranks["0"] == ranks["1"], "every rank stops at the same step"
+    assert ranks["0"][0] == ranks["0"][1], "every rank stops at the same step"
     assert int(ranks["0"][0]) <= 0.15 * MAX_STEPS
     assert result.stdout.count("trainproof: stopping training at step") == 1
     assert (tmp_path / "out" / "trainproof_abort.json").is_file()
@@ -147,7 +155,9 @@ def test_the_guardian_example_reproduces_its_captured_output():
     captured = (REPO / "examples" / "guardian" / "output.txt").read_text()
     pattern = r"trainproof: stopping training at step (\d+) of 300: (\d+)% of the schedule never ran \((TP-[A-Z-]+)\)"
     now, then = re.search(pattern, result.stdout), re.search(pattern, captured)
-    assert now and then and now.groups() == then.groups()
+    assert now
+    assert then
+    assert now.groups() == then.groups()
     assert int(now.group(1)) <= 0.15 * MAX_STEPS
     assert "abort report written: True" in result.stdout
 
@@ -158,7 +168,9 @@ def test_a_final_report_that_cannot_be_written_does_not_fail_training(tmp_path, 
     trainer = train("healthy", 0, tmp_path, callback, max_steps=10)
     assert trainer.state.global_step == 10, "training finished"
     out, err = capsys.readouterr()
-    assert "trainproof: json report not written:" in out and "blocked.json" in out
+    assert "trainproof: json report not written:" in out
+    assert "blocked.json" in out
     assert "Traceback" not in out + err
-    assert (tmp_path / "blocked.json").is_dir() and not list((tmp_path / "blocked.json").iterdir())
+    assert (tmp_path / "blocked.json").is_dir()
+    assert not list((tmp_path / "blocked.json").iterdir())
     assert (tmp_path / "final.md").stat().st_size > 0, "the other report is still written"

@@ -43,7 +43,8 @@ def test_steps_evals_and_checkpoints(tmp_path):
     assert run.eval_losses["avg_loss"].steps.tolist() == [0, 550]
     assert run.eval_losses["avg_loss"].values.tolist() == [4.88, 2.75]
     assert run.wall_time.values[-1] == 11 * 60
-    assert run.step_time is not None and run.loader_time is not None
+    assert run.step_time is not None
+    assert run.loader_time is not None
     assert [(c.step, c.best) for c in run.checkpoints] == [(550, False), (550, True)]
 
 

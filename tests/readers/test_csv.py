@@ -66,7 +66,9 @@ def test_a_row_spanning_lines_waits_for_its_end_when_fed_line_by_line(tmp_path):
     parser.feed('done"', 5)
     parser.feed("3,1.0,y", 6)
     run = parser.build()
-    assert run.loss.steps.tolist() == [1, 2, 3] and run.line_of(2) == 3 and run.line_of(3) == 6
+    assert run.loss.steps.tolist() == [1, 2, 3]
+    assert run.line_of(2) == 3
+    assert run.line_of(3) == 6
 
 
 def test_a_quote_never_closed_reads_the_rest_as_one_cell(tmp_path):
@@ -87,7 +89,8 @@ def test_crlf_blank_lines_and_a_partial_last_line(tmp_path):
     path = tmp_path / "metrics.csv"
     path.write_bytes(b"\r\n \t\r\nstep,loss\r\n1,2.0\r\n\r\n  \r\n2,1.5\r\n3,1.")
     run = read_run(path)
-    assert run.loss.steps.tolist() == [1, 2, 3] and run.loss.values.tolist() == [2.0, 1.5, 1.0]
+    assert run.loss.steps.tolist() == [1, 2, 3]
+    assert run.loss.values.tolist() == [2.0, 1.5, 1.0]
     assert [run.line_of(step) for step in (1, 2, 3)] == [4, 7, 8]
 
 

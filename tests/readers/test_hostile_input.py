@@ -301,7 +301,8 @@ def test_a_coqui_impossible_date_is_not_an_internal_error(tmp_path):
     path = tmp_path / "trainer_0_log.txt"
     path.write_text(" > TRAINING (2026-19-45 01:08:02)\n   --> TIME: 2026-02-31 01:00:00 -- STEP: 0/1 -- GLOBAL_STEP: 3\n | > loss: 1.0\n")
     run = read_run(path)
-    assert run.loss.steps.tolist() == [3] and run.wall_time is None
+    assert run.loss.steps.tolist() == [3]
+    assert run.wall_time is None
 
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -518,7 +519,8 @@ def test_a_tensorboard_run_points_at_the_file_of_its_loss():
     (events,) = (TENSORBOARD / "hf_style").glob("events.out.tfevents.*")
     assert Path(run.path) == events
     keras = read_run(TENSORBOARD / "keras_style")
-    assert Path(keras.path).parent.name == "train" and Path(keras.path).name.startswith("events.out.tfevents")
+    assert Path(keras.path).parent.name == "train"
+    assert Path(keras.path).name.startswith("events.out.tfevents")
 
 
 # --- messages that must not mislead ---------------------------------------------------------------
@@ -530,7 +532,8 @@ def test_an_empty_mlflow_metric_file_is_skipped_with_a_note(tmp_path):
     (metrics / "loss").write_text("".join(f"{1_700_000_000_000 + s} {2.0 / s} {s}\n" for s in range(1, 51)))
     (metrics / "accuracy").write_text("")
     run = read_run(tmp_path / "run")
-    assert len(run.loss) == 50 and run.path.endswith("loss")
+    assert len(run.loss) == 50
+    assert run.path.endswith("loss")
     assert any("accuracy" in note and "empty" in note for note in run.notes)
 
 
@@ -591,7 +594,8 @@ def test_a_loss_with_a_few_nan_words_is_still_nonfinite_evidence(tmp_path):
     path = tmp_path / "metrics.csv"
     path.write_text("step,loss\n1,2.0\n2,nan\n3,1.5\n4,n/a\n")
     run = read_run(path)
-    assert math.isnan(run.loss.values[1]) and math.isnan(run.loss.values[3])
+    assert math.isnan(run.loss.values[1])
+    assert math.isnan(run.loss.values[3])
     assert run.loss.raw == {4: "n/a"}
 
 
@@ -605,6 +609,7 @@ def test_another_column_of_words_is_dropped_with_a_note(tmp_path):
     path = tmp_path / "metrics.csv"
     path.write_text("step,loss,lr,val_loss\n1,2.0,fast,\n2,1.0,slow,\n2,,,n/a\n")
     run = read_run(path)
-    assert run.learning_rate is None and run.eval_losses == {}
+    assert run.learning_rate is None
+    assert run.eval_losses == {}
     assert any("lr" in note and "'fast'" in note for note in run.notes)
     assert any("val_loss" in note for note in run.notes)

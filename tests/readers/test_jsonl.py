@@ -40,7 +40,8 @@ def test_json_array_and_nonfinite_values(tmp_path):
     path = tmp_path / "metrics.json"
     path.write_text('[{"step": 1, "loss": 2.0}, {"step": 2, "loss": NaN}, {"step": 3, "loss": "inf"}]')
     run = read_run(path, "jsonl")
-    assert math.isnan(run.loss.values[1]) and math.isinf(run.loss.values[2])
+    assert math.isnan(run.loss.values[1])
+    assert math.isinf(run.loss.values[2])
 
 
 def test_no_loss_column_names_the_columns(tmp_path):

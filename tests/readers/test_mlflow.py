@@ -27,8 +27,10 @@ def run_dir(tmp_path):
 
 def test_run_directory_is_one_run(run_dir):
     run = read_run(run_dir)
-    assert run.format == "mlflow" and run.path.endswith("metrics/loss")
-    assert len(run.loss) == 60 and run.eval_losses["val_loss"].steps.tolist() == [20, 21, 22]
+    assert run.format == "mlflow"
+    assert run.path.endswith("metrics/loss")
+    assert len(run.loss) == 60
+    assert run.eval_losses["val_loss"].steps.tolist() == [20, 21, 22]
     assert run.wall_time.values[-1] == pytest.approx(118.0)
     assert run.line_of(10) == 10
 

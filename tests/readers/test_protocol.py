@@ -23,7 +23,8 @@ def test_every_member_of_the_protocol_is_declared_by_every_reader():
     members = {name for name in dir(Reader) if not name.startswith("_")} | set(inspect.get_annotations(Reader))
     assert members == {"name", "description", "line_parser", "sniff", "read"}
     for key, module in READERS.items():
-        assert module.name == key and module.description
+        assert module.name == key
+        assert module.description
         assert all(hasattr(module, member) for member in members), key
     assert {key for key, module in READERS.items() if module.line_parser is None} == READ_WHOLE
     assert set(LINES) == set(READERS) - READ_WHOLE
@@ -38,5 +39,6 @@ def test_a_line_parser_builds_a_run_from_lines_fed_one_at_a_time(tmp_path, fmt):
         parser.feed(line, number)
     assert isinstance(parser.builder, RunBuilder)
     snapshot = parser.build(copy=False)
-    assert isinstance(snapshot, Run) and snapshot.loss.steps.tolist() == [1, 2]
+    assert isinstance(snapshot, Run)
+    assert snapshot.loss.steps.tolist() == [1, 2]
     assert parser.build().loss.values.tolist() == [2.0, 1.5]

@@ -15,7 +15,8 @@ DATA = REPO / "tests" / "data" / "tensorboard"
 
 def test_hf_style_run_directory():
     run = read_run(DATA / "hf_style")
-    assert run.format == "tensorboard" and run.loss_name == "train/loss"
+    assert run.format == "tensorboard"
+    assert run.loss_name == "train/loss"
     assert run.loss.steps.tolist() == list(range(10, 610, 10))
     assert run.loss.values[0] == pytest.approx(0.6 + 1.8 * 0.9200444 + 0.02 * -0.5440211, rel=1e-5)
     assert run.learning_rate.values[-1] == pytest.approx(2e-4)
@@ -25,7 +26,8 @@ def test_hf_style_run_directory():
 
 def test_keras_style_validation_folder_is_the_eval_loss():
     run = read_run(DATA / "keras_style")
-    assert run.step_unit == "epoch" and len(run.loss) == 30
+    assert run.step_unit == "epoch"
+    assert len(run.loss) == 30
     assert run.eval_losses["eval_loss"].values[0] == pytest.approx(run.loss.values[0] * 1.1, rel=1e-6)
 
 
@@ -58,7 +60,9 @@ def test_corpus_event_files_agree_with_the_trainer_state(corpus):
     assert events.loss.steps.tolist() == state.loss.steps.tolist()
     assert events.loss.values == pytest.approx(state.loss.values, rel=1e-6)  # float32 in the events
     megatron = read_run(corpus / "public" / "tensorboard" / "NVIDIA__Megatron-LM__events.out.tfevents.1623896925.dgx0064.2537583.0")
-    assert megatron.loss_name == "lm loss" and len(megatron.loss) == 100 and megatron.grad_norm is not None
+    assert megatron.loss_name == "lm loss"
+    assert len(megatron.loss) == 100
+    assert megatron.grad_norm is not None
     json.dumps(megatron.step_lines)  # nothing unserialisable leaks into the run
 
 

@@ -19,7 +19,8 @@ def test_first_line_is_a_stable_marker_per_command(monkeypatch):
     monkeypatch.chdir(REPO)
     body = render("markdown", judge_epoch(["tests/data/hot"]))
     assert body.splitlines()[0] == marker("epoch") == "<!-- trainproof:epoch -->"
-    assert "| **FAIL** | `TP-DIVERGE` |" in body and "<details>" in body
+    assert "| **FAIL** | `TP-DIVERGE` |" in body
+    assert "<details>" in body
 
 
 def test_user_strings_come_out_inert(tmp_path):
@@ -28,8 +29,10 @@ def test_user_strings_come_out_inert(tmp_path):
     loss = [1.4, 3.3, 24.2, 26.4, 20.1] + noisy(decaying(55, 9.0, 7.5), 0.1).tolist()
     write_hf_state(folder / "trainer_state.json", hf_entries(loss))
     body = render("markdown", judge_epoch([str(folder)]))
-    assert "<script>" not in body and "&lt;script&gt;" in body
-    assert "@someone" not in body and "@&#8203;someone" in body
+    assert "<script>" not in body
+    assert "&lt;script&gt;" in body
+    assert "@someone" not in body
+    assert "@&#8203;someone" in body
     assert "#12" not in body
     assert not re.search(r"(?<!\\)\]\(javascript", body), "a link survived"
     assert "\\[link\\](javascript" in body
@@ -42,7 +45,9 @@ def test_user_strings_come_out_inert(tmp_path):
 @pytest.mark.parametrize("text", ["a|b", "<b>", "@me", "x\ny", "back\\slash", "50%"])
 def test_escape_is_safe_for_a_table_cell(text):
     out = escape(text)
-    assert "\n" not in out and "<b>" not in out and not re.search(r"(?<!\\)\|", out)
+    assert "\n" not in out
+    assert "<b>" not in out
+    assert not re.search(r"(?<!\\)\|", out)
 
 
 def test_body_never_exceeds_the_limit_and_counts_what_was_left_out():
@@ -51,4 +56,5 @@ def test_body_never_exceeds_the_limit_and_counts_what_was_left_out():
     body = render("markdown", report)
     assert len(body) <= MAX_CHARS
     left = int(re.search(r"_(\d+) more findings left out", body).group(1))
-    assert left > 0 and body.count("| **WARN** |") + left == 2000
+    assert left > 0
+    assert body.count("| **WARN** |") + left == 2000

@@ -34,16 +34,21 @@ def test_valid_against_the_sarif_schema(logs, command):
 @pytest.mark.parametrize("command", ["epoch", "compare"])
 def test_github_code_scanning_shape(logs, command):
     log = logs[command]
-    assert log["version"] == "2.1.0" and len(log["runs"]) == 1
+    assert log["version"] == "2.1.0"
+    assert len(log["runs"]) == 1
     run = log["runs"][0]
     assert run["automationDetails"]["id"] == f"trainproof/{command}/"
     driver = run["tool"]["driver"]
-    assert driver["name"] == "trainproof" and re.match(r"^\d+\.\d+\.\d+", driver["semanticVersion"])
+    assert driver["name"] == "trainproof"
+    assert re.match(r"^\d+\.\d+\.\d+", driver["semanticVersion"])
     assert driver["informationUri"].startswith("https://")
     ids = [r["id"] for r in driver["rules"]]
     for rule in driver["rules"]:
-        assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"] and rule["help"]["text"]
-        assert rule["helpUri"].startswith("https://") and rule["defaultConfiguration"]["level"] in {"error", "warning", "note"}
+        assert rule["shortDescription"]["text"]
+        assert rule["fullDescription"]["text"]
+        assert rule["help"]["text"]
+        assert rule["helpUri"].startswith("https://")
+        assert rule["defaultConfiguration"]["level"] in {"error", "warning", "note"}
         assert rule["properties"]["tags"]
         assert "security-severity" not in json.dumps(rule)
     assert run["results"]
@@ -51,16 +56,20 @@ def test_github_code_scanning_shape(logs, command):
         assert ids[result["ruleIndex"]] == result["ruleId"]
         assert result["level"] in {"error", "warning", "note"}
         first_sentence = re.split(r"\.\s", result["message"]["text"])[0]
-        assert first_sentence and len(first_sentence) < 200
+        assert first_sentence
+        assert len(first_sentence) < 200
         (location,) = result["locations"]
         uri = location["physicalLocation"]["artifactLocation"]["uri"]
-        assert uri.startswith("tests/data/") and not uri.startswith("/")
+        assert uri.startswith("tests/data/")
+        assert not uri.startswith("/")
         assert location["physicalLocation"]["region"]["startLine"] >= 1
 
 
 def test_levels_follow_finding_levels(logs):
     levels = {r["ruleId"]: r["level"] for r in logs["epoch"]["runs"][0]["results"]}
-    assert levels["TP-DIVERGE"] == "error" and levels["TP-GRAD-SPIKE"] == "warning" and levels["TP-PLATEAU"] == "note"
+    assert levels["TP-DIVERGE"] == "error"
+    assert levels["TP-GRAD-SPIKE"] == "warning"
+    assert levels["TP-PLATEAU"] == "note"
 
 
 def test_results_point_at_the_line_of_the_step(logs):
