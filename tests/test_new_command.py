@@ -21,7 +21,7 @@ from trainproof.checks.base import Hit, NotApplicable, Rule
 from trainproof.checks.registry import RULES, all_rules
 from trainproof.config import Settings
 from trainproof.errors import InputError
-from trainproof.judge import COMMANDS, Command, Prepared, Stage, judge
+from trainproof.judge import Command, Prepared, Stage, judge, register, unregister
 from trainproof.render import RENDERERS, render
 from trainproof.render.github import annotations
 from trainproof.report import Finding, Level, Subject, Verdict
@@ -85,11 +85,9 @@ class ManifestCommand(Command):
 
 @pytest.fixture
 def registered():
-    RULES.register("manifest-test", (RULE,))
-    COMMANDS["manifest-test"] = ManifestCommand()
+    register(ManifestCommand(), (RULE,))  # the one registration a new command needs
     yield
-    RULES.unregister("manifest-test")
-    del COMMANDS["manifest-test"]
+    unregister("manifest-test")
 
 
 @pytest.fixture
@@ -164,3 +162,8 @@ def test_registration_refuses_a_taken_id_and_a_forward_deferral():
     with pytest.raises(ValueError, match="not an earlier rule"):
         RULES.register("other-test", (later, earlier))
     assert "other-test" not in RULES
+
+
+def test_a_command_name_is_registered_once(registered):
+    with pytest.raises(ValueError, match="already registered"):
+        register(ManifestCommand(), (RULE,))

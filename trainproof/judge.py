@@ -91,6 +91,19 @@ COMMANDS: dict[str, Command | str] = {
 """Command name -> its description, or ``"module:NAME"`` imported on first use (so ``epoch`` never imports ``data``)."""
 
 
+def register(cmd: Command, rules: tuple[Rule, ...] | str, ids: tuple[str, ...] = ()) -> None:
+    """Add a command: its description and its rules (or ``"module:NAME"`` with their ``ids``, imported on first use)."""
+    if cmd.name in COMMANDS:
+        raise ValueError(f"a command '{cmd.name}' is already registered")
+    RULES.register(cmd.name, rules, ids)
+    COMMANDS[cmd.name] = cmd
+
+
+def unregister(name: str) -> None:
+    RULES.unregister(name)
+    COMMANDS.pop(name, None)
+
+
 def command(name: str | Command) -> Command:
     if isinstance(name, Command):
         return name

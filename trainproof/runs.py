@@ -25,6 +25,7 @@ from trainproof.judge import Command, Outcome, Prepared, Stage, judge_one, nothi
 from trainproof.model import Run
 from trainproof.readers import read_run
 from trainproof.report import Chart, Finding, Level, Line, Marker, Subject, Table
+from trainproof.stats import median
 from trainproof.thresholds import Thresholds
 
 MAX_MARKERS = 50
@@ -79,7 +80,7 @@ def _shares_loss_axis(run: Run, series: np.ndarray, t: Thresholds) -> bool:
     finite = series[np.isfinite(series)]
     if not finite.size:
         return False
-    train_mid, eval_mid = float(np.median(loss.values[loss.finite])), float(np.median(finite))
+    train_mid, eval_mid = float(median(loss.values[loss.finite])), float(median(finite))
     if train_mid <= 0 or eval_mid <= 0:
         return False
     return max(train_mid / eval_mid, eval_mid / train_mid) < t.CHART_SHARED_AXIS_MAX_RATIO
