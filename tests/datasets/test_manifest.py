@@ -1,0 +1,686 @@
+"""Reading dataset manifests: every layout, every resolution rule, every structural problem at its line."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from trainproof.data.manifest import LEADING_GARBAGE, read_manifest
+from trainproof.data.model import Manifest
+from trainproof.errors import InputError
+
+SPEECH = "public/speech"
+
+
+def touch(*paths: Path) -> None:
+    """Empty placeholder audio files (the manifest reader never opens them)."""
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, str):
+        text = text.encode("utf-8")
+    path.write_bytes(text)
+    return path
+
+
+def kinds(manifest: Manifest) -> list[tuple[str, int | None]]:
+    return [(p.kind, p.line) for p in manifest.problems]
+
+
+def ljspeech(tmp_path: Path, metadata: str, clips: tuple[str, ...] = (), folder: str = "wavs") -> Path:
+    touch(*(tmp_path / folder / clip for clip in clips))
+    write(tmp_path / "metadata.csv", metadata)
+    return tmp_path
+
+
+# --- LJSpeech ---------------------------------------------------------------------
+
+
+def test_ljspeech_folder_three_columns_takes_the_normalized_text(tmp_path):
+    root = ljspeech(
+        tmp_path,
+        "LJ001-0001|Dr. Smith, 1st|Doctor Smith, first\nLJ001-0002|in being modern.|in being modern.\n",
+        ("LJ001-0001.wav", "LJ001-0002.wav"),
+    )
+    m = read_manifest(root)
+    assert m.layout == "ljspeech"
+    assert [e.id for e in m.entries] == ["LJ001-0001", "LJ001-0002"]
+    assert m.entries[0].text == "Doctor Smith, first"
+    assert m.entries[0].audio == str(tmp_path / "wavs" / "LJ001-0001.wav")
+    assert m.entries[0].listed == "LJ001-0001"
+    assert [e.line for e in m.entries] == [1, 2]
+    assert m.entries[1].manifest == str(tmp_path / "metadata.csv")
+    assert m.problems == ()
+
+
+def test_ljspeech_metadata_file_itself_two_columns(tmp_path):
+    ljspeech(tmp_path, "a|hello\nb|world\n", ("a.wav", "b.wav"))
+    m = read_manifest(tmp_path / "metadata.csv")
+    assert m.layout == "ljspeech"
+    assert [e.text for e in m.entries] == ["hello", "world"]
+    assert m.entries[1].audio == str(tmp_path / "wavs" / "b.wav")
+    assert m.problems == ()
+
+
+@pytest.mark.parametrize(
+    ("header", "text"),
+    [("id|text", "hello"), ("file|transcript", "hello"), ("audio|text|normalized_text", "HELLO"), ("ID|Text", "hello")],
+)
+def test_ljspeech_header_row_is_recognised_not_read_as_a_clip(tmp_path, header, text):
+    columns = header.count("|") + 1
+    row = "a|hello" if columns == 2 else "a|hello|HELLO"
+    ljspeech(tmp_path, f"{header}\n{row}\n", ("a.wav",))
+    m = read_manifest(tmp_path)
+    assert [e.id for e in m.entries] == ["a"]
+    assert m.entries[0].line == 2
+    assert m.entries[0].text == text
+    assert m.problems == ()
+    assert any("header" in note for note in m.notes)
+
+
+def test_ljspeech_header_names_audio_and_speaker_columns(tmp_path):
+    ljspeech(tmp_path, "audio_file|text|transcription|speaker_name\nwavs/a.flac|Hi there|hi there|spk-0\n", ("a.flac",))
+    m = read_manifest(tmp_path)
+    (entry,) = m.entries
+    assert entry.audio == str(tmp_path / "wavs" / "a.flac")
+    assert entry.text == "Hi there"
+    assert entry.speaker == "spk-0"
+    assert m.problems == ()
+
+
+@pytest.mark.parametrize("folder", ["audio", "wav"])
+def test_ljspeech_ids_resolve_in_the_layouts_other_folders(tmp_path, folder):
+    ljspeech(tmp_path, "a|hello\n", ("a.wav",), folder=folder)
+    m = read_manifest(tmp_path)
+    assert m.entries[0].audio == str(tmp_path / folder / "a.wav")
+    assert m.problems == ()
+
+
+def test_ljspeech_audio_dir_overrides(tmp_path):
+    ljspeech(tmp_path, "a|hello\n", ("a.wav",))
+    touch(tmp_path / "elsewhere" / "a.wav", tmp_path / "elsewhere" / "extra.wav")
+    m = read_manifest(tmp_path, audio_dir=tmp_path / "elsewhere")
+    assert m.entries[0].audio == str(tmp_path / "elsewhere" / "a.wav")
+    assert [(p.kind, p.file) for p in m.problems] == [("unlisted", str(tmp_path / "elsewhere" / "extra.wav"))]
+
+
+def test_ljspeech_ids_carrying_a_folder_or_an_extension(tmp_path):
+    ljspeech(tmp_path, "wavs/a.wav|one\nb.wav|two\nwavs/c|three\nd.flac|four\n", ("a.wav", "b.wav", "c.flac", "d.flac"))
+    m = read_manifest(tmp_path)
+    wavs = tmp_path / "wavs"
+    assert [e.audio for e in m.entries] == [str(wavs / "a.wav"), str(wavs / "b.wav"), str(wavs / "c.flac"), str(wavs / "d.flac")]
+    assert [e.listed for e in m.entries] == ["wavs/a.wav", "b.wav", "wavs/c", "d.flac"]
+    assert m.problems == ()
+
+
+def test_ljspeech_id_without_extension_prefers_wav_then_sorted_with_a_note(tmp_path):
+    ljspeech(tmp_path, "a|one\nb|two\nc|three\n", ("a.flac", "a.wav", "a.mp3", "b.ogg", "b.mp3", "c.flac"))
+    m = read_manifest(tmp_path)
+    wavs = tmp_path / "wavs"
+    assert [e.audio for e in m.entries] == [str(wavs / "a.wav"), str(wavs / "b.mp3"), str(wavs / "c.flac")]
+    (note,) = [n for n in m.notes if "several audio files" in n]
+    assert note.startswith("2 ids")
+    assert "a: a.flac, a.mp3, a.wav (took a.wav)" in note
+    assert "unlisted" not in [p.kind for p in m.problems]  # the alternatives of a listed id are not unlisted
+
+
+def test_ljspeech_missing_file_is_not_a_problem_and_resolves_to_wavs(tmp_path):
+    ljspeech(tmp_path, "a|hello\nb|world\n", ("a.wav",))
+    m = read_manifest(tmp_path)
+    assert m.entries[1].audio == str(tmp_path / "wavs" / "b.wav")
+    assert m.problems == ()
+
+
+def test_ljspeech_without_an_audio_folder_looks_beside_metadata(tmp_path):
+    write(tmp_path / "metadata.csv", "a|hello\nb|world\n")
+    touch(tmp_path / "a.wav")
+    m = read_manifest(tmp_path)
+    assert m.entries[0].audio == str(tmp_path / "a.wav")
+    assert m.entries[1].audio == str(tmp_path / "wavs" / "b.wav")  # reported missing where LJSpeech keeps clips
+    assert any("no wavs/" in note for note in m.notes)
+
+
+def test_ljspeech_unlisted_files_of_the_listed_format(tmp_path):
+    ljspeech(tmp_path, "a|hello\n", ("a.wav", "b.wav", "c.wav", "a.flac", "z.flac"))
+    write(tmp_path / "wavs" / "notes.txt", "not audio")
+    m = read_manifest(tmp_path)
+    unlisted = [p for p in m.problems if p.kind == "unlisted"]
+    assert [p.file for p in unlisted] == [str(tmp_path / "wavs" / "b.wav"), str(tmp_path / "wavs" / "c.wav")]
+    assert all(p.manifest == str(tmp_path / "metadata.csv") for p in unlisted)
+    assert all(p.line is None for p in unlisted)
+
+
+def test_ljspeech_root_overrides_the_dataset_folder(tmp_path):
+    write(tmp_path / "meta" / "metadata.csv", "a|hello\nwavs/b.wav|world\n")
+    touch(tmp_path / "data" / "wavs" / "a.wav", tmp_path / "data" / "wavs" / "b.wav")
+    m = read_manifest(tmp_path / "meta" / "metadata.csv", root=tmp_path / "data")
+    assert [e.audio for e in m.entries] == [str(tmp_path / "data" / "wavs" / "a.wav"), str(tmp_path / "data" / "wavs" / "b.wav")]
+    assert m.problems == ()
+
+
+def test_ljspeech_wrong_column_counts_are_unparsable_at_their_lines(tmp_path):
+    ljspeech(tmp_path, "a|one\nb\nc|x|y|z\nd|four\n", ("a.wav", "d.wav"))
+    m = read_manifest(tmp_path)
+    assert [e.id for e in m.entries] == ["a", "d"]
+    assert kinds(m) == [("unparsable", 2), ("unparsable", 3)]
+    assert "4 columns" in m.problems[1].message
+
+
+def test_ljspeech_header_fixes_the_column_count(tmp_path):
+    ljspeech(tmp_path, "id|text|speaker\na|one|s1\nb|two\n", ("a.wav", "b.wav"))
+    m = read_manifest(tmp_path)
+    assert [e.speaker for e in m.entries] == ["s1"]
+    assert kinds(m) == [("unlisted", None), ("unparsable", 3)]  # b.wav: its line is not a record
+
+
+def test_bom_is_a_problem_at_line_1_and_taken_off(tmp_path):
+    ljspeech(tmp_path, "\ufeffa|hello\nb|world\n", ("a.wav", "b.wav"))
+    m = read_manifest(tmp_path)
+    assert kinds(m) == [("bom", 1)]
+    assert m.entries[0].id == "a"
+
+
+def test_crlf_is_one_problem_with_count_and_first_line(tmp_path):
+    ljspeech(tmp_path, "a|one\nb|two\r\nc|three\r\n", ("a.wav", "b.wav", "c.wav"))
+    m = read_manifest(tmp_path)
+    (problem,) = m.problems
+    assert (problem.kind, problem.line) == ("crlf", 2)
+    assert "2 lines" in problem.message
+    assert [e.text for e in m.entries] == ["one", "two", "three"]
+
+
+def test_crlf_split_across_read_blocks(tmp_path):
+    from trainproof.readers.base import BLOCK_BYTES
+
+    first = "a|" + "x" * (BLOCK_BYTES - 3) + "\r"  # the CR ends the first block, its LF starts the second
+    ljspeech(tmp_path, first + "\nb|two\n", ("a.wav", "b.wav"))
+    m = read_manifest(tmp_path)
+    assert kinds(m) == [("crlf", 1)]
+
+
+def test_blank_lines_are_one_problem_with_count_and_first_line(tmp_path):
+    ljspeech(tmp_path, "a|one\n\nb|two\n   \nc|three\n", ("a.wav", "b.wav", "c.wav"))
+    m = read_manifest(tmp_path)
+    (problem,) = m.problems
+    assert (problem.kind, problem.line) == ("blank-line", 2)
+    assert "2 blank lines" in problem.message
+    assert [e.line for e in m.entries] == [1, 3, 5]
+
+
+def test_duplicate_id_at_the_second_occurrence_citing_the_first(tmp_path):
+    ljspeech(tmp_path, "a|one\nb|two\na|again\n", ("a.wav", "b.wav"))
+    m = read_manifest(tmp_path)
+    (problem,) = m.problems
+    assert (problem.kind, problem.line) == ("duplicate-id", 3)
+    assert "line 1" in problem.message
+    assert len(m.entries) == 3
+
+
+def test_empty_text_is_a_problem_and_the_entry_stays(tmp_path):
+    ljspeech(tmp_path, "a|one\nb|\nc|x|  \n", ("a.wav", "b.wav", "c.wav"))
+    m = read_manifest(tmp_path)
+    assert kinds(m) == [("empty-text", 2), ("empty-text", 3)]
+    assert [e.text for e in m.entries] == ["one", "", "  "]
+
+
+def test_problems_are_sorted_by_manifest_and_line(tmp_path):
+    ljspeech(tmp_path, "\ufeffa|one\r\nb\r\na|x\r\n\r\nc|\r\n", ("a.wav", "c.wav", "zz.wav"))
+    m = read_manifest(tmp_path)
+    lines = [p.line or 0 for p in m.problems]
+    assert lines == sorted(lines)
+    assert {p.kind for p in m.problems} == {"bom", "crlf", "unparsable", "duplicate-id", "blank-line", "empty-text", "unlisted"}
+
+
+# --- NeMo JSON Lines ------------------------------------------------------------
+
+
+def jsonl(path: Path, *records: object) -> Path:
+    return write(path, "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+
+
+def test_nemo_fields_and_aliases(tmp_path):
+    path = jsonl(
+        tmp_path / "train.jsonl",
+        {"audio_filepath": "a.wav", "text": "one", "duration": 1.5, "offset": 0.25, "speaker": 3},
+        {"audio_path": "b.wav", "transcript": "two", "speaker_id": "s2", "duration": "2.0"},
+        {"path": "c.wav", "sentence": "three", "spk": "s3"},
+        {"audio": {"path": "d.wav", "array": None}, "normalized_text": "four", "text": "4", "pred_text": "for"},
+        {"wav": "e.wav", "pred_text": "only a prediction"},
+    )
+    m = read_manifest(path, cwd=tmp_path / "nowhere")
+    assert m.layout == "nemo"
+    assert [e.listed for e in m.entries] == ["a.wav", "b.wav", "c.wav", "d.wav", "e.wav"]
+    assert [e.text for e in m.entries] == ["one", "two", "three", "four", None]
+    assert [e.speaker for e in m.entries] == ["3", "s2", "s3", None, None]
+    assert [e.duration for e in m.entries] == [1.5, 2.0, None, None, None]
+    assert m.entries[0].offset == 0.25
+    assert kinds(m) == [("empty-text", 5)]
+
+
+def test_nemo_relative_path_from_cwd_first_then_manifest_folder(tmp_path):
+    cwd, data = tmp_path / "recipe", tmp_path / "data"
+    touch(cwd / "clips" / "a.wav", data / "clips" / "a.wav", data / "clips" / "b.wav")
+    path = jsonl(
+        data / "m.jsonl",
+        {"audio_filepath": "clips/a.wav", "text": "x"},
+        {"audio_filepath": "clips/b.wav", "text": "y"},
+        {"audio_filepath": "clips/c.wav", "text": "z"},
+    )
+    m = read_manifest(path, cwd=cwd)
+    assert [e.audio for e in m.entries] == [str(cwd / "clips" / "a.wav"), str(data / "clips" / "b.wav"), str(data / "clips" / "c.wav")]
+    assert any("working directory" in note for note in m.notes)
+
+
+def test_nemo_default_cwd_keeps_relative_paths_relative(tmp_path, monkeypatch):
+    touch(tmp_path / "a.wav", tmp_path / "sub" / "b.wav")
+    jsonl(
+        tmp_path / "sub" / "m.jsonl",
+        {"audio_filepath": "a.wav", "text": "x"},
+        {"audio_filepath": "b.wav", "text": "y"},
+        {"audio_filepath": "/abs/c.wav", "text": "z"},
+    )
+    monkeypatch.chdir(tmp_path)
+    m = read_manifest("sub/m.jsonl")
+    assert [e.audio for e in m.entries] == ["a.wav", os.path.join("sub", "b.wav"), "/abs/c.wav"]
+    assert m.entries[0].manifest == "sub/m.jsonl"
+
+
+def test_nemo_root_overrides(tmp_path):
+    touch(tmp_path / "a.wav")
+    path = jsonl(tmp_path / "m.jsonl", {"audio_filepath": "a.wav", "text": "x"})
+    m = read_manifest(path, root=tmp_path / "other", cwd=tmp_path)
+    assert m.entries[0].audio == str(tmp_path / "other" / "a.wav")
+
+
+def test_nemo_broken_lines_are_problems_at_their_lines(tmp_path):
+    path = jsonl(
+        tmp_path / "m.jsonl",
+        {"audio_filepath": "a.wav", "text": "one"},
+        '{"audio_filepath": "b.wav", "text": "two"',
+        "[1, 2]",
+        {"text": "no audio"},
+        {"audio_filepath": 7, "text": "not a path"},
+        {"audio_filepath": "f.wav", "text": "six", "duration": "long"},
+        {"audio_filepath": "g.wav", "text": "seven", "duration": float("nan")},
+    )
+    m = read_manifest(path, cwd=tmp_path)
+    assert kinds(m) == [
+        ("unparsable", 2),
+        ("unparsable", 3),
+        ("no-audio-field", 4),
+        ("no-audio-field", 5),
+        ("unparsable", 6),
+        ("unparsable", 7),
+    ]
+    assert [e.line for e in m.entries] == [1, 6, 7]
+    assert m.entries[1].duration is None
+    assert "not valid JSON" in m.problems[0].message
+
+
+def test_nemo_duplicate_path_is_a_duplicate_unless_offsets_differ(tmp_path):
+    path = jsonl(
+        tmp_path / "m.jsonl",
+        {"audio_filepath": "long.wav", "offset": 0, "duration": 2, "text": "a"},
+        {"audio_filepath": "long.wav", "offset": 2, "duration": 2, "text": "b"},
+        {"audio_filepath": "x.wav", "text": "c"},
+        {"audio_filepath": "x.wav", "text": "d"},
+    )
+    m = read_manifest(path, cwd=tmp_path)
+    assert kinds(m) == [("duplicate-id", 4)]
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ('[\n  {"audio_filepath": "a.wav", "text": "x"},\n  {"audio_filepath": "b.wav", "text": "y"}\n]\n', "JSON array"),
+        ('[{"audio_filepath": "a.wav", "text": "x"}]\n', "JSON array"),
+        ('{\n  "audio_filepath": "a.wav",\n  "text": "x"\n}\n', "pretty-printed"),
+        ('{"a": {\n    "wav": "a.wav",\n    "text": "x"\n  }\n}\n', "pretty-printed"),
+    ],
+)
+def test_one_json_document_is_one_problem(tmp_path, text, what):
+    m = read_manifest(write(tmp_path / "m.json", text * 50))
+    assert m.entries == ()
+    (problem,) = m.problems
+    assert problem.kind == "unparsable"
+    assert what in problem.message
+
+
+def test_binary_jsonl_is_an_input_error(tmp_path):
+    path = write(tmp_path / "m.jsonl", bytes(range(256)) * 100)
+    with pytest.raises(InputError, match="binary"):
+        read_manifest(path)
+
+
+def test_mostly_control_bytes_is_an_input_error(tmp_path):
+    path = write(tmp_path / "m.jsonl", b"\x01\x02\x03\x04abc\n" * 1000)
+    with pytest.raises(InputError, match="binary"):
+        read_manifest(path)
+
+
+def test_utf16_manifest_is_an_input_error(tmp_path):
+    path = write(tmp_path / "m.jsonl", '{"audio_filepath": "a.wav"}\n'.encode("utf-16"))
+    with pytest.raises(InputError, match="UTF-16"):
+        read_manifest(path)
+
+
+def test_a_manifest_of_garbage_is_an_input_error(tmp_path):
+    path = write(tmp_path / "m.jsonl", "this is not json\n" * (LEADING_GARBAGE + 5))
+    with pytest.raises(InputError, match="not a nemo manifest"):
+        read_manifest(path)
+
+
+def test_a_few_garbage_lines_are_problems(tmp_path):
+    m = read_manifest(write(tmp_path / "m.jsonl", "not json\nnor this\n"))
+    assert kinds(m) == [("unparsable", 1), ("unparsable", 2)]
+
+
+def test_ten_thousand_missing_files_read_quickly(tmp_path):
+    path = write(
+        tmp_path / "m.jsonl",
+        "".join(json.dumps({"audio_filepath": f"clips/{i:05d}.wav", "text": f"clip {i}", "duration": 1.0}) + "\n" for i in range(10_000)),
+    )
+    m = read_manifest(path, cwd=tmp_path)
+    assert len(m.entries) == 10_000
+    assert m.problems == ()
+    assert m.entries[-1].audio == str(tmp_path / "clips" / "09999.wav")
+
+
+def test_ten_thousand_missing_ljspeech_ids(tmp_path):
+    ljspeech(tmp_path, "".join(f"LJ{i:05d}|clip {i}\n" for i in range(10_000)), ("LJ00000.wav",))
+    m = read_manifest(tmp_path)
+    assert len(m.entries) == 10_000
+    assert m.problems == ()
+
+
+# --- CSV / TSV --------------------------------------------------------------------
+
+
+def test_csv_deepspeech_style(tmp_path):
+    touch(tmp_path / "a.wav")
+    path = write(
+        tmp_path / "train.csv", 'wav_filename,wav_filesize,transcript\na.wav,1234,hello there\n/abs/b.wav,99,"quoted, with comma"\n'
+    )
+    m = read_manifest(path, cwd=tmp_path / "elsewhere")
+    assert m.layout == "csv"
+    assert [e.audio for e in m.entries] == [str(tmp_path / "a.wav"), "/abs/b.wav"]
+    assert [e.text for e in m.entries] == ["hello there", "quoted, with comma"]
+    assert [e.line for e in m.entries] == [2, 3]
+    assert m.problems == ()
+
+
+def test_tsv_common_voice_style_with_clips_folder(tmp_path):
+    touch(tmp_path / "clips" / "cv_1.mp3")
+    path = write(
+        tmp_path / "validated.tsv", 'client_id\tpath\tsentence\tup_votes\nabc\tcv_1.mp3\t"Hello," he said.\t2\ndef\tcv_2.mp3\tBye.\t0\n'
+    )
+    m = read_manifest(path, cwd=tmp_path / "elsewhere")
+    assert [e.audio for e in m.entries] == [str(tmp_path / "clips" / "cv_1.mp3"), str(tmp_path / "cv_2.mp3")]
+    assert m.entries[0].text == '"Hello," he said.'
+    assert [e.speaker for e in m.entries] == ["abc", "def"]
+    assert [e.id for e in m.entries] == ["cv_1.mp3", "cv_2.mp3"]
+
+
+def test_csv_relative_paths_from_cwd_first(tmp_path):
+    touch(tmp_path / "run" / "a.wav", tmp_path / "data" / "a.wav", tmp_path / "data" / "b.wav")
+    path = write(tmp_path / "data" / "m.csv", "ID,duration,wav,spk_id,wrd\nu1,1.5,a.wav,s1,HELLO\nu2,2,b.wav,s1,WORLD\n")
+    m = read_manifest(path, cwd=tmp_path / "run")
+    assert [e.audio for e in m.entries] == [str(tmp_path / "run" / "a.wav"), str(tmp_path / "data" / "b.wav")]
+    assert [e.id for e in m.entries] == ["u1", "u2"]
+    assert [e.duration for e in m.entries] == [1.5, 2.0]
+    assert [e.text for e in m.entries] == ["HELLO", "WORLD"]
+
+
+def test_csv_wrong_column_count_and_blank_lines(tmp_path):
+    path = write(tmp_path / "m.csv", "path,text\na.wav,one\nb.wav,two,three\n\nc.wav,four\n")
+    m = read_manifest(path, cwd=tmp_path)
+    assert kinds(m) == [("unparsable", 3), ("blank-line", 4)]
+    assert [e.line for e in m.entries] == [2, 5]
+
+
+def test_csv_open_quote_spanning_lines_is_one_problem(tmp_path):
+    path = write(tmp_path / "m.csv", 'path,text\na.wav,"open\nb.wav,x",y\nc.wav,fine\n')
+    m = read_manifest(path, cwd=tmp_path)
+    assert kinds(m) == [("unparsable", 2)]
+    assert "lines 2-3" in m.problems[0].message
+    assert [e.line for e in m.entries] == [4]
+
+
+def test_csv_without_an_audio_column(tmp_path):
+    m = read_manifest(write(tmp_path / "m.csv", "speaker,text\ns1,hello\n"))
+    assert m.entries == ()
+    assert kinds(m) == [("no-audio-field", 1)]
+
+
+def test_csv_root_overrides(tmp_path):
+    touch(tmp_path / "a.wav")
+    path = write(tmp_path / "m.csv", "path,text\na.wav,one\n")
+    m = read_manifest(path, root="/data", cwd=tmp_path)
+    assert m.entries[0].audio == "/data/a.wav"
+
+
+# --- Kaldi ------------------------------------------------------------------------
+
+
+def kaldi(folder: Path, wav_scp: str, text: str | None = None, utt2spk: str | None = None, segments: str | None = None) -> Path:
+    write(folder / "wav.scp", wav_scp)
+    for name, content in (("text", text), ("utt2spk", utt2spk), ("segments", segments)):
+        if content is not None:
+            write(folder / name, content)
+    return folder
+
+
+def test_kaldi_data_dir_resolves_from_the_working_directory(tmp_path):
+    folder = kaldi(tmp_path / "data" / "train", "u1 wavs/u1.wav\nu2 /abs/u2.flac\n", "u2 second one\nu1 first one\n", "u1 spkA\nu2 spkB\n")
+    m = read_manifest(folder, cwd=tmp_path)
+    assert m.layout == "kaldi"
+    assert [e.id for e in m.entries] == ["u2", "u1"]  # the order of text
+    assert [e.line for e in m.entries] == [1, 2]
+    assert {e.manifest for e in m.entries} == {str(folder / "text")}
+    assert [e.audio for e in m.entries] == ["/abs/u2.flac", str(tmp_path / "wavs" / "u1.wav")]
+    assert [e.speaker for e in m.entries] == ["spkB", "spkA"]
+    assert [e.text for e in m.entries] == ["second one", "first one"]
+    assert m.problems == ()
+
+
+def test_kaldi_root_and_default_cwd(tmp_path, monkeypatch):
+    folder = kaldi(tmp_path / "d", "u1 wavs/u1.wav\n", "u1 hello\n")
+    assert read_manifest(folder, root="/corpus").entries[0].audio == "/corpus/wavs/u1.wav"
+    monkeypatch.chdir(tmp_path)
+    assert read_manifest("d").entries[0].audio == "wavs/u1.wav"
+
+
+def test_kaldi_segments_give_offset_and_duration(tmp_path):
+    folder = kaldi(tmp_path, "rec1 rec1.wav\n", "s1 one\ns2 two\n", segments="s1 rec1 0.5 2.0\ns2 rec1 2.0 -1\n")
+    m = read_manifest(folder, cwd=tmp_path)
+    assert [(e.id, e.offset, e.duration) for e in m.entries] == [("s1", 0.5, 1.5), ("s2", 2.0, None)]
+    assert {e.audio for e in m.entries} == {str(tmp_path / "rec1.wav")}
+    assert m.problems == ()
+
+
+def test_kaldi_pipeline_is_unparsable_and_bad_segments(tmp_path):
+    folder = kaldi(
+        tmp_path,
+        "rec1 sox rec1.sph -t wav - |\nrec2 rec2.wav\nrec3 feats.ark:1234\n",
+        "s1 one\ns2 two\ns3 three\ns4 four\n",
+        segments="s1 rec1 0 1\ns2 rec2 0 1\ns3 rec2 5 4\ns4 nowhere 0 1\n",
+    )
+    m = read_manifest(folder, cwd=tmp_path)
+    assert [e.id for e in m.entries] == ["s2"]
+    found = [(Path(p.manifest).name, p.kind, p.line) for p in m.problems]
+    assert found == [
+        ("segments", "unparsable", 3),
+        ("segments", "no-audio-field", 4),
+        ("text", "no-audio-field", 3),
+        ("wav.scp", "unparsable", 1),
+        ("wav.scp", "unparsable", 3),
+    ]
+    assert "command pipeline" in m.problems[3].message
+
+
+def test_kaldi_utterance_missing_from_text(tmp_path):
+    folder = kaldi(tmp_path, "u1 u1.wav\nu2 u2.wav\n", "u1 hello\nu9 orphan\n")
+    m = read_manifest(folder, cwd=tmp_path)
+    assert [(e.id, e.line, Path(e.manifest).name, e.text) for e in m.entries] == [("u1", 1, "text", "hello"), ("u2", 2, "wav.scp", None)]
+    assert [(Path(p.manifest).name, p.kind, p.line) for p in m.problems] == [("text", "no-audio-field", 2), ("wav.scp", "empty-text", 2)]
+
+
+def test_kaldi_given_as_one_of_its_files(tmp_path):
+    folder = kaldi(tmp_path, "u1 u1.wav\n", "u1 hello\n")
+    assert read_manifest(folder / "wav.scp").layout == "kaldi"
+    assert read_manifest(folder / "text").layout == "kaldi"
+
+
+def test_kaldi_duplicates_and_crlf_per_file(tmp_path):
+    folder = kaldi(tmp_path, "u1 u1.wav\r\nu1 other.wav\r\n", "u1 hello\n")
+    m = read_manifest(folder, cwd=tmp_path)
+    assert [(Path(p.manifest).name, p.kind, p.line) for p in m.problems] == [("wav.scp", "crlf", 1), ("wav.scp", "duplicate-id", 2)]
+    assert m.entries[0].audio == str(tmp_path / "u1.wav")
+
+
+# --- a folder of clips --------------------------------------------------------------
+
+
+def test_folder_of_audio_with_transcripts(tmp_path):
+    touch(tmp_path / "a.wav", tmp_path / "b.flac", tmp_path / "c.wav", tmp_path / "spk2" / "d.wav", tmp_path / "._a.wav")
+    write(tmp_path / "a.txt", "hello\nthere\n")
+    write(tmp_path / "b.lab", "lab text")
+    write(tmp_path / "spk2" / "d.normalized.txt", "normalized")
+    write(tmp_path / "README.txt", "about")
+    m = read_manifest(tmp_path)
+    assert m.layout == "folder"
+    assert [e.id for e in m.entries] == ["a.wav", "b.flac", "spk2/d.wav"]
+    assert [e.text for e in m.entries] == ["hello there", "lab text", "normalized"]
+    assert [e.manifest for e in m.entries] == [
+        str(tmp_path / "a.txt"),
+        str(tmp_path / "b.lab"),
+        str(tmp_path / "spk2" / "d.normalized.txt"),
+    ]
+    assert {e.line for e in m.entries} == {1}
+    assert m.entries[2].audio == str(tmp_path / "spk2" / "d.wav")
+    # an audio file no transcript lists is the folder layout's unlisted clip
+    assert [(p.kind, p.file) for p in m.problems] == [("unlisted", str(tmp_path / "c.wav"))]
+
+
+def test_folder_transcript_without_its_audio_is_a_listed_missing_clip(tmp_path):
+    touch(tmp_path / "a.wav")
+    write(tmp_path / "a.txt", "hello")
+    write(tmp_path / "gone.txt", "lost clip")
+    m = read_manifest(tmp_path)
+    assert [(e.id, e.listed, e.audio, e.manifest) for e in m.entries][1] == ("gone", "gone.*", str(tmp_path / "gone"), str(tmp_path / "gone.txt"))
+
+
+def test_a_folder_of_audio_without_any_transcript_is_not_a_dataset(tmp_path):
+    touch(tmp_path / "a.wav", tmp_path / "b.wav")
+    with pytest.raises(InputError, match="no transcript beside any of them"):
+        read_manifest(tmp_path)
+
+
+def test_folder_transcript_with_bom(tmp_path):
+    touch(tmp_path / "a.wav")
+    write(tmp_path / "a.txt", "\ufeffhello")
+    m = read_manifest(tmp_path)
+    assert m.entries[0].text == "hello"
+    assert kinds(m) == [("bom", 1)]
+
+
+def test_folder_with_no_layout_is_an_input_error(tmp_path):
+    write(tmp_path / "train.jsonl", '{"audio_filepath": "a.wav"}\n')
+    with pytest.raises(InputError, match="train.jsonl"):
+        read_manifest(tmp_path)
+
+
+# --- errors and determinism ---------------------------------------------------------
+
+
+def test_missing_path_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        read_manifest(tmp_path / "nope")
+
+
+def test_audio_file_is_an_input_error(tmp_path):
+    touch(tmp_path / "a.wav")
+    with pytest.raises(InputError, match="audio file"):
+        read_manifest(tmp_path / "a.wav")
+
+
+def test_empty_manifest_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="empty"):
+        read_manifest(write(tmp_path / "m.jsonl", "\n\n"))
+
+
+def test_unknown_text_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="not a manifest"):
+        read_manifest(write(tmp_path / "notes.txt", "just some words\n"))
+
+
+def test_long_garbage_line_costs_bounded_memory(tmp_path):
+    from trainproof.readers.base import MAX_LINE_BYTES
+
+    path = tmp_path / "m.jsonl"
+    with path.open("wb") as handle:
+        handle.write(b'{"audio_filepath": "a.wav"}\n')
+        handle.write(b"x" * (MAX_LINE_BYTES + 10))
+    with pytest.raises(InputError, match="longer than"):
+        read_manifest(path)
+
+
+def test_reading_is_deterministic(tmp_path):
+    ljspeech(tmp_path, "\ufeffb|two\r\na|one\r\na|dup\r\n", ("a.wav", "b.wav", "a.flac", "x.wav", "y.wav"))
+    first, second = read_manifest(tmp_path), read_manifest(tmp_path)
+    assert first == second
+    assert [p.file for p in first.problems if p.kind == "unlisted"] == [str(tmp_path / "wavs" / "x.wav"), str(tmp_path / "wavs" / "y.wav")]
+
+
+# --- the shared corpus ----------------------------------------------------------------
+
+
+def test_corpus_ljspeech_folder(corpus):
+    folder = corpus / SPEECH / "coqui-ai_TTS_tests_ljspeech"
+    if not folder.is_dir():
+        pytest.skip("no coqui LJSpeech sample in the corpus")
+    m = read_manifest(folder)
+    assert m.layout == "ljspeech"
+    assert len(m.entries) == 8
+    assert all(Path(e.audio).is_file() for e in m.entries)
+    assert all(e.audio.endswith(".wav") for e in m.entries)
+    unlisted = [p for p in m.problems if p.kind == "unlisted"]
+    assert len(unlisted) == 24  # 32 wavs, 8 transcribed
+    assert all(p.file.endswith(".wav") for p in unlisted)
+    assert {p.kind for p in m.problems} == {"unlisted"}
+    assert any("several audio files" in note for note in m.notes)
+
+
+@pytest.mark.parametrize("name", ["metadata_wav.csv", "metadata_flac.csv", "metadata_mp3.csv"])
+def test_corpus_coqui_manifests_with_a_header(corpus, name):
+    path = corpus / SPEECH / "coqui-ai_TTS_tests_ljspeech" / name
+    if not path.is_file():
+        pytest.skip(f"no {name} in the corpus")
+    m = read_manifest(path)
+    assert len(m.entries) == 8
+    assert all(Path(e.audio).is_file() for e in m.entries)
+    assert {e.speaker for e in m.entries} == {f"ljspeech-{n}" for n in range(4)}
+    unlisted = [p for p in m.problems if p.kind == "unlisted"]
+    assert len(unlisted) == (24 if name == "metadata_wav.csv" else 0)
+
+
+def test_corpus_speechbrain_samples(corpus):
+    base = corpus / SPEECH / "speechbrain_tests_samples"
+    if not base.is_dir():
+        pytest.skip("no speechbrain samples in the corpus")
+    with pytest.raises(InputError, match="no transcript beside any of them"):
+        read_manifest(base / "ASR")  # its transcripts are in annotation/: that manifest is the dataset
+    table = read_manifest(base / "annotation" / "ASR_train.csv", root=base.parent / "nowhere")
+    assert table.layout == "csv"
+    assert [e.id for e in table.entries][:1] == ["spk1_snt1"]
+    assert all(e.speaker and e.text and e.duration for e in table.entries)
+    document = read_manifest(base / "annotation" / "ASR_train.json")
+    assert document.entries == ()
+    assert [p.kind for p in document.problems] == ["unparsable"]

@@ -1,0 +1,9 @@
+"""``trainproof data``: speech/TTS dataset preflight.
+
+``manifest`` reads the layouts (LJSpeech folder, NeMo JSONL, CSV/TSV, Kaldi
+data dir, folder of audio with transcripts) into a :class:`Manifest`;
+``clip`` turns one clip reference into a small record of numbers (pure,
+picklable, no global state, so any engine can run it); ``engine`` runs it on
+this machine's cores with a cache; the rules judge the table of records.
+Heavy imports (soundfile, pandas) happen inside the functions that need them.
+"""

@@ -1,0 +1,929 @@
+"""A speech dataset's manifest, whatever its layout, read into a :class:`Manifest`.
+
+The layout is detected from the path:
+
+- ``ljspeech``: a folder holding ``metadata.csv``, or a pipe-separated file
+  itself (``id|text`` or ``id|raw text|normalized text``; the last column is
+  the text). A header row (``id|text``, ``audio_file|text|speaker_name``) is
+  recognised, and then names the columns. A bare id is looked for in
+  ``wavs/``, ``wav/`` (Piper) and ``audio/`` beside the file, then beside it,
+  or only in ``--audio-dir``; an id carrying a folder resolves against the
+  file's folder. Without an extension, any audio extension libsndfile reads
+  is tried: ``.wav`` first, else the first by name, with a note.
+- ``nemo``: JSON Lines (``audio_filepath``, ``text``, ``duration``,
+  ``offset``, ``speaker`` and common aliases). A relative path resolves
+  from the working directory when the file is there, else against the
+  manifest's folder (NeMo's own rule).
+- ``csv``: a comma- or tab-separated file with a header naming the columns
+  (the JSONL names, DeepSpeech's ``wav_filename``/``transcript``, Common
+  Voice's ``path``/``sentence``/``client_id``); paths resolve like NeMo's,
+  then in ``clips/`` beside the manifest (Common Voice).
+- ``kaldi``: a data dir (``wav.scp``, ``text``, ``utt2spk``, optional
+  ``segments``), relative paths from the working directory (the recipe root).
+- ``folder``: a folder of audio with sibling transcripts of the same stem
+  (``.txt``, ``.lab``, ``.normalized.txt``, ``.original.txt``).
+
+``root`` replaces every base a relative path is joined to. What is wrong
+with the manifest itself (a line that is not a record, a BOM, CRLF, blank
+lines, a repeated id, an empty transcript, an audio file no line lists) is a
+:class:`Problem` at its line; only a path that cannot be read as a manifest
+at all is an :class:`InputError`. A listed file that does not exist is left
+to the per-clip analysis: resolving costs at most a stat or two per clip,
+and LJSpeech ids are looked up in one listing of each audio folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainproof.data.model import Entry, Manifest, Problem
+from trainproof.errors import InputError
+from trainproof.readers.base import BLOCK_BYTES, EmptyLog, iter_lines, open_log, read_block
+
+AUDIO_EXTENSIONS = (
+    ".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64",
+    ".sph", ".nist", ".voc", ".htk", ".sf", ".ircam", ".paf", ".pvf", ".xi", ".sd2", ".avr", ".wve", ".mat4", ".mat5",
+)  # fmt: skip
+"""File extensions of the formats libsndfile reads: an extensionless LJSpeech id is looked for with each."""
+_AUDIO = frozenset(AUDIO_EXTENSIONS)
+
+TRANSCRIPT_SUFFIXES = (".txt", ".lab", ".normalized.txt", ".original.txt")
+"""The transcript beside a clip of a folder dataset, in order of preference (LibriTTS has the last two)."""
+
+LJSPEECH_FOLDERS = ("wavs", "wav", "audio")
+"""Where a bare LJSpeech id is looked for beside metadata.csv, in order (LJSpeech, Piper, others), before the folder itself."""
+
+HEAD_BYTES = 64 * 1024
+"""How much of a manifest is looked at to tell text from binary, and the most of a folder dataset's transcript read."""
+
+BINARY_SHARE = 0.1
+"""Share of control bytes or undecodable characters in a file's first HEAD_BYTES above which it is binary, not a manifest."""
+
+MAX_FOLDER_SCAN = 250_000
+"""Most entries of one audio folder listed (to resolve ids and find unlisted files); a larger folder is looked up file by
+file and not searched for unlisted files."""
+
+MAX_FOLDER_FILES = 1_000_000
+"""Most audio files a folder dataset may hold: a larger one needs a manifest."""
+
+MAX_LINE_PROBLEMS = 1_000
+"""Most problems of one kind kept for lines that are not records (``unparsable``, ``no-audio-field``); the rest are counted in a note."""
+
+LEADING_GARBAGE = 100
+"""A manifest whose first this many records are all unparsable is not a manifest of its layout: an InputError."""
+
+NOTE_EXAMPLES = 3
+"""How many examples a note names."""
+
+AUDIO_KEYS = (
+    "audio_filepath", "audio_path", "audio_file", "audio_filename", "audio", "wav_filename", "wav_path", "wav_file",
+    "wav", "filepath", "file_path", "path", "filename", "file_name", "file",
+)  # fmt: skip
+"""Column or key names of a clip's audio path, in order of preference (names are compared in lower case)."""
+TEXT_KEYS = ("normalized_text", "normalized_transcript", "text", "transcript", "transcription", "sentence", "wrd", "words")
+"""Names of the transcript, in order of preference: a normalized text first (what a TTS front end is fed). NeMo's
+``pred_text`` is a model's output, not a transcript, and is never read."""
+SPEAKER_KEYS = ("speaker", "speaker_id", "speaker_name", "spk", "spk_id", "client_id")
+ID_KEYS = ("id", "utt_id", "utterance_id", "uttid", "utt", "key")
+DURATION_KEYS = ("duration",)
+OFFSET_KEYS = ("offset",)
+_HEADER_FIRST = frozenset(AUDIO_KEYS + ID_KEYS + ("name",))
+_HEADER_OTHER = frozenset(TEXT_KEYS + SPEAKER_KEYS + ("raw_text", "normalized", "phonemes"))
+
+_KALDI_FILES = ("wav.scp", "segments", "utt2spk", "spk2utt")
+
+
+def read_manifest(
+    path: str | Path,
+    root: str | Path | None = None,
+    audio_dir: str | Path | None = None,
+    cwd: str | Path | None = None,
+) -> Manifest:
+    """The dataset at ``path`` (a manifest file or a dataset folder) as its manifest describes it.
+
+    ``root`` replaces every base relative audio paths are joined to;
+    ``audio_dir`` is where bare LJSpeech ids are looked for; ``cwd`` is the
+    working directory a trainer would run in (default: this process's, and
+    then paths found there stay relative).
+    """
+    given = str(path)
+    if not os.path.exists(given):
+        raise InputError(given, "does not exist")
+    ctx = _Context(
+        root=None if root is None else str(root),
+        audio_dir=None if audio_dir is None else str(audio_dir),
+        cwd=None if cwd is None else str(cwd),
+    )
+    layout, target = _detect(given)
+    builder = _Builder(layout)
+    if layout == "ljspeech":
+        _read_ljspeech(target, ctx, builder)
+    elif layout == "nemo":
+        _read_nemo(target, ctx, builder)
+    elif layout == "csv":
+        _read_csv(target, ctx, builder)
+    elif layout == "kaldi":
+        builder.garbage_check = False  # a data dir's entries are made once every file is read
+        _read_kaldi(target, ctx, builder)
+    else:
+        _read_folder(target, builder)
+    if ctx.audio_dir is not None and layout != "ljspeech":
+        builder.notes.append(f"--audio-dir applies to LJSpeech ids only; this is a {layout} dataset, so it was not used")
+    return builder.build(given)
+
+
+# --- detection ------------------------------------------------------------------
+
+
+def _detect(path: str) -> tuple[str, str]:
+    """The layout of the dataset at an existing path, and the file (or folder) to read it from."""
+    if os.path.isdir(path):
+        metadata = os.path.join(path, "metadata.csv")
+        if os.path.isfile(metadata):
+            return "ljspeech", metadata
+        if os.path.isfile(os.path.join(path, "wav.scp")):
+            return "kaldi", path
+        return "folder", path
+    name = os.path.basename(path)
+    folder = os.path.dirname(path)
+    if name in _KALDI_FILES or (name == "text" and os.path.isfile(os.path.join(folder, "wav.scp"))):
+        return "kaldi", folder
+    if _extension(name) in _AUDIO:
+        raise InputError(path, "is an audio file, not a manifest: give the dataset's manifest or its folder")
+    _check_text(path)
+    first = next((text for _, text in _content_lines(path)), "")
+    stripped = first.lstrip("\ufeff").strip()
+    ext = _extension(name)
+    if ext in (".json", ".jsonl", ".ndjson") or stripped[:1] in ("{", "["):
+        return "nemo", path
+    if "\t" in first:
+        return "csv", path
+    if "|" in first or name == "metadata.csv":
+        return "ljspeech", path
+    if "," in first or ext in (".csv", ".tsv"):
+        return "csv", path
+    raise InputError(
+        path,
+        "is not a manifest trainproof reads: its first line is not JSON, nor pipe-, tab- or comma-separated "
+        "(layouts: LJSpeech metadata.csv, NeMo JSONL, CSV/TSV with a header, a Kaldi data dir, a folder of audio)",
+    )
+
+
+def _extension(name: str) -> str:
+    return os.path.splitext(name)[1].lower()
+
+
+def _check_text(path: str) -> None:
+    """A manifest must be text: UTF-16, NUL bytes or mostly control bytes are an InputError."""
+    with open_log(Path(path)) as handle:
+        head = read_block(handle, HEAD_BYTES, path)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(path, "is UTF-16 text: trainproof reads manifests in UTF-8, as trainers do; save it as UTF-8")
+    if b"\x00" in head:
+        raise InputError(path, "holds binary data (NUL bytes), not a text manifest")
+    if not head:
+        return
+    control = sum(1 for byte in head if byte < 32 and byte not in (9, 10, 12, 13))
+    undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
+    if control > BINARY_SHARE * len(head) or undecodable > BINARY_SHARE * len(head):
+        raise InputError(path, "is mostly binary data, not a text manifest")
+
+
+def _content_lines(path: str) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of a file, unreported (for sniffing)."""
+    for number, text, _ in iter_lines(Path(path)):
+        if text.lstrip("\ufeff").strip():
+            yield number, text
+
+
+# --- shared machinery -----------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    root: str | None
+    audio_dir: str | None
+    cwd: str | None
+
+
+@dataclass
+class _Builder:
+    """Collects entries, problems and notes in manifest order; checks ids and transcripts as entries come."""
+
+    layout: str
+    entries: list[Entry] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    ids: dict[str, int] = field(default_factory=dict)
+    line_problems: dict[str, int] = field(default_factory=dict)
+    garbage_check: bool = True
+
+    def problem(self, kind: str, message: str, manifest: str, line: int | None = None, file: str | None = None) -> None:
+        if kind in ("unparsable", "no-audio-field"):
+            count = self.line_problems[kind] = self.line_problems.get(kind, 0) + 1
+            if self.garbage_check and not self.entries and sum(self.line_problems.values()) == LEADING_GARBAGE:
+                raise InputError(
+                    manifest,
+                    f"is not a {self.layout} manifest: none of its first {LEADING_GARBAGE} records is a clip ({self._first_line_problem()})",
+                )
+            if count > MAX_LINE_PROBLEMS:
+                return
+        self.problems.append(Problem(kind, message, manifest, line, file))
+
+    def _first_line_problem(self) -> str:
+        return next((p.message for p in self.problems if p.kind in ("unparsable", "no-audio-field")), "")
+
+    def add(self, entry: Entry, unique: bool = True, missing: str | None = None) -> None:
+        """An entry, with a ``duplicate-id`` problem when its id came before and ``empty-text`` when it has no text
+        (``missing`` says why when it has none at all)."""
+        if unique:
+            first = self.ids.setdefault(entry.id, entry.line)
+            if first != entry.line:
+                self.problem(
+                    "duplicate-id", f"line {entry.line} repeats the id {_quote(entry.id)} of line {first}", entry.manifest, entry.line
+                )
+        if entry.text is None:
+            self.problem("empty-text", missing or f"{_quote(entry.id)} has no transcript", entry.manifest, entry.line)
+        elif not entry.text.strip():
+            self.problem("empty-text", f"line {entry.line}: {_quote(entry.id)} has an empty transcript", entry.manifest, entry.line)
+        self.entries.append(entry)
+
+    def build(self, path: str) -> Manifest:
+        notes = list(self.notes)
+        for kind, count in self.line_problems.items():
+            if count > MAX_LINE_PROBLEMS:
+                notes.append(f"{count:,} lines are {kind}; the first {MAX_LINE_PROBLEMS:,} are listed")
+        problems = sorted(self.problems, key=lambda p: (p.manifest, p.line if p.line is not None else 0))
+        return Manifest(path=path, layout=self.layout, entries=tuple(self.entries), problems=tuple(problems), notes=tuple(notes))
+
+
+def _quote(text: object, limit: int = 60) -> str:
+    shown = str(text)
+    return repr(shown if len(shown) <= limit else shown[:limit] + "...")
+
+
+def _lines(path: str, builder: _Builder) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of a manifest file, streamed; a BOM, blank lines and CRLF line ends become problems.
+
+    A BOM is taken off the first line. CRLF is counted in a second bounded
+    pass once the lines are read (``iter_lines`` drops the CR).
+    """
+    blank, first_blank = 0, None
+    for number, text, _ in iter_lines(Path(path)):
+        if number == 1 and text.startswith("\ufeff"):
+            builder.problem(
+                "bom",
+                "starts with a byte-order mark (BOM), which a reader that does not expect one takes as part of the first field",
+                path,
+                1,
+            )
+            text = text[1:]
+        if not text.strip():
+            blank += 1
+            first_blank = first_blank or number
+            continue
+        yield number, text
+    if blank:
+        builder.problem(
+            "blank-line", f"has {blank:,} blank line{'s' if blank != 1 else ''}, the first at line {first_blank}", path, first_blank
+        )
+    crlf, first_crlf = _count_crlf(path)
+    if crlf:
+        builder.problem(
+            "crlf",
+            f"has Windows line ends (CRLF) on {crlf:,} line{'s' if crlf != 1 else ''}, the first at line {first_crlf}: a reader splitting on newlines keeps the CR in the last field",
+            path,
+            first_crlf,
+        )
+
+
+def _count_crlf(path: str) -> tuple[int, int | None]:
+    """How many lines end in CRLF, and the first of them, read in blocks."""
+    count, first, newlines, pending_cr = 0, None, 0, False
+    with open_log(Path(path)) as handle:
+        while block := read_block(handle, BLOCK_BYTES, path):
+            joined = pending_cr and block.startswith(b"\n")
+            found = block.count(b"\r\n") + joined
+            if found and first is None:
+                first = newlines + 1 if joined else newlines + block.count(b"\n", 0, block.find(b"\r\n")) + 1
+            count += found
+            newlines += block.count(b"\n")
+            pending_cr = block.endswith(b"\r")
+    return count, first
+
+
+def _join(base: str, listed: str) -> str:
+    """``listed`` joined to ``base`` (an absolute ``listed`` stays itself), normalised but not resolved."""
+    return os.path.normpath(os.path.join(base, listed))
+
+
+def _seconds(value: object) -> tuple[float | None, bool]:
+    """A duration or offset claim in seconds, and whether it was readable (an absent or empty one is None and readable)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, True
+    if isinstance(value, bool):
+        return None, False
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return None, False
+    else:
+        return None, False
+    return (number, True) if math.isfinite(number) else (None, False)
+
+
+def _first_key(names: Iterable[str], keys: tuple[str, ...]) -> str | None:
+    present = set(names)
+    return next((key for key in keys if key in present), None)
+
+
+@dataclass
+class _Columns:
+    """Which fields of a record (JSON keys or CSV header names, lower case) hold what."""
+
+    audio: str | None
+    text: str | None
+    speaker: str | None
+    id: str | None
+    duration: str | None
+    offset: str | None
+
+    @classmethod
+    def of(cls, names: Iterable[str]) -> _Columns:
+        names = list(names)
+        return cls(
+            _first_key(names, AUDIO_KEYS),
+            _first_key(names, TEXT_KEYS),
+            _first_key(names, SPEAKER_KEYS),
+            _first_key(names, ID_KEYS),
+            _first_key(names, DURATION_KEYS),
+            _first_key(names, OFFSET_KEYS),
+        )
+
+
+class _PathResolver:
+    """NeMo's rule for a relative path: from the working directory when the file is there, else against the manifest's
+    folder (then any ``fallbacks`` folders, used only where the file is); ``root`` replaces all of them."""
+
+    def __init__(self, manifest: str, ctx: _Context, fallbacks: tuple[str, ...] = ()) -> None:
+        self.folder = os.path.dirname(manifest)
+        self.ctx = ctx
+        self.fallbacks = tuple(_join(self.folder, name) for name in fallbacks)
+        self.from_cwd = 0
+        self.from_manifest = 0
+
+    def __call__(self, listed: str) -> str:
+        if os.path.isabs(listed):
+            return os.path.normpath(listed)
+        if self.ctx.root is not None:
+            return _join(self.ctx.root, listed)
+        here = _join(self.ctx.cwd or "", listed)
+        if os.path.isfile(here):
+            self.from_cwd += 1
+            return here
+        self.from_manifest += 1
+        beside = _join(self.folder, listed)
+        if self.fallbacks and not os.path.isfile(beside):
+            for folder in self.fallbacks:
+                candidate = _join(folder, listed)
+                if os.path.isfile(candidate):
+                    return candidate
+        return beside
+
+    def note(self, builder: _Builder) -> None:
+        if self.from_cwd and self.from_manifest:
+            builder.notes.append(
+                f"{self.from_cwd:,} relative audio paths were found from the working directory and "
+                f"{self.from_manifest:,} were resolved against the manifest's folder ({self.folder or '.'})"
+            )
+
+
+def _record(
+    fields: dict[str, object], columns: _Columns, number: int, manifest: str, resolve: Callable[[str], str], builder: _Builder
+) -> None:
+    """One JSON or CSV record (lower-case names) as an Entry, or the problems that keep it from being one."""
+    if columns.audio is None:
+        wanted = ", ".join(AUDIO_KEYS[:6])
+        builder.problem("no-audio-field", f"line {number} names no audio file (no field {wanted}, ...)", manifest, number)
+        return
+    value = fields.get(columns.audio)
+    if isinstance(value, dict):  # Hugging Face style {"path": ..., "array": ...}
+        value = value.get("path")
+    if not isinstance(value, str) or not value.strip():
+        builder.problem("no-audio-field", f"line {number}: '{columns.audio}' is not a path ({_quote(value, 40)})", manifest, number)
+        return
+    claims = {}
+    for what, key in (("duration", columns.duration), ("offset", columns.offset)):
+        claims[what], readable = _seconds(fields.get(key)) if key else (None, True)
+        if not readable:
+            builder.problem(
+                "unparsable", f"line {number}: {what} {_quote(fields.get(key), 40)} is not a number of seconds", manifest, number
+            )
+    text = fields.get(columns.text) if columns.text else None
+    speaker = fields.get(columns.speaker) if columns.speaker else None
+    ident = fields.get(columns.id) if columns.id else None
+    if ident is None or str(ident) == "":
+        ident = value if claims["offset"] is None else f"{value}#{claims['offset']:g}"
+    builder.add(
+        Entry(
+            line=number,
+            id=str(ident),
+            audio=resolve(value),
+            listed=value,
+            text=None if text is None else str(text),
+            manifest=manifest,
+            duration=claims["duration"],
+            offset=claims["offset"],
+            speaker=None if speaker is None or str(speaker) == "" else str(speaker),
+        )
+    )
+
+
+# --- NeMo JSON Lines ------------------------------------------------------------
+
+
+def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
+    _check_text(path)
+    document = _one_document(path)
+    if document is not None:
+        number, what = document
+        builder.problem("unparsable", f"is {what}, not JSON Lines: NeMo reads one JSON object per line", path, number)
+        return
+    resolve = _PathResolver(path, ctx)
+    known: dict[tuple[str, ...], _Columns] = {}  # the columns of each set of keys seen (records mostly share one)
+    for number, text in _lines(path, builder):
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            builder.problem("unparsable", f"line {number} is not valid JSON: {exc.msg} at column {exc.colno}", path, number)
+            continue
+        except (ValueError, RecursionError):
+            builder.problem(
+                "unparsable", f"line {number} is not JSON a reader can parse (nested too deeply, or a number too long)", path, number
+            )
+            continue
+        if not isinstance(record, dict):
+            builder.problem("unparsable", f"line {number} is a JSON {type(record).__name__}, not an object", path, number)
+            continue
+        fields = {str(key).lower(): value for key, value in record.items()}
+        names = tuple(fields)
+        columns = known.get(names)
+        if columns is None:
+            columns = _Columns.of(names)
+            if len(known) < 1024:  # bounded, should every line have keys of its own
+                known[names] = columns
+        _record(fields, columns, number, path, resolve, builder)
+    resolve.note(builder)
+
+
+def _one_document(path: str) -> tuple[int, str] | None:
+    """Where a .json(l) file is one JSON document rather than JSON Lines (a JSON array, or pretty-printed), and which."""
+    head = []
+    for number, text in _content_lines(path):
+        head.append((number, text.lstrip("\ufeff").strip()))
+        if len(head) == 2:
+            break
+    if not head:
+        return None
+    number, first = head[0]
+    if first.startswith("["):
+        return number, "one JSON array"
+    if first == "{":
+        return number, "one pretty-printed JSON document"
+    if first.startswith("{") and len(head) == 2 and head[1][1].startswith('"') and not _parses(first) and not _parses(head[1][1]):
+        return number, "one pretty-printed JSON document"
+    return None
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+# --- CSV / TSV with a header ------------------------------------------------------
+
+
+def _read_csv(path: str, ctx: _Context, builder: _Builder) -> None:
+    _check_text(path)
+    lines = _lines(path, builder)
+    start: list[int] = []
+
+    def feed() -> Iterator[str]:
+        for number, text in lines:
+            start.append(number)
+            yield text
+
+    first = next(_content_lines(path), (0, ""))[1]
+    tab = "\t" in first
+    reader = csv.reader(feed(), delimiter="\t" if tab else ",", quoting=csv.QUOTE_NONE if tab else csv.QUOTE_MINIMAL)
+    header: list[str] | None = None
+    columns: _Columns | None = None
+    resolve = _PathResolver(path, ctx, fallbacks=("clips",))
+    while True:
+        start.clear()
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            number = start[0] if start else 0
+            builder.problem("unparsable", f"line {number} is not a CSV record: {exc}", path, number)
+            continue
+        number = start[0]
+        if header is None:
+            header = [cell.strip().lower() for cell in row]
+            columns = _Columns.of(header)
+            if columns.audio is None:
+                wanted = ", ".join(AUDIO_KEYS[:8])
+                builder.problem(
+                    "no-audio-field", f"line {number} is not a header naming the audio column (one of {wanted}, ...)", path, number
+                )
+                lines.close()
+                return
+            continue
+        if len(row) != len(header):
+            where = f"line {number}" if len(start) == 1 else f"lines {number}-{start[-1]} (a quote left open joins them)"
+            builder.problem(
+                "unparsable",
+                f"{where} {'has' if len(start) == 1 else 'have'} {len(row)} columns; the header has {len(header)}",
+                path,
+                number,
+            )
+            continue
+        assert columns is not None
+        _record(dict(zip(header, row)), columns, number, path, resolve, builder)
+    resolve.note(builder)
+
+
+# --- LJSpeech metadata.csv ------------------------------------------------------
+
+
+@dataclass
+class _Listing:
+    """The files of one folder, listed once: their names, and the audio ones by stem. ``complete`` is False for a
+    folder over MAX_FOLDER_SCAN entries, which is then looked up file by file."""
+
+    files: frozenset[str]
+    by_stem: dict[str, list[str]]
+    complete: bool
+    exists: bool
+
+
+def _list_folder(folder: str) -> _Listing:
+    files: list[str] = []
+    try:
+        with os.scandir(folder or ".") as scan:
+            for count, item in enumerate(scan):
+                if count >= MAX_FOLDER_SCAN:
+                    return _Listing(frozenset(), {}, complete=False, exists=True)
+                try:
+                    if item.is_file():
+                        files.append(item.name)
+                except OSError:
+                    continue
+    except OSError:
+        return _Listing(frozenset(), {}, complete=True, exists=False)
+    by_stem: dict[str, list[str]] = {}
+    for name in files:
+        stem, ext = os.path.splitext(name)
+        if ext.lower() in _AUDIO:
+            by_stem.setdefault(stem, []).append(name)
+    return _Listing(frozenset(files), by_stem, complete=True, exists=True)
+
+
+class _IdResolver:
+    """LJSpeech-style ids: bare ones in the audio folders, ones with a folder against the dataset's folder; the
+    extension found when there is none. Remembers every file it chose among, for the unlisted-file check."""
+
+    def __init__(self, base: str, audio_dir: str | None) -> None:
+        self.base = base
+        self.listings: dict[str, _Listing] = {}
+        if audio_dir is not None:
+            self.folders = [os.path.normpath(audio_dir)]
+        else:
+            subfolders = [_join(base, name) for name in LJSPEECH_FOLDERS]
+            self.folders = [folder for folder in subfolders if self.listing(folder).exists] + [os.path.normpath(base)]
+        # where a missing clip is reported: the first audio folder, else wavs/ (where LJSpeech has it) when there is none
+        self.default = self.folders[0] if audio_dir is not None or len(self.folders) > 1 else subfolders[0]
+        self.accounted: set[str] = set()
+        self.kinds: set[str] = set()  # the extensions of the files chosen
+        self.used: set[str] = set()
+        self.ambiguous: list[tuple[str, list[str], str]] = []  # the first NOTE_EXAMPLES ids matching several files
+        self.ambiguous_count = 0
+
+    def listing(self, folder: str) -> _Listing:
+        found = self.listings.get(folder)
+        if found is None:
+            found = self.listings[folder] = _list_folder(folder)
+        return found
+
+    def __call__(self, listed: str) -> str:
+        if os.path.isabs(listed) or "/" in listed or os.sep in listed:
+            folder, name = os.path.split(_join(self.base, listed))
+            return self._find(folder, name, listed)[0]
+        for folder in self.folders:
+            path, found = self._find(folder, listed, listed)
+            if found:
+                self.used.add(folder)
+                return path
+        return self._find(self.default, listed, listed)[0]
+
+    def _find(self, folder: str, name: str, listed: str) -> tuple[str, bool]:
+        """The file ``name`` names in ``folder`` (trying audio extensions when it has none), and whether it exists."""
+        listing = self.listing(folder)
+        if _extension(name) in _AUDIO:
+            path = _join(folder, name)
+            found = name in listing.files if listing.complete else os.path.isfile(path)
+            if found:
+                self.accounted.add(path)
+                self.kinds.add(_extension(name))
+            return path, found
+        if listing.complete:
+            names = sorted(listing.by_stem.get(name, ()))
+        else:
+            names = [name + ext for ext in AUDIO_EXTENSIONS if os.path.isfile(_join(folder, name + ext))]
+        if not names:
+            return _join(folder, name + ".wav"), False
+        chosen = next((n for n in names if _extension(n) == ".wav"), names[0])
+        paths = [_join(folder, n) for n in names]
+        self.accounted.update(paths)
+        if len(names) > 1:
+            self.ambiguous_count += 1
+            if len(self.ambiguous) < NOTE_EXAMPLES:
+                self.ambiguous.append((listed, names, chosen))
+        self.kinds.add(_extension(chosen))
+        return _join(folder, chosen), True
+
+
+def _read_ljspeech(path: str, ctx: _Context, builder: _Builder) -> None:
+    base = ctx.root if ctx.root is not None else os.path.dirname(path)
+    resolve = _IdResolver(base, ctx.audio_dir)
+    _check_text(path)
+    header: list[str] | None = None
+    audio_col, text_col, speaker_col = 0, -1, None
+    first = True
+    for number, text in _lines(path, builder):
+        cells = text.split("|")
+        if first and _is_header(cells):
+            first = False
+            header = [cell.strip().lower() for cell in cells]
+            audio_col = header.index(_first_key(header, AUDIO_KEYS) or _first_key(header, ID_KEYS + ("name",)) or header[0])
+            named_text = _first_key(header, TEXT_KEYS)
+            text_col = header.index(named_text) if named_text else len(header) - 1
+            speaker = _first_key(header, SPEAKER_KEYS)
+            speaker_col = header.index(speaker) if speaker else None
+            builder.notes.append(f"line {number} of {path} is a header ({'|'.join(cells)}): column '{header[text_col]}' is the text")
+            continue
+        first = False
+        if header is not None and len(cells) != len(header):
+            builder.problem("unparsable", f"line {number} has {len(cells)} columns; the header has {len(header)}", path, number)
+            continue
+        if header is None and len(cells) not in (2, 3):
+            builder.problem(
+                "unparsable",
+                f"line {number} has {len(cells)} column{'s' if len(cells) != 1 else ''}; LJSpeech metadata has 2 (id|text) or 3 (id|text|normalized text)",
+                path,
+                number,
+            )
+            continue
+        listed = cells[audio_col]
+        if not listed.strip():
+            builder.problem("no-audio-field", f"line {number} has an empty id", path, number)
+            continue
+        speaker_value = cells[speaker_col].strip() if speaker_col is not None else ""
+        builder.add(
+            Entry(
+                line=number,
+                id=listed,
+                audio=resolve(listed),
+                listed=listed,
+                text=cells[text_col],
+                manifest=path,
+                speaker=speaker_value or None,
+            )
+        )
+    _ljspeech_notes(path, resolve, builder)
+    _unlisted(path, resolve, builder)
+
+
+def _is_header(cells: list[str]) -> bool:
+    """Whether a first metadata line names columns (``id|text``, ``file|transcript``, ``audio|text|normalized_text``)."""
+    names = [cell.strip().lower() for cell in cells]
+    return names[0] in _HEADER_FIRST and any(name in _HEADER_OTHER for name in names[1:])
+
+
+def _ljspeech_notes(path: str, resolve: _IdResolver, builder: _Builder) -> None:
+    count = resolve.ambiguous_count
+    if count:
+        shown = "; ".join(f"{listed}: {', '.join(names)} (took {chosen})" for listed, names, chosen in resolve.ambiguous)
+        more = f"; and {count - len(resolve.ambiguous):,} more" if count > len(resolve.ambiguous) else ""
+        builder.notes.append(
+            f"{count:,} id{'s' if count != 1 else ''} without an extension match several audio files; "
+            f"the .wav was taken, else the first by name: {shown}{more}"
+        )
+    if len(resolve.folders) == 1 and resolve.default != resolve.folders[0]:
+        builder.notes.append(f"there is no {'/, '.join(LJSPEECH_FOLDERS)}/ folder beside {path}: ids were looked for beside it")
+
+
+def _unlisted(path: str, resolve: _IdResolver, builder: _Builder) -> None:
+    """Audio files in the dataset's audio folders that no line lists.
+
+    Only files of the formats the listed clips are in count: a manifest of
+    FLAC clips beside their WAV originals (or another manifest's MP3 copies)
+    does not make every WAV unlisted. A clip found with several extensions
+    accounts for all of them (the note on ambiguous ids names them).
+    """
+    folders = [folder for folder in resolve.folders if folder != os.path.normpath(resolve.base) or folder in resolve.used]
+    kinds = resolve.kinds or _AUDIO
+    for folder in folders:
+        listing = resolve.listing(folder)
+        if not listing.complete:
+            builder.notes.append(f"{folder} holds more than {MAX_FOLDER_SCAN:,} entries: it was not searched for unlisted audio files")
+            continue
+        for name in sorted(n for names in listing.by_stem.values() for n in names):
+            file = _join(folder, name)
+            if file not in resolve.accounted and _extension(name) in kinds:
+                builder.problem("unlisted", f"{file} is in the audio folder but no line of {path} lists it", path, None, file)
+
+
+# --- Kaldi data dir --------------------------------------------------------------
+
+
+def _kaldi_table(path: str, builder: _Builder, required: bool) -> dict[str, tuple[int, str]]:
+    """A Kaldi ``key rest`` file as key -> (line, rest); a repeated key is a problem and the first one kept.
+
+    An optional file that is absent or empty is an empty table."""
+    table: dict[str, tuple[int, str]] = {}
+    if not required and not os.path.isfile(path):
+        return table
+    _check_text(path)
+    try:
+        for number, text in _lines(path, builder):
+            parts = text.strip().split(None, 1)
+            key, rest = parts[0], (parts[1].strip() if len(parts) > 1 else "")
+            if key in table:
+                builder.problem("duplicate-id", f"line {number} repeats the id {_quote(key)} of line {table[key][0]}", path, number)
+                continue
+            table[key] = (number, rest)
+    except EmptyLog:
+        if required:
+            raise
+    return table
+
+
+def _read_kaldi(folder: str, ctx: _Context, builder: _Builder) -> None:
+    scp_path, text_path = os.path.join(folder, "wav.scp"), os.path.join(folder, "text")
+    seg_path, spk_path = os.path.join(folder, "segments"), os.path.join(folder, "utt2spk")
+    base = ctx.root if ctx.root is not None else (ctx.cwd or "")
+    scp = _kaldi_table(scp_path, builder, required=True)
+    recordings: dict[str, str] = {}
+    for rec, (number, rest) in scp.items():
+        if rest.endswith("|"):
+            builder.problem(
+                "unparsable", f"line {number}: {_quote(rec)} is a command pipeline; trainproof reads only plain files", scp_path, number
+            )
+        elif ".ark:" in rest or rest.startswith(("ark:", "scp:")):
+            builder.problem(
+                "unparsable",
+                f"line {number}: {_quote(rec)} points into a Kaldi archive; trainproof reads only plain files",
+                scp_path,
+                number,
+            )
+        elif not rest:
+            builder.problem("no-audio-field", f"line {number}: {_quote(rec)} names no file", scp_path, number)
+        else:
+            recordings[rec] = rest
+    speakers = {utt: rest for utt, (_, rest) in _kaldi_table(spk_path, builder, required=False).items()}
+    has_segments = os.path.isfile(seg_path)
+    # utterance -> (recording, offset, duration, line, the file of that line)
+    utterances: dict[str, tuple[str, float | None, float | None, int, str]] = {}
+    if has_segments:
+        for utt, (number, rest) in _kaldi_table(seg_path, builder, required=False).items():
+            parts = rest.split()
+            start = _seconds(parts[1])[0] if len(parts) >= 3 else None
+            end = _seconds(parts[2])[0] if len(parts) >= 3 else None
+            if start is None or end is None or start < 0:
+                builder.problem("unparsable", f"line {number} is not 'utterance recording start end'", seg_path, number)
+                continue
+            if end != -1 and end <= start:
+                builder.problem(
+                    "unparsable",
+                    f"line {number}: segment {_quote(utt)} ends at {end:g} s, not after its start at {start:g} s",
+                    seg_path,
+                    number,
+                )
+                continue
+            utterances[utt] = (parts[0], start, None if end == -1 else end - start, number, seg_path)
+    else:
+        utterances = {rec: (rec, None, None, number, scp_path) for rec, (number, _) in scp.items()}
+    texts = _kaldi_table(text_path, builder, required=False)
+
+    def add(utt: str, line: int, manifest: str, text: str | None) -> None:
+        rec, offset, duration, rec_line, rec_file = utterances[utt]
+        listed = recordings.get(rec)
+        if listed is None:
+            if rec not in scp:  # a pipeline or an archive is reported once, on its wav.scp line
+                builder.problem(
+                    "no-audio-field",
+                    f"line {rec_line}: utterance {_quote(utt)} has recording {_quote(rec)}, which wav.scp does not list",
+                    rec_file,
+                    rec_line,
+                )
+            return
+        entry = Entry(line, utt, _join(base, listed), listed, text, manifest, duration, offset, speakers.get(utt) or None)
+        builder.add(entry, unique=False, missing=f"line {line}: utterance {_quote(utt)} has no line in {text_path}")
+
+    for utt, (number, text) in texts.items():
+        if utt in utterances:
+            add(utt, number, text_path, text)
+        else:
+            where = "segments" if has_segments else "wav.scp"
+            builder.problem("no-audio-field", f"line {number}: utterance {_quote(utt)} is not in {where}", text_path, number)
+    for utt, (_, _, _, number, manifest) in utterances.items():
+        if utt not in texts:
+            add(utt, number, manifest, None)
+
+
+# --- a folder of audio with transcripts ---------------------------------------------
+
+
+def _transcript_stem(text_path: str) -> str:
+    """The clip path a transcript stands for, without its audio extension: ``a/b.normalized.txt`` -> ``a/b``."""
+    for suffix in sorted(TRANSCRIPT_SUFFIXES, key=len, reverse=True):
+        if text_path.endswith(suffix):
+            return text_path[: -len(suffix)]
+    return os.path.splitext(text_path)[0]
+
+
+def _read_folder(folder: str, builder: _Builder) -> None:
+    count = 0
+    orphans: list[str] = []
+    manifests: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
+        names = {name for name in filenames if not name.startswith(".")}  # no hidden files (macOS's ._x.wav are not audio)
+        audio = sorted(name for name in names if _extension(name) in _AUDIO)
+        if dirpath == folder:
+            manifests = sorted(name for name in filenames if _extension(name) in (".json", ".jsonl", ".csv", ".tsv"))
+        used: set[str] = set()
+        for name in audio:
+            count += 1
+            if count > MAX_FOLDER_FILES:
+                raise InputError(folder, f"holds more than {MAX_FOLDER_FILES:,} audio files: give a manifest that lists them")
+            stem = os.path.splitext(name)[0]
+            transcript = next((stem + suffix for suffix in TRANSCRIPT_SUFFIXES if stem + suffix in names), None)
+            audio_path = os.path.join(dirpath, name)
+            ident = os.path.relpath(audio_path, folder).replace(os.sep, "/")
+            if transcript is None:  # no transcript lists it: the folder layout's unlisted clip
+                wanted = " or ".join(stem + suffix for suffix in TRANSCRIPT_SUFFIXES[:2])
+                builder.problem("unlisted", f"{audio_path} has no transcript beside it ({wanted})", audio_path, None, audio_path)
+                continue
+            used.add(transcript)
+            text_path = os.path.join(dirpath, transcript)
+            text = _read_transcript(text_path, builder)
+            builder.add(Entry(1, ident, os.path.normpath(audio_path), ident, text, text_path), unique=False)
+        if audio:
+            orphans.extend(
+                os.path.join(dirpath, n) for n in sorted(names - used) if n.endswith(".lab") or (n.endswith(".txt") and not _is_doc(n))
+            )
+    for text_path in orphans:  # a transcript whose clip is gone: listed, and missing
+        stem = _transcript_stem(text_path)
+        ident = os.path.relpath(stem, folder).replace(os.sep, "/")
+        builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", _read_transcript(text_path, builder), text_path), unique=False)
+    if count and not builder.entries:
+        raise InputError(folder, f"holds {count:,} audio files but no transcript beside any of them (.txt or .lab of the same name): give the manifest that lists them")
+    if count == 0:
+        looked = "no metadata.csv (LJSpeech), no wav.scp (Kaldi), no audio files (a folder of clips)"
+        hint = f"; it holds {', '.join(manifests[:NOTE_EXAMPLES])}: give the manifest file itself" if manifests else ""
+        raise InputError(folder, f"holds none of the dataset layouts trainproof reads: {looked}{hint}")
+    if manifests:
+        builder.notes.append(
+            f"read as a folder of clips; it also holds {', '.join(manifests[:NOTE_EXAMPLES])}: give a manifest file to read it instead"
+        )
+
+
+def _is_doc(name: str) -> bool:
+    return os.path.splitext(name)[0].lower() in ("readme", "license", "licence", "copying", "notes", "changelog", "requirements")
+
+
+def _read_transcript(path: str, builder: _Builder) -> str:
+    """A folder dataset's transcript: its text (at most HEAD_BYTES of it) with lines joined; a BOM is a problem."""
+    with open_log(Path(path)) as handle:
+        data = read_block(handle, HEAD_BYTES, path)
+    text = data.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        builder.problem("bom", "starts with a byte-order mark (BOM), which becomes an invisible first character of the transcript", path, 1)
+        text = text[1:]
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
