@@ -1,0 +1,361 @@
+"""How fast and how lean `trainproof data` reads a corpus, against soundfile alone, in one run.
+
+Three targets, each printed as one line (measured, target, OK/MISSED):
+
+(a) speed: analysing N clips (default 2,000 WAV clips of 2-6 s at 22050 Hz,
+    16-bit mono, a cold cache) with J processes, against a baseline of
+    ``soundfile.read(path)`` (its defaults: float64) on the same clips with
+    the same number of processes of the same start method, pool start-up
+    included on both sides. Target: within 1.5x. Interleaved, median of
+    --repeat runs.
+(b) memory: the peak RSS of the run (the sum over the parent, the
+    forkserver, its resource tracker and the workers, sampled every 10 ms
+    with psutil; without psutil, the parent's high-water mark plus what
+    getrusage sees) at --memory-small and --memory-large clips (2,000 and
+    20,000), each in a fresh interpreter. To keep the 20,000-clip run
+    short, these clips are 1 s long, and the large corpus is hard links to
+    the small one's files (each link is its own path, so its own cache row
+    and its own analysis). Target: within 1.3x.
+(c) incremental: a re-run with a warm cache after adding --added (100) new
+    clips (2-6 s), against the cold run of (a). Target: under 10% of the
+    cold run. Measured twice: on the 2,000-clip corpus of (a), and on the
+    issue's own case, the 20,000-clip corpus of (b) (its cold run timed
+    in this process, then the 100 clips added).
+
+The figures are ratios measured in this run; the machine's other load moves
+the absolute numbers. ``run_trainproof`` is what is measured for
+"trainproof data": for now it calls the engine (see its doc).
+
+    python benchmarks/bench_data.py [--clips 2000] [--jobs N] [--repeat 3] [--parts abc]
+
+Below POOL_MIN_BYTES of audio the engine decodes inline, without workers:
+reduced sizes (--clips 300) exercise that path, not the pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SPEED_TARGET = 1.5
+MEMORY_TARGET = 1.3
+INCREMENTAL_TARGET = 0.10
+RATE = 22050
+
+
+def run_trainproof(paths: list[str], jobs: int, cache_dir: str | None) -> None:
+    """What (a), (b) and (c) measure as "trainproof data" on these clips.
+
+    STUB, to be switched by the lead once the command lands: today it calls
+    the engine (stat, cache lookup, decoding in workers, cache writes)
+    directly on the clip paths; later it should run the full command, e.g.
+    ``trainproof.cli.main(["data", folder, "--jobs", str(jobs), "--cache-dir",
+    cache_dir, "--json"])`` on a folder or manifest listing ``paths``.
+    """
+    from trainproof.data.cache import Cache
+    from trainproof.data.engine import analyze_all
+    from trainproof.data.model import ClipRef
+
+    refs = [ClipRef(path) for path in paths]
+    if cache_dir is None:
+        analyze_all(refs, jobs=jobs)
+        return
+    with Cache(cache_dir) as cache:
+        analyze_all(refs, jobs=jobs, cache=cache)
+
+
+# --- the corpus -------------------------------------------------------------------
+
+
+def voiced(rng, seconds: float, rate: int = RATE):
+    """Speech-like audio: words of a harmonic voice (F0 120-200 Hz, gliding) with an envelope, short pauses between them."""
+    import numpy as np
+
+    n = int(seconds * rate)
+    out = np.zeros(n, dtype=np.float32)
+    at = int(rng.uniform(0.05, 0.2) * rate)
+    while at < n:
+        length = min(int(rng.uniform(0.2, 0.6) * rate), n - at)
+        t = np.arange(length, dtype=np.float32) / rate
+        f0 = rng.uniform(120, 200) * (1 + 0.1 * np.sin(2 * np.pi * rng.uniform(1, 3) * t))
+        phase = 2 * np.pi * np.cumsum(f0) / rate
+        word = sum(np.sin(k * phase) / k for k in (1, 2, 3, 4))
+        envelope = np.sin(np.pi * np.arange(length) / length) ** 0.5
+        out[at : at + length] = word * envelope
+        at += length + int(rng.uniform(0.05, 0.2) * rate)
+    out += rng.normal(0, 0.002, n).astype(np.float32)
+    return (out / np.abs(out).max() * 0.7 * 32767).astype(np.int16)
+
+
+def write_corpus(folder: Path, count: int, shortest: float, longest: float, seed: int, prefix: str = "clip") -> list[str]:
+    import numpy as np
+    import soundfile as sf
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    paths = []
+    for i in range(count):
+        path = folder / f"{prefix}{i:06d}.wav"
+        sf.write(path, voiced(rng, rng.uniform(shortest, longest)), RATE, subtype="PCM_16")
+        paths.append(str(path))
+    return paths
+
+
+# --- the measurements -------------------------------------------------------------
+
+
+def _decode(path: str) -> int:
+    import soundfile as sf
+
+    data, _ = sf.read(path)
+    return len(data)
+
+
+def _ignore_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def soundfile_alone(paths: list[str], jobs: int) -> None:
+    """The baseline: every clip decoded by soundfile.read, in a pool like the engine's (same start method, same chunk size)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from trainproof.data.engine import CHUNK, START_METHOD
+
+    if jobs == 1:
+        for path in paths:
+            _decode(path)
+        return
+    context = multiprocessing.get_context(START_METHOD)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_ignore_sigint) as pool:
+        for _ in pool.map(_decode, paths, chunksize=CHUNK):
+            pass
+
+
+def _analyze_one(path: str) -> None:
+    from trainproof.data.clip import analyze
+    from trainproof.data.model import ClipRef
+
+    analyze(ClipRef(path))
+
+
+def cpu_per_clip(fn, paths: list[str], rounds: int = 3) -> float:
+    """The least CPU time per clip over a few rounds, in this process (robust to the machine's other load)."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        for path in paths:
+            fn(path)
+        best = min(best, (time.process_time() - start) / len(paths))
+    return best
+
+
+def timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+class Sampler:
+    """The high-water mark of this process's RSS plus its descendants' (forkserver workers are the server's children, which
+    getrusage(RUSAGE_CHILDREN) never counts while the server lives), sampled every INTERVAL_S by a thread (needs psutil)."""
+
+    INTERVAL_S = 0.01
+
+    def __init__(self) -> None:
+        import threading
+
+        import psutil
+
+        self.me = psutil.Process()
+        self.peak_total = 0
+        self.peak_worker = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            total, worker = self.me.memory_info().rss, 0
+            for child in self.me.children(recursive=True):
+                try:
+                    rss = child.memory_info().rss
+                except psutil.Error:
+                    continue
+                total += rss
+                worker = max(worker, rss)
+            self.peak_total = max(self.peak_total, total)
+            self.peak_worker = max(self.peak_worker, worker)
+            self._stop.wait(self.INTERVAL_S)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def own_peak_mib() -> float:
+    """This process's own RSS high-water mark: VmHWM on Linux (getrusage's ru_maxrss there also counts the image of the
+    process that forked this one before it exec'ed, here the benchmark's own parent), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is bytes on macOS, KiB elsewhere
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+
+
+def memory_child(listing: str, jobs: int, cache_dir: str) -> None:
+    """In a fresh interpreter: run on the listed clips, print the peak RSS (MiB): this process, the largest worker, all of them."""
+    paths = Path(listing).read_text().split("\n")
+    try:
+        sampler = Sampler()
+    except ImportError:  # no psutil: the parent's own high-water mark, and the workers' as far as getrusage sees them
+        import resource
+
+        run_trainproof(paths, jobs, cache_dir)
+        parent = own_peak_mib()
+        worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * (1 if sys.platform == "darwin" else 1024) / 2**20
+        print(json.dumps({"parent_mib": parent, "worker_mib": worker, "total_mib": parent + worker, "how": "getrusage"}))
+        return
+    with sampler:
+        run_trainproof(paths, jobs, cache_dir)
+    total = max(sampler.peak_total / 2**20, own_peak_mib())
+    print(json.dumps({"parent_mib": own_peak_mib(), "worker_mib": sampler.peak_worker / 2**20, "total_mib": total, "how": "psutil"}))
+
+
+def peak_memory(paths: list[str], jobs: int, work: Path) -> dict:
+    listing = work / f"list{len(paths)}.txt"
+    listing.write_text("\n".join(paths))
+    cache_dir = tempfile.mkdtemp(dir=work, prefix="memcache")
+    command = [sys.executable, __file__, "--memory-child", str(listing), "--jobs", str(jobs), "--cache-dir", cache_dir]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def verdict(name: str, measured: str, target: str, ok: bool) -> str:
+    return f"{name:<44} {measured:<34} target {target:<12} {'OK' if ok else 'MISSED'}"
+
+
+def main() -> int:
+    from trainproof.data.engine import default_jobs
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clips", type=int, default=2000)
+    parser.add_argument("--jobs", type=int, default=default_jobs())
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--added", type=int, default=100)
+    parser.add_argument("--memory-small", type=int, default=2000)
+    parser.add_argument("--memory-large", type=int, default=20000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--parts", default="abc", help="which of the measurements to run (default: abc)")
+    parser.add_argument("--memory-child", help=argparse.SUPPRESS)
+    parser.add_argument("--cache-dir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_child:
+        memory_child(args.memory_child, args.jobs, args.cache_dir)
+        return 0
+
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="bench_data") as tmp:
+        work = Path(tmp)
+        began = time.perf_counter()
+        paths = write_corpus(work / "corpus", args.clips, 2.0, 6.0, args.seed)
+        audio_s = sum(os.path.getsize(p) - 44 for p in paths) / 2 / RATE
+        print(f"corpus: {len(paths):,} clips, {audio_s / 3600:.2f} h of 22050 Hz 16-bit WAV, written in {time.perf_counter() - began:.1f} s;"
+              f" jobs {args.jobs} of {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f})", file=sys.stderr)  # fmt: skip
+
+        if "a" in args.parts:
+            speed_and_increment(args, work, paths, lines)
+        if "b" in args.parts or "c" in args.parts:  # (c) is measured on both corpora
+            memory_and_large_increment(args, work, lines)
+    print("\n".join(lines))
+    return 0
+
+
+def speed_and_increment(args: argparse.Namespace, work: Path, paths: list[str], lines: list[str]) -> None:
+    # (a) speed, interleaved; each engine run has a fresh (cold) cache
+    timed(soundfile_alone, paths, args.jobs)  # warm the page cache and the imports
+    baseline, ours, cache_dirs = [], [], []
+    for r in range(args.repeat):
+        baseline.append(timed(soundfile_alone, paths, args.jobs))
+        cache_dirs.append(str(work / f"cache{r}"))
+        ours.append(timed(run_trainproof, paths, args.jobs, cache_dirs[-1]))
+    b, o = statistics.median(baseline), statistics.median(ours)
+    sample = paths[:200]
+    cpu_sf, cpu_ours = cpu_per_clip(_decode, sample), cpu_per_clip(_analyze_one, sample)
+    print(f"(a) CPU per clip in one process: soundfile.read {cpu_sf * 1e6:.0f} us, analysis {cpu_ours * 1e6:.0f} us "
+          f"({cpu_ours / cpu_sf:.2f}x; the audio hash is most of the difference)", file=sys.stderr)  # fmt: skip
+    print(f"(a) soundfile alone {b:.2f} s, trainproof {o:.2f} s (runs: {', '.join(f'{x:.2f}' for x in ours)};"
+          f" baseline runs: {', '.join(f'{x:.2f}' for x in baseline)})", file=sys.stderr)  # fmt: skip
+    lines.append(verdict(f"(a) {len(paths):,} clips, {args.jobs} jobs vs soundfile alone", f"{o / b:.2f}x ({o:.2f} s vs {b:.2f} s)",
+                         f"<= {SPEED_TARGET}x", o / b <= SPEED_TARGET))  # fmt: skip
+
+    # (c) incremental: the last cold run's cache, after adding clips
+    added = write_corpus(work / "corpus", args.added, 2.0, 6.0, args.seed + 1, prefix="added")
+    warm = timed(run_trainproof, paths + added, args.jobs, cache_dirs[-1])
+    cold = ours[-1]
+    lines.append(verdict(f"(c) warm re-run after adding {args.added} clips to {len(paths):,}",
+                         f"{warm / cold:.1%} ({warm:.2f} s vs cold {cold:.2f} s)", f"< {INCREMENTAL_TARGET:.0%}",
+                         warm / cold < INCREMENTAL_TARGET))  # fmt: skip
+
+
+def memory_and_large_increment(args: argparse.Namespace, work: Path, lines: list[str]) -> None:
+    # (b) memory, each size in a fresh interpreter; 1 s clips, the large corpus hard-linked to the small one
+    small = write_corpus(work / "short", args.memory_small, 1.0, 1.0, args.seed + 2, prefix="short")
+    links = work / "links"
+    links.mkdir()
+    large = []
+    for i in range(args.memory_large):
+        target = links / f"link{i:06d}.wav"
+        os.link(small[i % len(small)], target)
+        large.append(str(target))
+    if "b" in args.parts:
+        from trainproof.data.engine import POOL_MIN_BYTES
+
+        if sum(os.path.getsize(p) for p in small) < POOL_MIN_BYTES:
+            print(f"(b) note: {len(small):,} clips are under POOL_MIN_BYTES, decoded inline (no workers): the sizes are not comparable",
+                  file=sys.stderr)  # fmt: skip
+        m_small = peak_memory(small, args.jobs, work)
+        m_large = peak_memory(large, args.jobs, work)
+        ratio = m_large["total_mib"] / m_small["total_mib"]
+        for label, m in (("small", m_small), ("large", m_large)):
+            print(f"(b) {label}: parent {m['parent_mib']:.1f} MiB, largest worker {m['worker_mib']:.1f} MiB, all processes "
+                  f"{m['total_mib']:.1f} MiB ({m['how']})", file=sys.stderr)  # fmt: skip
+        lines.append(verdict(f"(b) peak RSS {args.memory_large:,} vs {args.memory_small:,} clips",
+                             f"{ratio:.2f}x ({m_large['total_mib']:.0f} vs {m_small['total_mib']:.0f} MiB)",
+                             f"<= {MEMORY_TARGET}x", ratio <= MEMORY_TARGET))  # fmt: skip
+        parent_ratio = m_large["parent_mib"] / m_small["parent_mib"]
+        print(
+            f"(b) the parent alone: {parent_ratio:.2f}x ({m_large['parent_mib']:.0f} vs {m_small['parent_mib']:.0f} MiB)", file=sys.stderr
+        )
+    if "c" in args.parts:
+        # (c) again, on the large corpus: cold, then 100 clips more with the warm cache
+        cache_dir = str(work / "cache_large")
+        cold = timed(run_trainproof, large, args.jobs, cache_dir)
+        more = write_corpus(work / "more", args.added, 2.0, 6.0, args.seed + 3, prefix="more")
+        warm = timed(run_trainproof, large + more, args.jobs, cache_dir)
+        lines.append(verdict(f"(c) same, {len(large):,}-clip corpus (1 s clips)", f"{warm / cold:.1%} ({warm:.2f} s vs cold {cold:.2f} s)",
+                             f"< {INCREMENTAL_TARGET:.0%}", warm / cold < INCREMENTAL_TARGET))  # fmt: skip
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,460 @@
+"""The local engine and the record cache: order, parallel equals inline, what the cache saves and survives."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+sf = pytest.importorskip("soundfile")
+
+from tests.datasets.test_clip import SENTENCE, stereo, voiced, write  # noqa: E402
+from tests.helpers import REPO  # noqa: E402
+from trainproof.data import cache as cache_module  # noqa: E402
+from trainproof.data import engine  # noqa: E402
+from trainproof.data.cache import DB_NAME, Cache, CacheKey, dumps, loads  # noqa: E402
+from trainproof.data.clip import analyze  # noqa: E402
+from trainproof.data.engine import analyze_all  # noqa: E402
+from trainproof.data.model import ClipRecord, ClipRef  # noqa: E402
+
+# --- per-clip functions the tests hand the engine (top-level: workers import them by name) -------------
+
+CALLS: list[str] = []
+
+
+def counting(ref: ClipRef) -> ClipRecord:
+    """clip.analyze, counted (in this process: only for jobs=1)."""
+    CALLS.append(ref.audio)
+    return analyze(ref)
+
+
+def refusing(ref: ClipRef) -> ClipRecord:
+    """Stands for a decode that must not happen: its records differ from analyze's."""
+    return ClipRecord(audio=ref.audio, error="decoded although cached", error_kind="unreadable")
+
+
+def crashing(ref: ClipRef) -> ClipRecord:
+    """Kills its worker process on a file named crash*.wav (as a decoder segfault would)."""
+    if os.path.basename(ref.audio).startswith("crash"):
+        os._exit(3)
+    return analyze(ref)
+
+
+def raising(ref: ClipRef) -> ClipRecord:
+    if "raise" in ref.audio:
+        raise ValueError("a bug in the analysis")
+    return analyze(ref)
+
+
+def slow(ref: ClipRef) -> ClipRecord:
+    """For the Ctrl-C test: records this worker's pid, then takes its time."""
+    marker = os.environ.get("TRAINPROOF_TEST_PIDS")
+    if marker:
+        with open(os.path.join(marker, str(os.getpid())), "w"):
+            pass
+    time.sleep(0.05)
+    return analyze(ref)
+
+
+# --- a small corpus --------------------------------------------------------------------------------------
+
+
+def corpus(folder, count: int = 12) -> list[str]:
+    """Clips in several formats, rates and channel counts, each different audio."""
+    folder.mkdir(parents=True, exist_ok=True)
+    kinds = [
+        ("wav", "WAV", "PCM_16", 22050, 1),
+        ("flac", "FLAC", "PCM_16", 16000, 1),
+        ("wav", "WAV", "FLOAT", 44100, 2),
+        ("wav", "WAV", "PCM_24", 22050, 2),
+    ]
+    paths = []
+    for i in range(count):
+        ext, fmt, subtype, rate, channels = kinds[i % len(kinds)]
+        mono = voiced(rate, [("pause", 0.05 * (i % 3)), *SENTENCE], seed=i)
+        paths.append(write(folder / f"c{i:03d}.{ext}", mono if channels == 1 else stereo(mono), rate, subtype, fmt))
+    return paths
+
+
+@pytest.fixture
+def pooled(monkeypatch):
+    """Make the engine start its worker pool however few the clips, with several small chunks in flight."""
+    monkeypatch.setattr(engine, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(engine, "CHUNK", 2)
+    monkeypatch.setattr(engine, "IN_FLIGHT", 1)
+
+
+@pytest.fixture(autouse=True)
+def _clear_calls():
+    CALLS.clear()
+
+
+# --- order, parallelism ------------------------------------------------------------------------------------
+
+
+def test_records_come_back_in_order_with_missing_files_in_place(tmp_path):
+    paths = corpus(tmp_path / "c", 6)
+    refs = [ClipRef(p) for p in reversed(paths)]
+    refs.insert(2, ClipRef(str(tmp_path / "missing.wav")))
+    records = analyze_all(refs, jobs=1)
+    assert [r.audio for r in records] == [r.audio for r in refs]
+    assert records[2].error_kind == "missing"
+    assert [r for i, r in enumerate(records) if i != 2] == [analyze(ref) for i, ref in enumerate(refs) if i != 2]
+
+
+def test_parallel_records_equal_inline_records(tmp_path, pooled):
+    paths = corpus(tmp_path / "c", 13)
+    (tmp_path / "c" / "empty.wav").write_bytes(b"")
+    (tmp_path / "c" / "text.wav").write_text("not audio")
+    refs = [ClipRef(p) for p in paths] + [ClipRef(str(tmp_path / "c" / n)) for n in ("empty.wav", "text.wav", "gone.wav")]
+    refs.append(ClipRef(paths[0], offset=0.2, duration=0.5))
+    inline = analyze_all(refs, jobs=1)
+    parallel = analyze_all(refs, jobs=2)
+    assert parallel == inline
+    assert [r.error_kind for r in parallel[-4:]] == ["empty", "unreadable", "missing", None]
+    assert parallel[-1].frames == int(0.5 * 22050)
+
+
+def test_missing_files_never_reach_a_worker(tmp_path, pooled, monkeypatch):
+    def no_pool(workers):
+        raise AssertionError("a pool was started")
+
+    monkeypatch.setattr(engine, "_executor", no_pool)
+    records = analyze_all([ClipRef(str(tmp_path / f"gone{i}.wav")) for i in range(50)], jobs=2)
+    assert {r.error_kind for r in records} == {"missing"}
+
+
+def test_few_small_clips_are_decoded_inline(tmp_path, monkeypatch):
+    """Below POOL_MIN_BYTES of audio, starting workers costs more than it saves."""
+    monkeypatch.setattr(engine, "_executor", lambda workers: (_ for _ in ()).throw(AssertionError("a pool was started")))
+    assert len(analyze_all([ClipRef(p) for p in corpus(tmp_path / "c", 4)], jobs=2)) == 4
+
+
+def test_progress_counts_up_to_the_total(tmp_path, pooled):
+    paths = corpus(tmp_path / "c", 9)
+    seen = []
+    analyze_all([ClipRef(p) for p in paths], jobs=2, progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (9, 9)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert {t for _, t in seen} == {9}
+
+
+def test_a_worker_that_dies_costs_only_its_clip(tmp_path, pooled):
+    paths = corpus(tmp_path / "c", 8)
+    crash = write(tmp_path / "c" / "crash.wav", voiced(16000, SENTENCE), 16000)
+    refs = [ClipRef(p) for p in paths[:4]] + [ClipRef(crash)] + [ClipRef(p) for p in paths[4:]]
+    records = analyze_all(refs, jobs=2, analyze=crashing)
+    assert records[4].error_kind == "unreadable"
+    assert "crashed" in records[4].error
+    assert [r for i, r in enumerate(records) if i != 4] == [analyze(ref) for i, ref in enumerate(refs) if i != 4]
+
+
+def test_an_exception_in_the_analysis_is_that_clips_record(tmp_path, pooled):
+    paths = corpus(tmp_path / "c", 4)
+    bad = write(tmp_path / "c" / "raise.wav", voiced(16000, SENTENCE), 16000)
+    for jobs in (1, 2):
+        records = analyze_all([ClipRef(p) for p in [*paths, bad]], jobs=jobs, analyze=raising)
+        assert records[-1].error_kind == "unreadable"
+        assert "ValueError: a bug in the analysis" in records[-1].error
+        assert records[:-1] == [analyze(ClipRef(p)) for p in paths]
+
+
+def test_default_jobs_is_every_usable_core():
+    assert 1 <= engine.default_jobs() <= (os.cpu_count() or 1)
+
+
+# --- the cache ------------------------------------------------------------------------------------------------
+
+
+def test_a_cached_run_decodes_nothing(tmp_path):
+    paths = corpus(tmp_path / "c", 6)
+    refs = [ClipRef(p) for p in paths] + [ClipRef(str(tmp_path / "gone.wav"))]
+    with Cache(tmp_path / "cache") as cache:
+        first = analyze_all(refs, jobs=1, cache=cache, analyze=counting)
+        assert len(CALLS) == 7  # the missing one is asked about in the parent, and not cached
+        assert cache.count() == 6
+        CALLS.clear()
+        second = analyze_all(refs, jobs=1, cache=cache, analyze=counting)
+    assert CALLS == [str(tmp_path / "gone.wav")]
+    assert second == first
+
+
+def test_a_cached_parallel_run_decodes_nothing(tmp_path, pooled):
+    paths = corpus(tmp_path / "c", 10)
+    refs = [ClipRef(p) for p in paths]
+    with Cache(tmp_path / "cache") as cache:
+        first = analyze_all(refs, jobs=2, cache=cache)
+        assert cache.count() == 10
+    with Cache(tmp_path / "cache") as cache:  # a new run: reopened from disk
+        second = analyze_all(refs, jobs=2, cache=cache, analyze=refusing)
+    assert second == first == [analyze(r) for r in refs]
+
+
+def test_infinities_and_nan_survive_the_cache(tmp_path):
+    silent = write(tmp_path / "zero.wav", np.zeros(16000), 16000)
+    with Cache(tmp_path / "cache") as cache:
+        first = analyze_all([ClipRef(silent)], jobs=1, cache=cache)
+    with Cache(tmp_path / "cache") as cache:
+        second = analyze_all([ClipRef(silent)], jobs=1, cache=cache, analyze=refusing)
+    assert second == first
+    assert second[0].level_db == -float("inf")
+    odd = ClipRecord("x", dc_offset=float("nan"), peak=float("inf"), extra={"a": float("-inf"), "b": [1, 2]})
+    back = loads(dumps(odd))
+    assert back.dc_offset != back.dc_offset
+    assert back.peak == float("inf")
+    assert back.extra == {"a": float("-inf"), "b": [1, 2]}
+
+
+def test_a_changed_file_is_decoded_again(tmp_path):
+    paths = corpus(tmp_path / "c", 3)
+    refs = [ClipRef(p) for p in paths]
+    with Cache(tmp_path / "cache") as cache:
+        analyze_all(refs, jobs=1, cache=cache)
+        stat = os.stat(paths[0])
+        os.utime(paths[0], ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # touched: same bytes, new mtime
+        CALLS.clear()
+        analyze_all(refs, jobs=1, cache=cache, analyze=counting)
+        assert CALLS == [paths[0]]
+        # rewritten with other audio of another length, mtime put back: the size still tells
+        before = os.stat(paths[1])
+        write(paths[1], voiced(22050, [("speech", 0.3)], seed=99), 22050, "PCM_16", "FLAC")
+        os.utime(paths[1], ns=(before.st_atime_ns, before.st_mtime_ns))
+        CALLS.clear()
+        records = analyze_all(refs, jobs=1, cache=cache, analyze=counting)
+        assert CALLS == [paths[1]]
+        assert records[1].duration_s == pytest.approx(0.3)
+        assert cache.count() == 3  # replaced, not added
+
+
+def test_another_segment_of_the_same_file_is_another_entry(tmp_path):
+    path = corpus(tmp_path / "c", 1)[0]
+    refs = [ClipRef(path), ClipRef(path, 0.0, 0.5), ClipRef(path, 0.5, 0.5)]
+    with Cache(tmp_path / "cache") as cache:
+        first = analyze_all(refs, jobs=1, cache=cache)
+        assert cache.count() == 3
+        CALLS.clear()
+        assert analyze_all(refs, jobs=1, cache=cache, analyze=counting) == first
+        assert CALLS == []
+    assert len({r.audio_hash for r in first}) == 3
+
+
+def test_a_new_analysis_version_invalidates_every_record(tmp_path):
+    paths = corpus(tmp_path / "c", 3)
+    refs = [ClipRef(p) for p in paths]
+    with Cache(tmp_path / "cache") as cache:
+        analyze_all(refs, jobs=1, cache=cache)
+    with Cache(tmp_path / "cache", version=cache.version + 1) as newer:
+        CALLS.clear()
+        analyze_all(refs, jobs=1, cache=newer, analyze=counting)
+        assert sorted(CALLS) == sorted(paths)
+        assert newer.count() == 3
+
+
+def test_the_analysis_version_comes_from_the_model(tmp_path, monkeypatch):
+    from trainproof.data import model
+
+    monkeypatch.setattr(model, "ANALYSIS_VERSION", 12345)
+    assert Cache(tmp_path / "cache").version == 12345
+
+
+def test_relative_and_absolute_paths_share_an_entry(tmp_path, monkeypatch):
+    path = corpus(tmp_path / "c", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    with Cache(tmp_path / "cache") as cache:
+        analyze_all([ClipRef(path)], jobs=1, cache=cache)
+        CALLS.clear()
+        records = analyze_all([ClipRef(os.path.join("c", os.path.basename(path)))], jobs=1, cache=cache, analyze=counting)
+    assert CALLS == []
+    assert records[0].audio == os.path.join("c", os.path.basename(path))  # the path as the caller gave it
+
+
+def test_the_cache_directory_is_tagged_and_ignored(tmp_path):
+    with Cache(tmp_path / "cache") as cache:
+        analyze_all([ClipRef(p) for p in corpus(tmp_path / "c", 1)], jobs=1, cache=cache)
+    assert (tmp_path / "cache" / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (tmp_path / "cache" / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [".gitignore", "CACHEDIR.TAG", DB_NAME]
+
+
+def test_an_existing_folder_given_as_the_cache_is_not_tagged(tmp_path):
+    """--cache-dir . in a project must not drop a .gitignore of * into it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "metadata.csv").write_text("a|b\n")
+    with Cache(project) as cache:
+        analyze_all([ClipRef(p) for p in corpus(tmp_path / "c", 1)], jobs=1, cache=cache)
+        assert cache.count() == 1
+    assert sorted(p.name for p in project.iterdir()) == [DB_NAME, "metadata.csv"]
+
+
+def test_no_cache_writes_nothing(tmp_path, monkeypatch):
+    paths = corpus(tmp_path / "c", 2)
+    monkeypatch.chdir(tmp_path)
+    before = sorted(os.listdir(tmp_path))
+    analyze_all([ClipRef(p) for p in paths], jobs=1, cache=None)
+    Cache()  # a cache object that is never used creates nothing either
+    assert sorted(os.listdir(tmp_path)) == before
+    assert not (tmp_path / cache_module.DEFAULT_DIR).exists()
+
+
+def test_the_default_directory_is_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with Cache() as cache:
+        analyze_all([ClipRef(p) for p in corpus(tmp_path / "c", 1)], jobs=1, cache=cache)
+    assert (tmp_path / ".trainproof_cache" / DB_NAME).is_file()
+
+
+def test_a_corrupt_cache_is_replaced_with_a_note(tmp_path):
+    paths = corpus(tmp_path / "c", 3)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / DB_NAME).write_bytes(b"this is not a database" * 100)
+    with Cache(tmp_path / "cache") as cache:
+        records = analyze_all([ClipRef(p) for p in paths], jobs=1, cache=cache)
+        assert any("not a readable database" in note for note in cache.notes)
+        assert cache.count() == 3
+    assert records == [analyze(ClipRef(p)) for p in paths]
+
+
+def test_a_cache_of_another_schema_is_emptied(tmp_path):
+    (tmp_path / "cache").mkdir()
+    db = sqlite3.connect(tmp_path / "cache" / DB_NAME)
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("INSERT INTO meta VALUES ('schema', '0')")
+    db.execute("CREATE TABLE clips (whatever)")
+    db.commit()
+    db.close()
+    path = corpus(tmp_path / "c", 1)[0]
+    with Cache(tmp_path / "cache") as cache:
+        analyze_all([ClipRef(path)], jobs=1, cache=cache)
+        assert cache.count() == 1
+        assert cache.notes == []
+
+
+def test_an_unreadable_row_is_a_miss(tmp_path):
+    path = corpus(tmp_path / "c", 1)[0]
+    with Cache(tmp_path / "cache") as cache:
+        first = analyze_all([ClipRef(path)], jobs=1, cache=cache)
+    db = sqlite3.connect(tmp_path / "cache" / DB_NAME)
+    db.execute("UPDATE clips SET record = '[1, 2'")
+    db.commit()
+    db.close()
+    with Cache(tmp_path / "cache") as cache:
+        assert analyze_all([ClipRef(path)], jobs=1, cache=cache, analyze=counting) == first
+        assert CALLS == [path]
+
+
+def test_a_locked_cache_is_skipped_with_a_note(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_module, "TIMEOUT_S", 0.2)
+    paths = corpus(tmp_path / "c", 2)
+    with Cache(tmp_path / "cache") as cache:
+        analyze_all([ClipRef(paths[0])], jobs=1, cache=cache)
+    other = sqlite3.connect(tmp_path / "cache" / DB_NAME, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another run, mid-write
+    try:
+        with Cache(tmp_path / "cache") as cache:
+            records = analyze_all([ClipRef(p) for p in paths], jobs=1, cache=cache)
+            assert cache.notes
+            assert "going on without it" in cache.notes[0]
+            assert not cache.usable
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert records == [analyze(ClipRef(p)) for p in paths]
+
+
+def test_a_cache_directory_that_cannot_be_created_is_skipped(tmp_path):
+    (tmp_path / "file").write_text("in the way")
+    path = corpus(tmp_path / "c", 1)[0]
+    with Cache(tmp_path / "file" / "cache") as cache:
+        assert analyze_all([ClipRef(path)], jobs=1, cache=cache) == [analyze(ClipRef(path))]
+        assert cache.notes
+        assert "cannot be created" in cache.notes[0]
+
+
+def test_concurrent_runs_share_the_cache(tmp_path):
+    """Two processes filling one cache at once: both finish, and every clip is in it once."""
+    paths = corpus(tmp_path / "c", 8)
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from trainproof.data.cache import Cache
+        from trainproof.data.engine import analyze_all
+        from trainproof.data.model import ClipRef
+        paths = {paths!r}
+        order = paths if sys.argv[1] == "0" else paths[::-1]
+        with Cache({str(tmp_path / "cache")!r}) as cache:
+            for p in order:
+                analyze_all([ClipRef(p)], jobs=1, cache=cache)
+            print(len(cache.notes))
+        """
+    )
+    runs = [subprocess.Popen([sys.executable, "-c", script, str(i)], cwd=REPO, stdout=subprocess.PIPE, text=True) for i in range(2)]
+    outputs = [run.communicate(timeout=120)[0].strip() for run in runs]
+    assert [run.returncode for run in runs] == [0, 0]
+    assert outputs == ["0", "0"]
+    with Cache(tmp_path / "cache") as cache:
+        assert cache.count() == 8
+
+
+def test_the_key_of_a_segment_keeps_exact_floats():
+    key = CacheKey("/a.wav", 1, 2, 0.1, 1 / 3)
+    assert key.segment == "0.1:0.3333333333333333"
+    assert CacheKey("/a.wav", 1, 2).segment == ""
+    assert replace(ClipRecord("x"), audio="y").audio == "y"
+
+
+# --- Ctrl-C -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
+def test_ctrl_c_stops_the_workers(tmp_path):
+    paths = corpus(tmp_path / "c", 4) * 100  # 400 clips at 50 ms each: far longer than the test waits
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from trainproof.data import engine
+        from trainproof.data.model import ClipRef
+        from tests.datasets.test_engine import slow
+        if __name__ == "__main__":
+            engine.POOL_MIN_BYTES = 0
+            try:
+                engine.analyze_all([ClipRef(p) for p in {paths!r}], jobs=2, analyze=slow)
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+                sys.exit(130)
+            print("finished", flush=True)
+        """
+    )
+    (tmp_path / "run.py").write_text(script)
+    env = {**os.environ, "TRAINPROOF_TEST_PIDS": str(pids), "PYTHONPATH": str(REPO)}
+    run = subprocess.Popen(
+        [sys.executable, str(tmp_path / "run.py")], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while len(os.listdir(pids)) < 2 and time.monotonic() < deadline:  # both workers are decoding
+        time.sleep(0.05)
+    assert len(os.listdir(pids)) >= 1, "the workers never started"
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=30)
+    assert run.returncode == 130, err
+    assert out.strip() == "interrupted"
+    assert "Traceback" not in err  # no worker printed one
+    for pid in (int(name) for name in os.listdir(pids)):
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"worker {pid} outlived the interrupted run")

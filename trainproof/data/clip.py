@@ -1,0 +1,433 @@
+"""One clip reduced to a :class:`ClipRecord`: the per-clip analysis every engine runs.
+
+:func:`analyze` is a pure function of a :class:`ClipRef` and the file it
+names: no global state read or written, a picklable input and output, so
+the local engine runs it in worker processes and a distributed one (Ray) on
+any node that sees the file. It never raises for a bad file: what is wrong
+with the file becomes ``error`` and ``error_kind``. numpy and soundfile are
+imported inside it, and only once the file is known to exist and hold bytes,
+so importing this module (or asking about a missing clip) loads neither.
+
+How the numbers are computed (the field docs are in :class:`ClipRecord`):
+
+- The samples are read once, front to back, in blocks of FRAMES_PER_BLOCK
+  frames of FRAME_S, into one reused buffer, in the format's own integer
+  width when it has one (int16 for 8/16-bit and companded formats, int32 for
+  24/32-bit), else float32. Memory is bounded by the block, not the clip: a
+  three-hour chapter costs a few MB of frame energies, not its samples.
+- Frames: the clip is cut into consecutive 10 ms frames (FRAME_S; the frame
+  length is ``round(sample_rate * FRAME_S)`` samples), the last one partial.
+  A frame's energy is the mean square of the mono mix (channels averaged)
+  about the clip's mean (the DC offset does not count as sound), in dBFS
+  (0 dB: a full-scale square wave). ``level_db`` is the 95th
+  percentile (LEVEL_PERCENTILE, linear interpolation on the mean squares) of
+  the frame energies; -inf for digital silence.
+- Silence: a frame is silent when its energy is more than
+  SILENCE_BELOW_LEVEL_DB under ``level_db`` (every frame is silent when the
+  level is -inf). ``lead_silence_s`` and ``trail_silence_s`` are the silent
+  frames at either end, in samples / rate (a wholly silent clip has both
+  equal to its duration).
+- ``first_frame_db`` is the energy of the first 10 ms and ``last_frame_db``
+  that of the last 10 ms (the final full frame length, ending at the last
+  sample), relative to ``level_db``; -inf when the level is -inf.
+- Clipping: a sample is full-scale when its magnitude is at least
+  FULL_SCALE of the format's range (32768 for 16-bit, 2**31 for 24/32-bit as
+  read, 1.0 for float), or the largest value the format can hold when that
+  is lower (8-bit PCM: 127/128; mu-law: 32124/32768; A-law: 32256/32768).
+  ``clipped_samples`` counts them over all channels; ``longest_clipped_run``
+  is the longest run of consecutive ones within one channel.
+- ``peak`` is the largest magnitude, ``dc_offset`` the mean of the mono mix,
+  both with full scale 1.0.
+- ``audio_hash`` is HASH_ALGORITHM (blake2b, a 16-byte digest, in hex) of the samples quantized
+  to little-endian int16, channels interleaved: 24/32-bit integers keep
+  their top 16 bits (as libsndfile reads them as int16), floats are
+  ``round(x * 32768)`` clamped to int16 (so 16-bit PCM stored as float
+  hashes like the PCM). The same samples in WAV, FLAC or AIFF hash alike; the
+  sample rate is not part of the hash.
+- Non-finite samples (NaN, +-inf in a float file) are counted and then read
+  as 0 for every other number.
+
+A segment (``ref.offset`` / ``ref.duration``, seconds) is read by seeking to
+``round(offset * rate)`` and reading ``round(duration * rate)`` frames; the
+record describes the segment (``frames``, ``duration_s``), ``size`` the file.
+
+Errors (``error_kind``; numbers other than the header's left at defaults):
+
+- ``missing``: the path does not exist (or a folder on it is not one).
+- ``empty``: the file has 0 bytes, or its header holds no frames.
+- ``unreadable``: libsndfile cannot open it (its message), or it is not a
+  regular file, or the OS refuses to read it.
+- ``truncated``: the file holds fewer frames than its header claims (a WAV
+  whose data chunk claims more bytes than the file has: libsndfile clamps
+  its frame count, so its header log is read for the claim), decoding stops
+  early (a FLAC cut mid-stream), or a read ends before the claimed frames
+  (beyond MPEG_LENGTH_SLACK for an MP3), or a segment reaches more than
+  SEGMENT_OVERSHOOT_S past the end of the file (Kaldi's ``extract-segments``
+  tolerates that much and cuts at the end). The record keeps the header's
+  ``format``, ``subtype``, ``sample_rate``, ``channels``, ``frames`` (what
+  the header claims) and ``duration_s`` (the same, in seconds); the audio
+  numbers stay at their defaults, because a clip whose end is missing is
+  judged by that alone. ``extra["frames_read"]`` is how many frames could be
+  decoded.
+
+``extra`` (every readable clip has these keys):
+
+- ``active_s``: seconds of frames that are not silent (the clip's speech,
+  pauses excluded).
+- ``nonfinite_samples``: NaN or infinite samples in a float file.
+- ``estimated_frames``: only for an MP3 that decoded to fewer frames than
+  the estimate of its length, within MPEG_LENGTH_SLACK (not truncated).
+- ``segment_overshoot_s``: only for a segment that ends past the file's end
+  by at most SEGMENT_OVERSHOOT_S: by how much (the record covers what the
+  file holds).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+
+from trainproof.data.model import ClipRecord, ClipRef
+
+FRAME_S = 0.01
+"""Seconds per analysis frame (10 ms)."""
+
+LEVEL_PERCENTILE = 95.0
+"""The clip's own level is this percentile of its frame energies (percent)."""
+
+SILENCE_BELOW_LEVEL_DB = 40.0
+"""dB: a frame more than this far under the clip's own level is silence."""
+
+FULL_SCALE = 0.999
+"""Fraction of the format's range at or above which a sample's magnitude is full scale (clipped)."""
+
+SEGMENT_OVERSHOOT_S = 0.5
+"""Seconds a segment may reach past the end of its file before it is truncated (Kaldi's --max-overshoot)."""
+
+MPEG_LENGTH_SLACK = 0.02
+"""Fraction of an MP3's frame count that may be missing without it being truncated (without a Xing/Info
+header the count is mpg123's estimate from the file size)."""
+
+FRAMES_PER_BLOCK = 4096
+"""Analysis frames read per block (41 s at any rate): the bound on memory per clip."""
+
+HASH_ALGORITHM = "blake2b"
+"""The hashlib algorithm of ``audio_hash``."""
+
+HASH_DIGEST_BYTES = 16
+"""Bytes of the digest in ``audio_hash`` (blake2b computes this size; another algorithm's digest is cut to it)."""
+
+# Subtypes read as int16 (lossless: 16 bits or fewer) and as int32; everything else is read as float32.
+_INT16 = frozenset(
+    {"PCM_S8", "PCM_U8", "PCM_16", "ULAW", "ALAW", "IMA_ADPCM", "MS_ADPCM", "GSM610", "VOX_ADPCM", "G721_32", "G723_24", "G723_40",
+     "DWVW_12", "DWVW_16", "DPCM_8", "DPCM_16", "ALAC_16", "NMS_ADPCM_16", "NMS_ADPCM_24", "NMS_ADPCM_32"}
+)  # fmt: skip
+_INT32 = frozenset({"PCM_24", "PCM_32", "DWVW_24", "ALAC_20", "ALAC_24", "ALAC_32"})
+# The largest magnitude a format can decode to, in int16 units, where it is under full scale.
+_MAX_CODE = {"PCM_S8": 32512, "PCM_U8": 32512, "ULAW": 32124, "ALAW": 32256}
+# Bytes per sample of the uncompressed subtypes, to turn a data chunk's size into frames.
+_BYTES = {"PCM_S8": 1, "PCM_U8": 1, "ULAW": 1, "ALAW": 1, "PCM_16": 2, "PCM_24": 3, "PCM_32": 4, "FLOAT": 4, "DOUBLE": 8}
+# What a header said its data chunk holds, next to what the file has: "data : 32000 (should be 15979)".
+_CLAIMED = re.compile(r"^\s*(data|SSND)\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
+# Chunk sizes that mean "unknown" (a header written before the length was known, or RF64's placeholder), not a claim.
+_UNKNOWN_SIZES = frozenset({0, 0xFFFFFFFF, 0x7FFFFFFF, 0xFFFFFFFF - 8})
+
+
+def _failed(ref: ClipRef, kind: str, message: str, **fields: object) -> ClipRecord:
+    return ClipRecord(audio=ref.audio, error=message, error_kind=kind, **fields)  # type: ignore[arg-type]
+
+
+def analyze(ref: ClipRef) -> ClipRecord:
+    """The record of one clip (or segment of a file); never raises for a bad file (see the module doc)."""
+    try:
+        info = os.stat(ref.audio)
+    except (FileNotFoundError, NotADirectoryError):
+        return _failed(ref, "missing", "the file does not exist")
+    except OSError as exc:
+        return _failed(ref, "unreadable", f"cannot stat the file: {exc.strerror or exc}")
+    except ValueError as exc:  # an embedded NUL in the path
+        return _failed(ref, "missing", f"not a valid path: {exc}")
+    if not stat.S_ISREG(info.st_mode):
+        what = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        return _failed(ref, "unreadable", f"the path is {what}", size=0)
+    if info.st_size == 0:
+        return _failed(ref, "empty", "the file is empty (0 bytes)")
+    try:
+        return _decode(ref, info.st_size)
+    except MemoryError:
+        return _failed(ref, "unreadable", "out of memory while decoding", size=info.st_size)
+
+
+def _decode(ref: ClipRef, size: int) -> ClipRecord:
+    import soundfile as sf
+
+    try:
+        handle = sf.SoundFile(ref.audio)
+    except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
+        return _failed(ref, "unreadable", f"libsndfile: {_message(exc) or 'cannot open it'}", size=size)
+    except OSError as exc:
+        return _failed(ref, "unreadable", f"cannot open the file: {exc.strerror or exc}", size=size)
+    with handle:
+        return _read(ref, size, handle)
+
+
+def _message(exc: BaseException) -> str:
+    """libsndfile's own words, without soundfile's "Error opening 'path': " prefix (the report names the file)."""
+    text = str(getattr(exc, "error_string", "") or exc).strip()
+    text = re.sub(r"^Error opening .*?: ", "", text)
+    text = re.sub(r"^Error\s*:\s*", "", text)
+    return text.rstrip(".")
+
+
+def _claimed_frames(handle, frames: int) -> int:
+    """The frames the header claims: libsndfile clamps a WAV/AIFF data chunk that runs past the file, but logs the claim."""
+    try:
+        log = handle.extra_info
+    except Exception:  # noqa: BLE001 -- the log is a hint; without it, trust the frame count
+        return frames
+    for match in _CLAIMED.finditer(log):
+        claimed, held = int(match.group(2)), int(match.group(3))
+        if match.group(1) == "SSND":  # AIFF's sound data chunk starts with 8 bytes of offset and block size
+            claimed, held = claimed - 8, held - 8
+        if claimed > held and claimed not in _UNKNOWN_SIZES and held > 0:
+            width = _BYTES.get(str(handle.subtype))
+            if width:
+                return max(frames + 1, claimed // (width * int(handle.channels)))
+            return max(frames + 1, int(round(frames * claimed / held)))  # the clamped count covers `held` bytes
+    return frames
+
+
+def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
+    import numpy as np
+
+    rate, channels, total = int(handle.samplerate), int(handle.channels), int(handle.frames)
+    header = {"size": size, "format": str(handle.format), "subtype": str(handle.subtype), "sample_rate": rate, "channels": channels}
+    if rate <= 0 or channels <= 0:
+        return _failed(ref, "unreadable", f"the header gives {rate} Hz and {channels} channels", **header)
+    claimed = _claimed_frames(handle, total)
+    start = 0 if ref.offset is None else max(0, int(round(ref.offset * rate)))
+    want = total - start if ref.duration is None else max(0, int(round(ref.duration * rate)))
+    segment = ref.offset is not None or ref.duration is not None
+    extra: dict = {}
+
+    if not segment and claimed > total:
+        return _failed(
+            ref, "truncated", f"the header claims {claimed:,} frames ({claimed / rate:.3f} s) but the file holds {total:,} "
+            f"({total / rate:.3f} s)", **header, frames=claimed, duration_s=claimed / rate, extra={"frames_read": total},
+        )  # fmt: skip
+    if segment:
+        end = start + want
+        if end > total or start >= total:
+            over = (end - total) / rate
+            if over > SEGMENT_OVERSHOOT_S or start >= total:
+                return _failed(
+                    ref, "truncated", f"the segment {start / rate:.3f}-{end / rate:.3f} s reaches past the end of the "
+                    f"{total / rate:.3f} s file", **header, frames=want, duration_s=want / rate, extra={"frames_read": max(0, total - start)},
+                )  # fmt: skip
+            extra["segment_overshoot_s"] = over
+            want = total - start
+    if want <= 0:
+        what = "libsndfile finds no audio frames in it" if not segment else "the segment is empty"
+        return _failed(ref, "empty", what, **header)
+    if start:
+        try:
+            handle.seek(start)
+        except Exception as exc:  # noqa: BLE001 -- libsndfile's seek errors come in several types
+            return _failed(ref, "unreadable", f"cannot seek to {start / rate:.3f} s: {_message(exc)}", **header)
+
+    subtype = header["subtype"]
+    dtype = "int16" if subtype in _INT16 else "int32" if subtype in _INT32 else "float32"
+    scale = 32768.0 if dtype == "int16" else 2.0**31 if dtype == "int32" else 1.0
+    threshold = FULL_SCALE * scale
+    if subtype in _MAX_CODE:
+        threshold = min(threshold, float(_MAX_CODE[subtype]))
+    analysis = _Analysis(np, rate, channels, dtype, scale, threshold)
+
+    block = analysis.frame_len * FRAMES_PER_BLOCK
+    buffer = np.empty((min(block, want), channels), dtype=dtype)
+    done = 0
+    with np.errstate(all="ignore"):
+        while done < want:
+            n = min(block, want - done)
+            try:
+                got = buffer[: handle.buffer_read_into(buffer[:n], dtype)]
+            except Exception as exc:  # noqa: BLE001 -- a decoder error mid-stream (a FLAC cut short)
+                return _failed(
+                    ref, "truncated", f"decoding failed between {done / rate:.3f} and {(done + n) / rate:.3f} s of the {want / rate:.3f} s "
+                    f"the header claims (libsndfile: {_message(exc)})", **header, frames=want, duration_s=want / rate, extra={"frames_read": done},
+                )  # fmt: skip
+            if len(got) == 0:
+                break
+            analysis.add(got)
+            done += len(got)
+            if len(got) < n:
+                break
+        if done < want and not (subtype.startswith("MPEG") and want - done <= MPEG_LENGTH_SLACK * want):
+            return _failed(
+                ref, "truncated", f"the header claims {want:,} frames ({want / rate:.3f} s) but only {done:,} ({done / rate:.3f} s) "
+                f"could be decoded", **header, frames=want, duration_s=want / rate, extra={"frames_read": done},
+            )  # fmt: skip
+        if done < want:
+            extra["estimated_frames"] = want
+        return analysis.record(ref, header, done, extra)
+
+
+def _percentile(np, values, percent: float) -> float:
+    """np.percentile's default (linear) for one percentile, without its overhead (it dominated short clips)."""
+    position = (len(values) - 1) * percent / 100.0
+    low = int(position)
+    high = min(low + 1, len(values) - 1)
+    part = np.partition(values, (low, high)) if high != low else np.partition(values, low)
+    return float(part[low] + (part[high] - part[low]) * (position - low))
+
+
+class _Analysis:
+    """The running sums of one clip, fed block by block (blocks are whole frames, except the last).
+
+    Frame energies leave out the DC offset: the mono mix is centred on the
+    first block's mean as it is read (the clip's own mean, for a clip of one
+    block), and what is left of the clip's mean is taken out exactly at the
+    end from each frame's sum and sum of squares, so a clip riding on an
+    offset has silent edges where it is silent.
+    """
+
+    def __init__(self, np, rate: int, channels: int, dtype: str, scale: float, threshold: float) -> None:
+        import hashlib
+
+        self.np, self.rate, self.channels, self.dtype, self.scale = np, rate, channels, dtype, scale
+        self.frame_len = max(1, int(round(rate * FRAME_S)))
+        self.threshold = threshold
+        self.int_threshold = int(np.ceil(threshold)) if dtype != "float32" else None
+        self.centre: float | None = None  # the first block's mean of the mono mix, taken off every sample
+        self.sums: list = []  # per frame: the sum of the centred mono mix (float64 arrays, one per block)
+        self.squares: list = []  # per frame: its sum of squares
+        self.head: tuple[float, float, int] | None = None  # the first frame's sum, sum of squares, length
+        self.tail = np.zeros(0, dtype=np.float32)  # the centred mono mix's last frame_len samples so far
+        self.peak = 0.0
+        self.clipped = 0
+        self.longest = 0
+        self.runs = [0] * channels  # full-scale run still open at the end of the last block, per channel
+        self.nonfinite = 0
+        if HASH_ALGORITHM == "blake2b":
+            self.hash = hashlib.blake2b(digest_size=HASH_DIGEST_BYTES)
+        else:
+            self.hash = hashlib.new(HASH_ALGORITHM)
+
+    def add(self, x) -> None:
+        np = self.np
+        if self.dtype == "float32":
+            bad = ~np.isfinite(x)
+            count = int(np.count_nonzero(bad))
+            if count:
+                self.nonfinite += count
+                x[bad] = 0.0
+        high, low = x.max(), x.min()
+        peak = max(float(high), -float(low))
+        self.peak = max(self.peak, peak)
+        if peak >= self.threshold:
+            self._clipping(x)
+        else:
+            self.runs = [0] * self.channels
+        self._hash(x)
+        mono = x[:, 0].astype(np.float32)
+        if self.channels > 1:
+            for c in range(1, self.channels):
+                mono += x[:, c]  # column by column: numpy's sum over a short axis is ~20x slower
+            mono *= np.float32(1.0 / self.channels)
+        if self.centre is None:
+            self.centre = float(mono.sum()) / len(mono)
+        mono -= np.float32(self.centre)
+        L = self.frame_len
+        full = len(mono) // L
+        squares, sums = [], []
+        if full:
+            frames = mono[: full * L].reshape(full, L)
+            squares.append(np.einsum("ij,ij->i", frames, frames))
+            sums.append(frames @ np.ones(L, dtype=np.float32))
+        if len(mono) % L:
+            rest = mono[full * L :]
+            squares.append(np.array([np.dot(rest, rest)], dtype=np.float32))
+            sums.append(np.array([rest.sum()], dtype=np.float32))
+        self.squares.append((np.concatenate(squares) if len(squares) > 1 else squares[0]).astype(np.float64))
+        self.sums.append((np.concatenate(sums) if len(sums) > 1 else sums[0]).astype(np.float64))
+        if self.head is None:
+            first = mono[:L]
+            self.head = (float(first.sum()), float(np.dot(first, first)), len(first))
+        self.tail = np.concatenate([self.tail, mono])[-L:] if len(mono) < L else mono[-L:].copy()
+
+    def _clipping(self, x) -> None:
+        np = self.np
+        if self.int_threshold is not None:
+            mask = (x >= self.int_threshold) | (x <= -self.int_threshold)
+        else:
+            mask = np.abs(x) >= self.threshold
+        self.clipped += int(np.count_nonzero(mask))
+        for c in range(self.channels):
+            column = mask[:, c]
+            if not column.any():
+                self.runs[c] = 0
+                continue
+            edges = np.flatnonzero(np.diff(np.concatenate(([False], column, [False])).view(np.int8)))
+            lengths = edges[1::2] - edges[0::2]
+            if column[0]:
+                lengths[0] += self.runs[c]
+            self.longest = max(self.longest, int(lengths.max()))
+            self.runs[c] = int(lengths[-1]) if column[-1] else 0
+
+    def _hash(self, x) -> None:
+        np = self.np
+        if self.dtype == "int16":
+            q = x.astype("<i2", copy=False)
+        elif self.dtype == "int32":
+            q = (x >> 16).astype("<i2")
+        else:
+            q = np.rint(np.clip(x, -1.0, 32767.0 / 32768.0) * np.float32(32768.0)).astype("<i2")
+        self.hash.update(np.ascontiguousarray(q).data)
+
+    def _db(self, mean_square):
+        return 10.0 * self.np.log10(mean_square / (self.scale * self.scale))
+
+    def record(self, ref: ClipRef, header: dict, frames: int, extra: dict) -> ClipRecord:
+        np = self.np
+        L = self.frame_len
+        sums, squares = np.concatenate(self.sums), np.concatenate(self.squares)
+        lengths = np.full(len(sums), float(L))
+        lengths[-1] = frames - (len(sums) - 1) * L
+        rest = float(sums.sum()) / frames  # the mean still in the centred mix
+        # mean((y - rest)^2) per frame, from its sum and sum of squares; rounding can leave a hair under 0
+        energies = np.maximum(squares / lengths - 2.0 * rest * sums / lengths + rest * rest, 0.0)
+        db = self._db(energies)
+        level = float(self._db(_percentile(np, energies, LEVEL_PERCENTILE)))
+        if level == float("-inf"):
+            lead = trail = frames
+            first = last = float("-inf")
+            active = 0
+        else:
+            loud = np.flatnonzero(db >= level - SILENCE_BELOW_LEVEL_DB)
+            active = len(loud) * L
+            if int(loud[-1]) == len(db) - 1 and frames % L:
+                active -= L - frames % L  # the last frame is partial
+            lead = min(int(loud[0]) * L, frames)
+            trail = max(0, frames - (int(loud[-1]) + 1) * L)
+            head_sum, head_squares, head_len = self.head  # type: ignore[misc]
+            first = float(self._db(max(0.0, head_squares / head_len - 2.0 * rest * head_sum / head_len + rest * rest))) - level
+            tail = self.tail.astype(np.float64) - rest
+            last = float(self._db(np.dot(tail, tail) / len(tail))) - level
+        return ClipRecord(
+            audio=ref.audio,
+            **header,
+            frames=frames,
+            duration_s=frames / self.rate,
+            peak=self.peak / self.scale,
+            clipped_samples=self.clipped,
+            longest_clipped_run=self.longest,
+            dc_offset=(self.centre + rest) / self.scale,  # type: ignore[operator]
+            level_db=level,
+            lead_silence_s=lead / self.rate,
+            trail_silence_s=trail / self.rate,
+            first_frame_db=first,
+            last_frame_db=last,
+            audio_hash=self.hash.hexdigest()[: 2 * HASH_DIGEST_BYTES],
+            extra={"active_s": active / self.rate, "nonfinite_samples": self.nonfinite, **extra},
+        )
