@@ -140,7 +140,7 @@ def test_action_is_valid_and_hardened():
 def test_the_actions_commands_are_the_clis_judging_commands():
     from trainproof.cli import JUDGING_COMMANDS, build_parser
 
-    script = next(step["run"] for step in ACTION["runs"]["steps"] if "INPUT_COMMAND" in step.get("run", ""))
+    script = next(step["run"] for step in ACTION["runs"]["steps"] if 'case "$INPUT_COMMAND" in' in step.get("run", ""))
     accepted = re.search(r'case "\$INPUT_COMMAND" in\s+([\w|]+)\)', script)
     assert accepted is not None, "the run step no longer checks the command"
     assert set(accepted.group(1).split("|")) == set(JUDGING_COMMANDS)

@@ -55,3 +55,27 @@ def test_bad_log_fails(tmp_path, pre_commit_home):
     assert "Failed" in result.stdout
     assert "TP-DIVERGE" in result.stdout
     assert "runs/hot/trainer_state.json" in result.stdout
+
+
+def try_data_hook(root, home, hook):
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(
+        ["pre-commit", "try-repo", str(REPO), hook, "--all-files", "--color", "never"], cwd=root, env=env, capture_output=True, text=True
+    )
+
+
+def test_the_ljspeech_hook_judges_a_committed_dataset(tmp_path, pre_commit_home):
+    pytest.importorskip("soundfile")
+    dataset = tmp_path / "data" / "tts"
+    shutil.copytree(REPO / "examples" / "speech" / "ljspeech_tiny", dataset)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-ljspeech")
+    assert result.returncode == 0, result.stdout + result.stderr  # three WARNs, no FAIL
+    assert "TP-DATA-CLIPPING" in result.stdout
+    (dataset / "wavs" / "tiny-0003.wav").unlink()  # a clip lost: the manifest still lists it
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-ljspeech")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "TP-DATA-MISSING" in result.stdout
+    assert "tiny-0003" in result.stdout

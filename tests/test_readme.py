@@ -66,3 +66,19 @@ def test_readme_states_the_size_limits_the_readers_enforce():
     assert f"at most {size_text(MAX_LINE_BYTES)}" in guarantees
     assert f"at most {size_text(MAX_DOCUMENT_BYTES)}" in guarantees
     assert f"at most {size_text(tensorboard.MAX_RECORD_BYTES)}" in guarantees
+
+
+def test_the_data_example_in_the_readme_is_what_trainproof_prints(capsys, monkeypatch):
+    import pytest
+
+    pytest.importorskip("soundfile")
+    pytest.importorskip("pandas")
+    from trainproof.cli import main
+
+    text = README.read_text()
+    shown = text.split("$ trainproof data examples/speech/ljspeech_tiny\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("CI", "1")
+    code = main(["data", "examples/speech/ljspeech_tiny", "--no-cache"])
+    assert capsys.readouterr().out == shown
+    assert code == 0

@@ -21,7 +21,7 @@ from trainproof import __version__
 from trainproof.checks.base import Context, NotApplicable, Rule
 from trainproof.checks.registry import RULES
 from trainproof.config import DEFAULT_SETTINGS, Settings
-from trainproof.errors import InputError
+from trainproof.errors import InputError, MissingDependencyError
 from trainproof.report import Finding, Report, Skipped, Subject, Table
 
 
@@ -65,6 +65,10 @@ class Command:
         """One input (a path, or an object already read) into what the rules judge; InputError when it cannot be."""
         raise NotImplementedError
 
+    def reads(self, path: str) -> Sequence[Path]:
+        """The files judging ``path`` reads, which no output may overwrite (a folder's log, a dataset's manifest)."""
+        return [Path(path)]
+
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
         return Prepared()
 
@@ -87,6 +91,7 @@ COMMANDS: dict[str, Command | str] = {
     "epoch": "trainproof.runs:EPOCH",
     "compare": "trainproof.runs:COMPARE",
     "watch": "trainproof.runs:WATCH",
+    "data": "trainproof.data.command:DATA",
 }
 """Command name -> its description, or ``"module:NAME"`` imported on first use (so ``epoch`` never imports ``data``)."""
 
@@ -164,7 +169,7 @@ def read_input(cmd: Command, source: Any, options: Mapping[str, Any]) -> Any:
     """
     try:
         return cmd.read(source, options)
-    except InputError:
+    except (InputError, MissingDependencyError):  # a missing extra is about the installation, not this input
         raise
     except (OSError, RecursionError, MemoryError) as exc:
         raise InputError(source, f"cannot be read: {getattr(exc, 'strerror', None) or type(exc).__name__}") from None

@@ -10,6 +10,7 @@ decide nothing about a run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from trainproof.config import Settings
 from trainproof.errors import InputError
 from trainproof.judge import Command, Outcome, Prepared, Stage, judge_one, nothing_ran, read_input, unreadable
 from trainproof.model import Run
-from trainproof.readers import read_run
+from trainproof.readers import find_log, mlflow, read_run, tensorboard
 from trainproof.report import Chart, Finding, Level, Line, Marker, Subject, Table
 from trainproof.stats import median
 from trainproof.thresholds import Thresholds
@@ -151,6 +152,21 @@ class Epoch(Command):
     def read(self, source: Any, options: Mapping[str, Any]) -> Run:
         return source if isinstance(source, Run) else read_run(source, options.get("fmt"))
 
+    def reads(self, path: str) -> Sequence[Path]:
+        """The file itself, or the log (or event and metric files) of a run folder."""
+        target = Path(path)
+        try:
+            if not target.is_dir():
+                return [target]
+            found = find_log(target)
+        except (InputError, OSError, ValueError):
+            return [target]
+        if not found.is_dir():
+            return [found]
+        if mlflow.is_run_directory(found):
+            return sorted(p for p in (found / "metrics").rglob("*") if p.is_file())
+        return tensorboard.event_files(found)
+
     def stages(self, run: Run, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
         return (Stage(RULES["epoch"], RunContext(run, settings.thresholds)),)
 
@@ -178,6 +194,7 @@ class Compare(Command):
         return RULES["epoch"] + RULES["compare"]
 
     read = Epoch.read
+    reads = Epoch.reads
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
         """The baseline, judged by the single-run rules and listed with role ``baseline``."""
@@ -250,6 +267,7 @@ class Watch(Command):
         return RULES["epoch"] + RULES["watch"]
 
     read = Epoch.read
+    reads = Epoch.reads
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
         return Prepared(shared=(float(options.get("idle_s", 0.0)), options.get("stall_timeout_s")))

@@ -121,6 +121,23 @@ class Thresholds:
     # --- presentation (no verdict, finding or exit code depends on these) -----
     CHART_SHARED_AXIS_MAX_RATIO: Annotated[float, "x training-loss median", "Presentation only: the HTML report draws an eval-loss curve on the training-loss chart when their medians are less than this many times apart, else on a chart of its own.", RATIO] = 10.0
 
+    # --- speech datasets (trainproof data) -----------------------------------
+    DATA_EXAMPLES: Annotated[int, "findings", "A data rule reports at most this many clips by name (the first in manifest order) and counts the rest.", COUNT] = 5
+    DATA_MIN_DURATION_S: Annotated[float, "seconds", "A clip shorter than this is too short for a TTS/ASR batch (most recipes drop it silently).", NON_NEGATIVE] = 0.5
+    DATA_MAX_DURATION_S: Annotated[float, "seconds", "A clip longer than this is over the usual TTS/ASR length limit (most recipes drop it silently).", POSITIVE] = 20.0
+    DATA_DURATION_TOLERANCE_S: Annotated[float, "seconds", "A manifest duration further than this from the audio's own (and DATA_DURATION_TOLERANCE_SHARE of it) disagrees.", NON_NEGATIVE] = 0.1
+    DATA_DURATION_TOLERANCE_SHARE: Annotated[float, "fraction of the duration", "See DATA_DURATION_TOLERANCE_S: both must be exceeded.", FRACTION] = 0.05
+    DATA_CLIP_RUN: Annotated[int, "samples", "This many consecutive full-scale samples in a channel are clipping (a peak-normalised clip touches full scale for one or two).", COUNT] = 3
+    DATA_CLIP_SHARE: Annotated[float, "fraction of samples", "...or this share of full-scale samples in the clip.", SHARE] = 0.001
+    DATA_EDGE_SILENCE_S: Annotated[float, "seconds", "Leading or trailing silence (frames 40 dB under the clip's own level) longer than this.", POSITIVE] = 1.0
+    DATA_CUT_EDGE_DB: Annotated[float, "dB under the clip level", "A first or last 10 ms frame within this many dB of the clip's level is speech cut off at the file's edge.", NON_NEGATIVE] = 6.0
+    DATA_DC_OFFSET: Annotated[float, "fraction of full scale", "A mean sample value at least this far from 0 is a DC offset.", SHARE] = 0.05
+    DATA_SILENT_DB: Annotated[float, "dBFS", "A clip whose speech level (95th percentile frame energy) is under this is silent.", Range(-200, 0)] = -50.0
+    DATA_CPS_MIN_CLIPS: Annotated[int, "clips", "Characters per second are judged against the corpus (or a speaker) only with at least this many clips.", AT_LEAST_3] = 20
+    DATA_CPS_WARN_Z: Annotated[float, "robust z", "Characters per second this many robust sigmas (MAD x 1.4826) from the median is a WARN: the text may not match the audio.", POSITIVE] = 4.0
+    DATA_CPS_FAIL_Z: Annotated[float, "robust z", "...and this many is a FAIL: the transcript belongs to other audio.", POSITIVE] = 8.0
+    DATA_SCRIPT_SHARE: Annotated[float, "fraction of transcripts", "A script used by fewer than this share of the transcripts is foreign to the corpus; a transcript using one is a WARN.", SHARE] = 0.1
+
     def __init__(self, **overrides: float | int) -> None:
         unknown = set(overrides) - set(names())
         if unknown:

@@ -134,6 +134,37 @@ RULES = _Registry()
 RULES.register("epoch", EPOCH_RULES)
 RULES.register("compare", COMPARE_RULES)
 RULES.register("watch", WATCH_RULES)
+# The data command's checks import pandas and its data model: registered by name, imported only when judged.
+RULES.register(
+    "data",
+    "trainproof.checks.data:DATA_RULES",
+    ids=(
+        "TP-DATA-EMPTY-MANIFEST",
+        "TP-DATA-MANIFEST",
+        "TP-DATA-MANIFEST-FORMAT",
+        "TP-DATA-DUPLICATE-ID",
+        "TP-DATA-MISSING",
+        "TP-DATA-UNREADABLE",
+        "TP-DATA-UNLISTED",
+        "TP-DATA-SAMPLE-RATE",
+        "TP-DATA-CHANNELS",
+        "TP-DATA-SAMPLE-FORMAT",
+        "TP-DATA-DURATION",
+        "TP-DATA-DURATION-CLAIM",
+        "TP-DATA-SILENT",
+        "TP-DATA-CLIPPING",
+        "TP-DATA-EDGE-SILENCE",
+        "TP-DATA-CUT-OFF",
+        "TP-DATA-DC-OFFSET",
+        "TP-DATA-DUPLICATE-AUDIO",
+        "TP-DATA-CONFLICTING-TEXT",
+        "TP-DATA-EMPTY-TEXT",
+        "TP-DATA-TEXT-RATE",
+        "TP-DATA-UNNORMALIZED",
+        "TP-DATA-CHARACTERS",
+        "TP-DATA-DUPLICATE-TEXT",
+    ),
+)
 
 
 def register(command: str, rules: tuple[Rule, ...] | str, ids: tuple[str, ...] = ()) -> None:

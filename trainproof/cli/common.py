@@ -19,8 +19,9 @@ from trainproof.safe import visible
 FILE_OUTPUTS = (("html", "html"), ("sarif", "sarif"), ("junit", "junit"), ("markdown", "markdown"), ("json_file", "json"))
 
 
-def add_input_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=sorted(READERS), help="log format (default: detected from the content)")
+def add_input_options(parser: argparse.ArgumentParser, formats: bool = True) -> None:
+    if formats:
+        parser.add_argument("--format", choices=sorted(READERS), help="log format (default: detected from the content)")
     parser.add_argument("--config", metavar="PATH", help="configuration file (default: nearest .trainproof.toml or pyproject.toml [tool.trainproof])")
     parser.add_argument("--fail-on", choices=FAIL_ON, help="what exits 1: fail (default), warn (WARN too), never")
 
@@ -44,24 +45,30 @@ def add_judging_command(
     description: str,
     paths_help: str,
     inputs: Callable[[list[str]], tuple[list[str], dict[str, Any]]] = lambda paths: (paths, {}),
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    options: Callable[[argparse.Namespace], dict[str, Any]] = lambda args: {"fmt": args.format},
+    formats: bool = True,
 ) -> None:
     """A subcommand that judges paths by one command of :mod:`trainproof.judge` and writes every output asked for.
 
     ``inputs`` splits the paths typed into the inputs judged and the
     command's options (compare's last path is its baseline); a UsageError
-    when they do not fit.
+    when they do not fit. ``arguments`` adds the command's own options and
+    ``options`` turns them into the keyword options its Command reads.
     """
 
     def run(args: argparse.Namespace) -> int:
         from trainproof.judge import judge
 
-        sources, options = inputs(args.paths)
-        check_outputs(args)
-        return emit(judge(name, sources, settings_from(args), fmt=args.format, **options), args)
+        sources, extra = inputs(args.paths)
+        check_outputs(args, name)
+        return emit(judge(name, sources, settings_from(args), **options(args), **extra), args)
 
     parser = commands.add_parser(name, help=summary, description=description)
     parser.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
-    add_input_options(parser)
+    add_input_options(parser, formats)
+    if arguments is not None:
+        arguments(parser)
     add_output_options(parser)
     parser.set_defaults(run=run)
 
@@ -72,32 +79,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return load(args.config).with_fail_on(args.fail_on)
 
 
-def _read_from(path: str) -> list[Path]:
-    """The files reading ``path`` opens: the file itself, or the log (or event and metric files) of a run folder."""
-    from trainproof.errors import InputError
-    from trainproof.readers import find_log, mlflow, tensorboard
-
-    target = Path(path)
-    try:
-        if not target.is_dir():
-            return [target]
-        found = find_log(target)
-    except (InputError, OSError, ValueError):
-        return [target]
-    if not found.is_dir():
-        return [found]
-    if mlflow.is_run_directory(found):
-        return sorted(p for p in (found / "metrics").rglob("*") if p.is_file())
-    return tensorboard.event_files(found)
-
-
-def check_outputs(args: argparse.Namespace) -> None:
+def check_outputs(args: argparse.Namespace, name: str = "epoch") -> None:
     """Refuse impossible or destructive output requests before any work is done."""
     from trainproof import outputs
+    from trainproof.judge import command
 
     protected = {}
     for path in args.paths:
-        for source in _read_from(str(path)):
+        for source in command(name).reads(str(path)):
             if (found := outputs.identity(source)) is not None:
                 protected[found] = f"{visible(source)}: is read as an input; refusing to overwrite it"
     if args.config and (found := outputs.identity(args.config)) is not None:

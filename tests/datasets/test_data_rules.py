@@ -1,0 +1,252 @@
+"""Every data rule on real corpora: each fault found at its manifest line and audio file, the clean corpus quiet.
+
+The corpora are real audio: espeak-ng speech (when installed) and
+synthesised voiced clips, in every layout, broken one fault at a time by
+tests/datasets/speech.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.datasets.speech import FAULTS, Corpus, Fault, clean_corpus
+from trainproof.checks.registry import RULES
+from trainproof.cli import main
+from trainproof.judge import judge
+from trainproof.report import Level, Subject
+
+pytest.importorskip("soundfile")
+pytest.importorskip("pandas")
+
+# rule id -> (the fault that must make it fire, the layout, the corpus size)
+FIRES: dict[str, tuple[str, str, int]] = {
+    "TP-DATA-MANIFEST": ("malformed_json", "nemo", 12),
+    "TP-DATA-MANIFEST-FORMAT": ("crlf", "ljspeech", 12),
+    "TP-DATA-DUPLICATE-ID": ("duplicate_id", "ljspeech", 12),
+    "TP-DATA-MISSING": ("missing_file", "nemo", 12),
+    "TP-DATA-UNREADABLE": ("truncated", "nemo", 12),
+    "TP-DATA-UNLISTED": ("unlisted_file", "ljspeech", 12),
+    "TP-DATA-SAMPLE-RATE": ("other_rate", "nemo", 12),
+    "TP-DATA-CHANNELS": ("stereo", "nemo", 12),
+    "TP-DATA-SAMPLE-FORMAT": ("other_subtype", "nemo", 12),
+    "TP-DATA-DURATION": ("too_long", "nemo", 12),
+    "TP-DATA-DURATION-CLAIM": ("duration_claim", "nemo", 12),
+    "TP-DATA-SILENT": ("silent", "nemo", 12),
+    "TP-DATA-CLIPPING": ("clipped", "nemo", 12),
+    "TP-DATA-EDGE-SILENCE": ("padded_silence", "nemo", 12),
+    "TP-DATA-CUT-OFF": ("cut_end", "nemo", 12),
+    "TP-DATA-DC-OFFSET": ("dc_offset", "nemo", 12),
+    "TP-DATA-DUPLICATE-AUDIO": ("duplicate_audio", "nemo", 12),
+    "TP-DATA-CONFLICTING-TEXT": ("conflicting_text", "nemo", 12),
+    "TP-DATA-EMPTY-TEXT": ("empty_transcript", "nemo", 12),
+    "TP-DATA-TEXT-RATE": ("swapped_transcripts", "nemo", 24),
+    "TP-DATA-UNNORMALIZED": ("unnormalized", "nemo", 12),
+    "TP-DATA-CHARACTERS": ("invisible_char", "nemo", 12),
+    "TP-DATA-DUPLICATE-TEXT": ("duplicate_transcript", "nemo", 12),
+}
+
+LAYOUTS = ("ljspeech", "nemo", "csv", "kaldi", "folder")
+ABOUT_LINES = {"TP-DATA-MANIFEST", "TP-DATA-MANIFEST-FORMAT", "TP-DATA-DUPLICATE-ID"}  # findings about a line, not a clip's audio
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    """One clean corpus per (layout, size), built once; tests break copies."""
+    built: dict[tuple[str, int], Corpus] = {}
+
+    def get(layout: str, n: int) -> Corpus:
+        if (layout, n) not in built:
+            built[layout, n] = clean_corpus(tmp_path_factory.mktemp(f"{layout}{n}"), n=n, layout=layout)
+        return built[layout, n]
+
+    return get
+
+
+def judged(corpus: Corpus, **options) -> Subject:
+    return judge("data", [str(corpus.path)], no_cache=True, jobs=1, **options).subjects[0]
+
+
+def same_file(a: str | Path | None, b: str | Path | None) -> bool:
+    return a is not None and b is not None and Path(a).resolve() == Path(b).resolve()
+
+
+def test_every_data_rule_has_a_fault_that_fires_it():
+    assert set(FIRES) | {"TP-DATA-EMPTY-MANIFEST"} == {rule.id for rule in RULES["data"]}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_clean_corpus_passes_with_no_warning(clean, layout):
+    subject = judged(clean(layout, 12))
+    assert [f"{f.rule_id}: {f.message}" for f in subject.findings if f.level >= Level.WARN] == []
+    assert subject.verdict.value == "PASS"
+
+
+def test_a_clean_corpus_large_enough_for_the_rate_test_passes(clean):
+    subject = judged(clean("nemo", 24))
+    assert "TP-DATA-TEXT-RATE" in subject.ran
+    assert [f"{f.rule_id}: {f.message}" for f in subject.findings if f.level >= Level.WARN] == []
+
+
+@pytest.mark.parametrize("rule_id", sorted(FIRES))
+def test_each_fault_is_found_at_its_line_and_file(clean, tmp_path, rule_id):
+    fault_name, layout, n = FIRES[rule_id]
+    corpus = clean(layout, n).copy(tmp_path)
+    fault: Fault = FAULTS[fault_name](corpus)
+    subject = judged(corpus)
+    hits = [f for f in subject.findings if f.rule_id == rule_id]
+    assert hits, f"{rule_id} did not fire on {fault_name}: {[f.rule_id for f in subject.findings]}; skipped {subject.skipped}"
+    if fault.line is not None:
+        places = [(f.line, f.file) for f in hits]
+        assert any(f.line == fault.line and same_file(f.file, fault.manifest) for f in hits), f"expected line {fault.line} of {fault.manifest}, got {places}"
+    if fault.audio is not None and fault.line is not None and rule_id not in ABOUT_LINES:
+        assert any(fault.audio.name in f.message for f in hits), [f.message for f in hits]
+    for finding in hits:
+        assert any(ch.isdigit() for ch in finding.evidence), finding.evidence
+
+
+@pytest.mark.parametrize("rule_id", sorted(FIRES))
+def test_each_rule_is_quiet_on_the_clean_corpus(clean, rule_id):
+    _, layout, n = FIRES[rule_id]
+    subject = judged(clean(layout, n))
+    assert not [f for f in subject.findings if f.rule_id == rule_id]
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "fault_name", "layout"),
+    [
+        ("TP-DATA-CHARACTERS", "other_script", "nemo"),
+        ("TP-DATA-CHARACTERS", "homoglyph", "nemo"),
+        ("TP-DATA-MISSING", "missing_file", "folder"),
+        ("TP-DATA-UNLISTED", "unlisted_file", "folder"),
+        ("TP-DATA-SAMPLE-RATE", "other_rate", "kaldi"),
+        ("TP-DATA-EMPTY-TEXT", "empty_transcript", "ljspeech"),
+        ("TP-DATA-CLIPPING", "clipped", "csv"),
+    ],
+)
+def test_faults_in_other_layouts_are_found_too(clean, tmp_path, rule_id, fault_name, layout):
+    corpus = clean(layout, 12).copy(tmp_path)
+    fault = FAULTS[fault_name](corpus)
+    hits = [f for f in judged(corpus).findings if f.rule_id == rule_id]
+    assert hits, f"{rule_id} did not fire on {fault_name} in {layout}"
+    if fault.line is not None:
+        assert any(f.line == fault.line and same_file(f.file, fault.manifest) for f in hits), [(f.line, f.file) for f in hits]
+
+
+def test_a_dc_offset_is_not_mistaken_for_speech_cut_off(clean, tmp_path):
+    corpus = clean("nemo", 12).copy(tmp_path)
+    FAULTS["dc_offset"](corpus)
+    fired = {f.rule_id for f in judged(corpus).findings}
+    assert "TP-DATA-DC-OFFSET" in fired
+    assert "TP-DATA-CUT-OFF" not in fired
+
+
+def test_peak_normalised_speech_is_not_clipped(clean, tmp_path):
+    import numpy as np
+    import soundfile as sf
+
+    corpus = clean("nemo", 12).copy(tmp_path)
+    for clip in corpus.clips:
+        samples, rate = sf.read(str(clip.audio))
+        sf.write(str(clip.audio), samples / np.max(np.abs(samples)) * 0.99, rate, subtype="PCM_16")
+    subject = judged(corpus)
+    assert "TP-DATA-CLIPPING" in subject.ran
+    assert not [f for f in subject.findings if f.rule_id == "TP-DATA-CLIPPING"]
+
+
+def test_a_metadata_csv_with_only_a_header_lists_no_clip(tmp_path):
+    (tmp_path / "wavs").mkdir()
+    (tmp_path / "metadata.csv").write_text("id|text\n")
+    subject = judged_path(tmp_path)
+    assert [f.rule_id for f in subject.findings if f.level is Level.FAIL] == ["TP-DATA-EMPTY-MANIFEST"]
+
+
+def judged_path(path: Path) -> Subject:
+    return judge("data", [str(path)], no_cache=True, jobs=1).subjects[0]
+
+
+def test_a_target_sample_rate_is_checked(clean):
+    subject = judged(clean("nemo", 12), sample_rate=16000)
+    (finding,) = [f for f in subject.findings if f.rule_id == "TP-DATA-SAMPLE-RATE"][:1]
+    assert "not the 16,000 Hz asked for" in finding.message
+    assert finding.level is Level.FAIL
+
+
+# --- bad inputs: a clear verdict or exit 2, never a traceback ----------------------------------
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["data", *args, "--no-cache", "--jobs", "1"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_missing_folder_is_exit_2(capsys, tmp_path):
+    code, _, err = run_cli(capsys, str(tmp_path / "nope"))
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_a_binary_file_named_jsonl_is_exit_2(capsys, tmp_path):
+    path = tmp_path / "manifest.jsonl"
+    path.write_bytes(bytes(range(256)) * 100)
+    code, _, err = run_cli(capsys, str(path))
+    assert code == 2
+    assert "Traceback" not in err
+
+
+def test_a_manifest_of_garbage_is_a_fail_or_exit_2(capsys, tmp_path):
+    path = tmp_path / "manifest.jsonl"
+    path.write_text("\n".join("{not json" + str(i) for i in range(50)) + "\n")
+    code, out, err = run_cli(capsys, str(path))
+    assert code in (1, 2)
+    assert "Traceback" not in out + err
+    assert "internal error" not in err
+
+
+def test_a_manifest_listing_10000_missing_files_is_one_short_fail(capsys, tmp_path):
+    path = tmp_path / "manifest.jsonl"
+    path.write_text("".join(json.dumps({"audio_filepath": f"gone/{i}.wav", "text": "hello there"}) + "\n" for i in range(10_000)))
+    code, out, _ = run_cli(capsys, str(path), "--json")
+    assert code == 1
+    report = json.loads(out)
+    missing = [f for f in report["subjects"][0]["findings"] if f["id"] == "TP-DATA-MISSING"]
+    assert len(missing) == 5, "named up to DATA_EXAMPLES, the rest counted"
+    assert missing[0]["values"]["count"] == 10_000
+    assert "10,000 of 10,000" in missing[0]["message"]
+
+
+@pytest.mark.parametrize("fault_name", ["truncated", "empty_file", "not_audio"])
+def test_broken_audio_is_a_finding_not_a_crash(clean, tmp_path, capsys, fault_name):
+    corpus = clean("nemo", 12).copy(tmp_path)
+    fault = FAULTS[fault_name](corpus)
+    code, out, err = run_cli(capsys, str(corpus.path))
+    assert code == 1
+    assert "TP-DATA-UNREADABLE" in out
+    assert fault.audio.name in out
+    assert "Traceback" not in err
+
+
+def test_every_output_locates_a_data_finding_at_the_manifest_line(clean, tmp_path, capsys, monkeypatch):
+    corpus = clean("nemo", 12).copy(tmp_path / "c")
+    fault = FAULTS["missing_file"](corpus)
+    monkeypatch.chdir(tmp_path)
+    sarif = tmp_path / "r.sarif"
+    code, _, _ = run_cli(capsys, str(corpus.path.relative_to(tmp_path)), "--sarif", str(sarif))
+    assert code == 1
+    results = [r for r in json.loads(sarif.read_text())["runs"][0]["results"] if r["ruleId"] == "TP-DATA-MISSING"]
+    place = results[0]["locations"][0]["physicalLocation"]
+    assert place["artifactLocation"]["uri"] == str(fault.manifest.relative_to(tmp_path))
+    assert place["region"]["startLine"] == fault.line
+
+
+def test_real_recordings_from_the_corpus_are_read(corpus):
+    speech = corpus / "public" / "speech" / "coqui-ai_TTS_tests_ljspeech"
+    if not speech.is_dir():
+        pytest.skip("no LJSpeech sample in the corpus")
+    subject = judged_path(speech)
+    assert subject.summary["readable"] == subject.summary["clips"] > 0
+    assert not [f for f in subject.findings if f.level is Level.FAIL]

@@ -1,0 +1,659 @@
+"""Rules that judge a speech dataset: its manifest, the numbers each clip reduced to, and its transcripts.
+
+Every rule reads the corpus table (one row per listed clip: the manifest's
+claims beside the per-clip record), never the samples. A rule that finds
+many clips names the first DATA_EXAMPLES in manifest order, each at its
+manifest line, and counts the rest, so a corpus with 40,000 broken clips
+gives a short report. FAIL is kept for what breaks training or silently
+corrupts it; the rest WARN.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from trainproof import figures
+from trainproof.checks.base import Hit, NotApplicable
+from trainproof.data.model import ClipRecord, Manifest
+from trainproof.report import Finding, Level
+from trainproof.thresholds import Thresholds
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MAD_TO_SIGMA = 1.4826
+
+
+@dataclass(frozen=True)
+class DataContext:
+    """A dataset: its manifest, each listed clip's record (aligned with the entries), and the targets asked for."""
+
+    manifest: Manifest
+    records: tuple[ClipRecord, ...]
+    t: Thresholds
+    sample_rate: int | None = None
+    channels: int | None = None
+    topic = "this clip"
+
+    def locate(self, finding: Finding) -> Finding:
+        if finding.file is None:
+            return replace(finding, file=self.manifest.path)
+        return finding
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """One row per listed clip, in manifest order: the entry's claims and the record's numbers."""
+        import pandas as pd
+
+        rows = []
+        for entry, record in zip(self.manifest.entries, self.records):
+            rows.append(
+                {
+                    "line": entry.line,
+                    "id": entry.id,
+                    "audio": entry.audio,
+                    "listed": entry.listed,
+                    "text": entry.text,
+                    "manifest": entry.manifest,
+                    "speaker": entry.speaker,
+                    "claimed_s": entry.duration,
+                    "error_kind": record.error_kind,
+                    "error": record.error,
+                    "sample_rate": record.sample_rate,
+                    "channels": record.channels,
+                    "subtype": record.subtype,
+                    "duration_s": record.duration_s,
+                    "frames": record.frames,
+                    "clipped": record.clipped_samples,
+                    "clip_run": record.longest_clipped_run,
+                    "dc": record.dc_offset,
+                    "level_db": record.level_db,
+                    "lead_s": record.lead_silence_s,
+                    "trail_s": record.trail_silence_s,
+                    "first_db": record.first_frame_db,
+                    "last_db": record.last_frame_db,
+                    "hash": record.audio_hash,
+                }
+            )
+        columns = ["line", "id", "audio", "listed", "text", "manifest", "speaker", "claimed_s", "error_kind", "error", "sample_rate",
+                   "channels", "subtype", "duration_s", "frames", "clipped", "clip_run", "dc", "level_db", "lead_s", "trail_s",
+                   "first_db", "last_db", "hash"]  # fmt: skip
+        return pd.DataFrame(rows, columns=columns)
+
+    @cached_property
+    def decoded(self) -> pd.DataFrame:
+        """The rows whose audio was read."""
+        table = self.table
+        return table[table["error_kind"].isna()]
+
+
+def _need_clips(ctx: DataContext) -> pd.DataFrame:
+    decoded = ctx.decoded
+    if decoded.empty:
+        raise NotApplicable("no clip could be read")
+    return decoded
+
+
+def _examples(ctx: DataContext, rows: pd.DataFrame, what: str, say: Any, values: Mapping[str, Any] | None = None) -> Iterator[Hit]:
+    """One hit per clip for the first DATA_EXAMPLES of ``rows``, each at its manifest line, the first counting all.
+
+    ``say(row)`` gives (message, evidence) for one clip; ``what`` names the
+    problem in the plural for the count ("clips are clipped").
+    """
+    total = len(rows)
+    if total == 0:
+        return
+    listed = len(ctx.table)
+    shown = rows.head(ctx.t.DATA_EXAMPLES)
+    for i, row in enumerate(shown.itertuples(index=False)):
+        message, evidence = say(row)
+        if i == 0 and total > 1:
+            rest = f" and {total - len(shown)} more" if total > len(shown) else ""
+            message += f" {total:,} of {listed:,} listed {what} ({figures.pct(total / listed)}); the first {len(shown)} are named here{rest}."
+        yield Hit(message=message, evidence=evidence, values={"count": total, "listed": listed, **(values or {})}, line=int(row.line), file=row.manifest)
+
+
+def _name(row: Any) -> str:
+    return str(row.listed)
+
+
+# --- the manifest ---------------------------------------------------------------
+
+
+def manifest_broken(ctx: DataContext) -> Iterator[Hit]:
+    """A manifest line is not a clip record: bad JSON, a wrong column count, no audio field.
+
+    What it detects: lines of the manifest that cannot be parsed as a record of the layout (the first DATA_EXAMPLES named).
+    Why it matters: a trainer's loader either crashes on such a line or, worse, skips it and trains on less than you think.
+    Fires on: a JSONL line with a missing brace; a metadata.csv line with four pipes.
+    Does not fire on: a header row of metadata.csv, which is recognised as one.
+    Does not mean: the other lines are fine; they are judged by the other rules.
+    """
+    problems = [p for p in ctx.manifest.problems if p.kind in ("unparsable", "no-audio-field")]
+    for problem in problems[: ctx.t.DATA_EXAMPLES]:
+        count = f" ({len(problems):,} such lines)" if len(problems) > 1 else ""
+        yield Hit(message=f"{problem.message}{count}.", evidence=f"line {problem.line}: {problem.kind}", values={"count": len(problems)}, line=problem.line, file=problem.manifest)
+
+
+def manifest_format(ctx: DataContext) -> Iterator[Hit]:
+    """The manifest has a byte-order mark, CRLF line ends, or blank lines.
+
+    What it detects: a UTF-8 BOM at the start, CRLF line ends, blank lines.
+    Why it matters: a BOM glues itself to the first clip's id or path, so the first clip goes missing; CR ends up at the end of every transcript; some loaders stop at a blank line.
+    Fires on: a metadata.csv saved by a Windows editor.
+    Does not fire on: a manifest with LF line ends and no blank line.
+    Does not mean: the records are wrong; most readers cope with some of these.
+    """
+    for problem in ctx.manifest.problems:
+        if problem.kind in ("bom", "crlf", "blank-line"):
+            yield Hit(message=f"{problem.message}.", evidence=f"{problem.kind} at line {problem.line or 1}", line=problem.line or 1, file=problem.manifest)
+
+
+def duplicate_id(ctx: DataContext) -> Iterator[Hit]:
+    """Two manifest lines have the same clip id.
+
+    What it detects: an id (or audio path, for layouts without ids) listed on more than one line (the first DATA_EXAMPLES named).
+    Why it matters: a loader keyed by id keeps one of them; a sampler that is not sees that clip twice as often.
+    Fires on: `LJ001-0001|...` on two lines.
+    Does not fire on: distinct ids.
+    Does not mean: the two lines carry the same transcript; see TP-DATA-CONFLICTING-TEXT for the audio.
+    """
+    problems = [p for p in ctx.manifest.problems if p.kind == "duplicate-id"]
+    for problem in problems[: ctx.t.DATA_EXAMPLES]:
+        yield Hit(message=f"{problem.message}.", evidence=f"line {problem.line}", values={"count": len(problems)}, line=problem.line, file=problem.manifest)
+
+
+def unlisted(ctx: DataContext) -> Iterator[Hit]:
+    """An audio file in the dataset's folder is listed by no manifest line.
+
+    What it detects: audio files beside the listed ones (in `wavs/`, or the folder of a folder dataset) that no line names (the first DATA_EXAMPLES named, the rest counted).
+    Why it matters: a clip you recorded and transcribed that the trainer will never see, or the trace of a line lost in an edit.
+    Fires on: `wavs/LJ050-0001.wav` with no line for `LJ050-0001`.
+    Does not fire on: a folder holding exactly the listed clips.
+    Does not mean: the file should be listed; it may be a leftover.
+    """
+    problems = [p for p in ctx.manifest.problems if p.kind == "unlisted"]
+    if not problems:
+        return
+    names = ", ".join(str(p.file) for p in problems[: ctx.t.DATA_EXAMPLES])
+    more = f" and {len(problems) - ctx.t.DATA_EXAMPLES:,} more" if len(problems) > ctx.t.DATA_EXAMPLES else ""
+    yield Hit(
+        message=f"{len(problems):,} audio file{'s are' if len(problems) != 1 else ' is'} in the dataset's folder but on no manifest line: {names}{more}.",
+        evidence=f"{len(problems):,} unlisted beside {len(ctx.table):,} listed",
+        values={"count": len(problems)},
+        file=problems[0].file,
+    )
+
+
+# --- the audio files ------------------------------------------------------------
+
+
+def missing(ctx: DataContext) -> Iterator[Hit]:
+    """A listed audio file does not exist.
+
+    What it detects: manifest lines whose audio path, resolved the way the trainer reading this layout resolves it, names no file.
+    Why it matters: a loader crashes mid-epoch, or (NeMo, Coqui) substitutes or drops the clip and trains on less than you think.
+    Fires on: a clip deleted after the manifest was written; a manifest written on another machine with absolute paths.
+    Does not fire on: paths that resolve, relative to the working directory or the manifest as the layout's trainer does.
+    Does not mean: the file is lost; `--root` or `--audio-dir` may point at where it is.
+    """
+    table = ctx.table
+    rows = table[table["error_kind"] == "missing"]
+    yield from _examples(ctx, rows, "clips are missing", lambda r: (f"{_name(r)} does not exist.", f"line {r.line}: resolved to {r.audio}"))
+
+
+def unreadable(ctx: DataContext) -> Iterator[Hit]:
+    """A listed audio file cannot be decoded: empty, truncated, or not audio.
+
+    What it detects: files libsndfile cannot open, 0-byte files, and files whose header promises more samples than they hold.
+    Why it matters: a loader crashes on it, or a truncated clip trains its transcript's end against nothing.
+    Fires on: a 0-byte `.wav`; a WAV whose copy was cut short; a text file named `.wav`.
+    Does not fire on: any file libsndfile reads whole.
+    Does not mean: the recording is lost; the original may be fine.
+    """
+    table = ctx.table
+    rows = table[table["error_kind"].isin(["unreadable", "empty", "truncated"])]
+    yield from _examples(ctx, rows, "clips cannot be read", lambda r: (f"{_name(r)} cannot be read: {r.error}.", f"line {r.line}: {r.error_kind}"))
+
+
+def _mixed(ctx: DataContext, column: str, target: Any, noun: str, show: Any) -> Iterator[Hit]:
+    decoded = _need_clips(ctx)
+    counts = decoded[column].value_counts()
+    if target is None:
+        if len(counts) < 2:
+            return
+        main = counts.index[0]
+        spread = ", ".join(f"{show(value)} ({count:,})" for value, count in counts.items())
+        rows = decoded[decoded[column] != main]
+        yield from _examples(
+            ctx, rows, f"clips differ from the corpus's {noun}",
+            lambda r: (f"{_name(r)} is {show(getattr(r, column))}, while most of the corpus is {show(main)}.", f"{noun}s in the corpus: {spread}"),
+        )  # fmt: skip
+        return
+    rows = decoded[decoded[column] != target]
+    spread = ", ".join(f"{show(value)} ({count:,})" for value, count in counts.items())
+    yield from _examples(
+        ctx, rows, f"clips are not at the {noun} asked for",
+        lambda r: (f"{_name(r)} is {show(getattr(r, column))}, not the {show(target)} asked for.", f"{noun}s in the corpus: {spread}"),
+    )  # fmt: skip
+
+
+def sample_rate(ctx: DataContext) -> Iterator[Hit]:
+    """Clips have different sample rates, or not the rate asked for with `--sample-rate`.
+
+    What it detects: decoded clips whose sample rate differs from `--sample-rate`, or, without it, from the corpus's most common rate.
+    Why it matters: a model trained at one rate learns the others' spectra wrong; trainers resample silently (costly, and lossy for upsampling) or not at all.
+    Fires on: a corpus of 22,050 Hz clips with a few at 44,100 Hz.
+    Does not fire on: one rate throughout (or the rate asked for).
+    Does not mean: the odd clips are bad recordings; resample them once, offline.
+    """
+    yield from _mixed(ctx, "sample_rate", ctx.sample_rate, "sample rate", lambda v: f"{int(v):,} Hz")
+
+
+def channels(ctx: DataContext) -> Iterator[Hit]:
+    """Clips have different channel counts, or not the count asked for with `--channels`.
+
+    What it detects: decoded clips whose channel count differs from `--channels`, or from the corpus's most common count.
+    Why it matters: trainers downmix silently; a stereo clip with one dead channel downmixes 6 dB quieter.
+    Fires on: a mono corpus with a stereo clip.
+    Does not fire on: one channel count throughout.
+    Does not mean: the clip is wrong, only that it is not like the rest.
+    """
+    yield from _mixed(ctx, "channels", ctx.channels, "channel count", lambda v: f"{int(v)} channel{'s' if int(v) != 1 else ''}")
+
+
+def sample_format(ctx: DataContext) -> Iterator[Hit]:
+    """Clips are stored in different sample formats (16-bit, 24-bit, float).
+
+    What it detects: decoded clips whose sample format (libsndfile subtype) differs from the corpus's most common one.
+    Why it matters: a pipeline that reads raw integers (not through a float conversion) scales them differently; float files can hold values beyond full scale.
+    Fires on: a corpus of 16-bit clips with one 32-bit float clip.
+    Does not fire on: one format throughout.
+    Does not mean: anything is lost; it is a consistency warning.
+    """
+    yield from _mixed(ctx, "subtype", None, "sample format", str)
+
+
+def duration(ctx: DataContext) -> Iterator[Hit]:
+    """A clip is shorter than DATA_MIN_DURATION_S or longer than DATA_MAX_DURATION_S.
+
+    What it detects: decoded clips (or segments) whose duration is under DATA_MIN_DURATION_S or over DATA_MAX_DURATION_S.
+    Why it matters: TTS and ASR recipes drop such clips silently (a max audio length, a min text length), so the corpus you train on is smaller than the one you check; kept, a very long clip dominates a batch's memory.
+    Fires on: a 0.3 s clip; a 25 s clip.
+    Does not fire on: clips within the bounds (set them to your recipe's in the configuration).
+    Does not mean: the clip is bad audio.
+    """
+    decoded = _need_clips(ctx)
+    t = ctx.t
+    rows = decoded[(decoded["duration_s"] < t.DATA_MIN_DURATION_S) | (decoded["duration_s"] > t.DATA_MAX_DURATION_S)]
+    bounds = f"bounds {figures.num(t.DATA_MIN_DURATION_S)}-{figures.num(t.DATA_MAX_DURATION_S)} s"
+    yield from _examples(ctx, rows, "clips are out of the duration bounds", lambda r: (f"{_name(r)} lasts {figures.num(r.duration_s)} s.", f"{figures.num(r.duration_s)} s; {bounds}"))
+
+
+def duration_claim(ctx: DataContext) -> Iterator[Hit]:
+    """The manifest's `duration` disagrees with the audio's.
+
+    What it detects: a manifest duration further than DATA_DURATION_TOLERANCE_S and DATA_DURATION_TOLERANCE_SHARE from the decoded clip's (or segment's) duration.
+    Why it matters: NeMo and others trust the manifest's duration for bucketing and length filters without opening the file; a wrong one puts clips in the wrong batches or past the filters.
+    Fires on: a manifest written before the audio was trimmed.
+    Does not fire on: a manifest without durations, or durations rounded to 10 ms.
+    Does not mean: the audio is wrong; regenerate the manifest's durations.
+    """
+    decoded = _need_clips(ctx)
+    claimed = decoded[decoded["claimed_s"].notna()]
+    if claimed.empty:
+        raise NotApplicable("the manifest states no durations")
+    t = ctx.t
+    gap = (claimed["claimed_s"] - claimed["duration_s"]).abs()
+    rows = claimed[(gap > t.DATA_DURATION_TOLERANCE_S) & (gap > t.DATA_DURATION_TOLERANCE_SHARE * claimed["duration_s"])]
+    yield from _examples(
+        ctx, rows, "clips have a wrong duration in the manifest",
+        lambda r: (f"{_name(r)} lasts {figures.num(r.duration_s)} s; the manifest says {figures.num(r.claimed_s)} s.", f"manifest {figures.num(r.claimed_s)} s, audio {figures.num(r.duration_s)} s"),
+    )  # fmt: skip
+
+
+def clipping(ctx: DataContext) -> Iterator[Hit]:
+    """A clip is clipped: runs of consecutive full-scale samples.
+
+    What it detects: a run of at least DATA_CLIP_RUN consecutive full-scale samples in a channel, or full-scale samples making up at least DATA_CLIP_SHARE of the clip.
+    Why it matters: clipping is harsh distortion a TTS model learns to reproduce, and a sign the recording level was too high.
+    Fires on: speech amplified past full scale and saved as 16-bit.
+    Does not fire on: speech peak-normalised to 0.99, or touching full scale for a sample or two.
+    Does not mean: the clip is unusable; a few clipped peaks are mild.
+    """
+    decoded = _need_clips(ctx)
+    t = ctx.t
+    frames = decoded["frames"] * decoded["channels"].clip(lower=1)
+    share = decoded["clipped"] / frames.where(frames > 0, 1)
+    rows = decoded[(decoded["clip_run"] >= t.DATA_CLIP_RUN) | (share >= t.DATA_CLIP_SHARE)]
+    yield from _examples(
+        ctx, rows, "clips are clipped",
+        lambda r: (f"{_name(r)} is clipped: {r.clip_run:,} consecutive full-scale samples.", f"longest run {r.clip_run:,} samples, {r.clipped:,} full-scale samples"),
+    )  # fmt: skip
+
+
+def edge_silence(ctx: DataContext) -> Iterator[Hit]:
+    """A clip starts or ends with a long silence.
+
+    What it detects: leading or trailing silence (frames 40 dB under the clip's own speech level) longer than DATA_EDGE_SILENCE_S.
+    Why it matters: a TTS model learns to pause before or after speaking, and attention-based aligners stall on long silences.
+    Fires on: a recording with two seconds of room tone before the speaker starts.
+    Does not fire on: a short pause inside the clip, or a few hundred milliseconds at the ends.
+    Does not mean: the speech is bad; trim the ends.
+    """
+    decoded = _need_clips(ctx)
+    limit = ctx.t.DATA_EDGE_SILENCE_S
+    rows = decoded[(decoded["lead_s"] > limit) | (decoded["trail_s"] > limit)]
+    yield from _examples(
+        ctx, rows, "clips have long silence at an end",
+        lambda r: (f"{_name(r)} has {figures.num(max(r.lead_s, r.trail_s))} s of silence at its {'start' if r.lead_s >= r.trail_s else 'end'}.", f"leading {figures.num(r.lead_s)} s, trailing {figures.num(r.trail_s)} s; limit {figures.num(limit)} s"),
+    )  # fmt: skip
+
+
+def cut_off(ctx: DataContext) -> Iterator[Hit]:
+    """Speech is cut off at the start or end of a clip.
+
+    What it detects: a first or last 10 ms frame within DATA_CUT_EDGE_DB of the clip's speech level (in a clip louder than DATA_SILENT_DB): the file starts or ends mid-sound.
+    Why it matters: the transcript's first or last word is partly missing from the audio, so the model learns to swallow it.
+    Fires on: a clip exported with its end trimmed into the last word.
+    Does not fire on: clips that begin and end in (even short) silence.
+    Does not mean: the word is gone entirely; listen to the edge.
+    """
+    decoded = _need_clips(ctx)
+    edge = -ctx.t.DATA_CUT_EDGE_DB
+    loud = decoded[decoded["level_db"] > ctx.t.DATA_SILENT_DB]
+    rows = loud[(loud["first_db"] >= edge) | (loud["last_db"] >= edge)]
+    yield from _examples(
+        ctx, rows, "clips are cut off at an edge",
+        lambda r: (f"{_name(r)} is cut off at its {'end' if r.last_db >= edge else 'start'}: the {'last' if r.last_db >= edge else 'first'} 10 ms are at speech level.", f"first frame {figures.num(r.first_db)} dB, last frame {figures.num(r.last_db)} dB relative to the clip's level"),
+    )  # fmt: skip
+
+
+def dc_offset(ctx: DataContext) -> Iterator[Hit]:
+    """A clip has a DC offset.
+
+    What it detects: a mean sample value at least DATA_DC_OFFSET of full scale away from 0.
+    Why it matters: the offset wastes headroom, makes the ends of the clip click, and shifts every spectral frame's lowest bin.
+    Fires on: a recording through a faulty interface with a +0.2 offset.
+    Does not fire on: speech centred on 0.
+    Does not mean: the recording is unusable; a high-pass filter removes it.
+    """
+    decoded = _need_clips(ctx)
+    rows = decoded[decoded["dc"].abs() >= ctx.t.DATA_DC_OFFSET]
+    yield from _examples(ctx, rows, "clips have a DC offset", lambda r: (f"{_name(r)} has a DC offset of {figures.num(r.dc)}.", f"mean sample {figures.num(r.dc)} (full scale 1); limit {figures.num(ctx.t.DATA_DC_OFFSET)}"))
+
+
+def silent(ctx: DataContext) -> Iterator[Hit]:
+    """A clip is silent (or nearly) while its transcript has words.
+
+    What it detects: a decoded clip whose speech level (95th percentile of its 10 ms frame energies) is under DATA_SILENT_DB, with a non-empty transcript.
+    Why it matters: the model is taught that the transcript sounds like nothing: a clip paired with the wrong (or no) audio.
+    Fires on: a clip of zeros; room noise at -70 dBFS listed with a sentence.
+    Does not fire on: quiet but clear speech (its level is above DATA_SILENT_DB).
+    Does not mean: nothing was recorded; the right file may be elsewhere.
+    """
+    decoded = _need_clips(ctx)
+    has_text = decoded["text"].fillna("").str.strip() != ""
+    rows = decoded[(decoded["level_db"] < ctx.t.DATA_SILENT_DB) & has_text]
+    yield from _examples(
+        ctx, rows, "clips are silent",
+        lambda r: (f"{_name(r)} is silent (speech level {figures.num(r.level_db)} dBFS) but its transcript has words.", f"level {figures.num(r.level_db)} dBFS; limit {figures.num(ctx.t.DATA_SILENT_DB)} dBFS"),
+    )  # fmt: skip
+
+
+def _groups(decoded: pd.DataFrame, column: str) -> Iterator[pd.DataFrame]:
+    usable = decoded[decoded[column].fillna("") != ""]
+    for _, group in usable.groupby(column, sort=False):
+        if len(group) > 1:
+            yield group
+
+
+def duplicate_audio(ctx: DataContext) -> Iterator[Hit]:
+    """The same audio is listed under different names.
+
+    What it detects: decoded clips whose samples are identical (the same audio in WAV and FLAC counts as the same) under different paths or ids.
+    Why it matters: a duplicate doubles that clip's weight in training and leaks between a train and a validation split.
+    Fires on: a clip copied under a new name.
+    Does not fire on: different recordings of the same sentence.
+    Does not mean: which copy to keep; see TP-DATA-CONFLICTING-TEXT when their transcripts differ.
+    """
+    decoded = _need_clips(ctx)
+    groups = [g for g in _groups(decoded, "hash") if g["audio"].nunique() > 1]
+    rows = _first_of_each_but_one(groups)
+    yield from _examples(
+        ctx, rows, "clips duplicate another's audio",
+        lambda r: (f"{_name(r)} has the same audio as {_first_name(groups, r)}.", f"identical decoded samples (hash {r.hash[:12]})"),
+    )  # fmt: skip
+
+
+def conflicting_text(ctx: DataContext) -> Iterator[Hit]:
+    """The same audio is listed with different transcripts.
+
+    What it detects: identical decoded audio (the same file on two lines, or a copy) whose transcripts differ after case and whitespace are folded.
+    Why it matters: the model is told one sound means two things; at least one pairing is wrong.
+    Fires on: one clip listed on two lines with different sentences.
+    Does not fire on: the same audio listed twice with the same sentence (see TP-DATA-DUPLICATE-AUDIO).
+    Does not mean: which transcript is right.
+    """
+    decoded = _need_clips(ctx)
+    folded = decoded.assign(folded=decoded["text"].fillna("").map(lambda s: " ".join(s.casefold().split())))
+    groups = [g for g in _groups(folded, "hash") if g["folded"].nunique() > 1]
+    rows = _first_of_each_but_one(groups)
+    yield from _examples(
+        ctx, rows, "clips have the audio of another line with another transcript",
+        lambda r: (f"{_name(r)} (line {r.line}) has the same audio as {_first_name(groups, r)} but another transcript: {r.text!r}.", f"identical decoded samples (hash {r.hash[:12]}), different transcripts"),
+    )  # fmt: skip
+
+
+def _first_of_each_but_one(groups: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    import pandas as pd
+
+    rest = [g.iloc[1:] for g in groups]
+    return pd.concat(rest).sort_values("line", kind="stable") if rest else pd.DataFrame(columns=groups[0].columns if groups else [])
+
+
+def _first_name(groups: Sequence[pd.DataFrame], row: Any) -> str:
+    for group in groups:
+        if row.hash in set(group["hash"]):
+            first = group.iloc[0]
+            return f"{first['listed']} (line {first['line']})"
+    return "another clip"
+
+
+# --- the transcripts ------------------------------------------------------------
+
+
+def empty_text(ctx: DataContext) -> Iterator[Hit]:
+    """A clip has an empty transcript.
+
+    What it detects: a listed clip whose transcript is empty or only whitespace.
+    Why it matters: a TTS model learns that no text produces speech; an ASR model learns to emit nothing for it; some loaders crash on it.
+    Fires on: `LJ001-0001||`.
+    Does not fire on: any transcript with a character.
+    Does not mean: the audio is bad.
+    """
+    table = ctx.table
+    rows = table[table["text"].fillna("").str.strip() == ""]
+    yield from _examples(ctx, rows, "clips have an empty transcript", lambda r: (f"{_name(r)} has an empty transcript.", f"line {r.line}: no text"))
+
+
+def text_rate(ctx: DataContext) -> Iterator[Hit]:
+    """A transcript does not fit its audio: characters per second far from the corpus's (or the speaker's).
+
+    What it detects: characters per second of speech (transcript letters over the clip's duration minus its edge silences) more than DATA_CPS_WARN_Z robust sigmas (MAD x 1.4826) from the median of the corpus, or of the speaker when speakers are known with at least DATA_CPS_MIN_CLIPS clips each; a FAIL beyond DATA_CPS_FAIL_Z.
+    Why it matters: a transcript paired with the wrong audio (a shifted manifest, swapped files) teaches the model nonsense and ruins alignment.
+    Fires on: two transcripts swapped between a 1.5 s and a 6 s clip.
+    Does not fire on: a corpus with fewer than DATA_CPS_MIN_CLIPS clips, or naturally fast and slow sentences within the spread.
+    Does not mean: which of a swapped pair is wrong; both lines are worth a look.
+    """
+    decoded = _need_clips(ctx)
+    t = ctx.t
+    if len(decoded) < t.DATA_CPS_MIN_CLIPS:
+        raise NotApplicable(f"only {len(decoded)} readable clips (needs {t.DATA_CPS_MIN_CLIPS})")
+    speech = (decoded["duration_s"] - decoded["lead_s"] - decoded["trail_s"]).clip(lower=0.05)
+    letters = decoded["text"].fillna("").map(lambda s: sum(ch.isalnum() for ch in s))
+    frame = decoded.assign(cps=letters / speech)
+    frame = frame[letters > 0]
+    speakers = frame["speaker"].fillna("")
+    by_speaker = speakers.nunique() > 1 and speakers.value_counts().min() >= t.DATA_CPS_MIN_CLIPS
+    groups = frame.groupby(speakers) if by_speaker else [("", frame)]
+    flagged = []
+    for _, group in groups:
+        median = group["cps"].median()
+        sigma = MAD_TO_SIGMA * (group["cps"] - median).abs().median()
+        if not sigma > 0:
+            continue
+        z = (group["cps"] - median) / sigma
+        flagged.append(group.assign(z=z, median_cps=median)[z.abs() > t.DATA_CPS_WARN_Z])
+    import pandas as pd
+
+    rows = pd.concat(flagged).sort_values("line", kind="stable") if flagged else frame.iloc[0:0].assign(z=[], median_cps=[])
+    for hit, row in zip(
+        _examples(
+            ctx, rows, "transcripts do not fit their audio",
+            lambda r: (f"{_name(r)} reads at {figures.num(r.cps)} characters per second against a median of {figures.num(r.median_cps)}: the transcript may belong to other audio.", f"{figures.num(r.cps)} chars/s, robust z {figures.num(r.z)}; {len(r.text or '')} characters over {figures.num(r.duration_s)} s"),
+        ),
+        rows.itertuples(index=False),
+    ):  # fmt: skip
+        yield replace(hit, level=None if abs(row.z) > t.DATA_CPS_FAIL_Z else Level.WARN)
+
+
+_DIGIT = re.compile(r"\d+")
+_SYMBOL = re.compile(r"[$€£¥%&@#+=<>/\\^~*_|]")
+_ABBREVIATION = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|St|Jr|Sr|Prof|vs|etc|No|Nr|approx|e\.g|i\.e)\.", re.IGNORECASE)
+
+
+def unnormalized(ctx: DataContext) -> Iterator[Hit]:
+    """A transcript holds digits, symbols or abbreviations a TTS front end may read wrongly.
+
+    What it detects: transcripts with digits, symbols such as `$ % & @ / +`, or common abbreviations (`Dr.`, `St.`, `etc.`).
+    Why it matters: `3/4` can be read as a date, a fraction or "three slash four"; the model learns whichever its text front end picks at training, and another at inference.
+    Fires on: "Dr. Smith paid $40 on 3/4".
+    Does not fire on: text with numbers written out in words.
+    Does not mean: the corpus must be normalised by hand; run your TTS front end's normaliser before training.
+    """
+    table = ctx.table
+    text = table["text"].fillna("")
+    rows = table[text.str.contains(_DIGIT) | text.str.contains(_SYMBOL) | text.str.contains(_ABBREVIATION)]
+
+    def say(r: Any) -> tuple[str, str]:
+        found = [m.group(0) for pattern in (_DIGIT, _SYMBOL, _ABBREVIATION) for m in pattern.finditer(r.text or "")]
+        shown = ", ".join(repr(x) for x in dict.fromkeys(found))
+        return f"{_name(r)} has unnormalised text: {shown}.", f"line {r.line}: {len(found)} digit, symbol or abbreviation occurrence{'s' if len(found) != 1 else ''}"
+
+    yield from _examples(ctx, rows, "transcripts are not normalised", say)
+
+
+def _script(ch: str) -> str:
+    try:
+        name = unicodedata.name(ch)
+    except ValueError:
+        return "UNKNOWN"
+    return name.split(" ", 1)[0]
+
+
+def odd_characters(ctx: DataContext) -> Iterator[Hit]:
+    """A transcript holds control or invisible characters, or letters of a script foreign to the corpus.
+
+    What it detects: control and format characters (U+0007, a zero-width space U+200B, a BOM) anywhere in a transcript, and letters of a script that fewer than DATA_SCRIPT_SHARE of the transcripts use.
+    Why it matters: invisible characters become tokens the model must learn to pronounce as nothing; a foreign script is out of the tokenizer's or phonemiser's alphabet, or text of another language pasted in.
+    Fires on: "hello\u200bworld"; Cyrillic letters in an English corpus.
+    Does not fire on: a corpus that mixes two scripts throughout (both are its own).
+    Does not mean: the text is wrong; a homoglyph (Cyrillic "а" for Latin "a") looks identical.
+    """
+    table = ctx.table
+    texts = table["text"].fillna("")
+    users: dict[str, int] = {}  # script -> how many transcripts use it
+    for text in texts:
+        for script in {_script(ch) for ch in text if ch.isalpha()}:
+            users[script] = users.get(script, 0) + 1
+    total = len(texts)
+    foreign = {s for s, n in users.items() if total and n / total < ctx.t.DATA_SCRIPT_SHARE}
+
+    def odd(text: str) -> list[str]:
+        out = []
+        for ch in text:
+            if unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cn") or (ch.isalpha() and _script(ch) in foreign):
+                out.append(ch)
+        return out
+
+    marks = texts.map(odd)
+    rows = table.assign(odd=marks)[marks.map(bool)]
+
+    def say(r: Any) -> tuple[str, str]:
+        shown = ", ".join(f"U+{ord(ch):04X} {unicodedata.name(ch, unicodedata.category(ch))}" for ch in dict.fromkeys(r.odd))
+        return f"{_name(r)} has characters foreign to the corpus: {shown}.", f"line {r.line}: {len(r.odd)} character{'s' if len(r.odd) != 1 else ''}"
+
+    yield from _examples(ctx, rows, "transcripts have odd characters", say)
+
+
+def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
+    """Different clips have the same transcript.
+
+    What it detects: transcripts that are identical after case and whitespace are folded, on lines with different audio.
+    Why it matters: in a TTS corpus it is often a copy-paste slip (the line above's text); in any corpus it leaks between a train and a validation split.
+    Fires on: two lines with "Hello there." and different audio.
+    Does not fire on: distinct sentences.
+    Does not mean: the pairing is wrong; some corpora record prompts twice on purpose.
+    """
+    table = ctx.table
+    folded = table.assign(folded=table["text"].fillna("").map(lambda s: " ".join(s.casefold().split())))
+    groups = [g for g in _groups(folded, "folded") if g["audio"].nunique() > 1 and g["hash"].nunique() > 1]
+    rows = _first_of_each_but_one(groups) if groups else folded.iloc[0:0]
+    firsts = {g.iloc[0]["folded"]: f"{g.iloc[0]['listed']} (line {g.iloc[0]['line']})" for g in groups}
+    yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts.get(r.folded, 'another clip')}: {r.text!r}.", f"line {r.line}: identical folded text"))
+
+
+def empty_manifest(ctx: DataContext) -> Iterator[Hit]:
+    """The manifest lists no clip.
+
+    What it detects: a manifest (or folder) in which no line is a clip record.
+    Why it matters: a trainer given it trains on nothing, or fails only after its setup.
+    Fires on: a metadata.csv with only a header row.
+    Does not fire on: a manifest with at least one clip.
+    Does not mean: the audio is missing; the manifest may be the wrong file.
+    """
+    if not ctx.manifest.entries:
+        yield Hit(message=f"{ctx.manifest.path} lists no clip.", evidence=f"0 records ({len(ctx.manifest.problems)} problems)", values={"count": 0})
+
+
+def _rules() -> tuple:
+    from trainproof.checks.base import Rule
+
+    fail, warn = Level.FAIL, Level.WARN
+    table = (
+        ("TP-DATA-EMPTY-MANIFEST", fail, empty_manifest),
+        ("TP-DATA-MANIFEST", fail, manifest_broken),
+        ("TP-DATA-MANIFEST-FORMAT", warn, manifest_format),
+        ("TP-DATA-DUPLICATE-ID", warn, duplicate_id),
+        ("TP-DATA-MISSING", fail, missing),
+        ("TP-DATA-UNREADABLE", fail, unreadable),
+        ("TP-DATA-UNLISTED", warn, unlisted),
+        ("TP-DATA-SAMPLE-RATE", fail, sample_rate),
+        ("TP-DATA-CHANNELS", warn, channels),
+        ("TP-DATA-SAMPLE-FORMAT", warn, sample_format),
+        ("TP-DATA-DURATION", warn, duration),
+        ("TP-DATA-DURATION-CLAIM", warn, duration_claim),
+        ("TP-DATA-SILENT", fail, silent),
+        ("TP-DATA-CLIPPING", warn, clipping),
+        ("TP-DATA-EDGE-SILENCE", warn, edge_silence),
+        ("TP-DATA-CUT-OFF", warn, cut_off),
+        ("TP-DATA-DC-OFFSET", warn, dc_offset),
+        ("TP-DATA-DUPLICATE-AUDIO", warn, duplicate_audio),
+        ("TP-DATA-CONFLICTING-TEXT", fail, conflicting_text),
+        ("TP-DATA-EMPTY-TEXT", fail, empty_text),
+        ("TP-DATA-TEXT-RATE", fail, text_rate),
+        ("TP-DATA-UNNORMALIZED", warn, unnormalized),
+        ("TP-DATA-CHARACTERS", warn, odd_characters),
+        ("TP-DATA-DUPLICATE-TEXT", warn, duplicate_text),
+    )
+    return tuple(Rule(rule_id, level, check, "data") for rule_id, level, check in table)
+
+
+DATA_RULES = _rules()
+"""The data command's rules, in the order they run; registered by id in :mod:`trainproof.checks.registry`."""

@@ -1,0 +1,59 @@
+"""``trainproof data MANIFEST...``: judge speech/TTS datasets before training on them."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from trainproof.cli.common import add_judging_command
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be above 0: {text!r}")
+        return value
+
+    return parse
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("dataset")
+    group.add_argument("--root", metavar="DIR", help="resolve every relative audio path against DIR (overrides each layout's own rule)")
+    group.add_argument("--audio-dir", metavar="DIR", help="where an LJSpeech-style metadata.csv's clips are (default: wavs/ or audio/ beside it)")
+    group.add_argument("--sample-rate", type=_positive(int), metavar="HZ", help="the sample rate the clips must have (default: one rate, whichever)")
+    group.add_argument("--channels", type=_positive(int), metavar="N", help="the channel count the clips must have (default: one count, whichever)")
+    group.add_argument("--jobs", type=_positive(int), metavar="N", help="decoding processes (default: every core)")
+    group.add_argument("--no-cache", action="store_true", help="decode every clip; read and write no cache")
+    group.add_argument("--cache-dir", metavar="DIR", help="where per-clip records are cached (default: .trainproof_cache)")
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "root": args.root,
+        "audio_dir": args.audio_dir,
+        "sample_rate": args.sample_rate,
+        "channels": args.channels,
+        "jobs": args.jobs,
+        "no_cache": args.no_cache,
+        "cache_dir": args.cache_dir,
+        "progress": not args.json,
+    }
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    add_judging_command(
+        commands,
+        "data",
+        "judge speech/TTS datasets before training on them",
+        "Judge each speech dataset (an LJSpeech folder or metadata.csv, a NeMo JSONL or CSV/TSV manifest, a Kaldi data dir, "
+        "or a folder of audio with .txt/.lab transcripts) by the data rules: the manifest, every clip's audio, the transcripts.",
+        "a manifest, or a dataset folder",
+        arguments=_arguments,
+        options=_options,
+        formats=False,
+    )

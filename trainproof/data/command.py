@@ -1,0 +1,165 @@
+"""``trainproof data``: the command that judges a speech dataset, as a :class:`trainproof.judge.Command`.
+
+Reading a dataset is reading its manifest and reducing every listed clip to
+a record of numbers (on this machine's cores, through the cache); the rules
+judge the manifest and the table of records. What a dataset shows: its
+summary (clips, hours, sample rates, speakers, duration percentiles).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from trainproof import figures
+from trainproof.checks.registry import RULES
+from trainproof.config import Settings
+from trainproof.data.model import ClipRecord, ClipRef, Manifest
+from trainproof.errors import MissingDependencyError
+from trainproof.judge import Command, Outcome, Prepared, Stage, nothing_ran
+from trainproof.report import Subject
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A manifest and the record of each clip it lists, in manifest order."""
+
+    manifest: Manifest
+    records: tuple[ClipRecord, ...]
+
+
+def _require() -> None:
+    """soundfile and pandas are the data command's own dependencies: a missing one is exit 2 naming it."""
+    for package in ("soundfile", "pandas"):
+        try:
+            __import__(package)
+        except ImportError:
+            raise MissingDependencyError(package, "data", "trainproof data") from None
+
+
+def _progress(options: Mapping[str, Any]) -> Callable[[int, int], None] | None:
+    """A progress line on a terminal, none in CI, under --json or when stderr is not a terminal."""
+    import os
+
+    if not options.get("progress", True) or os.environ.get("CI") or not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\rtrainproof data: {done:,}/{total:,} clips decoded{end}")
+        sys.stderr.flush()
+
+    return show
+
+
+def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
+    if isinstance(source, Dataset):
+        return source
+    _require()
+    from trainproof.data.engine import analyze_all
+    from trainproof.data.manifest import read_manifest
+
+    manifest = read_manifest(source, root=options.get("root"), audio_dir=options.get("audio_dir"))
+    refs = [ClipRef(entry.audio, entry.offset, entry.duration if entry.offset is not None else None) for entry in manifest.entries]
+    cache = _cache(options)
+    if cache is None:
+        records = analyze_all(refs, jobs=options.get("jobs"), progress=_progress(options))
+    else:
+        with cache:
+            records = analyze_all(refs, jobs=options.get("jobs"), cache=cache, progress=_progress(options))
+        if cache.notes:
+            manifest = replace(manifest, notes=manifest.notes + tuple(cache.notes))
+    return Dataset(manifest, tuple(records))
+
+
+def _cache(options: Mapping[str, Any]) -> Any:
+    if options.get("no_cache"):
+        return None
+    from trainproof.data.cache import Cache
+
+    return Cache(options.get("cache_dir") or ".trainproof_cache")
+
+
+def summarize(dataset: Dataset) -> dict:
+    """The dataset's summary pairs: clips, hours, sample rates, speakers, duration percentiles."""
+    import numpy as np
+
+    records = [r for r in dataset.records if r.error_kind is None]
+    durations = np.array([r.duration_s for r in records], dtype=float)
+    rates = sorted({r.sample_rate for r in records})
+    speakers = {e.speaker for e in dataset.manifest.entries if e.speaker}
+    out: dict = {
+        "layout": dataset.manifest.layout,
+        "clips": len(dataset.manifest.entries),
+        "readable": len(records),
+        "hours": round(float(durations.sum()) / 3600, 4),
+        "sample_rates": ", ".join(f"{rate:,} Hz" for rate in rates) or None,
+        "speakers": len(speakers) or None,
+    }
+    if durations.size:
+        for q in (5, 50, 95):
+            out[f"duration_p{q}_s"] = round(float(np.percentile(durations, q)), 3)
+    return out
+
+
+def headline(dataset: Dataset, summary: Mapping[str, Any]) -> str:
+    parts = [f"{dataset.manifest.layout} dataset", f"{summary['clips']:,} clips ({summary['readable']:,} readable)"]
+    parts.append(f"{figures.duration(summary['hours'] * 3600)} of audio")
+    if summary.get("sample_rates"):
+        parts.append(str(summary["sample_rates"]))
+    if summary.get("speakers"):
+        parts.append(f"{summary['speakers']} speakers")
+    if "duration_p50_s" in summary:
+        parts.append(f"clip durations {figures.num(summary['duration_p5_s'])}/{figures.num(summary['duration_p50_s'])}/{figures.num(summary['duration_p95_s'])} s (5th/50th/95th percentile)")
+    return "; ".join(parts)
+
+
+class Data(Command):
+    """``trainproof data``: each dataset (a manifest, or a folder holding one) by the data rules."""
+
+    name = "data"
+
+    def read(self, source: Any, options: Mapping[str, Any]) -> Dataset:
+        return read_dataset(source, options)
+
+    def reads(self, path: str) -> Sequence[Path]:
+        """The manifest files a dataset is read from (a folder's metadata.csv, a Kaldi dir's lists)."""
+        target = Path(path)
+        if not target.is_dir():
+            return [target]
+        names = ("metadata.csv", "wav.scp", "text", "utt2spk", "segments")
+        return [target / name for name in names if (target / name).is_file()] + [target]
+
+    def stages(self, dataset: Dataset, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
+        from trainproof.checks.data import DataContext
+
+        options = prepared.shared or {}
+        ctx = DataContext(dataset.manifest, dataset.records, settings.thresholds, options.get("sample_rate"), options.get("channels"))
+        return (Stage(RULES["data"], ctx),)
+
+    def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
+        return Prepared(shared=dict(options))
+
+    def unjudged(self, stages: Sequence[Stage], outcome: Outcome, prepared: Prepared) -> str | None:
+        return nothing_ran(outcome)
+
+    def present(self, dataset: Dataset, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
+        summary = summarize(dataset)
+        return Subject(
+            path=dataset.manifest.path,
+            format=dataset.manifest.layout,
+            findings=subject.findings,
+            ran=subject.ran,
+            skipped=subject.skipped,
+            unjudged=subject.unjudged,
+            role=subject.role,
+            summary=summary,
+            headline=headline(dataset, summary),
+            notes=dataset.manifest.notes,
+        )
+
+
+DATA = Data()
