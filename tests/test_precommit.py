@@ -60,7 +60,7 @@ def test_bad_log_fails(tmp_path, pre_commit_home):
 def try_data_hook(root, home, hook):
     env = {**os.environ, "PRE_COMMIT_HOME": str(home), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     return subprocess.run(
-        ["pre-commit", "try-repo", str(REPO), hook, "--all-files", "--color", "never"], cwd=root, env=env, capture_output=True, text=True
+        ["pre-commit", "try-repo", str(REPO), hook, "--all-files", "--verbose", "--color", "never"], cwd=root, env=env, capture_output=True, text=True
     )
 
 
