@@ -51,24 +51,27 @@ RATE = 22050
 
 
 def run_trainproof(paths: list[str], jobs: int, cache_dir: str | None) -> None:
-    """What (a), (b) and (c) measure as "trainproof data" on these clips.
+    """What (a), (b) and (c) measure as "trainproof data" on these clips: the whole command, in this process.
 
-    STUB, to be switched by the lead once the command lands: today it calls
-    the engine (stat, cache lookup, decoding in workers, cache writes)
-    directly on the clip paths; later it should run the full command, e.g.
-    ``trainproof.cli.main(["data", folder, "--jobs", str(jobs), "--cache-dir",
-    cache_dir, "--json"])`` on a folder or manifest listing ``paths``.
+    A NeMo manifest listing ``paths`` is written beside the first clip (not
+    timed), then judged as ``trainproof data MANIFEST --jobs J`` judges it:
+    the manifest read, every clip reduced through the engine and the cache,
+    the 24 rules on the corpus table, the report built.
     """
-    from trainproof.data.cache import Cache
-    from trainproof.data.engine import analyze_all
-    from trainproof.data.model import ClipRef
+    import json
+    import os
+    import tempfile
 
-    refs = [ClipRef(path) for path in paths]
-    if cache_dir is None:
-        analyze_all(refs, jobs=jobs)
-        return
-    with Cache(cache_dir) as cache:
-        analyze_all(refs, jobs=jobs, cache=cache)
+    from trainproof.judge import judge
+
+    handle, manifest = tempfile.mkstemp(suffix="_manifest.jsonl", dir=os.path.dirname(paths[0]))
+    with os.fdopen(handle, "w") as out:
+        for path in paths:
+            out.write(json.dumps({"audio_filepath": path, "text": "a sentence of about the right length for it"}) + "\n")
+    try:
+        judge("data", [manifest], jobs=jobs, cache_dir=cache_dir, no_cache=cache_dir is None, progress=False)
+    finally:
+        os.unlink(manifest)
 
 
 # --- the corpus -------------------------------------------------------------------
