@@ -40,3 +40,13 @@ def test_importing_the_package_imports_nothing_heavy():
 def test_html_loads_its_template_engine_only_when_asked(tmp_path):
     path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([2.0, 1.8, 1.5, 1.3, 1.2, 1.1]))
     assert "jinja2" in loaded_by("epoch", str(path), "--html", str(tmp_path / "r.html"))
+
+
+def test_epoch_imports_no_other_commands_checks_or_readers(tmp_path):
+    path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([2.0, 1.8, 1.5, 1.3, 1.2, 1.1]))
+    probe = (
+        "import sys; from trainproof.cli import main; main(sys.argv[1:]); "
+        "print(sorted(m for m in sys.modules if m.startswith(('trainproof.data', 'trainproof.checks.data', 'trainproof.cli.data'))), file=sys.stderr)"
+    )
+    result = subprocess.run([sys.executable, "-c", probe, "epoch", str(path)], capture_output=True, text=True, cwd=REPO)
+    assert result.stderr.strip().splitlines()[-1] == "[]"
