@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from trainproof import figures
@@ -549,6 +549,7 @@ def unnormalized(ctx: DataContext) -> Iterator[Hit]:
     yield from _examples(ctx, rows, "transcripts are not normalised", say)
 
 
+@lru_cache(maxsize=4096)
 def _script(ch: str) -> str:
     try:
         name = unicodedata.name(ch)
