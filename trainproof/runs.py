@@ -184,7 +184,7 @@ class _Baseline:
         self.subject, self.ctx = subject, ctx
 
 
-class Compare(Command):
+class Compare(Epoch):
     """``trainproof compare``: each run by the single-run rules, then against one known-good baseline."""
 
     name = "compare"
@@ -192,9 +192,6 @@ class Compare(Command):
     @property
     def rules(self) -> tuple[Rule, ...]:
         return RULES["epoch"] + RULES["compare"]
-
-    read = Epoch.read
-    reads = Epoch.reads
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
         """The baseline, judged by the single-run rules and listed with role ``baseline``."""
@@ -257,7 +254,7 @@ class Compare(Command):
         return Table(("verdict", "run", "floor", "end", "improved", "baseline improved"), rows)
 
 
-class Watch(Command):
+class Watch(Epoch):
     """``trainproof watch``: a growing run by the live rules, and the watcher's own rules (a stall)."""
 
     name = "watch"
@@ -266,9 +263,6 @@ class Watch(Command):
     def rules(self) -> tuple[Rule, ...]:
         return RULES["epoch"] + RULES["watch"]
 
-    read = Epoch.read
-    reads = Epoch.reads
-
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
         return Prepared(shared=(float(options.get("idle_s", 0.0)), options.get("stall_timeout_s")))
 
@@ -276,9 +270,6 @@ class Watch(Command):
         ctx = RunContext(run, settings.thresholds)
         idle, timeout = prepared.shared
         return (Stage(RULES["epoch"], ctx), Stage(RULES["watch"], WatchContext(ctx, idle, timeout)))
-
-    unjudged = Epoch.unjudged
-    present = Epoch.present
 
 
 EPOCH = Epoch()

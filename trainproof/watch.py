@@ -211,8 +211,7 @@ class Watcher:
             self.points = len(fresh.loss) if fresh.loss is not None else 0
         new: tuple[Finding, ...] = ()
         if self.run is not None and self._due(fresh is not None, now):
-            nonfinite = self.parser.builder.nonfinite_added if self.parser is not None else 0
-            self.last = self.live.judge(self.run, self.points, nonfinite, idle_s=now - self.last_growth, stall_timeout_s=self.stall_timeout)
+            self.last = self.live.judge(self.run, self.points, self._nonfinite, idle_s=now - self.last_growth, stall_timeout_s=self.stall_timeout)
             new = self._new_findings(self.last)
         waiting = None if self.last is not None or fresh is not None else "waiting for the first records"
         return Tick(self.points, self.last, new, restarted, grew, waiting)
@@ -225,8 +224,12 @@ class Watcher:
             if not stalled:
                 self.reported.discard(_STALL_KEY)  # the next stall is said again
             return True
-        nonfinite = self.parser.builder.nonfinite_added if self.parser is not None else 0
-        return read and (self.whole_file or self.live.due(self.points, nonfinite))
+        return read and (self.whole_file or self.live.due(self.points, self._nonfinite))
+
+    @property
+    def _nonfinite(self) -> int:
+        """Non-finite values the line parser has seen (the live judge judges at once when one is new)."""
+        return self.parser.builder.nonfinite_added if self.parser is not None else 0
 
     def _take(self, chunk: Chunk) -> None:
         """Feed one poll's lines to the parser, starting afresh when the file was."""

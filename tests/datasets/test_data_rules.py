@@ -198,13 +198,15 @@ def test_a_binary_file_named_jsonl_is_exit_2(capsys, tmp_path):
     assert "Traceback" not in err
 
 
-def test_a_manifest_of_garbage_is_a_fail_or_exit_2(capsys, tmp_path):
+def test_a_manifest_of_garbage_is_a_fail_naming_its_lines(capsys, tmp_path):
     path = tmp_path / "manifest.jsonl"
     path.write_text("\n".join("{not json" + str(i) for i in range(50)) + "\n")
     code, out, err = run_cli(capsys, str(path))
-    assert code in (1, 2)
-    assert "Traceback" not in out + err
-    assert "internal error" not in err
+    assert code == 1
+    assert "[FAIL] TP-DATA-EMPTY-MANIFEST" in out
+    assert "[FAIL] TP-DATA-MANIFEST  line 1 is not valid JSON" in out
+    assert "(50 such lines)" in out
+    assert err == ""
 
 
 def test_a_manifest_listing_10000_missing_files_is_one_short_fail(capsys, tmp_path):

@@ -83,7 +83,9 @@ class DataContext:
         columns = ["line", "id", "audio", "listed", "text", "manifest", "speaker", "claimed_s", "error_kind", "error", "sample_rate",
                    "channels", "subtype", "duration_s", "frames", "clipped", "clip_run", "dc", "level_db", "lead_s", "trail_s",
                    "first_db", "last_db", "hash"]  # fmt: skip
-        return pd.DataFrame(rows, columns=columns)
+        table = pd.DataFrame(rows, columns=columns)
+        table["folded"] = table["text"].fillna("").map(lambda s: " ".join(s.casefold().split()))  # for comparing transcripts
+        return table
 
     @cached_property
     def decoded(self) -> pd.DataFrame:
@@ -441,8 +443,7 @@ def conflicting_text(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: which transcript is right.
     """
     decoded = _need_clips(ctx)
-    folded = decoded.assign(folded=decoded["text"].fillna("").map(lambda s: " ".join(s.casefold().split())))
-    groups = [g for g in _groups(folded, "hash") if g["folded"].nunique() > 1]
+    groups = [g for g in _groups(decoded, "hash") if g["folded"].nunique() > 1]
     rows = _first_of_each_but_one(groups)
     yield from _examples(
         ctx, rows, "clips have the audio of another line with another transcript",
@@ -603,9 +604,8 @@ def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the pairing is wrong; some corpora record prompts twice on purpose.
     """
     table = ctx.table
-    folded = table.assign(folded=table["text"].fillna("").map(lambda s: " ".join(s.casefold().split())))
-    groups = [g for g in _groups(folded, "folded") if g["audio"].nunique() > 1 and g["hash"].nunique() > 1]
-    rows = _first_of_each_but_one(groups) if groups else folded.iloc[0:0]
+    groups = [g for g in _groups(table, "folded") if g["audio"].nunique() > 1 and g["hash"].nunique() > 1]
+    rows = _first_of_each_but_one(groups)
     firsts = {g.iloc[0]["folded"]: f"{g.iloc[0]['listed']} (line {g.iloc[0]['line']})" for g in groups}
     yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts.get(r.folded, 'another clip')}: {r.text!r}.", f"line {r.line}: identical folded text"))
 

@@ -19,7 +19,7 @@ from trainproof.checks.registry import RULES
 from trainproof.config import Settings
 from trainproof.data.model import ClipRecord, ClipRef, Manifest
 from trainproof.errors import MissingDependencyError
-from trainproof.judge import Command, Outcome, Prepared, Stage, nothing_ran
+from trainproof.judge import Command, Prepared, Stage
 from trainproof.report import Subject
 
 
@@ -142,9 +142,6 @@ class Data(Command):
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
         return Prepared(shared=dict(options))
-
-    def unjudged(self, stages: Sequence[Stage], outcome: Outcome, prepared: Prepared) -> str | None:
-        return nothing_ran(outcome)
 
     def present(self, dataset: Dataset, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
         summary = summarize(dataset)
