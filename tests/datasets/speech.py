@@ -844,6 +844,22 @@ def other_subtype(corpus: Corpus, id: str | None = None, subtype: str = "PCM_24"
     return _fault(corpus, "other_subtype", clip, note=subtype)
 
 
+def nonfinite(corpus: Corpus, id: str | None = None, count: int = 5) -> Fault:
+    """One clip rewritten as 32-bit float WAV with ``count`` NaN samples in the middle."""
+    clip = _pick(corpus, id)
+    if clip.audio.suffix.lower() != ".wav":
+        raise NotApplicableFault("only a WAV clip can hold float samples here")
+
+    def poison(x: np.ndarray, rate: int) -> np.ndarray:
+        y = np.array(x, dtype=np.float64)
+        middle = len(y) // 2
+        y[middle : middle + count] = np.nan
+        return y
+
+    _rewrite(clip, poison, subtype="FLOAT")
+    return _fault(corpus, "nonfinite", clip, note=f"{count} NaN")
+
+
 def truncated(corpus: Corpus, id: str | None = None, keep: float = 0.5) -> Fault:
     """The file cut to ``keep`` of its bytes: its header still claims the whole length."""
     clip = _pick(corpus, id)
@@ -1122,6 +1138,7 @@ FAULTS: dict[str, Callable[..., Fault]] = {
     "other_rate": other_rate,
     "stereo": stereo,
     "other_subtype": other_subtype,
+    "nonfinite": nonfinite,
     "truncated": truncated,
     "empty_file": empty_file,
     "not_audio": not_audio,

@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from trainproof import figures
@@ -50,42 +51,35 @@ class DataContext:
         """One row per listed clip, in manifest order: the entry's claims and the record's numbers."""
         import pandas as pd
 
-        rows = []
-        for entry, record in zip(self.manifest.entries, self.records):
-            rows.append(
-                {
-                    "line": entry.line,
-                    "id": entry.id,
-                    "audio": entry.audio,
-                    "listed": entry.listed,
-                    "text": entry.text,
-                    "manifest": entry.manifest,
-                    "speaker": entry.speaker,
-                    "claimed_s": entry.duration,
-                    "error_kind": record.error_kind,
-                    "error": record.error,
-                    "sample_rate": record.sample_rate,
-                    "channels": record.channels,
-                    "subtype": record.subtype,
-                    "duration_s": record.duration_s,
-                    "frames": record.frames,
-                    "clipped": record.clipped_samples,
-                    "clip_run": record.longest_clipped_run,
-                    "dc": record.dc_offset,
-                    "level_db": record.level_db,
-                    "lead_s": record.lead_silence_s,
-                    "trail_s": record.trail_silence_s,
-                    "first_db": record.first_frame_db,
-                    "last_db": record.last_frame_db,
-                    "hash": record.audio_hash,
-                }
-            )
-        columns = ["line", "id", "audio", "listed", "text", "manifest", "speaker", "claimed_s", "error_kind", "error", "sample_rate",
-                   "channels", "subtype", "duration_s", "frames", "clipped", "clip_run", "dc", "level_db", "lead_s", "trail_s",
-                   "first_db", "last_db", "hash"]  # fmt: skip
-        table = pd.DataFrame(rows, columns=columns)
-        table["folded"] = table["text"].fillna("").map(lambda s: " ".join(s.casefold().split()))  # for comparing transcripts
+        entries, records = self.manifest.entries, self.records
+        of_entries = {"line": "line", "id": "id", "audio": "audio", "listed": "listed", "text": "text", "manifest": "manifest",
+                      "speaker": "speaker", "claimed_s": "duration"}  # fmt: skip
+        of_records = {"error_kind": "error_kind", "error": "error", "sample_rate": "sample_rate", "channels": "channels",
+                      "subtype": "subtype", "duration_s": "duration_s", "frames": "frames", "clipped": "clipped_samples",
+                      "clip_run": "longest_clipped_run", "dc": "dc_offset", "level_db": "level_db", "lead_s": "lead_silence_s",
+                      "trail_s": "trail_silence_s", "first_db": "first_frame_db", "last_db": "last_frame_db", "hash": "audio_hash",
+                      "nonfinite": "nonfinite_samples"}  # fmt: skip
+        if entries:  # column by column (a dict per row was most of a warm run's table)
+            columns = dict(zip(of_entries, zip(*map(attrgetter(*of_entries.values()), entries))))
+            columns.update(zip(of_records, zip(*map(attrgetter(*of_records.values()), records))))
+            table = pd.DataFrame(columns)
+        else:
+            table = pd.DataFrame({name: pd.Series([], dtype=object) for name in [*of_entries, *of_records]})
+        for name in ("claimed_s", "duration_s", "dc", "level_db", "lead_s", "trail_s", "first_db", "last_db"):
+            table[name] = table[name].astype("float64")
+        # for comparing transcripts: case and runs of whitespace folded (a list comprehension: Series.map costs twice as much)
+        table["folded"] = pd.Series([" ".join(e.text.casefold().split()) if e.text else "" for e in entries], index=table.index, dtype=object)
         return table
+
+    @cached_property
+    def characters(self) -> frozenset[str]:
+        """Every distinct character in the transcripts (rules classify each once, not once per occurrence)."""
+        return frozenset().union(*(entry.text for entry in self.manifest.entries if entry.text))
+
+    @cached_property
+    def rates(self) -> tuple[pd.DataFrame, bool]:
+        """:func:`speech_rates` of this corpus, worked out once for the rule and the report's histogram."""
+        return speech_rates(self)
 
     @cached_property
     def decoded(self) -> pd.DataFrame:
@@ -176,7 +170,7 @@ def unlisted(ctx: DataContext) -> Iterator[Hit]:
     What it detects: audio files beside the listed ones (in `wavs/`, or the folder of a folder dataset) that no line names (the first DATA_EXAMPLES named, the rest counted).
     Why it matters: a clip you recorded and transcribed that the trainer will never see, or the trace of a line lost in an edit.
     Fires on: `wavs/LJ050-0001.wav` with no line for `LJ050-0001`.
-    Does not fire on: a folder holding exactly the listed clips.
+    Does not fire on: a folder holding exactly the listed clips; NeMo, CSV and Kaldi manifests, which often list one split (train, dev) of clips in a folder shared with the others.
     Does not mean: the file should be listed; it may be a leftover.
     """
     problems = [p for p in ctx.manifest.problems if p.kind == "unlisted"]
@@ -221,6 +215,23 @@ def unreadable(ctx: DataContext) -> Iterator[Hit]:
     table = ctx.table
     rows = table[table["error_kind"].isin(["unreadable", "empty", "truncated"])]
     yield from _examples(ctx, rows, "clips cannot be read", lambda r: (f"{_name(r)} cannot be read: {r.error}.", f"line {r.line}: {r.error_kind}"))
+
+
+def nonfinite(ctx: DataContext) -> Iterator[Hit]:
+    """A clip holds NaN or infinite samples.
+
+    What it detects: samples of a floating-point file (32- or 64-bit float WAV, AIFF, ...) that are NaN or infinite.
+    Why it matters: one NaN sample makes the clip's spectrogram NaN, and the first batch that holds it turns the loss, then every weight, into NaN.
+    Fires on: a float WAV written by a resampler or a gain stage that divided by zero.
+    Does not fire on: integer formats (16- and 24-bit PCM cannot hold NaN), or float files whose samples are all finite.
+    Does not mean: the rest of the clip is bad; trainproof reads those samples as 0 for its other numbers.
+    """
+    decoded = _need_clips(ctx)
+    rows = decoded[decoded["nonfinite"] > 0]
+    yield from _examples(
+        ctx, rows, "clips hold NaN or infinite samples",
+        lambda r: (f"{_name(r)} holds {int(r.nonfinite):,} NaN or infinite samples.", f"{int(r.nonfinite):,} non-finite of {int(r.frames) * max(int(r.channels), 1):,} samples ({r.subtype})"),
+    )  # fmt: skip
 
 
 def _mixed(ctx: DataContext, column: str, target: Any, noun: str, show: Any) -> Iterator[Hit]:
@@ -408,11 +419,23 @@ def silent(ctx: DataContext) -> Iterator[Hit]:
     )  # fmt: skip
 
 
-def _groups(decoded: pd.DataFrame, column: str) -> Iterator[pd.DataFrame]:
-    usable = decoded[decoded[column].fillna("") != ""]
-    for _, group in usable.groupby(column, sort=False):
-        if len(group) > 1:
-            yield group
+def _repeats(rows: pd.DataFrame, key: str, *, differing: Sequence[str] = ()) -> tuple[pd.DataFrame, dict[Any, str]]:
+    """Rows that repeat an earlier row's ``key`` (all but the first of each group), and each group's first clip by key.
+
+    Only groups whose rows also differ in every column of ``differing`` count
+    (the paths of duplicated audio, the transcripts of conflicting audio). An
+    empty or missing key groups nothing. Vectorised: a corpus where every clip
+    has nine copies costs one sort, not a Python loop per group.
+    """
+    keyed = rows[rows[key].fillna("") != ""]
+    keyed = keyed[keyed.duplicated(key, keep=False)]
+    for column in differing:
+        if keyed.empty:
+            break
+        keyed = keyed[keyed.groupby(key, sort=False)[column].transform("nunique") > 1]
+    firsts = keyed.drop_duplicates(key, keep="first")
+    names = {k: f"{listed} (line {line})" for k, listed, line in zip(firsts[key], firsts["listed"], firsts["line"])}
+    return keyed[keyed.duplicated(key, keep="first")].sort_values("line", kind="stable"), names
 
 
 def duplicate_audio(ctx: DataContext) -> Iterator[Hit]:
@@ -424,12 +447,10 @@ def duplicate_audio(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: different recordings of the same sentence.
     Does not mean: which copy to keep; see TP-DATA-CONFLICTING-TEXT when their transcripts differ.
     """
-    decoded = _need_clips(ctx)
-    groups = [g for g in _groups(decoded, "hash") if g["audio"].nunique() > 1]
-    rows = _first_of_each_but_one(groups)
+    rows, firsts = _repeats(_need_clips(ctx), "hash", differing=("audio",))
     yield from _examples(
         ctx, rows, "clips duplicate another's audio",
-        lambda r: (f"{_name(r)} has the same audio as {_first_name(groups, r)}.", f"identical decoded samples (hash {r.hash[:12]})"),
+        lambda r: (f"{_name(r)} has the same audio as {firsts[r.hash]}.", f"identical decoded samples (hash {r.hash[:12]})"),
     )  # fmt: skip
 
 
@@ -442,28 +463,11 @@ def conflicting_text(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: the same audio listed twice with the same sentence (see TP-DATA-DUPLICATE-AUDIO).
     Does not mean: which transcript is right.
     """
-    decoded = _need_clips(ctx)
-    groups = [g for g in _groups(decoded, "hash") if g["folded"].nunique() > 1]
-    rows = _first_of_each_but_one(groups)
+    rows, firsts = _repeats(_need_clips(ctx), "hash", differing=("folded",))
     yield from _examples(
         ctx, rows, "clips have the audio of another line with another transcript",
-        lambda r: (f"{_name(r)} (line {r.line}) has the same audio as {_first_name(groups, r)} but another transcript: {r.text!r}.", f"identical decoded samples (hash {r.hash[:12]}), different transcripts"),
+        lambda r: (f"{_name(r)} (line {r.line}) has the same audio as {firsts[r.hash]} but another transcript: {r.text!r}.", f"identical decoded samples (hash {r.hash[:12]}), different transcripts"),
     )  # fmt: skip
-
-
-def _first_of_each_but_one(groups: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    import pandas as pd
-
-    rest = [g.iloc[1:] for g in groups]
-    return pd.concat(rest).sort_values("line", kind="stable") if rest else pd.DataFrame(columns=groups[0].columns if groups else [])
-
-
-def _first_name(groups: Sequence[pd.DataFrame], row: Any) -> str:
-    for group in groups:
-        if row.hash in set(group["hash"]):
-            first = group.iloc[0]
-            return f"{first['listed']} (line {first['line']})"
-    return "another clip"
 
 
 # --- the transcripts ------------------------------------------------------------
@@ -492,28 +496,9 @@ def text_rate(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: a corpus with fewer than DATA_CPS_MIN_CLIPS clips, or naturally fast and slow sentences within the spread.
     Does not mean: which of a swapped pair is wrong; both lines are worth a look.
     """
-    decoded = _need_clips(ctx)
     t = ctx.t
-    if len(decoded) < t.DATA_CPS_MIN_CLIPS:
-        raise NotApplicable(f"only {len(decoded)} readable clips (needs {t.DATA_CPS_MIN_CLIPS})")
-    speech = (decoded["duration_s"] - decoded["lead_s"] - decoded["trail_s"]).clip(lower=0.05)
-    letters = decoded["text"].fillna("").map(lambda s: sum(ch.isalnum() for ch in s))
-    frame = decoded.assign(cps=letters / speech)
-    frame = frame[letters > 0]
-    speakers = frame["speaker"].fillna("")
-    by_speaker = speakers.nunique() > 1 and speakers.value_counts().min() >= t.DATA_CPS_MIN_CLIPS
-    groups = frame.groupby(speakers) if by_speaker else [("", frame)]
-    flagged = []
-    for _, group in groups:
-        median = group["cps"].median()
-        sigma = MAD_TO_SIGMA * (group["cps"] - median).abs().median()
-        if not sigma > 0:
-            continue
-        z = (group["cps"] - median) / sigma
-        flagged.append(group.assign(z=z, median_cps=median)[z.abs() > t.DATA_CPS_WARN_Z])
-    import pandas as pd
-
-    rows = pd.concat(flagged).sort_values("line", kind="stable") if flagged else frame.iloc[0:0].assign(z=[], median_cps=[])
+    rates, _ = ctx.rates
+    rows = rates[rates["z"].abs() > t.DATA_CPS_WARN_Z]
     for hit, row in zip(
         _examples(
             ctx, rows, "transcripts do not fit their audio",
@@ -522,6 +507,37 @@ def text_rate(ctx: DataContext) -> Iterator[Hit]:
         rows.itertuples(index=False),
     ):  # fmt: skip
         yield replace(hit, level=None if abs(row.z) > t.DATA_CPS_FAIL_Z else Level.WARN)
+
+
+def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
+    """The readable clips with a transcript, with their characters per second of speech and its robust z-score.
+
+    Columns added: ``cps``, ``median_cps`` and ``sigma_cps`` (MAD x 1.4826)
+    of the clip's group, ``z`` (NaN in a group with no spread). The group is
+    the clip's speaker when every speaker has at least DATA_CPS_MIN_CLIPS
+    clips (the bool returned says so), else the corpus. NotApplicable under
+    DATA_CPS_MIN_CLIPS readable clips. TP-DATA-TEXT-RATE and the report's
+    histogram both read this, so they agree.
+    """
+    decoded = _need_clips(ctx)
+    t = ctx.t
+    if len(decoded) < t.DATA_CPS_MIN_CLIPS:
+        raise NotApplicable(f"only {len(decoded)} readable clips (needs {t.DATA_CPS_MIN_CLIPS})")
+    speech = (decoded["duration_s"] - decoded["lead_s"] - decoded["trail_s"]).clip(lower=0.05)
+    drop = {ord(ch): None for ch in ctx.characters if not ch.isalnum()}
+    letters = decoded["text"].fillna("").map(lambda s: len(s.translate(drop)))
+    frame = decoded.assign(cps=letters / speech)[letters > 0]
+    speakers = frame["speaker"].fillna("")
+    by_speaker = bool(speakers.nunique() > 1 and speakers.value_counts().min() >= t.DATA_CPS_MIN_CLIPS)
+    cps = frame["cps"]
+    if by_speaker:
+        median = cps.groupby(speakers, sort=False).transform("median")
+        sigma = MAD_TO_SIGMA * (cps - median).abs().groupby(speakers, sort=False).transform("median")
+    else:
+        median = cps * 0 + cps.median()
+        sigma = cps * 0 + MAD_TO_SIGMA * (cps - cps.median()).abs().median()
+    z = ((cps - median) / sigma).where(sigma > 0)
+    return frame.assign(median_cps=median, sigma_cps=sigma, z=z), by_speaker
 
 
 _DIGIT = re.compile(r"\d+")
@@ -570,21 +586,21 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
     """
     table = ctx.table
     texts = table["text"].fillna("")
-    users: dict[str, int] = {}  # script -> how many transcripts use it
-    for text in texts:
-        for script in {_script(ch) for ch in text if ch.isalpha()}:
-            users[script] = users.get(script, 0) + 1
+    letters: dict[str, set[str]] = {}  # script -> the letters of it that the transcripts use
+    for ch in ctx.characters:
+        if ch.isalpha():
+            letters.setdefault(_script(ch), set()).add(ch)
     total = len(texts)
-    foreign = {s for s, n in users.items() if total and n / total < ctx.t.DATA_SCRIPT_SHARE}
-
-    def odd(text: str) -> list[str]:
-        out = []
-        for ch in text:
-            if unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cn") or (ch.isalpha() and _script(ch) in foreign):
-                out.append(ch)
-        return out
-
-    marks = texts.map(odd)
+    foreign: set[str] = set()
+    if len(letters) > 1:  # one script cannot be foreign to itself
+        for chars in letters.values():
+            users = int(texts.map(_any_of(chars)).sum())
+            if users / total < ctx.t.DATA_SCRIPT_SHARE:
+                foreign |= chars
+    oddities = frozenset(ch for ch in ctx.characters if unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cn")) | foreign
+    if not oddities:
+        return
+    marks = texts.map(lambda text: [ch for ch in text if ch in oddities])
     rows = table.assign(odd=marks)[marks.map(bool)]
 
     def say(r: Any) -> tuple[str, str]:
@@ -592,6 +608,12 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
         return f"{_name(r)} has characters foreign to the corpus: {shown}.", f"line {r.line}: {len(r.odd)} character{'s' if len(r.odd) != 1 else ''}"
 
     yield from _examples(ctx, rows, "transcripts have odd characters", say)
+
+
+def _any_of(chars: set[str]) -> Any:
+    """A test of whether a text holds any of ``chars`` (a set intersection in C, not a loop per character)."""
+    wanted = frozenset(chars)
+    return lambda text: not wanted.isdisjoint(text)
 
 
 def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
@@ -603,11 +625,8 @@ def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: distinct sentences.
     Does not mean: the pairing is wrong; some corpora record prompts twice on purpose.
     """
-    table = ctx.table
-    groups = [g for g in _groups(table, "folded") if g["audio"].nunique() > 1 and g["hash"].nunique() > 1]
-    rows = _first_of_each_but_one(groups)
-    firsts = {g.iloc[0]["folded"]: f"{g.iloc[0]['listed']} (line {g.iloc[0]['line']})" for g in groups}
-    yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts.get(r.folded, 'another clip')}: {r.text!r}.", f"line {r.line}: identical folded text"))
+    rows, firsts = _repeats(ctx.table, "folded", differing=("audio", "hash"))
+    yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.folded]}: {r.text!r}.", f"line {r.line}: identical folded text"))
 
 
 def empty_manifest(ctx: DataContext) -> Iterator[Hit]:
@@ -634,6 +653,7 @@ def _rules() -> tuple:
         ("TP-DATA-DUPLICATE-ID", warn, duplicate_id),
         ("TP-DATA-MISSING", fail, missing),
         ("TP-DATA-UNREADABLE", fail, unreadable),
+        ("TP-DATA-NONFINITE", fail, nonfinite),
         ("TP-DATA-UNLISTED", warn, unlisted),
         ("TP-DATA-SAMPLE-RATE", fail, sample_rate),
         ("TP-DATA-CHANNELS", warn, channels),

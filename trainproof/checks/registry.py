@@ -145,6 +145,7 @@ RULES.register(
         "TP-DATA-DUPLICATE-ID",
         "TP-DATA-MISSING",
         "TP-DATA-UNREADABLE",
+        "TP-DATA-NONFINITE",
         "TP-DATA-UNLISTED",
         "TP-DATA-SAMPLE-RATE",
         "TP-DATA-CHANNELS",
