@@ -5,5 +5,5 @@ data dir, folder of audio with transcripts) into a :class:`Manifest`;
 ``clip`` turns one clip reference into a small record of numbers (pure,
 picklable, no global state, so any engine can run it); ``engine`` runs it on
 this machine's cores with a cache; the rules judge the table of records.
-Heavy imports (soundfile, pandas) happen inside the functions that need them.
+Heavy imports (soundfile, pandas, xxhash) happen inside the functions that need them.
 """

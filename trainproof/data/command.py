@@ -32,8 +32,8 @@ class Dataset:
 
 
 def _require() -> None:
-    """soundfile and pandas are the data command's own dependencies: a missing one is exit 2 naming it."""
-    for package in ("soundfile", "pandas"):
+    """soundfile, pandas and xxhash are the data command's own dependencies: a missing one is exit 2 naming it."""
+    for package in ("soundfile", "pandas", "xxhash"):
         try:
             __import__(package)
         except ImportError:
@@ -144,7 +144,10 @@ class Data(Command):
         return Prepared(shared=dict(options))
 
     def present(self, dataset: Dataset, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
+        from trainproof.data.charts import charts
+
         summary = summarize(dataset)
+        context = stages[0].context if stages else None
         return Subject(
             path=dataset.manifest.path,
             format=dataset.manifest.layout,
@@ -156,6 +159,7 @@ class Data(Command):
             summary=summary,
             headline=headline(dataset, summary),
             notes=dataset.manifest.notes,
+            charts=charts(context, subject.findings) if not isinstance(context, (str, type(None))) else (),
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ANALYSIS_VERSION = 1
+ANALYSIS_VERSION = 2
 """Bumped whenever :func:`trainproof.data.clip.analyze` would compute a record differently: cached records of
 another version are never used."""
 
@@ -89,6 +89,10 @@ class ClipRecord:
     the longest run of consecutive ones in any channel. ``dc_offset`` is
     the mean sample value (full scale 1.0). ``audio_hash`` identifies the
     decoded samples (the same audio in WAV and FLAC hashes alike).
+    ``active_s`` is the seconds of its frames that are not silent (its speech
+    without the pauses); ``nonfinite_samples`` counts NaN
+    and infinite samples of a float file (read as 0 for every other number).
+    ``extra`` holds what only some clips have (see the analysis's doc).
     """
 
     audio: str
@@ -111,4 +115,6 @@ class ClipRecord:
     first_frame_db: float = float("-inf")
     last_frame_db: float = float("-inf")
     audio_hash: str = ""
+    active_s: float = 0.0
+    nonfinite_samples: int = 0
     extra: dict = field(default_factory=dict)
