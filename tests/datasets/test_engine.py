@@ -157,6 +157,55 @@ def test_a_worker_that_dies_costs_only_its_clip(tmp_path, pooled):
     assert [r for i, r in enumerate(records) if i != 4] == [analyze(ref) for i, ref in enumerate(refs) if i != 4]
 
 
+_COUNT_INLINE = """
+import json, sys
+from trainproof.data import engine
+from trainproof.data.model import ClipRef
+engine.POOL_MIN_BYTES = 0
+calls = []
+inline = engine._inline
+engine._inline = lambda ref, analyze: calls.append(ref.audio) or inline(ref, analyze)
+records = engine.analyze_all([ClipRef(p) for p in sys.argv[1:]], jobs=2)
+print(json.dumps({"kinds": [r.error_kind for r in records], "inline": len(calls)}))
+"""
+
+
+def _run_script(args: list[str], stdin: str | None = None) -> tuple[dict, str]:
+    import json
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, *args], input=stdin, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def test_workers_that_cannot_start_leave_the_clips_to_the_parent(tmp_path):
+    """A main module a worker cannot import kills every worker before its first clip: nothing is blamed on the clips."""
+    paths = corpus(tmp_path / "c", 5)
+    script = tmp_path / "run.py"
+    script.write_text('if __name__ != "__main__":\n    raise SystemExit(3)  # a worker cannot import this main module\n' + _COUNT_INLINE)
+    result, err = _run_script([str(script), *paths])
+    assert result == {"kinds": [None] * 5, "inline": 5}
+    assert "Traceback" not in err
+
+
+def test_a_script_read_from_stdin_decodes_inline(tmp_path):
+    """``python - < script``: workers would try to run a main module called <stdin>, so none is started."""
+    paths = corpus(tmp_path / "c", 5)
+    result, err = _run_script(["-", *paths], stdin=_COUNT_INLINE)
+    assert result == {"kinds": [None] * 5, "inline": 5}
+    assert "Traceback" not in err
+
+
+def test_a_worker_that_dies_on_the_first_clip_costs_only_that_clip(tmp_path, pooled):
+    """The first clip kills its worker: a worker that started and died on a clip blames that clip, not the pool."""
+    paths = corpus(tmp_path / "c", 4)
+    crash = write(tmp_path / "c" / "crash.wav", voiced(16000, SENTENCE), 16000)
+    records = analyze_all([ClipRef(crash)] + [ClipRef(p) for p in paths], jobs=2, analyze=crashing)
+    assert records[0].error_kind == "unreadable"
+    assert records[1:] == [analyze(ClipRef(p)) for p in paths]
+
+
 def test_an_exception_in_the_analysis_is_that_clips_record(tmp_path, pooled):
     paths = corpus(tmp_path / "c", 4)
     bad = write(tmp_path / "c" / "raise.wav", voiced(16000, SENTENCE), 16000)
@@ -207,10 +256,30 @@ def test_infinities_and_nan_survive_the_cache(tmp_path):
     assert second == first
     assert second[0].level_db == -float("inf")
     odd = ClipRecord("x", dc_offset=float("nan"), peak=float("inf"), extra={"a": float("-inf"), "b": [1, 2]})
-    back = loads(dumps(odd))
+    key = CacheKey(str(tmp_path / "x.wav"), 10, 1)
+    with Cache(tmp_path / "cache") as cache:
+        cache.put_many([(key, odd)])
+    with Cache(tmp_path / "cache") as cache:
+        back = cache.get_many([key])[key]  # through sqlite, which stores NaN as NULL
     assert back.dc_offset != back.dc_offset
     assert back.peak == float("inf")
     assert back.extra == {"a": float("-inf"), "b": [1, 2]}
+    assert loads("x", dumps(odd)).extra == odd.extra
+
+
+def test_a_row_with_extra_that_is_not_an_object_is_a_miss(tmp_path):
+    path = corpus(tmp_path / "c", 1)[0]
+    with Cache(tmp_path / "cache") as cache:
+        first = analyze_all([ClipRef(path)], jobs=1, cache=cache)
+    for extra in ("[1, 2", "[1, 2]", "1e999999"):
+        db = sqlite3.connect(tmp_path / "cache" / DB_NAME)
+        db.execute("UPDATE clips SET r_extra = ?", (extra,))
+        db.commit()
+        db.close()
+        CALLS.clear()
+        with Cache(tmp_path / "cache") as cache:
+            assert analyze_all([ClipRef(path)], jobs=1, cache=cache, analyze=counting) == first
+        assert CALLS == [path]
 
 
 def test_a_changed_file_is_decoded_again(tmp_path):
@@ -343,7 +412,7 @@ def test_an_unreadable_row_is_a_miss(tmp_path):
     with Cache(tmp_path / "cache") as cache:
         first = analyze_all([ClipRef(path)], jobs=1, cache=cache)
     db = sqlite3.connect(tmp_path / "cache" / DB_NAME)
-    db.execute("UPDATE clips SET record = '[1, 2'")
+    db.execute("UPDATE clips SET r_sample_rate = 'fast'")  # text where a number belongs: a row no version wrote
     db.commit()
     db.close()
     with Cache(tmp_path / "cache") as cache:

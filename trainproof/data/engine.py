@@ -29,7 +29,11 @@ the workers, keeps the records already cached, and re-raises
 KeyboardInterrupt. A worker that dies (a decoder crash, the OOM killer)
 breaks the pool: the clips that were in flight are then decoded one by one,
 each in a fresh single-worker pool, and the clip that kills its worker gets
-an ``unreadable`` record instead of failing the run.
+an ``unreadable`` record instead of failing the run. A pool whose first
+worker dies before it is given a clip says nothing about the clips
+(workers cannot start here): they are decoded inline, as they are from the
+start when a worker could not re-import the main module (``python - <
+script``).
 """
 
 from __future__ import annotations
@@ -140,7 +144,7 @@ def analyze_all(
                 pending.clear()
 
     try:
-        if jobs == 1 or len(todo) <= 1 or todo_bytes < POOL_MIN_BYTES:
+        if jobs == 1 or len(todo) <= 1 or todo_bytes < POOL_MIN_BYTES or not _workers_can_start():
             results: Iterator[tuple[int, ClipRecord]] = ((i, _inline(refs[i], analyze)) for i in todo)
             step = CHUNK
         else:
@@ -148,14 +152,48 @@ def analyze_all(
             results = _pooled(refs, todo, jobs, chunk, analyze)
             step = chunk
         with closing(results):  # stopping early (Ctrl-C) closes the generator, which stops the workers
-            for n, (i, record) in enumerate(results, 1):
-                store(i, record)
-                if progress is not None and (n % step == 0 or n == len(todo)):
-                    progress(done + n, total)
+            try:
+                for n, (i, record) in enumerate(results, 1):
+                    store(i, record)
+                    if progress is not None and (n % step == 0 or n == len(todo)):
+                        progress(done + n, total)
+            except _NoWorkers:  # not one worker could start: the rest is decoded here
+                rest = [i for i in todo if records[i] is None]
+                for n, i in enumerate(rest, len(todo) - len(rest) + 1):
+                    store(i, _inline(refs[i], analyze))
+                    if progress is not None and (n % CHUNK == 0 or n == len(todo)):
+                        progress(done + n, total)
     finally:
         if cache is not None and pending:
             cache.put_many(pending)
     return records  # type: ignore[return-value]
+
+
+class _NoWorkers(Exception):
+    """A worker died before it was given a clip: workers cannot start here, and no clip is to blame."""
+
+
+def _ready() -> bool:
+    return True
+
+
+def _check_start(executor) -> None:
+    """Raise _NoWorkers when the pool's first worker dies on a task that touches no clip (it could not start)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        executor.submit(_ready).result()
+    except BrokenProcessPool:
+        executor.shutdown(wait=True)
+        raise _NoWorkers from None
+
+
+def _workers_can_start() -> bool:
+    """False when a worker could not import the main module: it runs from a path that does not exist (``python - <
+    script``, where it is ``<stdin>``), which every forkserver or spawn worker tries to run first, and dies on."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return path is None or os.path.exists(path)
 
 
 def _key(ref: ClipRef, cwd: str) -> CacheKey | None:
@@ -240,6 +278,8 @@ def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, ana
     position = 0
     while position < len(todo):
         executor = _executor(workers)
+        if position == 0:
+            _check_start(executor)
         running: dict = {}
         broken: list[int] = []
         try:
