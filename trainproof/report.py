@@ -101,6 +101,31 @@ class Chart:
     log_y: bool | None = None  # None: the renderer picks a log axis when the values span decades
 
 
+@dataclass(frozen=True, eq=False)
+class Histogram:
+    """How a subject's items spread over one measure (a corpus's clip durations), those a rule flagged counted apart.
+
+    ``edges`` are the bin edges (one more than the bins); ``passed``,
+    ``warned`` and ``failed`` count, per bin, the items no rule flagged, those
+    flagged at WARN and those flagged at FAIL. ``open_low`` and ``open_high``
+    say that the first or last bin also holds every item beyond it (far
+    outliers, kept from squeezing the rest into one bar). ``limits`` are
+    values drawn as labelled vertical lines (a threshold, a fence, the
+    median); ``note`` says what the colours mean.
+    """
+
+    title: str
+    unit: str
+    edges: np.ndarray
+    passed: np.ndarray
+    warned: np.ndarray
+    failed: np.ndarray
+    limits: tuple[tuple[float, str], ...] = ()
+    note: str = ""
+    open_low: bool = False
+    open_high: bool = False
+
+
 @dataclass(frozen=True)
 class Table:
     """A table of figures across subjects (compare's ratios), its cells already formatted."""
@@ -138,7 +163,7 @@ class Subject:
     metrics: Mapping[str, Number | None] = field(default_factory=dict)
     headline: str = ""
     notes: tuple[str, ...] = ()
-    charts: tuple[Chart, ...] = field(default=(), compare=False, repr=False)
+    charts: tuple[Chart | Histogram, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def verdict(self) -> Verdict:

@@ -33,6 +33,7 @@ FIRES: dict[str, tuple[str, str, int]] = {
     "TP-DATA-CHANNELS": ("stereo", "nemo", 12),
     "TP-DATA-SAMPLE-FORMAT": ("other_subtype", "nemo", 12),
     "TP-DATA-DURATION": ("too_long", "nemo", 12),
+    "TP-DATA-NONFINITE": ("nonfinite", "nemo", 12),
     "TP-DATA-DURATION-CLAIM": ("duration_claim", "nemo", 12),
     "TP-DATA-SILENT": ("silent", "nemo", 12),
     "TP-DATA-CLIPPING": ("clipped", "nemo", 12),
@@ -198,6 +199,22 @@ def test_a_binary_file_named_jsonl_is_exit_2(capsys, tmp_path):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("package", ["soundfile", "pandas", "xxhash"])
+def test_a_missing_data_dependency_is_one_line_and_exit_2(clean, package):
+    """Run in a fresh interpreter where importing the package fails, as it does when the [data] extra is not installed."""
+    corpus = clean("ljspeech", 4)
+    import subprocess
+    import sys
+
+    script = f"import sys; sys.modules[{package!r}] = None; from trainproof.cli import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run([sys.executable, "-c", script, "data", str(corpus.path), "--no-cache"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0
+    assert f"'{package}'" in done.stderr
+    assert "[data]" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_manifest_of_garbage_is_a_fail_naming_its_lines(capsys, tmp_path):
     path = tmp_path / "manifest.jsonl"
     path.write_text("\n".join("{not json" + str(i) for i in range(50)) + "\n")
@@ -252,3 +269,93 @@ def test_real_recordings_from_the_corpus_are_read(corpus):
     subject = judged_path(speech)
     assert subject.summary["readable"] == subject.summary["clips"] > 0
     assert not [f for f in subject.findings if f.level is Level.FAIL]
+
+
+# --- the HTML report's histograms ------------------------------------------------------------------------
+
+
+def _histograms(subject: Subject) -> dict:
+    from trainproof.report import Histogram
+
+    return {h.title: h for h in subject.charts if isinstance(h, Histogram)}
+
+
+def test_the_duration_histogram_marks_the_clips_out_of_bounds(clean, tmp_path):
+    corpus = clean("nemo", 12).copy(tmp_path)
+    FAULTS["too_long"](corpus)
+    subject = judged(corpus)
+    duration = _histograms(subject)["Clip duration"]
+    assert int(duration.warned.sum()) == 1  # the one 25 s clip, at the rule's level
+    assert int(duration.failed.sum()) == 0
+    assert int(duration.passed.sum()) == 11
+    assert duration.open_high  # a far outlier: in the last bin, which holds all beyond it
+    assert not duration.open_low
+    assert duration.edges[-1] < 25.0
+    assert int(duration.warned[-1]) == 1
+    assert "1 of 12 clips outside" in duration.note
+
+
+def test_the_speaking_rate_histogram_marks_the_swapped_transcripts(clean, tmp_path):
+    corpus = clean("nemo", 24).copy(tmp_path)
+    FAULTS["swapped_transcripts"](corpus)
+    subject = judged(corpus)
+    rate = _histograms(subject)["Characters per second of speech"]
+    fired = [f for f in subject.findings if f.rule_id == "TP-DATA-TEXT-RATE"]
+    assert int(rate.warned.sum() + rate.failed.sum()) == fired[0].values["count"] >= 1
+    assert int(rate.passed.sum() + rate.warned.sum() + rate.failed.sum()) == 24
+    assert any(label.startswith("median") for _, label in rate.limits)
+
+
+def test_a_clean_corpus_has_histograms_with_nothing_flagged(clean):
+    subject = judged(clean("nemo", 24))
+    charts = _histograms(subject)
+    assert set(charts) == {"Clip duration", "Characters per second of speech"}
+    for histogram in charts.values():
+        assert int(histogram.warned.sum() + histogram.failed.sum()) == 0
+        assert int(histogram.passed.sum()) == 24
+
+
+def test_a_small_corpus_has_no_speaking_rate_histogram(clean):
+    """Under DATA_CPS_MIN_CLIPS the rule does not judge rates, so the report does not plot them."""
+    assert set(_histograms(judged(clean("nemo", 4)))) == {"Clip duration"}
+
+
+def test_a_corpus_with_no_readable_clip_has_no_histogram(tmp_path):
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({"audio_filepath": str(tmp_path / "gone.wav"), "text": "hello"}) + "\n")
+    subject = judge("data", [str(manifest)], no_cache=True, jobs=1).subjects[0]
+    assert _histograms(subject) == {}
+
+
+def test_the_html_report_draws_the_histograms_with_escaped_labels(clean, tmp_path, capsys):
+    corpus = clean("nemo", 24).copy(tmp_path)
+    FAULTS["too_long"](corpus)
+    out = tmp_path / "report.html"
+    code = main(["data", str(corpus.path), "--no-cache", "--jobs", "1", "--html", str(out)])
+    capsys.readouterr()
+    assert code == 0
+    page = out.read_text()
+    assert page.count('<svg class="chart"') == 2
+    assert '<rect class="bar warn"' in page
+    assert "1 clip flagged at WARN" in page
+    assert "&#8805; " in page  # the 25 s clip, in the open last bin
+    assert 'class="limit"' in page  # the speaking rate's median and fences
+    assert "median " in page
+
+
+def test_the_histogram_svg_escapes_and_survives_odd_numbers():
+    import numpy as np
+
+    from trainproof.render.svg import histogram
+    from trainproof.report import Histogram
+
+    one = Histogram("<b>x</b>", "s&", np.array([1.0, 1.0]), np.array([3]), np.array([0]), np.array([0]), limits=((1.0, "<i>"),), note="a<b")
+    svg = histogram(one)
+    assert "<b>" not in svg
+    assert "<i>" not in svg
+    assert "&lt;b&gt;x&lt;/b&gt;" in svg
+    assert "a&lt;b" in svg
+    empty = Histogram("e", "s", np.array([0.0, 1.0]), np.array([0]), np.array([0]), np.array([0]))
+    assert histogram(empty) == ""
+    bad = Histogram("n", "s", np.array([0.0, np.nan]), np.array([2]), np.array([0]), np.array([0]))
+    assert histogram(bad) == ""

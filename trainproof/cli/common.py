@@ -30,7 +30,7 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("output (any number of them, all from the same report)")
     group.add_argument("--json", action="store_true", help="print one JSON document instead of the text report")
     group.add_argument("--json-file", metavar="PATH", help="also write the JSON document to PATH")
-    group.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report with the curves")
+    group.add_argument("--html", metavar="PATH", help="also write a self-contained HTML report with the charts")
     group.add_argument("--sarif", metavar="PATH", help="also write SARIF 2.1.0 for GitHub code scanning")
     group.add_argument("--junit", metavar="PATH", help="also write JUnit XML for test reporters")
     group.add_argument("--markdown", metavar="PATH", help="also write markdown for a pull-request comment")

@@ -12,8 +12,8 @@ from functools import lru_cache
 import numpy as np
 
 from trainproof.checks.base import Rule
-from trainproof.render.svg import chart as draw
-from trainproof.report import Report
+from trainproof.render.svg import chart, histogram
+from trainproof.report import Chart, Histogram, Report
 
 
 def _rule_doc_html(rule: Rule) -> str:
@@ -36,14 +36,17 @@ def _environment():
     )
 
 
+def _draw(figure: Chart | Histogram) -> str:
+    if isinstance(figure, Histogram):
+        return histogram(figure)
+    return chart(figure.title, list(figure.lines), list(figure.markers), x_range=figure.x_range, log_y=figure.log_y)
+
+
 def render(report: Report) -> str:
     from markupsafe import Markup
 
     with np.errstate(all="ignore"):  # extreme logged values overflow to inf on the chart's scale, as they should
-        subjects = [
-            {"subject": s, "charts": [Markup(svg) for c in s.charts if (svg := draw(c.title, list(c.lines), list(c.markers), x_range=c.x_range, log_y=c.log_y))]}
-            for s in report.subjects
-        ]
+        subjects = [{"subject": s, "charts": [Markup(svg) for c in s.charts if (svg := _draw(c))]} for s in report.subjects]
     fired = {f.rule_id for s in report.subjects for f in s.findings}
     docs = [(rule.id, rule.summary, Markup(_rule_doc_html(rule))) for rule in sorted(report.rules, key=lambda r: r.id) if rule.id in fired]
     return _environment().get_template("report.html.j2").render(report=report, subjects=subjects, docs=docs)

@@ -1,4 +1,4 @@
-"""Inline SVG line charts for the HTML report: pure functions from numbers to markup.
+"""Inline SVG charts for the HTML report (a run's curves, a corpus's histograms): pure functions from numbers to markup.
 
 Every string that reaches the markup passes through ``html.escape``. Long
 series are reduced to the min and max of each pixel column, so a spike of
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainproof import figures
-from trainproof.report import Line, Marker
+from trainproof.report import Histogram, Line, Marker
 
 WIDTH, HEIGHT = 760, 230
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 22, 30
@@ -59,6 +59,7 @@ class _Frame:
     y0: float
     y1: float
     log_y: bool
+    top: int = TOP  # where the plot area starts (lower when a subtitle sits under the title)
 
     @property
     def width(self) -> int:
@@ -66,13 +67,13 @@ class _Frame:
 
     @property
     def height(self) -> int:
-        return HEIGHT - TOP - BOTTOM
+        return HEIGHT - self.top - BOTTOM
 
     def px(self, x: np.ndarray | float) -> np.ndarray:
         return LEFT + (np.asarray(x, dtype=float) - self.x0) / (self.x1 - self.x0) * self.width
 
     def py(self, y: np.ndarray | float) -> np.ndarray:
-        return TOP + (1 - (np.asarray(y, dtype=float) - self.y0) / (self.y1 - self.y0)) * self.height
+        return self.top + (1 - (np.asarray(y, dtype=float) - self.y0) / (self.y1 - self.y0)) * self.height
 
 
 def _x_span(lines: list[Line], markers: list[Marker], x_range: tuple[float, float] | None) -> tuple[float, float]:
@@ -110,14 +111,18 @@ def _head(title: str, frame: _Frame) -> list[str]:
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
         f'aria-label="{html.escape(title)}" xmlns="http://www.w3.org/2000/svg">',
         f'<text class="title" x="{LEFT}" y="14">{html.escape(title)}{" (log scale)" if frame.log_y else ""}</text>',
-        f'<rect class="frame" x="{LEFT}" y="{TOP}" width="{frame.width}" height="{frame.height}"/>',
+        f'<rect class="frame" x="{LEFT}" y="{frame.top}" width="{frame.width}" height="{frame.height}"/>',
     ]
 
 
-def _y_axis(frame: _Frame) -> list[str]:
-    """A grid line and a value label per tick; on a log axis the ticks are powers, labelled by value."""
+def _y_axis(frame: _Frame, counts: bool = False) -> list[str]:
+    """A grid line and a value label per tick; on a log axis the ticks are powers, labelled by value; ``counts`` keeps
+    whole numbers only."""
     parts = []
-    for tick in _nice_ticks(frame.y0, frame.y1):
+    ticks = _nice_ticks(frame.y0, frame.y1)
+    if counts:
+        ticks = [tick for tick in ticks if float(tick).is_integer()]
+    for tick in ticks:
         y = float(frame.py(tick))
         label = figures.num(10**tick) if frame.log_y else figures.num(tick)
         parts.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + frame.width}" y1="{y:.1f}" y2="{y:.1f}"/>')
@@ -199,5 +204,63 @@ def chart(
         parts += _line(line, ok, frame)
     parts += [_marker(m, frame) for m in markers]
     parts += _legend(lines, frame)
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+_LEVELS = (("passed", "pass", "not flagged"), ("warned", "warn", "flagged at WARN"), ("failed", "fail", "flagged at FAIL"))
+
+
+def histogram(h: Histogram) -> str:
+    """A histogram as an ``<svg>`` element: stacked bars per bin (unflagged, WARN, FAIL), the note under the title, each
+    limit inside the axis as a dashed line with its label, an open end bin labelled as one; empty when it counts nothing."""
+    counts = {name: np.asarray(getattr(h, name), dtype=float) for name, _, _ in _LEVELS}
+    totals = sum(counts.values())
+    edges = np.asarray(h.edges, dtype=float)
+    if totals.size == 0 or not totals.any() or edges.size != totals.size + 1 or not np.isfinite(edges).all():
+        return ""
+    x0, x1 = float(edges[0]), float(edges[-1])
+    if x1 <= x0:
+        x1 = x0 + 1
+    frame = _Frame(x0, x1, 0.0, float(totals.max()) * 1.15, log_y=False, top=TOP + (14 if h.note else 0))
+    parts = _head(f"{h.title} ({h.unit})" if h.unit else h.title, frame) + _y_axis(frame, counts=True)
+    if h.note:
+        parts.append(f'<text class="legend" x="{LEFT}" y="{TOP + 6}">{html.escape(h.note)}</text>')
+    for tick in _nice_ticks(frame.x0, frame.x1):
+        x = float(frame.px(tick))
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - 10}" text-anchor="middle">{html.escape(figures.num(tick))}</text>')
+    last = totals.size - 1
+    for i in range(totals.size):
+        if not totals[i]:
+            continue
+        left, right = float(frame.px(edges[i])), float(frame.px(edges[i + 1]))
+        width = max(right - left - 1.0, 1.0)
+        span = f"{figures.num(edges[i])}-{figures.num(edges[i + 1])}"
+        if i == 0 and h.open_low:
+            span = f"under {figures.num(edges[1])}"
+        if i == last and h.open_high:
+            span = f"{figures.num(edges[i])} or more"
+        span = f"{span} {h.unit}".rstrip()
+        base = 0.0
+        for name, css, meaning in _LEVELS:
+            n = counts[name][i]
+            if not n:
+                continue
+            top, bottom = float(frame.py(base + n)), float(frame.py(base))
+            parts.append(
+                f'<rect class="bar {css}" x="{left + 0.5:.1f}" y="{top:.1f}" width="{width:.1f}" height="{bottom - top:.1f}">'
+                f"<title>{html.escape(span)}: {int(n):,} clip{'s' if n != 1 else ''} {meaning}</title></rect>"
+            )
+            base += n
+        if (i == 0 and h.open_low) or (i == last and h.open_high):
+            label = f"&lt; {html.escape(figures.num(edges[1]))}" if i == 0 and h.open_low else f"&#8805; {html.escape(figures.num(edges[i]))}"
+            anchor = "start" if i == 0 else "end"
+            parts.append(f'<text class="legend" x="{left if i == 0 else right:.1f}" y="{float(frame.py(base)) - 4:.1f}" text-anchor="{anchor}">{label}</text>')
+    for value, label in h.limits:
+        if not (math.isfinite(value) and x0 <= value <= x1):
+            continue
+        x = float(frame.px(value))
+        parts.append(f'<line class="limit" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{frame.top + frame.height}"><title>{html.escape(label)}</title></line>')
+        parts.append(f'<text class="legend" x="{x + 3:.1f}" y="{frame.top + 11}">{html.escape(label)}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
