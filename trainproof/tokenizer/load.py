@@ -1,0 +1,659 @@
+"""A tokenizer on disk, whatever library wrote it, loaded behind one :class:`Tokenizer` interface.
+
+What a path is, is decided by its content first and its name second:
+
+- a file whose first bytes are a JSON object (or named ``*.json``) is a
+  HuggingFace ``tokenizer.json``, loaded with the ``tokenizers`` library
+  alone (transformers is never imported for it); special tokens named in a
+  ``tokenizer_config.json`` or ``special_tokens_map.json`` beside it count;
+- a file that starts like a protobuf ``ModelProto`` (or named ``*.model``)
+  is a sentencepiece model;
+- a folder with a ``tokenizer_config.json`` (or a ``chat_template.jinja`` /
+  ``.json``) is a HuggingFace tokenizer folder, loaded with transformers'
+  ``AutoTokenizer``, offline (HF_HUB_OFFLINE=1 is set for the process,
+  ``local_files_only=True``) and with ``trust_remote_code=False``; a folder
+  with only a ``tokenizer.json`` is loaded with ``tokenizers``, one with only
+  a sentencepiece ``.model`` with sentencepiece.
+
+Refused, each as an :class:`~trainproof.errors.InputError` naming the path
+(a library's own exception never escapes loading): a missing path, an empty
+file, a pickle (by its protocol header or a ``.pkl``/``.pickle``/``.bin``/
+``.pt``/``.pth`` name: unpickling runs code), a folder that ships code (a
+``.py`` file, or an ``auto_map`` that would make transformers import it), a
+truncated or corrupt sentencepiece model (checked by walking its protobuf
+fields: a cut model loses the normalizer spec serialised after its pieces,
+which sentencepiece itself would load with defaults), a ``tokenizer.json``
+that is not JSON or not a tokenizer, a folder with nothing loadable. A
+library that is not installed is a
+:class:`~trainproof.errors.MissingDependencyError`.
+
+The round-trip contract: for every text the vocabulary covers (no unknown
+token in its encoding), ``decode(encode_batch([t])[0]) == normalize(t)``.
+``normalize`` is what decoding gives back, not the library's raw normaliser
+output: sentencepiece's normaliser writes spaces as "▁" and adds a dummy
+prefix that decoding removes again, and a ``tokenizers`` pipeline's
+pre-tokenizer and decoder (Metaspace, ByteLevel, a Strip) shape the text as
+much as its normaliser does. Where the contract does not hold:
+
+- a ``tokenizers`` pipeline without a decoder: the library joins tokens with
+  spaces, so only texts whose pre-tokens are single tokens round-trip;
+- a text containing an added token's string (``"<s>"``): the library cuts
+  the text around it before pre-tokenizing, ``normalize`` does not, which
+  differs where the pre-tokenizer prepends a space to every piece
+  (Metaspace with ``prepend_scheme="always"``);
+- sentencepiece before 0.2 has no ``normalize``: NFKC with runs of
+  whitespace collapsed and the ends stripped stands in for its default
+  ``nmt_nfkc`` rule, which is exact only for models trained with that rule;
+- a transformers tokenizer with neither a ``tokenizers`` backend nor a
+  sentencepiece model: ``normalize`` is the identity.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import unicodedata
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from trainproof.errors import InputError, MissingDependencyError
+
+MAX_FILE_BYTES = 1 << 30
+"""Bytes: the largest file read as a tokenizer (1 GiB). The largest tokenizer.json files are tens of MB; a file
+over this is a model or a dataset given by mistake, refused before it is read into memory."""
+
+MAX_MESSAGE_CHARS = 300
+"""A library's error message is cut to this many characters in an InputError."""
+
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".bin", ".pt", ".pth")
+"""File names refused as pickles whatever their first bytes (a zip-format torch file does not start with 0x80)."""
+
+USUAL_SPECIALS: Mapping[str, tuple[str, ...]] = {
+    "bos": ("<s>",),
+    "eos": ("</s>", "<|endoftext|>"),
+    "pad": ("<pad>",),
+    "unk": ("<unk>",),
+}
+"""The strings a bare tokenizer.json's special tokens are found by, when neither its post-processor, its model,
+its padding nor a configuration beside it names them."""
+
+ROLES = ("bos", "eos", "pad", "unk")
+
+_BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")
+_SPACE = "\u2581"  # sentencepiece's and Metaspace's stand-in for a space
+_CONFIG_FILES = ("tokenizer_config.json", "special_tokens_map.json", "config.json", "generation_config.json")
+_READS = "a sentencepiece .model, a tokenizer.json or a HuggingFace tokenizer folder"
+_PICKLE = "is a pickle; trainproof never unpickles a tokenizer"
+_CODE = "ships its own code (auto_map / .py); trainproof never runs it (trust_remote_code)"
+
+
+@dataclass(frozen=True)
+class Specials:
+    """The special tokens a trainer relies on: id and text of each, None when the tokenizer has none.
+
+    An id of None with a text is a token the configuration names but the
+    vocabulary lacks (only a ``tokenizers`` tokenizer can say so: the other
+    libraries add or refuse such a token on loading).
+    """
+
+    bos: int | None
+    bos_text: str | None
+    eos: int | None
+    eos_text: str | None
+    pad: int | None
+    pad_text: str | None
+    unk: int | None
+    unk_text: str | None
+
+
+class Tokenizer(ABC):
+    """A loaded tokenizer: what trainproof's rules ask of one, the same for every library.
+
+    ``vocab_size`` is one more than the largest id the tokenizer has, added
+    tokens included: the rows an embedding matrix needs. ``byte_ids`` are the
+    ids whose piece is a byte-fallback piece (``<0x41>``), empty when the
+    vocabulary has none. ``chat_template`` is set only for a transformers
+    folder that has one. Ids outside ``0 .. vocab_size - 1`` are a ValueError
+    in :meth:`decode` and :meth:`piece`, whatever the library would do.
+    """
+
+    kind: ClassVar[str]
+    """"sentencepiece", "tokenizers" or "transformers": the library that loaded it."""
+
+    def __init__(self, path: str, vocab_size: int, specials: Specials, byte_ids: frozenset[int], chat_template: str | None = None) -> None:
+        self.path = path
+        self.vocab_size = vocab_size
+        self.specials = specials
+        self.byte_ids = byte_ids
+        self.chat_template = chat_template
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.path!r}: {self.vocab_size} ids>"
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's ids, no special tokens added, through the library's batch call."""
+        texts = list(texts)
+        return self._encode_batch(texts) if texts else []
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The plain decode: nothing skipped, no clean-up of spaces around punctuation."""
+        return self._decode(self._checked(ids))
+
+    def decode_batch(self, batch: Sequence[Sequence[int]], *, own: bool = False) -> list[str]:
+        """:meth:`decode` of each, through the library's batch call where it has one. ``own=True`` says the ids are
+        this tokenizer's own encoding, so they are not checked against the vocabulary (a pass as long as the text)."""
+        lists = [ids if isinstance(ids, list) else list(ids) for ids in batch]
+        filled = [ids for ids in lists if ids] if not own else []
+        if filled and (min(map(min, filled)) < 0 or max(map(max, filled)) >= self.vocab_size):
+            for ids in filled:
+                self._checked(ids)  # names the id that is out of range
+        return self._decode_batch(lists) if lists else []
+
+    def _decode_batch(self, lists: list[list[int]]) -> list[str]:
+        return [self._decode(ids) for ids in lists]
+
+    def normalize_batch(self, texts: Sequence[str]) -> list[str]:
+        """:meth:`normalize` of each text."""
+        return [self.normalize(text) for text in texts]
+
+    @abstractmethod
+    def normalize(self, text: str) -> str:
+        """The text as this tokenizer gives it back: ``decode(encode(t)) == normalize(t)`` when the vocabulary covers ``t``."""
+
+    def piece(self, token_id: int) -> str:
+        """The vocabulary entry of an id ("" for an id in a hole of the vocabulary, which no entry has)."""
+        return self._piece(self._checked([token_id])[0])
+
+    def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str | None:
+        """The chat template applied to ``messages`` (``role`` / ``content``), as text; None without a template.
+
+        A template that fails on the messages (its own ``raise_exception``, a
+        role it refuses) is a ValueError with the template's message.
+        """
+        return None
+
+    @abstractmethod
+    def _encode_batch(self, texts: list[str]) -> list[list[int]]: ...
+
+    @abstractmethod
+    def _decode(self, ids: list[int]) -> str: ...
+
+    @abstractmethod
+    def _piece(self, token_id: int) -> str: ...
+
+    def _checked(self, ids: Iterable[int]) -> list[int]:
+        checked = [int(i) for i in ids]
+        for token_id in checked:
+            if not 0 <= token_id < self.vocab_size:
+                raise ValueError(f"id {token_id} is outside the vocabulary of {self.path} (0 to {self.vocab_size - 1})")
+        return checked
+
+
+class SentencePieceTokenizer(Tokenizer):
+    """A sentencepiece ``ModelProto``, through sentencepiece's own processor.
+
+    Special tokens are the model's ``bos_id`` / ``eos_id`` / ``pad_id`` /
+    ``unk_id`` (-1: none). Decoding drops control pieces (bos, eos, pad): that
+    is sentencepiece's plain decode, not a choice made here.
+    """
+
+    kind = "sentencepiece"
+
+    def __init__(self, path: str, processor: Any) -> None:
+        self._processor = processor
+        size = processor.get_piece_size()
+        pieces = processor.id_to_piece(list(range(size)))
+
+        def special(token_id: int) -> tuple[int | None, str | None]:
+            return (token_id, pieces[token_id]) if 0 <= token_id < size else (None, None)
+
+        found = {role: special(getattr(processor, f"{role}_id")()) for role in ROLES}
+        super().__init__(path, size, _specials(found), _byte_ids(enumerate(pieces)))
+        self._dummy_space = _adds_dummy_space(processor)
+
+    def _encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return self._processor.encode(texts, add_bos=False, add_eos=False)
+
+    def _decode(self, ids: list[int]) -> str:
+        return self._processor.decode(ids)
+
+    def _decode_batch(self, lists: list[list[int]]) -> list[str]:
+        return list(self._processor.decode(lists))
+
+    def normalize(self, text: str) -> str:
+        return _sentencepiece_normalize(self._processor, text, self._dummy_space)
+
+    def normalize_batch(self, texts: Sequence[str]) -> list[str]:
+        if not texts or not hasattr(self._processor, "normalize"):
+            return [self.normalize(text) for text in texts]
+        out = [t.replace(_SPACE, " ") for t in self._processor.normalize(list(texts))]
+        return [t[1:] if self._dummy_space and t.startswith(" ") else t for t in out]
+
+    def _piece(self, token_id: int) -> str:
+        return self._processor.id_to_piece(token_id)
+
+
+class TokenizersTokenizer(Tokenizer):
+    """A HuggingFace ``tokenizer.json``, through the ``tokenizers`` library alone.
+
+    Special tokens, by precedence: those a ``special_tokens_map.json`` or
+    ``tokenizer_config.json`` beside the file names; then the library's own:
+    the model's unknown token, the post-processor's template (the special
+    token before the sequence is bos, the one after it eos; RoBERTa's
+    cls/sep), the padding's token; then the USUAL_SPECIALS strings the
+    vocabulary has. Padding and truncation saved in the file are switched
+    off, so a batch encodes like its texts one by one.
+    """
+
+    kind = "tokenizers"
+
+    def __init__(self, path: str, backend: Any, spec: Mapping[str, Any], named: Mapping[str, str]) -> None:
+        self._backend = backend
+        vocab = backend.get_vocab(with_added_tokens=True)
+        found = {**_library_specials(backend, spec), **named}
+        for role, usual in USUAL_SPECIALS.items():
+            if role not in found:
+                found[role] = next((text for text in usual if text in vocab), None)
+        specials = _specials({role: (vocab.get(text) if text else None, text) for role, text in found.items()})
+        backend.no_padding()
+        backend.no_truncation()
+        size = max(max(vocab.values(), default=-1) + 1, backend.get_vocab_size(with_added_tokens=True))
+        super().__init__(path, size, specials, _byte_ids((i, piece) for piece, i in vocab.items()))
+
+    def _encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [encoding.ids for encoding in self._backend.encode_batch(texts, add_special_tokens=False)]
+
+    def _decode(self, ids: list[int]) -> str:
+        return self._backend.decode(ids, skip_special_tokens=False)
+
+    def _decode_batch(self, lists: list[list[int]]) -> list[str]:
+        return list(self._backend.decode_batch(lists, skip_special_tokens=False))
+
+    def normalize(self, text: str) -> str:
+        return _pipeline_normalize(self._backend, text)
+
+    def _piece(self, token_id: int) -> str:
+        return self._backend.id_to_token(token_id) or ""
+
+
+class TransformersTokenizer(Tokenizer):
+    """A local HuggingFace tokenizer folder, through transformers' ``AutoTokenizer``.
+
+    Special tokens are the tokenizer's own ``bos_token`` / ``bos_token_id``
+    and so on. Decoding passes ``clean_up_tokenization_spaces=False``: the
+    clean-up (" ." to ".") is for display and would break the round trip.
+    """
+
+    kind = "transformers"
+
+    def __init__(self, path: str, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+        vocab = tokenizer.get_vocab()
+        found = {}
+        for role in ROLES:
+            text = getattr(tokenizer, f"{role}_token", None)
+            found[role] = (getattr(tokenizer, f"{role}_token_id", None), None if text is None else str(text))
+        size = max(max(vocab.values(), default=-1) + 1, len(tokenizer))
+        super().__init__(path, size, _specials(found), _byte_ids((i, piece) for piece, i in vocab.items()), _template(tokenizer))
+
+    def _encode_batch(self, texts: list[str]) -> list[list[int]]:
+        encoded = self._tokenizer(texts, add_special_tokens=False, truncation=False, return_attention_mask=False, verbose=False)
+        return [list(ids) for ids in encoded["input_ids"]]
+
+    def _decode(self, ids: list[int]) -> str:
+        return self._tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def _decode_batch(self, lists: list[list[int]]) -> list[str]:
+        return list(self._tokenizer.batch_decode(lists, skip_special_tokens=False, clean_up_tokenization_spaces=False))
+
+    def normalize(self, text: str) -> str:
+        backend = getattr(self._tokenizer, "backend_tokenizer", None)
+        if backend is not None:
+            return _pipeline_normalize(backend, text)
+        processor = getattr(self._tokenizer, "sp_model", None)
+        if processor is not None:
+            return _sentencepiece_normalize(processor, text, _adds_dummy_space(processor))
+        return text
+
+    def _piece(self, token_id: int) -> str:
+        return self._tokenizer.convert_ids_to_tokens(token_id) or ""
+
+    def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str | None:
+        if self.chat_template is None:
+            return None
+        try:
+            return self._tokenizer.apply_chat_template([dict(message) for message in messages], tokenize=False)
+        except Exception as exc:  # jinja2's TemplateError, or whatever the template raises
+            raise ValueError(f"the chat template of {self.path} fails on these messages: {_said(exc)}") from exc
+
+
+def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
+    """The tokenizer at ``path`` (a file or a folder; see the module doc), or an InputError that says why not."""
+    shown = os.fsdecode(path)
+    try:
+        info = os.stat(shown)
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(shown, "does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(shown, f"cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        return _load_folder(shown)
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(shown, "is neither a regular file nor a folder")
+    return _load_file(shown, info.st_size)
+
+
+# --- files ------------------------------------------------------------------------------------------------
+
+
+def _load_file(path: str, size: int) -> Tokenizer:
+    if size == 0:
+        raise InputError(path, "is empty (0 bytes)")
+    head = _read(path, 64)
+    if path.lower().endswith(PICKLE_SUFFIXES) or (head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")):
+        raise InputError(path, _PICKLE)
+    if size > MAX_FILE_BYTES:
+        raise InputError(path, f"is {size / 2**20:,.0f} MiB, more than any tokenizer (at most {MAX_FILE_BYTES >> 20:,} MiB are read)")
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") or path.lower().endswith(".json"):
+        return _load_tokenizer_json(path, path)
+    if _starts_like_model_proto(head) or path.lower().endswith(".model"):
+        return _load_sentencepiece(path, path)
+    raise InputError(path, f"is not a tokenizer trainproof reads ({_READS})")
+
+
+def _load_tokenizer_json(file: str, shown: str) -> TokenizersTokenizer:
+    try:
+        text = _read(file).decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(file, "is not UTF-8 text, so not a tokenizer.json") from None
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(file, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(spec, dict) or not isinstance(spec.get("model"), dict):
+        hint = ": give the folder that holds it" if os.path.basename(file) in _CONFIG_FILES else ""
+        raise InputError(file, f'is JSON but not a tokenizer.json (a JSON object with a "model" object){hint}')
+    tokenizers = _require("tokenizers")
+    try:
+        backend = tokenizers.Tokenizer.from_str(text)
+    except Exception as exc:  # the Rust side raises a bare Exception
+        raise InputError(file, f"is a tokenizer.json the tokenizers library cannot load: {_said(exc)}") from None
+    return TokenizersTokenizer(shown, backend, spec, _named_specials(os.path.dirname(file) or "."))
+
+
+def _load_sentencepiece(file: str, shown: str) -> SentencePieceTokenizer:
+    if not _is_model_proto(_read(file)):
+        raise InputError(
+            file, "is a truncated or corrupt sentencepiece model (its protobuf does not parse to the end, or lacks the normalizer spec)"
+        )
+    sentencepiece = _require("sentencepiece")
+    try:
+        processor = sentencepiece.SentencePieceProcessor(model_file=file)
+    except Exception as exc:  # RuntimeError or OSError, with sentencepiece's status text
+        raise InputError(file, f"is not a sentencepiece model sentencepiece can load: {_said(exc)}") from None
+    return SentencePieceTokenizer(shown, processor)
+
+
+def _read(path: str, limit: int = -1) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit)
+    except OSError as exc:
+        raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _starts_like_model_proto(head: bytes) -> bool:
+    """A ModelProto starts with its first piece: field 1 (a message), whose own first field 1 is the piece's text."""
+    if head[:1] != b"\x0a":
+        return False
+    _, pos = _varint(head, 1)
+    return pos is not None and head[pos : pos + 1] == b"\x0a"
+
+
+def _is_model_proto(data: bytes) -> bool:
+    """Whether ``data`` walks as one whole protobuf message with pieces (field 1) and a normalizer spec (field 3).
+
+    Protobuf writes fields in number order, so a model cut anywhere in its
+    pieces or trainer spec ends mid-field or lacks field 3.
+    """
+    seen: set[int] = set()
+    pos: int | None = 0
+    while pos is not None and pos < len(data):
+        tag, pos = _varint(data, pos)
+        if pos is None or tag >> 3 == 0:
+            return False
+        wire = tag & 7
+        if wire == 0:
+            _, pos = _varint(data, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 2:
+            length, pos = _varint(data, pos)
+            pos = None if pos is None else pos + length
+        elif wire == 5:
+            pos += 4
+        else:
+            return False
+        if pos is not None and pos > len(data):
+            return False
+        seen.add(tag >> 3)
+    return pos is not None and {1, 3} <= seen
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int | None]:
+    """A protobuf varint at ``pos`` and the position after it; (0, None) when the bytes end inside it."""
+    value = shift = 0
+    while pos < len(data) and shift < 64:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+    return 0, None
+
+
+# --- folders ----------------------------------------------------------------------------------------------
+
+
+def _load_folder(path: str) -> Tokenizer:
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        raise InputError(path, f"cannot be listed: {exc.strerror or exc}") from None
+    config_path = os.path.join(path, "tokenizer_config.json")
+    config = _json_object(config_path) if "tokenizer_config.json" in names else None
+    if any(name.endswith(".py") for name in names) or (config is not None and "auto_map" in config) or _model_maps_tokenizer(path, names):
+        raise InputError(path, _CODE)
+    if config is not None or "chat_template.jinja" in names or "chat_template.json" in names:
+        return _load_transformers(path)
+    if "tokenizer.json" in names:
+        return _load_tokenizer_json(os.path.join(path, "tokenizer.json"), path)
+    models = [name for name in names if name.endswith(".model")]
+    if len(models) > 1:
+        raise InputError(path, f"holds several sentencepiece models ({', '.join(models)}): give one of them")
+    if models:
+        return _load_sentencepiece(os.path.join(path, models[0]), path)
+    raise InputError(path, "holds no tokenizer: no tokenizer.json, tokenizer_config.json or sentencepiece .model")
+
+
+def _model_maps_tokenizer(path: str, names: list[str]) -> bool:
+    """Whether the folder's config.json maps AutoTokenizer to code of its own (its auto_map for a model alone does not matter here)."""
+    if "config.json" not in names:
+        return False
+    auto_map = _json_object(os.path.join(path, "config.json")).get("auto_map")
+    return isinstance(auto_map, dict) and "AutoTokenizer" in auto_map
+
+
+def _load_transformers(path: str) -> TransformersTokenizer:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        import transformers
+    except ImportError:
+        raise MissingDependencyError("transformers", "hf", "trainproof tokenizer (a HuggingFace tokenizer folder)") from None
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+    except Exception as exc:  # OSError, ValueError, KeyError, ImportError for a converter's package...: all say "cannot load"
+        raise InputError(path, f"transformers cannot load this tokenizer folder: {_said(exc)}") from None
+    return TransformersTokenizer(path, tokenizer)
+
+
+def _json_object(path: str) -> dict[str, Any]:
+    try:
+        value = json.loads(_read(path).decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise InputError(path, "is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise InputError(path, "is not a JSON object")
+    return value
+
+
+def _named_specials(folder: str) -> dict[str, str]:
+    """The special tokens HuggingFace configuration files in ``folder`` name; special_tokens_map.json wins, as in transformers."""
+    named: dict[str, str] = {}
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        file = os.path.join(folder, name)
+        if not os.path.isfile(file):
+            continue
+        config = _json_object(file)
+        for role in ROLES:
+            text = _token_text(config.get(f"{role}_token"))
+            if text is not None:
+                named[role] = text
+    return named
+
+
+def _token_text(value: object) -> str | None:
+    """A token as configuration files write it: a string, or an AddedToken object with its ``content``."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+# --- what the libraries know ------------------------------------------------------------------------------
+
+
+def _require(package: str) -> Any:
+    try:
+        return __import__(package)
+    except ImportError:
+        raise MissingDependencyError(package, "tokenizer", "trainproof tokenizer") from None
+
+
+def _said(exc: BaseException) -> str:
+    """A library's message on one line (the CLI prints one line per error), at most MAX_MESSAGE_CHARS of it."""
+    text = " ".join(str(exc).split()).rstrip(".")
+    if not text or isinstance(exc, KeyError):  # a KeyError's message is the bare key
+        text = f"{type(exc).__name__} {text}".strip()
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
+
+
+def _specials(found: Mapping[str, tuple[int | None, str | None]]) -> Specials:
+    fields: dict[str, Any] = {}
+    for role in ROLES:
+        fields[role], fields[f"{role}_text"] = found.get(role, (None, None))
+    return Specials(**fields)
+
+
+def _byte_ids(pairs: Iterable[tuple[int, str]]) -> frozenset[int]:
+    return frozenset(token_id for token_id, piece in pairs if _BYTE_PIECE.fullmatch(piece))
+
+
+def _library_specials(backend: Any, spec: Mapping[str, Any]) -> dict[str, str]:
+    """The special tokens a tokenizer.json itself implies: its model's unknown token, post-processor and padding."""
+    found = _post_processor_specials(spec.get("post_processor"))
+    model = spec["model"]
+    if isinstance(model.get("unk_token"), str):
+        found["unk"] = model["unk_token"]
+    elif isinstance(model.get("unk_id"), int):  # Unigram names its unknown token by id
+        text = backend.id_to_token(model["unk_id"])
+        if text is not None:
+            found["unk"] = text
+    padding = spec.get("padding")
+    if isinstance(padding, dict) and isinstance(padding.get("pad_token"), str):
+        found["pad"] = padding["pad_token"]
+    return found
+
+
+def _post_processor_specials(processor: object) -> dict[str, str]:
+    """bos and eos as a post-processor adds them: the special token before the single sequence and the one after it."""
+    if not isinstance(processor, dict):
+        return {}
+    kind = processor.get("type")
+    if kind == "Sequence":
+        found: dict[str, str] = {}
+        for inner in processor.get("processors") or []:
+            found.update(_post_processor_specials(inner))
+        return found
+    if kind == "RobertaProcessing":
+        cls, sep = processor.get("cls"), processor.get("sep")
+        pairs = {"bos": cls, "eos": sep}
+        return {role: pair[0] for role, pair in pairs.items() if isinstance(pair, list) and pair and isinstance(pair[0], str)}
+    if kind != "TemplateProcessing":
+        return {}
+    tokens = processor.get("special_tokens") or {}
+    before: list[str] = []
+    after: list[str] = []
+    sequence_seen = False
+    for item in processor.get("single") or []:
+        if not isinstance(item, dict):
+            continue
+        if "Sequence" in item:
+            sequence_seen = True
+        elif isinstance(item.get("SpecialToken"), dict):
+            key = item["SpecialToken"].get("id")
+            texts = (tokens.get(key) or {}).get("tokens") or [key]
+            if len(texts) == 1 and isinstance(texts[0], str):
+                (after if sequence_seen else before).append(texts[0])
+    found = {}
+    if before:
+        found["bos"] = before[0]
+    if after:
+        found["eos"] = after[-1]
+    return found
+
+
+def _pipeline_normalize(backend: Any, text: str) -> str:
+    """A ``tokenizers`` pipeline's text as decoding gives it back: normaliser, then pre-tokenizer, then decoder.
+
+    The decoder undoes what the pre-tokenizer did (Metaspace's "▁" and its
+    prefix space, ByteLevel's byte alphabet), which the normaliser alone
+    does not show. Without a decoder the library joins tokens with spaces.
+    """
+    if not text:
+        return ""
+    if backend.normalizer is not None:
+        text = backend.normalizer.normalize_str(text)
+    pieces = [piece for piece, _ in backend.pre_tokenizer.pre_tokenize_str(text)] if backend.pre_tokenizer is not None else [text]
+    return backend.decoder.decode(pieces) if backend.decoder is not None else " ".join(pieces)
+
+
+def _adds_dummy_space(processor: Any) -> bool:
+    """Whether the model adds a dummy space to every text (``add_dummy_prefix``), which decoding removes from the front.
+
+    The space is added in front, or at the end with
+    ``treat_whitespace_as_suffix``; either way sentencepiece's decoder drops
+    one leading space and nothing at the end.
+    """
+    return hasattr(processor, "normalize") and _SPACE in processor.normalize("a")
+
+
+def _sentencepiece_normalize(processor: Any, text: str, dummy_space: bool) -> str:
+    if not hasattr(processor, "normalize"):  # sentencepiece < 0.2: the default nmt_nfkc rule, approximately
+        return " ".join(unicodedata.normalize("NFKC", text).split())
+    normalized = processor.normalize(text).replace(_SPACE, " ")
+    return normalized[1:] if dummy_space and normalized.startswith(" ") else normalized
+
+
+def _template(tokenizer: Any) -> str | None:
+    """The chat template as text; of several named ones (a dict), the one named "default"."""
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):
+        template = template.get("default")
+    return template if isinstance(template, str) and template else None
