@@ -1,0 +1,86 @@
+"""What the fine-tuning dataset reader hands on: plain frozen records, picklable."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+SHAPES = ("text", "prompt_completion", "instruction", "messages")
+"""The shapes of a training example, in the order a row that has the fields of several is read as (see the reader)."""
+
+ROLES = ("system", "user", "assistant", "tool")
+"""The roles a chat template knows. Any other role is kept as written and is a ``role-order`` problem."""
+
+PROBLEM_KINDS = (
+    "unparsable", "document", "not-object", "unknown-shape", "wrong-type", "empty-field", "null-field",
+    "role-order", "no-assistant", "blank-line", "overlong-line",
+)  # fmt: skip
+"""Every :attr:`RowProblem.kind`. The first five and ``overlong-line`` keep a line from being a row; the others are
+recorded on a row that is still read, so a rule can count them."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn of a conversation, its role as the chat template sees it (ShareGPT's ``human``/``gpt`` already mapped)."""
+
+    role: str
+    content: str | None  # None when the field is missing or null
+
+
+@dataclass(frozen=True)
+class Row:
+    """One JSONL line that is a training example.
+
+    ``target`` is what the model is trained to produce; ``prompt`` what it
+    reads without being trained on it (``""`` for shape ``text``, whose
+    whole text is trained on). By shape:
+
+    - ``text``: target is ``text``.
+    - ``prompt_completion``: ``prompt`` and ``completion``.
+    - ``instruction`` (Alpaca): prompt is ``instruction``, then a blank line
+      and ``input`` when there is one; target is ``output``.
+    - ``messages``: prompt is the contents of every message before the last
+      assistant turn, target the contents of every assistant turn, each
+      joined by a blank line. ``messages`` keeps the turns themselves, for a
+      tokenizer's chat template to render as the trainer will.
+
+    A null field reads as ``""`` here (its problem is recorded).
+    """
+
+    line: int  # 1-based line number in the file
+    shape: str  # one of SHAPES
+    prompt: str
+    target: str
+    messages: tuple[Message, ...] = ()
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """What is wrong with one line (``line`` None: the file as a whole); ``kind`` is one of PROBLEM_KINDS.
+
+    ``message`` is one sentence naming the line and the field; user data in
+    it is quoted with ``repr`` and cut to about 40 characters, so it never
+    carries raw control characters to a terminal. ``field`` is the top-level
+    key at fault (``messages`` for a problem of one of its turns).
+    """
+
+    kind: str
+    message: str
+    line: int | None
+    field: str | None = None
+
+
+@dataclass(frozen=True)
+class TextDataset:
+    """A fine-tuning dataset as read: its rows, its problems in line order, and notes on how it was read.
+
+    ``lines`` counts every line read, blank ones included; ``shapes`` maps
+    every shape in SHAPES, in that order, to its number of rows (0 included).
+    """
+
+    path: str
+    rows: tuple[Row, ...]
+    problems: tuple[RowProblem, ...]
+    lines: int
+    shapes: Mapping[str, int]
+    notes: tuple[str, ...] = ()

@@ -1,0 +1,601 @@
+"""A fine-tuning dataset in JSON Lines read into a :class:`TextDataset`.
+
+Each line is one JSON object of one of four shapes, its keys spelt exactly
+as the tools people train with write them (other keys are ignored):
+
+- ``text``: ``{"text": ...}``, a pre-rendered example trained on whole;
+- ``prompt_completion``: ``{"prompt": ..., "completion": ...}`` (OpenAI's
+  legacy format, TRL);
+- ``instruction``: ``{"instruction": ..., "input": ..., "output": ...}``
+  (Alpaca; ``input`` may be missing, null or empty);
+- ``messages``: ``{"messages": [{"role": ..., "content": ...}, ...]}``
+  (OpenAI chat, TRL, Axolotl), or ShareGPT's ``{"conversations": [{"from":
+  "human", "value": ...}, ...]}`` with its speakers mapped to roles.
+
+A row with the fields of several shapes is read as the first of messages,
+prompt_completion, instruction, text, with a note.
+
+What is wrong with a line is a :class:`RowProblem` at its line. A line
+that is not a training example (not JSON, not an object, of no shape, a
+field of the wrong type, too long) is not a row; one with an empty or null
+field or turns out of order still is, so the rules can count it. Only a
+file that cannot be judged at all is an InputError: missing, a folder,
+empty, binary, or text in another encoding than UTF-8.
+
+The file is read once, in blocks, so a pipe can be read too, and one line
+costs at most about MAX_TEXT_LINE_BYTES of memory whatever the file holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+from trainproof.errors import InputError
+from trainproof.readers.base import BLOCK_BYTES, open_log, read_block, size_text
+from trainproof.text.model import ROLES, SHAPES, Message, Row, RowProblem, TextDataset
+
+MAX_TEXT_LINE_BYTES = 16 * 1024 * 1024
+"""The longest line kept as a row. Long-context fine-tuning rows run to 100k+ characters, and JSON escapes of non-Latin
+text (``\\u0416``, six bytes a character) can make a 128k-token row several MiB; 16 MiB leaves room for a whole book in
+one row. A longer line is an ``overlong-line`` problem, skipped to its end without being held, so a file of one 1 GB line
+costs 16 MiB of memory, not 1 GB. (Training logs are held to 1 MiB a line: their lines are a few hundred bytes.)"""
+
+HEAD_BYTES = 64 * 1024
+"""How much of the file is looked at to tell JSON Lines text from binary data or another encoding."""
+
+BINARY_SHARE = 0.1
+"""Share of control bytes, or of bytes that are not UTF-8, in the first HEAD_BYTES above which the file is binary."""
+
+QUOTE_CHARS = 40
+"""Most characters of the file's own text a problem message quotes."""
+
+SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "system": "system", "observation": "tool", "function_call": "assistant"}
+"""ShareGPT speakers (``from``) as chat-template roles; LLaMA-Factory adds ``observation`` and ``function_call``. A speaker
+that is none of these is kept as written (a ``role-order`` problem names it)."""
+
+SYNONYMS = {
+    "response": ("output", "completion"),
+    "answer": ("completion", "output"),
+    "target": ("completion", "output"),
+    "question": ("prompt",),
+    "query": ("prompt",),
+    "chat": ("messages",),
+    "dialog": ("messages",),
+    "dialogue": ("messages",),
+}
+"""Keys other datasets use for a shape's field, which no trainer reads in its place: an ``unknown-shape`` problem names
+them as the near miss (lower case, without ``_`` and ``-``)."""
+
+_FORMS = tuple(
+    (shape, keys, frozenset(keys))
+    for shape, keys in (
+        ("messages", ("messages",)),
+        ("messages", ("conversations",)),
+        ("prompt_completion", ("prompt", "completion")),
+        ("instruction", ("instruction", "output")),
+        ("text", ("text",)),
+    )
+)
+"""The required keys of each shape (ShareGPT's ``conversations`` is a form of ``messages``), in the order a row that has
+the keys of several is read as, and as a set to test a record's keys against."""
+_FIELDS = tuple(dict.fromkeys(key for _, keys, _ in _FORMS for key in keys))
+_EXPECTED = "'text', 'prompt' and 'completion', 'instruction' and 'output', or 'messages'"
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_OTHER_BOMS = (
+    (b"\x00\x00\xfe\xff", "UTF-32 (big-endian)"),
+    (b"\xff\xfe\x00\x00", "UTF-32 (little-endian)"),
+    (b"\xfe\xff", "UTF-16 (big-endian)"),
+    (b"\xff\xfe", "UTF-16 (little-endian)"),
+)  # UTF-32 first: its little-endian mark begins with UTF-16's
+_PREFIX_BYTES = 64
+_MAX_KEYS_EXAMINED = 50
+_MAX_KEY_SETS = 1024
+
+
+def read_text_dataset(path: str | os.PathLike[str]) -> TextDataset:
+    """The fine-tuning dataset at ``path``, a JSON Lines file, as rows and problems."""
+    given = str(os.fspath(path))
+    if os.path.isdir(given):
+        raise InputError(given, "is a folder, not a JSON Lines file: give the dataset's .jsonl file")
+    if not os.path.exists(given):
+        raise InputError(given, "does not exist")
+    reader = _Reader(given)
+    with open_log(Path(given)) as handle:
+        head = read_block(handle, HEAD_BYTES, given)
+        _check_head(given, head)
+        if head.startswith(_UTF8_BOM):
+            head = head[len(_UTF8_BOM) :]
+            reader.notes.append("starts with a UTF-8 byte-order mark (BOM), which was skipped")
+        reader.read(_lines(handle, given, head))
+    return reader.build()
+
+
+# --- bytes to lines -------------------------------------------------------------
+
+
+def _check_head(path: str, head: bytes) -> None:
+    """The first HEAD_BYTES of a file must be UTF-8 text: anything else is an InputError naming what it is."""
+    if not head:
+        raise InputError(path, "is empty")
+    for mark, encoding in _OTHER_BOMS:
+        if head.startswith(mark):
+            raise InputError(
+                path, f"is {encoding} text (by its byte-order mark), not UTF-8, which trainers read JSON Lines as: save it as UTF-8"
+            )
+    if b"\x00" in head:
+        utf16 = _utf16_without_bom(head)
+        if utf16:
+            raise InputError(
+                path, f"is {utf16} text without a byte-order mark, not UTF-8, which trainers read JSON Lines as: save it as UTF-8"
+            )
+        raise InputError(path, "is binary, not JSON Lines (it holds NUL bytes)")
+    control = sum(1 for byte in head if byte < 32 and byte not in (9, 10, 12, 13))
+    undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
+    if control > BINARY_SHARE * len(head) or undecodable > BINARY_SHARE * len(head):
+        raise InputError(path, "is binary, not JSON Lines")
+
+
+def _utf16_without_bom(head: bytes) -> str | None:
+    """UTF-16 of mostly ASCII text has a NUL in every other byte, on one side only; which side names its byte order."""
+    half = len(head) / 2
+    even, odd = head[0::2].count(0), head[1::2].count(0)
+    if odd > 0.3 * half and even < 0.05 * half:
+        return "UTF-16 (little-endian)"
+    if even > 0.3 * half and odd < 0.05 * half:
+        return "UTF-16 (big-endian)"
+    return None
+
+
+class _Line(NamedTuple):
+    number: int
+    data: bytes | None  # without its line end (LF, or CRLF); None when longer than MAX_TEXT_LINE_BYTES and dropped
+    size: int  # its length in bytes, LF excluded
+    prefix: bytes = b""  # the first bytes of a dropped line: enough to see that it opens a JSON array
+
+
+def _lines(handle: BinaryIO, path: str, first: bytes) -> Iterator[_Line]:
+    """The lines of an open file, ``first`` its bytes already read, in blocks of BLOCK_BYTES.
+
+    A line that grows past MAX_TEXT_LINE_BYTES is dropped as soon as it
+    does, and only its length is counted until its newline, so no line
+    costs more memory than that limit whatever the file holds.
+    """
+    number, kept, size, prefix, dropping = 0, [], 0, b"", False
+    block = first or read_block(handle, BLOCK_BYTES, path)
+    while block:
+        *ended, rest = block.split(b"\n")
+        for piece in ended:
+            number += 1
+            yield _finished(number, kept, piece, size + len(piece), prefix, dropping)
+            kept, size, prefix, dropping = [], 0, b"", False
+        if rest:
+            size += len(rest)
+            if not dropping and size > MAX_TEXT_LINE_BYTES:
+                prefix = (kept[0] if kept else rest)[:_PREFIX_BYTES]
+                kept, dropping = [], True
+            elif not dropping:
+                kept.append(rest)
+        block = read_block(handle, BLOCK_BYTES, path)
+    if size:
+        yield _finished(number + 1, kept, b"", size, prefix, dropping)
+
+
+def _finished(number: int, kept: list[bytes], piece: bytes, size: int, prefix: bytes, dropping: bool) -> _Line:
+    if dropping or size > MAX_TEXT_LINE_BYTES:
+        return _Line(number, None, size, prefix or (kept[0] if kept else piece)[:_PREFIX_BYTES])
+    data = b"".join((*kept, piece)) if kept else piece
+    return _Line(number, data[:-1] if data.endswith(b"\r") else data, size)
+
+
+def _is_blank(line: _Line) -> bool:
+    return line.data is not None and (not line.data or line.data.isspace())
+
+
+def _one_document(first: list[_Line]) -> tuple[int, str] | None:
+    """Where a file is one JSON document rather than JSON Lines (a JSON array, or pretty-printed), and which, from its
+    first two non-blank lines. The same judgement as :func:`trainproof.data.manifest._one_document`, on lines that may
+    be too long to keep, and a file of JSON arrays one per line is JSON Lines (of lines that are not objects)."""
+    if not first:
+        return None
+    number, opening = first[0].number, _sniffed(first[0])
+    if opening.startswith("["):
+        if len(first) == 2 and all(_parses(line) for line in first):
+            return None
+        return number, "one JSON array"
+    if opening == "{":
+        return number, "one pretty-printed JSON document"
+    if (
+        opening.startswith("{")
+        and len(first) == 2
+        and _sniffed(first[1]).startswith('"')
+        and not _parses(first[0])
+        and not _parses(first[1])
+    ):
+        return number, "one pretty-printed JSON document"
+    return None
+
+
+def _sniffed(line: _Line) -> str:
+    return (line.prefix if line.data is None else line.data).decode("utf-8", errors="replace").strip()
+
+
+def _parses(line: _Line) -> bool:
+    if line.data is None:
+        return False
+    try:
+        json.loads(line.data)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+# --- lines to rows --------------------------------------------------------------
+
+
+class _NotARow(Exception):
+    """Raised with the problem that keeps a line from being a row (a field of the wrong type)."""
+
+    def __init__(self, problem: RowProblem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+class _Reader:
+    """Collects rows, problems and notes in line order, and what the notes and file-level problems count."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.rows: list[Row] = []
+        self.problems: list[RowProblem] = []
+        self.notes: list[str] = []
+        self.lines = 0
+        self.content = 0
+        self.blank = 0
+        self.first_blank: int | None = None
+        self.not_utf8 = 0
+        self.first_not_utf8: int | None = None
+        self.diagnosed: dict[tuple[str, ...], tuple[str, str | None]] = {}
+        self.sharegpt = 0
+        self.several = 0
+        self.first_several: int | None = None
+        self.document: tuple[int, str] | None = None
+
+    def read(self, lines: Iterator[_Line]) -> None:
+        """Every line; the first two with content decide first whether the file is one JSON document."""
+        first: list[_Line] = []
+        for line in lines:
+            if self._count(line):
+                first.append(line)
+                if len(first) == 2:
+                    break
+        self.document = _one_document(first)
+        if self.document is not None:
+            for line in lines:
+                self._count(line)
+            return
+        for line in first:
+            self._line(line)
+        for line in lines:
+            if self._count(line):
+                self._line(line)
+
+    def _count(self, line: _Line) -> bool:
+        """Counts a line; True when it has content (is not blank)."""
+        self.lines = line.number
+        if _is_blank(line):
+            self.blank += 1
+            self.first_blank = self.first_blank or line.number
+            return False
+        self.content += 1
+        return True
+
+    def _not_a_row(self, problem: RowProblem) -> None:
+        self.problems.append(problem)
+
+    def _line(self, line: _Line) -> None:
+        n = line.number
+        if line.data is None:
+            limit = size_text(MAX_TEXT_LINE_BYTES)
+            self._not_a_row(RowProblem("overlong-line", f"line {n} is {line.size:,} bytes long, over the {limit} limit for one row", n))
+            return
+        try:
+            text = line.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.not_utf8 += 1
+            self.first_not_utf8 = self.first_not_utf8 or n
+            byte = line.data[exc.start]
+            self._not_a_row(RowProblem("unparsable", f"line {n} is not UTF-8: byte {byte:#04x} at byte {exc.start + 1} of the line", n))
+            return
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            where = f"{exc.msg} column {exc.colno}" if exc.msg.endswith(" at") else f"{exc.msg} at column {exc.colno}"
+            self._not_a_row(RowProblem("unparsable", f"line {n} is not valid JSON: {where}", n))
+            return
+        except RecursionError:
+            self._not_a_row(RowProblem("unparsable", f"line {n} is JSON nested too deeply to read", n))
+            return
+        except ValueError:  # Python refuses to read an integer of more than 4,300 digits
+            self._not_a_row(RowProblem("unparsable", f"line {n} holds a number too long to read", n))
+            return
+        if not isinstance(record, dict):
+            self._not_a_row(RowProblem("not-object", f"line {n} is a JSON {_kind(record)}, not an object", n))
+            return
+        self._record(n, record)
+
+    def _record(self, n: int, record: dict[str, object]) -> None:
+        forms = [(shape, keys) for shape, keys, required in _FORMS if record.keys() >= required]
+        if not forms:
+            names = tuple(record)
+            diagnosis = self.diagnosed.get(names)
+            if diagnosis is None:
+                diagnosis = _unknown_shape(record)
+                if len(self.diagnosed) < _MAX_KEY_SETS:  # rows of no shape mostly share their keys; bounded should each differ
+                    self.diagnosed[names] = diagnosis
+            said, field = diagnosis
+            self._not_a_row(RowProblem("unknown-shape", f"line {n} {said}", n, field))
+            return
+        if len(forms) > 1:
+            self.several += 1
+            self.first_several = self.first_several or n
+        shape, keys = forms[0]
+        found: list[RowProblem] = []
+        try:
+            row, sharegpt = _row(n, shape, keys[0], record, found)
+        except _NotARow as exc:
+            self._not_a_row(exc.problem)
+            return
+        self.sharegpt += sharegpt
+        self.rows.append(row)
+        self.problems.extend(found)
+
+    def build(self) -> TextDataset:
+        if not self.content:
+            raise InputError(self.path, "is empty: it holds nothing but whitespace")
+        if self.not_utf8 * 2 > self.content:
+            raise InputError(
+                self.path,
+                f"is not UTF-8: {self.not_utf8:,} of its {self.content:,} lines hold bytes that are not UTF-8, the first "
+                f"at line {self.first_not_utf8}, so it is in another encoding (Latin-1 or Windows-1252, perhaps): save it as UTF-8",
+            )
+        notes = list(self.notes)
+        if self.document is not None:
+            number, what = self.document
+            problem = RowProblem("document", f"the file is {what}, not JSON Lines: a fine-tuning dataset has one JSON object per line", number)
+            return TextDataset(self.path, (), (problem,), self.lines, dict.fromkeys(SHAPES, 0), tuple(notes))
+        problems = list(self.problems)
+        if self.blank:
+            s = "s" if self.blank != 1 else ""
+            problems.append(
+                RowProblem("blank-line", f"the file has {self.blank:,} blank line{s}, the first at line {self.first_blank}", self.first_blank)
+            )
+        problems.sort(key=lambda p: p.line or 0)
+        if self.sharegpt:
+            notes.append(
+                f"{_rows(self.sharegpt)} ShareGPT turns ('from' and 'value'), read as messages with "
+                "human as user, gpt as assistant and system as system"
+            )
+        if self.several:
+            notes.append(
+                f"{_rows(self.several)} the fields of more than one shape, the first at line {self.first_several}; "
+                "each was read as the first of messages, prompt_completion, instruction, text"
+            )
+        shapes = dict.fromkeys(SHAPES, 0)
+        for row in self.rows:
+            shapes[row.shape] += 1
+        return TextDataset(self.path, tuple(self.rows), tuple(problems), self.lines, shapes, tuple(notes))
+
+
+def _rows(count: int) -> str:
+    return f"{count:,} row{'s' if count != 1 else ''} {'have' if count != 1 else 'has'}"
+
+
+# --- one object to one row ------------------------------------------------------
+
+
+def _row(n: int, shape: str, key: str, record: Mapping[str, object], found: list[RowProblem]) -> tuple[Row, bool]:
+    """The row a record of a known shape is, its empty and null fields and role problems added to ``found``, and
+    whether it holds ShareGPT turns. A field of the wrong type raises _NotARow."""
+    if shape == "text":
+        return Row(n, shape, "", _string(n, record, "text", found)), False
+    if shape == "prompt_completion":
+        prompt = _string(n, record, "prompt", found)
+        return Row(n, shape, prompt, _string(n, record, "completion", found)), False
+    if shape == "instruction":
+        instruction = _string(n, record, "instruction", found)
+        extra = _string(n, record, "input", found, optional=True)
+        output = _string(n, record, "output", found)
+        return Row(n, shape, f"{instruction}\n\n{extra}" if extra else instruction, output), False
+    messages, sharegpt = _conversation(n, key, record[key], found)
+    answers = [i for i, message in enumerate(messages) if message.role == "assistant"]
+    if messages:
+        role_problem = _role_order(n, key, messages)
+        if role_problem is not None:
+            found.append(role_problem)
+        if not answers:
+            found.append(RowProblem("no-assistant", f"line {n} has no assistant message in {key!r}: nothing in it is trained on", n, key))
+    prompt = _joined([message.content for message in messages[: answers[-1] if answers else len(messages)]])
+    target = _joined([messages[i].content for i in answers])
+    return Row(n, shape, prompt, target, messages), sharegpt
+
+
+def _joined(contents: list[str | None]) -> str:
+    return "\n\n".join([content for content in contents if content])
+
+
+def _string(n: int, record: Mapping[str, object], key: str, found: list[RowProblem], optional: bool = False) -> str:
+    """A shape's text field; null reads as "" (a ``null-field`` problem unless it is optional)."""
+    value = record.get(key)
+    if value is None:
+        if not optional:
+            found.append(RowProblem("null-field", f"line {n}: {key!r} is null", n, key))
+        return ""
+    if not isinstance(value, str):
+        raise _NotARow(RowProblem("wrong-type", f"line {n}: {key!r} is {_a(value)}, not a string{_hint(key, value)}", n, key))
+    if not optional and (not value or value.isspace()):
+        found.append(RowProblem("empty-field", _empty(f"line {n}: {key!r}", value), n, key))
+    return value
+
+
+def _hint(key: str, value: object) -> str:
+    """TRL's conversational prompt-completion (a list of messages as prompt and completion) is named as such."""
+    if key in ("prompt", "completion") and isinstance(value, list) and value and all(isinstance(v, dict) and "role" in v for v in value):
+        return " (a conversational prompt and completion are not read: put the whole conversation in 'messages')"
+    return ""
+
+
+def _conversation(n: int, key: str, turns: object, found: list[RowProblem]) -> tuple[tuple[Message, ...], bool]:
+    """The turns of a ``messages`` or ``conversations`` list, and whether any was ShareGPT's (``from``/``value``)."""
+    if turns is None:
+        found.append(RowProblem("null-field", f"line {n}: {key!r} is null", n, key))
+        return (), False
+    if not isinstance(turns, list):
+        raise _NotARow(RowProblem("wrong-type", f"line {n}: {key!r} is {_a(turns)}, not a list of messages", n, key))
+    if not turns:
+        found.append(RowProblem("empty-field", f"line {n}: {key!r} is an empty list", n, key))
+        return (), False
+    messages, sharegpt = [], False
+    for i, turn in enumerate(turns, 1):
+        if not isinstance(turn, dict):
+            raise _NotARow(RowProblem("wrong-type", f"line {n}: message {i} of {key!r} is {_a(turn)}, not an object", n, key))
+        if "role" in turn:
+            role_key, content_key = "role", "content"
+        elif "from" in turn:
+            role_key, content_key, sharegpt = "from", "value", True
+        else:
+            raise _NotARow(RowProblem("wrong-type", f"line {n}: message {i} of {key!r} has no 'role' (nor ShareGPT's 'from')", n, key))
+        role, content = turn[role_key], turn.get(content_key)
+        if not isinstance(role, str):
+            raise _NotARow(
+                RowProblem("wrong-type", f"line {n}: the {role_key!r} of message {i} of {key!r} is {_a(role)}, not a string", n, key)
+            )
+        if content is not None and not isinstance(content, str):
+            problem = f"line {n}: the {content_key!r} of message {i} of {key!r} is {_a(content)}, not a string"
+            raise _NotARow(RowProblem("wrong-type", problem, n, key))
+        if role_key == "from":
+            role = SHAREGPT_ROLES.get(role, role)
+        if (not content or content.isspace()) and not (role == "assistant" and (turn.get("tool_calls") or turn.get("function_call"))):
+            where = f"line {n}: message {i} ({_quote(role)}) of {key!r}"  # an assistant turn that calls a tool may say nothing
+            if content is None:
+                said = f"{where}: its {content_key!r} is null" if content_key in turn else f"{where} has no {content_key!r}"
+                found.append(RowProblem("null-field", said, n, key))
+            else:
+                found.append(RowProblem("empty-field", _empty(f"{where}: its {content_key!r}", content), n, key))
+        messages.append(Message(role, content))
+    return tuple(messages), sharegpt
+
+
+def _role_order(n: int, key: str, messages: tuple[Message, ...]) -> RowProblem | None:
+    """The first turn that breaks the order chat templates expect: system (only first), then user and assistant in
+    turns, tool results anywhere after the first; None when none does."""
+    previous = None
+    for i, message in enumerate(messages, 1):
+        role = message.role
+        problem = None
+        if role not in ROLES:
+            problem = f"line {n}: message {i} has the role {_quote(role)}, which is none of {', '.join(map(repr, ROLES))}"
+        elif i == 1 and role not in ("system", "user"):
+            problem = f"line {n} starts with the role {role!r}; a conversation starts with 'system' or 'user'"
+        elif i > 1 and role == "system":
+            problem = f"line {n}: message {i} is a 'system' message; only the first message may be one"
+        elif role == previous and role in ("user", "assistant"):
+            problem = f"line {n}: messages {i - 1} and {i} are both {role!r} turns, one after the other"
+        if problem is not None:
+            return RowProblem("role-order", problem, n, key)
+        previous = role
+    return None
+
+
+# --- near misses ----------------------------------------------------------------
+
+
+def _unknown_shape(record: Mapping[str, object]) -> tuple[str, str | None]:
+    """What is wrong with an object of no shape, after "line N ", and the field it lacks: the shape it is nearest, and the
+    key that almost names a missing field (None when it is near no shape)."""
+    if not record:
+        return "is an empty object, with none of the fields of a training example", None
+    keys = list(record)[:_MAX_KEYS_EXAMINED]
+    near: dict[str, str] = {}
+    for key in keys:
+        for field, hint in _resemblances(key):
+            near.setdefault(field, hint)
+
+    def score(form: tuple[str, tuple[str, ...], frozenset[str]]) -> int:
+        return sum(1 for field in form[1] if field in record or field in near)
+
+    best = max(_FORMS, key=score)  # max keeps the first of equals: the order rows are read in
+    if not score(best):
+        shown = ", ".join(_quote(key) for key in keys[:8]) + (", ..." if len(record) > 8 else "")
+        return f"has none of the fields of a training example (it has {shown}; a row has {_EXPECTED})", None
+    shape, fields, _ = best
+    missing = [field for field in fields if field not in record]
+    named = " and ".join(f"no field {field!r}" + (f" ({near[field]})" if field in near else "") for field in missing)
+    said = f"has {named}"
+    if not any(field in near for field in missing):
+        said += f", which {shape} needs beside {', '.join(repr(field) for field in fields if field in record)}"
+    return said, missing[0]
+
+
+def _resemblances(key: str) -> Iterator[tuple[str, str]]:
+    """The shape fields ``key`` almost is (another case, a misspelling, a synonym), each with how to say so."""
+    if key in _FIELDS or len(key) > QUOTE_CHARS:
+        return
+    folded = key.lower()
+    squeezed = folded.replace("_", "").replace("-", "")
+    for field in _FIELDS:
+        if folded == field:
+            yield field, f"found {_quote(key)}; keys are case-sensitive"
+        elif _within(squeezed, field, 1 if len(field) <= 5 else 2):
+            yield field, f"found {_quote(key)}, spelt differently"
+    for field in SYNONYMS.get(squeezed, ()):
+        yield field, f"found {_quote(key)}, which trainers do not read as {field!r}"
+
+
+def _within(a: str, b: str, limit: int) -> bool:
+    """Whether the edit distance (Levenshtein) between two short strings is at most ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return False
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        if min(current) > limit:
+            return False
+        previous = current
+    return previous[-1] <= limit
+
+
+# --- wording --------------------------------------------------------------------
+
+
+def _quote(text: str) -> str:
+    """User text for a message: cut to QUOTE_CHARS and repr'd, so control characters show as escapes."""
+    return repr(text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "...")
+
+
+def _empty(subject: str, value: str) -> str:
+    return f"{subject} is empty" if not value else f"{subject} is only whitespace ({_quote(value)})"
+
+
+def _kind(value: object) -> str:
+    """What JSON calls the type of a parsed value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _a(value: object) -> str:
+    kind = _kind(value)
+    return kind if kind == "null" else ("an " if kind[0] in "aeiou" else "a ") + kind
