@@ -138,6 +138,18 @@ class Thresholds:
     DATA_CPS_FAIL_Z: Annotated[float, "robust z", "...and this many is a FAIL: the transcript belongs to other audio.", POSITIVE] = 8.0
     DATA_SCRIPT_SHARE: Annotated[float, "fraction of transcripts", "A script used by fewer than this share of the transcripts is foreign to the corpus; a transcript using one is a WARN.", SHARE] = 0.1
 
+    # --- tokenizers against their text (trainproof tokenizer) -----------------
+    TOK_EXAMPLES: Annotated[int, "findings", "A tokenizer rule names at most this many lines (the first in file order) and counts the rest.", COUNT] = 5
+    TOK_UNK_FAIL_SHARE: Annotated[float, "fraction of tokens", "Unknown tokens are a WARN when any occur, a FAIL from this share of all tokens on.", SHARE] = 0.005
+    TOK_BYTE_WARN_SHARE: Annotated[float, "fraction of tokens", "Byte-fallback tokens from this share of all tokens on are a WARN (rare characters falling back is normal).", SHARE] = 0.01
+    TOK_FERTILITY_WARN: Annotated[float, "tokens per word", "A text averaging more tokens per word than this is split far finer than the tokenizer's own language would be.", POSITIVE] = 2.5
+    TOK_MIN_LINES: Annotated[int, "lines", "Per-line rates (tokens per character, tokens per second) are judged against the text's own spread only with at least this many lines.", AT_LEAST_3] = 20
+    TOK_OUTLIER_Z: Annotated[float, "robust z", "A line whose tokens per character or per second of audio is this many robust sigmas (MAD x 1.4826) above the median is an outlier.", POSITIVE] = 6.0
+    TOK_NUMBER_MIN: Annotated[int, "numbers", "Digit strings are judged for consistent splitting only when the text holds at least this many of them.", COUNT] = 5
+
+    # --- fine-tuning datasets (trainproof text) --------------------------------
+    TEXT_EXAMPLES: Annotated[int, "findings", "A text rule names at most this many lines (the first in file order) and counts the rest.", COUNT] = 5
+
     def __init__(self, **overrides: float | int) -> None:
         unknown = set(overrides) - set(names())
         if unknown:

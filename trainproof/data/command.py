@@ -8,7 +8,6 @@ summary (clips, hours, sample rates, speakers, duration percentiles).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,18 +40,9 @@ def _require() -> None:
 
 
 def _progress(options: Mapping[str, Any]) -> Callable[[int, int], None] | None:
-    """A progress line on a terminal, none in CI, under --json or when stderr is not a terminal."""
-    import os
+    from trainproof.progress import terminal_progress
 
-    if not options.get("progress", True) or os.environ.get("CI") or not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int) -> None:
-        end = "\n" if done >= total else ""
-        sys.stderr.write(f"\rtrainproof data: {done:,}/{total:,} clips decoded{end}")
-        sys.stderr.flush()
-
-    return show
+    return terminal_progress(options, "data", "clips decoded")
 
 
 def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:

@@ -1,0 +1,377 @@
+"""Every TP-TOK rule, on real tokenizers trained here and real English text: where it fires, and where it must not.
+
+The text is held-out English (every fourth line of :func:`build.english_lines` that the tokenizers also saw is
+fine: coverage is what matters, not generalisation) with faults added one at a time at known lines.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.tokenizers import build
+from trainproof.cli import main
+from trainproof.judge import judge
+from trainproof.report import Level, Subject
+
+pytest.importorskip("sentencepiece")
+pytest.importorskip("tokenizers")
+
+CLEAN = build.english_lines()[::80][:40]
+"""Forty English lines: what every clean pairing is judged on."""
+
+CYRILLIC = "Съешь же ещё этих мягких французских булок да выпей чаю"
+BASE64 = "aGVsbG8gd29ybGQgdGhpcyBpcyBiYXNlNjQgdGV4dCB0aGF0IG5vYm9keSByZWFkcw=="
+NUMBERS = ("In 1984 the list had 1066 entries and 2024 names.", "Pay 4567 or 8812 now, 31 or 77 later.", "The 1950 edition sold 3910 copies.")
+
+
+def write_text(path: Path, lines) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def judged(tokenizer: Path, text: Path, **options) -> Subject:
+    report = judge("tokenizer", [str(text)], tokenizer=str(tokenizer), progress=False, **options)
+    return report.subjects[0]
+
+
+def hits(subject: Subject, rule_id: str) -> list:
+    return [f for f in subject.findings if f.rule_id == rule_id]
+
+
+def quiet(subject: Subject) -> list[str]:
+    return [f"{f.rule_id}: {f.message}" for f in subject.findings if f.level >= Level.WARN]
+
+
+@pytest.fixture(scope="module")
+def sp(built):
+    return built("sentencepiece", split_digits=True)
+
+
+@pytest.fixture
+def clean_text(tmp_path):
+    return write_text(tmp_path / "clean.txt", CLEAN)
+
+
+@pytest.mark.parametrize(("name", "options"), [("sentencepiece", {"split_digits": True}), ("hf", {}), ("sentencepiece", {"byte_fallback": True, "split_digits": True})])
+def test_a_clean_pairing_passes_with_no_warning(built, clean_text, name, options):
+    subject = judged(built(name, **options), clean_text)
+    assert quiet(subject) == []
+    assert subject.unjudged is None
+    assert subject.summary["lines"] == 40
+    assert subject.summary["tokens"] > 40
+
+
+# --- TP-TOK-UNKNOWN ------------------------------------------------------------------------------------
+
+
+def test_a_few_unknown_characters_are_a_warn_at_their_lines(sp, tmp_path):
+    lines = [*CLEAN[:20], "The Straße runs north.", *CLEAN[20:], "Über alles."]
+    subject = judged(sp, write_text(tmp_path / "t.txt", lines))
+    found = hits(subject, "TP-TOK-UNKNOWN")
+    assert [f.line for f in found] == [21, 42]
+    assert {f.level for f in found} == {Level.WARN}
+    assert "'ß'" in found[0].message
+    assert "'Ü'" in found[0].message
+    assert found[0].values["unknown"] == 2
+    assert any(ch.isdigit() for ch in found[0].evidence)
+
+
+def test_text_in_another_script_is_a_fail(sp, tmp_path):
+    subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN[:10], CYRILLIC, CYRILLIC]))
+    found = hits(subject, "TP-TOK-UNKNOWN")
+    assert found[0].level is Level.FAIL
+    assert found[0].values["unknown"] / found[0].values["tokens"] >= 0.005
+    assert [f.line for f in found] == [11, 12]
+
+
+def test_unknown_tokens_are_counted_by_id_not_by_piece_text(sp, tmp_path):
+    """A sentencepiece unknown piece decodes to the original characters, so only its id says it is unknown."""
+    subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN, "ß"]))
+    assert hits(subject, "TP-TOK-UNKNOWN")[0].values["unknown"] == 1
+
+
+def test_a_byte_fallback_tokenizer_has_no_unknown_tokens(built, tmp_path):
+    subject = judged(built("sentencepiece", byte_fallback=True), write_text(tmp_path / "t.txt", [*CLEAN, "The Straße runs north."]))
+    assert hits(subject, "TP-TOK-UNKNOWN") == []
+
+
+# --- TP-TOK-BYTES ---------------------------------------------------------------------------------------
+
+
+def test_much_text_in_bytes_is_a_warn(built, tmp_path):
+    subject = judged(built("sentencepiece", byte_fallback=True), write_text(tmp_path / "t.txt", [*CLEAN[:10], CYRILLIC, CYRILLIC]))
+    found = hits(subject, "TP-TOK-BYTES")
+    assert [f.line for f in found] == [11, 12]
+    assert found[0].level is Level.WARN
+    assert "Characters: '" in found[0].message
+    assert "'Съешь' (2)" in found[0].message
+
+
+def test_a_rare_character_in_bytes_is_not_a_warn(built, tmp_path):
+    subject = judged(built("sentencepiece", byte_fallback=True), write_text(tmp_path / "t.txt", [*CLEAN, "Coffee \u2615 please."]))
+    assert hits(subject, "TP-TOK-BYTES") == []
+    assert subject.summary["byte_share"] > 0
+
+
+def test_bytes_are_not_judged_without_byte_fallback(sp, clean_text):
+    assert "TP-TOK-BYTES" in {s.rule_id for s in judged(sp, clean_text).skipped}
+
+
+# --- TP-TOK-ROUND-TRIP ----------------------------------------------------------------------------------
+
+
+def test_a_tokenizer_without_a_decoder_does_not_round_trip(built, tmp_path):
+    """A tokenizer.json whose decoder was lost: the library joins tokens with spaces, so "north." comes back "north .\""""
+    document = json.loads(built("bpe").read_text(encoding="utf-8"))
+    document["decoder"] = None
+    broken = tmp_path / "tokenizer.json"
+    broken.write_text(json.dumps(document), encoding="utf-8")
+    subject = judged(broken, write_text(tmp_path / "t.txt", CLEAN))
+    found = hits(subject, "TP-TOK-ROUND-TRIP")
+    assert found
+    assert found[0].line == 1
+    assert found[0].values["count"] == 40
+
+
+def test_lines_that_decode_to_themselves_round_trip(built, clean_text):
+    assert hits(judged(built("bpe"), clean_text), "TP-TOK-ROUND-TRIP") == []
+
+
+# --- TP-TOK-FERTILITY and TP-TOK-DENSE-LINE ------------------------------------------------------------------
+
+
+def test_text_split_far_finer_than_its_words_is_a_warn(built, tmp_path):
+    words = CYRILLIC.split()
+    lines = [" ".join(words[i:] + words[:i]) for i in range(len(words))]
+    lines += [" ".join(reversed(line.split())) for line in lines]
+    subject = judged(built("sentencepiece", byte_fallback=True), write_text(tmp_path / "t.txt", lines))
+    found = hits(subject, "TP-TOK-FERTILITY")
+    assert len(found) == 1
+    assert found[0].values["tokens_per_word"] > 2.5
+
+
+def test_fertility_is_not_judged_on_a_small_sample(built, tmp_path):
+    subject = judged(built("sentencepiece", byte_fallback=True), write_text(tmp_path / "t.txt", [CYRILLIC] * 5))
+    assert "TP-TOK-FERTILITY" in {s.rule_id for s in subject.skipped}
+
+
+def test_english_through_an_english_tokenizer_is_not_too_fertile(sp, clean_text):
+    subject = judged(sp, clean_text)
+    assert hits(subject, "TP-TOK-FERTILITY") == []
+    assert subject.summary["tokens_per_word"] < 2.5
+
+
+def test_a_line_of_base64_is_a_dense_line(sp, tmp_path):
+    subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN[:25], BASE64, *CLEAN[25:]]))
+    found = hits(subject, "TP-TOK-DENSE-LINE")
+    assert [f.line for f in found] == [26]
+
+
+def test_dense_lines_need_enough_lines(sp, tmp_path):
+    subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN[:5], BASE64]))
+    assert "TP-TOK-DENSE-LINE" in {s.rule_id for s in subject.skipped}
+
+
+def test_a_line_dense_with_unknown_tokens_is_left_to_the_unknown_rule(sp, tmp_path):
+    subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN, CYRILLIC]))
+    assert hits(subject, "TP-TOK-UNKNOWN")
+    assert hits(subject, "TP-TOK-DENSE-LINE") == []
+
+
+# --- TP-TOK-TOO-LONG ---------------------------------------------------------------------------------------
+
+
+def test_lines_over_max_tokens_are_named(sp, tmp_path):
+    long_line = " ".join(CLEAN[:6])
+    text = write_text(tmp_path / "t.txt", [*CLEAN[:10], long_line, *CLEAN[10:20]])
+    longest_clean = max(judged(sp, write_text(tmp_path / "c.txt", CLEAN[:20])).summary["max_tokens_line"], 1)
+    subject = judged(sp, text, max_tokens=longest_clean)
+    assert [f.line for f in hits(subject, "TP-TOK-TOO-LONG")] == [11]
+
+
+def test_no_line_is_too_long_without_a_limit(sp, clean_text):
+    assert "TP-TOK-TOO-LONG" in {s.rule_id for s in judged(sp, clean_text).skipped}
+
+
+# --- TP-TOK-RATE ----------------------------------------------------------------------------------------------
+
+
+def _manifest(path: Path, sp: Path, seconds_for) -> Path:
+    from trainproof.tokenizer.load import load_tokenizer
+
+    counts = [len(ids) for ids in load_tokenizer(sp).encode_batch(list(CLEAN[:30]))]
+    with path.open("w", encoding="utf-8") as out:
+        for i, (text, n) in enumerate(zip(CLEAN[:30], counts)):
+            out.write(json.dumps({"audio_filepath": f"clip{i}.wav", "text": text, "duration": seconds_for(i, n)}) + "\n")
+    return path
+
+
+def test_a_transcript_with_too_many_tokens_for_its_audio_is_named(sp, tmp_path):
+    manifest = _manifest(tmp_path / "m.jsonl", sp, lambda i, n: 0.2 if i == 17 else n / 10 * (1 + 0.03 * (i % 5)))
+    found = hits(judged(sp, manifest), "TP-TOK-RATE")
+    assert [f.line for f in found] == [18]
+
+
+def test_rates_within_their_spread_are_quiet(sp, tmp_path):
+    manifest = _manifest(tmp_path / "m.jsonl", sp, lambda i, n: n / 10 * (1 + 0.03 * (i % 5)))
+    subject = judged(sp, manifest)
+    assert hits(subject, "TP-TOK-RATE") == []
+    assert "TP-TOK-RATE" in subject.ran
+    assert subject.summary["tokens_per_second_p50"] == pytest.approx(10, rel=0.1)
+
+
+def test_rates_are_not_judged_without_durations(sp, clean_text):
+    assert "TP-TOK-RATE" in {s.rule_id for s in judged(sp, clean_text).skipped}
+
+
+# --- TP-TOK-NUMBERS -------------------------------------------------------------------------------------------
+
+
+def test_numbers_split_into_different_groups_are_a_warn(built, tmp_path):
+    subject = judged(built("bpe"), write_text(tmp_path / "t.txt", [*CLEAN[:10], *NUMBERS]))
+    found = hits(subject, "TP-TOK-NUMBERS")
+    assert found
+    assert found[0].line == 11
+    assert found[0].values["groupings"] >= 2
+
+
+def test_split_digits_splits_every_number_alike(sp, tmp_path):
+    subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN[:10], *NUMBERS]))
+    assert hits(subject, "TP-TOK-NUMBERS") == []
+    assert "TP-TOK-NUMBERS" in subject.ran
+
+
+def test_numbers_are_not_judged_in_text_with_few(sp, clean_text):
+    assert "TP-TOK-NUMBERS" in {s.rule_id for s in judged(sp, clean_text).skipped}
+
+
+# --- TP-TOK-NO-EOS and TP-TOK-PAD-IS-EOS -------------------------------------------------------------------------
+
+
+def test_a_tokenizer_without_eos_is_a_warn(tmp_path, clean_text):
+    import sentencepiece
+
+    model = tmp_path / "noeos.model"
+    with model.open("wb") as handle:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(build.training_lines()), model_writer=handle, vocab_size=600, eos_id=-1, bos_id=-1,
+            pad_id=-1, unk_id=0, character_coverage=1.0, num_threads=1, minloglevel=2,
+        )  # fmt: skip
+    found = hits(judged(model, clean_text), "TP-TOK-NO-EOS")
+    assert len(found) == 1
+    assert found[0].file == str(model)
+
+
+def test_pad_equal_to_eos_is_a_warn(built, clean_text):
+    found = hits(judged(built("hf", pad_is_eos=True), clean_text), "TP-TOK-PAD-IS-EOS")
+    assert len(found) == 1
+    assert "pad id 2 = eos id 2" in found[0].evidence
+
+
+def test_distinct_pad_and_eos_are_quiet(built, clean_text):
+    subject = judged(built("hf"), clean_text)
+    assert hits(subject, "TP-TOK-PAD-IS-EOS") == []
+    assert hits(subject, "TP-TOK-NO-EOS") == []
+
+
+# --- inputs, through the CLI ----------------------------------------------------------------------------------
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["tokenizer", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_an_ljspeech_metadata_csv_is_read_with_its_audio_durations(sp, capsys):
+    from tests.helpers import REPO
+
+    code, out, _ = run(capsys, str(sp), str(REPO / "examples" / "speech" / "ljspeech_tiny"), "--json")
+    document = json.loads(out)
+    subject = document["subjects"][0]
+    assert code == 0
+    assert subject["summary"]["lines"] == 12
+    assert subject["summary"]["tokens_per_second_p50"] > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "said"),
+    [
+        ("truncated.model", None, "tokenizer.model"),
+        ("tokenizer.json", b'{"a": 1}', "tokenizer.json"),
+        ("tokenizer.json", b"not json", "tokenizer.json"),
+        ("empty.model", b"", "empty.model"),
+    ],
+)
+def test_a_tokenizer_that_cannot_be_loaded_is_one_line_and_exit_2(sp, tmp_path, clean_text, capsys, name, content, said):
+    bad = tmp_path / name
+    bad.write_bytes(sp.read_bytes()[: len(sp.read_bytes()) // 2] if content is None else content)
+    code, out, err = run(capsys, str(bad), str(clean_text))
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert name in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (bytes(range(256)) * 64, "binary"),
+        ("a line of text\nanother one\n".encode("utf-16"), "UTF-16"),
+        ("café crème brûlée\n".encode("latin-1") * 50, "UTF-8"),
+        (b"", "empty"),
+        (b"   \n\n  \n", "empty"),
+    ],
+)
+def test_text_that_cannot_be_read_is_not_checked_and_exit_2(sp, tmp_path, capsys, content, said):
+    text = tmp_path / "text.txt"
+    text.write_bytes(content)
+    code, out, err = run(capsys, str(sp), str(text))
+    assert code == 2
+    assert said in out + err
+    assert "Traceback" not in out + err
+
+
+def test_a_jsonl_text_with_a_line_of_gigabytes_is_exit_2_without_reading_it_whole(sp, tmp_path, capsys):
+    """The line reader stops at its 1 MiB bound; here 8 MiB stands in for a gigabyte (the bound, not the size, is tested)."""
+    text = tmp_path / "huge.jsonl"
+    with text.open("wb") as out:
+        out.write(b'{"text": "' + b"a" * (8 * 1024 * 1024) + b'"}\n')
+    code, out, err = run(capsys, str(sp), str(text))
+    assert code == 2
+    assert "huge.jsonl" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_summary_names_the_special_tokens_and_the_split_words(sp, clean_text):
+    summary = judged(sp, clean_text).summary
+    assert summary["special_tokens"] == "bos '<s>' (1), eos '</s>' (2), pad '<pad>' (3), unk '<unk>' (0)"
+    assert 0 < summary["words_split_share"] < 1
+
+
+def test_a_tokenizer_without_a_text_is_a_usage_error(sp, capsys):
+    code, _, err = run(capsys, str(sp))
+    assert code == 2
+    assert "TEXT" in err
+
+
+def test_several_texts_are_judged_with_one_tokenizer(sp, tmp_path, capsys):
+    one = write_text(tmp_path / "one.txt", CLEAN[:20])
+    two = write_text(tmp_path / "two.txt", [*CLEAN[20:], "The Straße runs north."])
+    code, out, _ = run(capsys, str(sp), str(one), str(two), "--json")
+    document = json.loads(out)
+    assert code == 0
+    assert [s["verdict"] for s in document["subjects"]] == ["PASS", "WARN"]
+
+
+def test_no_output_may_overwrite_the_tokenizer(built, tmp_path, clean_text, capsys):
+    folder = tmp_path / "hf"
+    shutil.copytree(built("hf"), folder)
+    code, _, err = run(capsys, str(folder), str(clean_text), "--json-file", str(folder / "tokenizer.json"))
+    assert code == 2
+    assert "refusing to overwrite" in err
+    assert json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]

@@ -1,0 +1,429 @@
+"""Rules that judge a tokenizer against the text it will be trained on: coverage, fidelity, fertility, numbers, specials.
+
+Every rule reads the text's encoding (one list of ids per transcript, made
+once by the tokenizer's own batch encoder) and the tokenizer's vocabulary,
+never a model. A rule that finds many lines names the first TOK_EXAMPLES in
+file order, each at its line, and counts the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from itertools import chain
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from trainproof import figures
+from trainproof.checks.base import Hit, NotApplicable
+from trainproof.report import Finding, Level
+from trainproof.thresholds import Thresholds
+
+if TYPE_CHECKING:
+    from trainproof.tokenizer.load import Tokenizer
+    from trainproof.tokenizer.transcripts import Transcripts
+
+MAD_TO_SIGMA = 1.4826
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True)
+class TokenizerContext:
+    """A tokenizer, the transcripts it is judged against, and their encoding (``ids[i]`` is transcript i's)."""
+
+    tokenizer: Tokenizer
+    text: Transcripts
+    ids: tuple[Sequence[int], ...]
+    t: Thresholds
+    max_tokens: int | None = None
+    topic = "this text"
+
+    def locate(self, finding: Finding) -> Finding:
+        return finding if finding.file is not None else replace(finding, file=self.text.path)
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        return np.array([len(ids) for ids in self.ids], dtype=np.int64)
+
+    @cached_property
+    def total(self) -> int:
+        return int(self.lengths.sum())
+
+    @cached_property
+    def split_words(self) -> list[list[str]]:
+        """Each transcript's whitespace-separated words."""
+        return [text.split() for text in self.text.texts]
+
+    @cached_property
+    def words(self) -> np.ndarray:
+        return np.fromiter(map(len, self.split_words), dtype=np.int64, count=len(self.split_words))
+
+    @cached_property
+    def split_share(self) -> float | None:
+        """The share of word occurrences whose encoding, alone, is more than one token (None for a text of no words)."""
+        counts = Counter(chain.from_iterable(self.split_words))
+        if not counts:
+            return None
+        distinct = sorted(counts)
+        split = sum(counts[w] for w, ids in zip(distinct, self.tokenizer.encode_batch(distinct)) if len(ids) > 1)
+        return split / sum(counts.values())
+
+    @cached_property
+    def flat(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every token id of the text in one array, and the transcript each belongs to."""
+        ids = np.fromiter(chain.from_iterable(self.ids), dtype=np.int64, count=self.total)
+        return ids, np.repeat(np.arange(len(self.ids)), self.lengths)
+
+    def count_of(self, wanted: frozenset[int]) -> np.ndarray:
+        """Per transcript, how many of its tokens are in ``wanted``."""
+        if not wanted:
+            return np.zeros(len(self.ids), dtype=np.int64)
+        ids, owner = self.flat
+        hit = np.isin(ids, np.fromiter(wanted, dtype=np.int64))
+        return np.bincount(owner[hit], minlength=len(self.ids)).astype(np.int64)
+
+    @cached_property
+    def unknown(self) -> np.ndarray:
+        unk = self.tokenizer.specials.unk
+        return self.count_of(frozenset() if unk is None else frozenset({unk}))
+
+    @cached_property
+    def byte_pieces(self) -> np.ndarray:
+        return self.count_of(self.tokenizer.byte_ids)
+
+
+def _examples(ctx: TokenizerContext, where: Sequence[int], what: str, say: Callable[[int], tuple[str, str]], values: dict | None = None) -> Iterator[Hit]:
+    """One hit for each of the first TOK_EXAMPLES transcripts (indices ``where``), the first counting them all."""
+    total = len(where)
+    shown = list(where[: ctx.t.TOK_EXAMPLES])
+    lines = len(ctx.text.texts)
+    for n, i in enumerate(shown):
+        message, evidence = say(i)
+        if n == 0 and total > 1:
+            rest = f" and {total - len(shown):,} more" if total > len(shown) else ""
+            message += f" {total:,} of {lines:,} lines {what} ({figures.pct(total / lines)}); the first {len(shown)} are named here{rest}."
+        yield Hit(message=message, evidence=evidence, values={"count": total, "lines": lines, **(values or {})}, line=ctx.text.lines[i])
+
+
+def _snippet(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def _culprits(ctx: TokenizerContext, where: Sequence[int], wanted: frozenset[int]) -> tuple[Counter, Counter]:
+    """The characters and words whose encoding holds a token of ``wanted``, with their counts over the given lines."""
+    words: Counter = Counter()
+    for i in where:
+        words.update(ctx.text.texts[i].split())
+    distinct = sorted(words)
+    bad_words = Counter({w: words[w] for w, ids in zip(distinct, ctx.tokenizer.encode_batch(distinct)) if wanted.intersection(ids)})
+    letters = sorted({ch for w in bad_words for ch in w})
+    bad_chars: Counter = Counter()
+    for ch, ids in zip(letters, ctx.tokenizer.encode_batch(letters)):
+        if wanted.intersection(ids):
+            bad_chars[ch] = sum(w.count(ch) * n for w, n in bad_words.items())
+    return bad_chars, bad_words
+
+
+def _blamed(hits: Iterator[Hit], chars: Counter, words: Counter) -> Iterator[Hit]:
+    """The hits, the first one naming the characters and words responsible."""
+    blame = f" Characters: {_listed(chars)}; words: {_listed(words, 5)}." if chars or words else ""
+    for n, hit in enumerate(hits):
+        yield replace(hit, message=hit.message + blame) if n == 0 else hit
+
+
+def _listed(counter: Counter, limit: int = 8) -> str:
+    top = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    return ", ".join(f"{k!r} ({n:,})" for k, n in top) + (f" and {len(counter) - limit:,} more" if len(counter) > limit else "")
+
+
+# --- coverage ------------------------------------------------------------------
+
+
+def unknown_tokens(ctx: TokenizerContext) -> Iterator[Hit]:
+    """Text the vocabulary cannot represent becomes the unknown token.
+
+    What it detects: unknown-token ids in the encoding (counted by id, not by piece text: a sentencepiece unknown piece decodes to the original characters), with the characters and words responsible; a WARN when any occur, a FAIL from TOK_UNK_FAIL_SHARE of all tokens.
+    Why it matters: every unknown token is text the model is trained to read and say as one meaningless symbol; a TTS or ASR model can never produce those characters.
+    Fires on: German text through a tokenizer trained on English ASCII ("Straße" holds an unknown "ß").
+    Does not fire on: a tokenizer without an unknown token (byte-level or byte fallback: see TP-TOK-BYTES), or text it covers.
+    Does not mean: the tokenizer is wrong for the language; normalising the text (or retraining with the missing characters) may be the fix.
+    """
+    unk = ctx.tokenizer.specials.unk
+    if unk is None:
+        raise NotApplicable("the tokenizer has no unknown token")
+    where = np.flatnonzero(ctx.unknown).tolist()
+    if not where:
+        return
+    count = int(ctx.unknown.sum())
+    share = count / max(ctx.total, 1)
+    chars, words = _culprits(ctx, where, frozenset({unk}))
+    level = None if share >= ctx.t.TOK_UNK_FAIL_SHARE else Level.WARN  # None: the rule's own level, FAIL
+    hits = _examples(
+        ctx, where, "hold unknown tokens",
+        lambda i: (f"Line {ctx.text.lines[i]} holds {int(ctx.unknown[i])} unknown token{'s' if ctx.unknown[i] != 1 else ''}: {_snippet(ctx.text.texts[i])}.",
+                   f"{count:,} unknown of {ctx.total:,} tokens ({figures.pct(share)})"),
+        {"unknown": count, "tokens": ctx.total},
+    )  # fmt: skip
+    yield from (replace(hit, level=level) for hit in _blamed(hits, chars, words))
+
+
+def byte_fallback(ctx: TokenizerContext) -> Iterator[Hit]:
+    """Much of the text falls back to byte pieces.
+
+    What it detects: byte-fallback pieces (`<0x..>`) making up at least TOK_BYTE_WARN_SHARE of all tokens, with the characters and words responsible.
+    Why it matters: a character spelled as 2-4 byte pieces costs that many tokens and must be learnt from rare byte combinations; a large share means the vocabulary was not built for this text.
+    Fires on: Cyrillic text through a byte-fallback tokenizer trained on English.
+    Does not fire on: an emoji or a rare symbol here and there (under the share), or a tokenizer without byte fallback.
+    Does not mean: text is lost: byte fallback is lossless, only costly.
+    """
+    if not ctx.tokenizer.byte_ids:
+        raise NotApplicable("the tokenizer has no byte-fallback pieces")
+    count = int(ctx.byte_pieces.sum())
+    share = count / max(ctx.total, 1)
+    if share < ctx.t.TOK_BYTE_WARN_SHARE:
+        return
+    where = np.flatnonzero(ctx.byte_pieces).tolist()
+    chars, words = _culprits(ctx, where, ctx.tokenizer.byte_ids)
+    hits = _examples(
+        ctx, where, "fall back to bytes",
+        lambda i: (f"Line {ctx.text.lines[i]} spends {int(ctx.byte_pieces[i])} of its {int(ctx.lengths[i])} tokens on byte pieces: {_snippet(ctx.text.texts[i])}.",
+                   f"{count:,} byte pieces of {ctx.total:,} tokens ({figures.pct(share)}); limit {figures.pct(ctx.t.TOK_BYTE_WARN_SHARE)}"),
+        {"bytes": count, "tokens": ctx.total},
+    )  # fmt: skip
+    yield from _blamed(hits, chars, words)
+
+
+def round_trip(ctx: TokenizerContext) -> Iterator[Hit]:
+    """Decoding a line's tokens does not give the line back.
+
+    What it detects: lines whose decoded encoding is neither the line itself nor the line as the tokenizer's own normaliser makes it (lines holding unknown tokens are left to TP-TOK-UNKNOWN).
+    Why it matters: what the model is trained to produce is not what the transcript says: dropped characters, merged spaces, or a normaliser that rewrites text (a TTS model then reads "½" as whatever "1/2" became).
+    Fires on: a tokenizer whose normaliser strips accents, on French text; text with characters the decoder drops.
+    Does not fire on: lines that decode to their own normalised form.
+    Does not mean: the model cannot be trained; it will learn the normalised text, which may be what you want.
+    """
+    tok = ctx.tokenizer
+    texts = ctx.text.texts
+    decoded = tok.decode_batch(ctx.ids, own=True)
+    changed = [i for i, (text, back) in enumerate(zip(texts, decoded)) if back != text]  # a line given back as it is: fine
+    wanted = dict(zip(changed, tok.normalize_batch([texts[i] for i in changed])))
+    where = [i for i in changed if decoded[i] != wanted[i] and ctx.unknown[i] == 0]
+
+    def say(i: int) -> tuple[str, str]:
+        want, got = wanted[i], decoded[i]
+        at = next((k for k, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+        return (f"Line {ctx.text.lines[i]} does not survive encoding and decoding: {_snippet(want[max(0, at - 20):at + 40])} comes back as "
+                f"{_snippet(got[max(0, at - 20):at + 40])}.", f"first difference at character {at + 1} of {len(want)}")  # fmt: skip
+
+    yield from _examples(ctx, where, "do not round-trip", say)
+
+
+# --- fertility and length ------------------------------------------------------------
+
+
+def fertility(ctx: TokenizerContext) -> Iterator[Hit]:
+    """The text is split into many more tokens per word than a tokenizer built for it would use.
+
+    What it detects: the text's tokens per whitespace-separated word above TOK_FERTILITY_WARN (with at least TOK_MIN_LINES lines), with the share of words split into several pieces and the line split finest.
+    Why it matters: a model sees less text per context window and learns slower; for TTS and ASR, long token sequences strain the aligner and the attention.
+    Fires on: Finnish or Hindi text through a tokenizer trained on English.
+    Does not fire on: text in the tokenizer's own language (English through an English BPE is about 1.3 tokens per word), or a sample under TOK_MIN_LINES lines.
+    Does not mean: the tokenizer cannot represent the text; see TP-TOK-UNKNOWN for that.
+    """
+    if len(ctx.text.texts) < ctx.t.TOK_MIN_LINES:
+        raise NotApplicable(f"only {len(ctx.text.texts)} lines (needs {ctx.t.TOK_MIN_LINES})")
+    words = int(ctx.words.sum())
+    if words == 0:
+        raise NotApplicable("the text has no words")
+    rate = ctx.total / words
+    if rate <= ctx.t.TOK_FERTILITY_WARN:
+        return
+    worst = int(np.argmax(ctx.lengths / np.maximum(ctx.words, 1)))
+    yield Hit(
+        message=f"The text averages {figures.num(rate)} tokens per word (limit {figures.num(ctx.t.TOK_FERTILITY_WARN)}); line {ctx.text.lines[worst]} is split finest: {_snippet(ctx.text.texts[worst])}.",
+        evidence=f"{ctx.total:,} tokens for {words:,} words ({figures.num(ctx.total / max(sum(len(t) for t in ctx.text.texts), 1))} per character); "
+        f"{figures.pct(ctx.split_share or 0)} of words split into several pieces",
+        values={"tokens_per_word": rate, "tokens": ctx.total, "words": words, "split_share": ctx.split_share},
+        line=ctx.text.lines[worst],
+    )
+
+
+def _outliers(values: np.ndarray, z_limit: float) -> tuple[np.ndarray, float, float]:
+    """Indices of values above the median by more than ``z_limit`` robust sigmas, the median and the sigma."""
+    median = float(np.median(values))
+    sigma = MAD_TO_SIGMA * float(np.median(np.abs(values - median)))
+    if not sigma > 0:
+        return np.array([], dtype=int), median, sigma
+    return np.flatnonzero((values - median) / sigma > z_limit), median, sigma
+
+
+def dense_lines(ctx: TokenizerContext) -> Iterator[Hit]:
+    """A line takes far more tokens per character than the rest of the text.
+
+    What it detects: lines whose tokens per character are more than TOK_OUTLIER_Z robust sigmas above the text's median (with at least TOK_MIN_LINES lines); lines holding unknown tokens are left to TP-TOK-UNKNOWN.
+    Why it matters: such a line is usually not the text's language: a URL, a code snippet, a table, text in another script; it costs tokens and teaches nothing the model needs.
+    Fires on: a line of base64 or of Chinese in an English transcript file.
+    Does not fire on: a text under TOK_MIN_LINES lines, or lines within the spread.
+    Does not mean: the line is wrong; check what it is.
+    """
+    chars = np.array([max(len(t), 1) for t in ctx.text.texts], dtype=float)
+    if len(chars) < ctx.t.TOK_MIN_LINES:
+        raise NotApplicable(f"only {len(chars)} lines (needs {ctx.t.TOK_MIN_LINES})")
+    rates = ctx.lengths / chars
+    where, median, _ = _outliers(rates, ctx.t.TOK_OUTLIER_Z)
+    covered = [i for i in where.tolist() if ctx.unknown[i] == 0]  # a line dense with unknown tokens is TP-TOK-UNKNOWN's
+    yield from _examples(
+        ctx, covered, "are split far finer than the rest",
+        lambda i: (f"Line {ctx.text.lines[i]} takes {figures.num(rates[i])} tokens per character against a median of {figures.num(median)}: {_snippet(ctx.text.texts[i])}.",
+                   f"{int(ctx.lengths[i])} tokens for {int(chars[i])} characters"),
+    )  # fmt: skip
+
+
+def too_long(ctx: TokenizerContext) -> Iterator[Hit]:
+    """A line has more tokens than `--max-tokens`.
+
+    What it detects: lines whose encoding is longer than the limit given with `--max-tokens` (the model's context, or the aligner's budget); the first TOK_EXAMPLES are named.
+    Why it matters: trainers truncate such lines silently (the end of the transcript is never learnt) or skip them.
+    Fires on: a 700-token paragraph with `--max-tokens 512`.
+    Does not fire on: lines within the limit, or when no limit is given.
+    Does not mean: the line is bad; split it, or raise the limit.
+    """
+    if ctx.max_tokens is None:
+        raise NotApplicable("no --max-tokens given")
+    where = np.flatnonzero(ctx.lengths > ctx.max_tokens).tolist()
+    yield from _examples(
+        ctx, where, f"are over {ctx.max_tokens:,} tokens",
+        lambda i: (f"Line {ctx.text.lines[i]} has {int(ctx.lengths[i]):,} tokens, over the limit of {ctx.max_tokens:,}.", f"{int(ctx.lengths[i]):,} tokens; limit {ctx.max_tokens:,}"),
+    )  # fmt: skip
+
+
+def token_rate(ctx: TokenizerContext) -> Iterator[Hit]:
+    """A transcript has far more tokens per second of its audio than the rest.
+
+    What it detects: transcripts whose tokens per second of audio are more than TOK_OUTLIER_Z robust sigmas above the median (when durations are known for at least TOK_MIN_LINES lines).
+    Why it matters: a TTS or CTC model needs audio frames for every token; a transcript with too many tokens for its clip cannot be aligned, or belongs to another clip.
+    Fires on: a long sentence paired with a one-second clip.
+    Does not fire on: text without audio durations, or rates within the spread.
+    Does not mean: which side is wrong; the audio may be cut short.
+    """
+    seconds = np.array([d if d is not None else np.nan for d in ctx.text.durations], dtype=float)
+    known = np.flatnonzero(np.isfinite(seconds) & (seconds > 0))
+    if len(known) < ctx.t.TOK_MIN_LINES:
+        raise NotApplicable(f"audio durations known for {len(known)} lines (needs {ctx.t.TOK_MIN_LINES})")
+    rates = ctx.lengths[known] / seconds[known]
+    where, median, _ = _outliers(rates, ctx.t.TOK_OUTLIER_Z)
+    rate_of = dict(zip(known[where].tolist(), rates[where].tolist()))
+    yield from _examples(
+        ctx, sorted(rate_of), "have too many tokens for their audio",
+        lambda i: (f"Line {ctx.text.lines[i]} has {figures.num(rate_of[i])} tokens per second of audio against a median of {figures.num(median)}.",
+                   f"{int(ctx.lengths[i])} tokens over {figures.num(seconds[i])} s"),
+    )  # fmt: skip
+
+
+# --- numbers -------------------------------------------------------------------------
+
+
+def _split(ctx: TokenizerContext, strings: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """How each digit string is split when it follows a space, as in running text (pieces as text), where that can be told."""
+    out = {}
+    for digits, ids in zip(strings, ctx.tokenizer.encode_batch([f" {s}" for s in strings])):
+        pieces = tuple(p for p in (ctx.tokenizer.decode([i]).strip() for i in ids) if p)
+        if "".join(pieces) == digits:
+            out[digits] = pieces
+    return out
+
+
+def numbers(ctx: TokenizerContext) -> Iterator[Hit]:
+    """Numbers of the same length are split into digit groups inconsistently.
+
+    What it detects: digit strings of one length (2 digits or more) in the text that the tokenizer splits into different groupings (`1984` as `19|84`, `2024` as one piece, `1066` as `1|066`), when the text holds at least TOK_NUMBER_MIN distinct numbers.
+    Why it matters: the model must learn each number's reading from whichever pieces its merges happened to produce, so it reads and says similar numbers differently; tokenizers built for numbers split every digit (sentencepiece's `split_digits`).
+    Fires on: a BPE trained without digit splitting, on text with years and prices.
+    Does not fire on: a tokenizer that splits digits one by one, or one that keeps every number of a length whole.
+    Does not mean: the transcripts are wrong; normalising numbers to words also avoids it.
+    """
+    where: dict[str, int] = {}
+    starts = np.cumsum([0] + [len(t) + 1 for t in ctx.text.texts])  # where each transcript starts in the joined text
+    for match in _DIGITS.finditer("\n".join(ctx.text.texts)):
+        if match.group(0) not in where:
+            where[match.group(0)] = int(np.searchsorted(starts, match.start(), side="right")) - 1
+    strings = sorted(s for s in where if len(s) >= 2)
+    if len(strings) < ctx.t.TOK_NUMBER_MIN:
+        raise NotApplicable(f"only {len(strings)} distinct numbers of 2 digits or more (needs {ctx.t.TOK_NUMBER_MIN})")
+    splits = _split(ctx, strings)
+    by_length: dict[int, dict[tuple[int, ...], list[str]]] = {}
+    for digits, pieces in splits.items():
+        by_length.setdefault(len(digits), {}).setdefault(tuple(len(p) for p in pieces), []).append(digits)
+    for length in sorted(by_length):
+        patterns = by_length[length]
+        if len(patterns) < 2:
+            continue
+        examples = [(sorted(ds, key=lambda d: where[d])[0], shape) for shape, ds in patterns.items()]
+        examples.sort(key=lambda e: where[e[0]])
+        shown = ", ".join(f"{d} as {'|'.join(splits[d])}" for d, _ in examples[:4])
+        first = where[examples[0][0]]
+        count = sum(len(ds) for ds in patterns.values())
+        yield Hit(
+            message=f"{length}-digit numbers are split {len(patterns)} ways: {shown}.",
+            evidence=f"{count:,} distinct {length}-digit numbers in {len(patterns)} groupings",
+            values={"length": length, "groupings": len(patterns), "numbers": count},
+            line=ctx.text.lines[first],
+        )
+
+
+# --- special tokens ------------------------------------------------------------------
+
+
+def no_eos(ctx: TokenizerContext) -> Iterator[Hit]:
+    """The tokenizer has no end-of-sequence token.
+
+    What it detects: a tokenizer with no eos token defined.
+    Why it matters: a model fine-tuned without one never learns where to stop, and generation runs to the length limit.
+    Fires on: a sentencepiece model trained with `eos_id=-1`.
+    Does not fire on: a tokenizer that defines eos.
+    Does not mean: a trainer cannot add one; it must, and resize the embeddings.
+    """
+    specials = ctx.tokenizer.specials
+    if specials.eos is None:
+        yield Hit(message=f"{ctx.tokenizer.path} defines no end-of-sequence (eos) token.", evidence=f"eos: none; bos {specials.bos}, pad {specials.pad}, unk {specials.unk}", file=ctx.tokenizer.path)
+
+
+def pad_is_eos(ctx: TokenizerContext) -> Iterator[Hit]:
+    """The padding token is the end-of-sequence token.
+
+    What it detects: a pad token with the same id as the eos token.
+    Why it matters: collators mask padding out of the labels by id, so every real eos is masked too: the model is never taught to stop.
+    Fires on: `tokenizer.pad_token = tokenizer.eos_token`, saved.
+    Does not fire on: a distinct pad token, or no pad token (trainers then refuse to batch, which is loud).
+    Does not mean: every trainer masks by id; check yours, or add a pad token.
+    """
+    specials = ctx.tokenizer.specials
+    if specials.pad is not None and specials.pad == specials.eos:
+        yield Hit(message=f"{ctx.tokenizer.path} pads with its end-of-sequence token {specials.eos_text!r} (id {specials.eos}).", evidence=f"pad id {specials.pad} = eos id {specials.eos}", file=ctx.tokenizer.path)
+
+
+def _rules() -> tuple:
+    from trainproof.checks.base import Rule
+
+    fail, warn = Level.FAIL, Level.WARN
+    table = (
+        ("TP-TOK-UNKNOWN", fail, unknown_tokens),
+        ("TP-TOK-BYTES", warn, byte_fallback),
+        ("TP-TOK-ROUND-TRIP", warn, round_trip),
+        ("TP-TOK-FERTILITY", warn, fertility),
+        ("TP-TOK-DENSE-LINE", warn, dense_lines),
+        ("TP-TOK-TOO-LONG", warn, too_long),
+        ("TP-TOK-RATE", warn, token_rate),
+        ("TP-TOK-NUMBERS", warn, numbers),
+        ("TP-TOK-NO-EOS", warn, no_eos),
+        ("TP-TOK-PAD-IS-EOS", warn, pad_is_eos),
+    )
+    return tuple(Rule(rule_id, level, check, "tokenizer") for rule_id, level, check in table)
+
+
+TOKENIZER_RULES = _rules()
+"""The tokenizer command's rules, in the order they run; registered by id in :mod:`trainproof.checks.registry`."""

@@ -1,0 +1,183 @@
+"""The text a tokenizer is judged against: one transcript per line of a text file, a JSONL manifest or a metadata.csv.
+
+Every transcript keeps its line, so a finding points at it. Durations come
+from a manifest's ``duration`` field, or for an LJSpeech ``metadata.csv``
+from the audio files' headers (soundfile, when it is installed and the
+files are there), so tokens per second of audio can be judged. What is not
+a transcript (a blank line, a JSONL line without text) is skipped and
+counted in a note: linting the manifest itself is ``trainproof data``'s job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainproof.errors import InputError
+from trainproof.readers.base import iter_lines
+
+TEXT_KEYS = ("text", "transcript", "sentence", "normalized_text", "transcription")
+"""JSONL fields read as the transcript, the first present."""
+
+SNIFF_BYTES = 65536
+"""Bytes read to tell text from binary and from UTF-16."""
+
+
+@dataclass(frozen=True)
+class Transcripts:
+    """The transcripts of one input, in file order: ``lines[i]`` is where ``texts[i]`` is, ``durations[i]`` its audio's
+    seconds (None when unknown)."""
+
+    path: str
+    kind: str  # "text", "jsonl", "ljspeech"
+    lines: tuple[int, ...]
+    texts: tuple[str, ...]
+    durations: tuple[float | None, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def timed(self) -> bool:
+        return any(d is not None for d in self.durations)
+
+
+def read_transcripts(path: str | os.PathLike[str]) -> Transcripts:
+    """The transcripts of a text file, a JSONL manifest, or an LJSpeech metadata.csv (or its folder); InputError when the
+    input is none of them."""
+    target = Path(path)
+    if target.exists() and not target.is_dir() and not target.is_file():  # a pipe (<(...)), a device: read once, kept
+        return _spooled(target)
+    if target.is_dir():
+        if (target / "metadata.csv").is_file():
+            return _ljspeech(target)
+        raise InputError(path, "is a folder without a metadata.csv; give a text file, a JSONL manifest or a metadata.csv")
+    if not target.exists():
+        raise InputError(path, "does not exist")
+    _sniff(target)
+    if target.name.lower() == "metadata.csv" or (target.suffix.lower() == ".csv" and _first_line(target).count("|") >= 1):
+        return _ljspeech(target)
+    if target.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        return _jsonl(target)
+    return _plain(target)
+
+
+def _spooled(path: Path) -> Transcripts:
+    """A stream that can be read only once, copied to a temporary file and read from there, under its own name."""
+    import shutil
+    import tempfile
+    from dataclasses import replace
+
+    suffix = path.suffix if path.suffix.lower() in (".jsonl", ".json", ".ndjson", ".csv") else ".txt"
+    with tempfile.TemporaryDirectory(prefix="trainproof-") as folder:
+        copy = Path(folder) / f"stream{suffix}"
+        try:
+            with open(path, "rb") as source, open(copy, "wb") as sink:
+                shutil.copyfileobj(source, sink)
+        except OSError as exc:
+            raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
+        try:
+            return replace(read_transcripts(copy), path=str(path))
+        except InputError as error:
+            raise InputError(path, error.problem) from None
+
+
+def _sniff(path: Path) -> None:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+    except OSError as exc:
+        raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
+    if not head.strip():
+        raise InputError(path, "is empty")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(path, "is UTF-16 text; save it as UTF-8")
+    if b"\x00" in head:
+        raise InputError(path, "is binary, not text")
+    text = head.decode("utf-8", errors="replace")
+    if text.count("\ufffd") > max(8, len(text) // 100):
+        raise InputError(path, "is not UTF-8 text (another encoding?); save it as UTF-8")
+
+
+def _first_line(path: Path) -> str:
+    for _, text, _ in iter_lines(path):
+        if text.strip():
+            return text
+    return ""
+
+
+def _plain(path: Path) -> Transcripts:
+    lines, texts = [], []
+    for number, text, _ in iter_lines(path):
+        text = text.lstrip("\ufeff") if number == 1 else text
+        if text.strip():
+            lines.append(number)
+            texts.append(text)
+    return _built(path, "text", lines, texts, [None] * len(texts), [])
+
+
+def _jsonl(path: Path) -> Transcripts:
+    lines, texts, durations = [], [], []
+    skipped = 0
+    for number, raw, _ in iter_lines(path):
+        raw = raw.lstrip("\ufeff") if number == 1 else raw
+        if not raw.strip():
+            continue
+        text, duration = _record(raw)
+        if text is None:
+            skipped += 1
+            continue
+        lines.append(number)
+        texts.append(text)
+        durations.append(duration)
+    notes = [f"{skipped:,} lines hold no transcript (no field {', '.join(TEXT_KEYS)}) and were skipped"] if skipped else []
+    return _built(path, "jsonl", lines, texts, durations, notes)
+
+
+def _record(raw: str) -> tuple[str | None, float | None]:
+    try:
+        record = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(record, dict):
+        return None, None
+    text = next((record[k] for k in TEXT_KEYS if isinstance(record.get(k), str)), None)
+    duration = record.get("duration")
+    seconds = float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration > 0 else None
+    return text, seconds
+
+
+def _ljspeech(path: Path) -> Transcripts:
+    from trainproof.data.manifest import read_manifest
+
+    manifest = read_manifest(str(path))
+    entries = [e for e in manifest.entries if e.text and e.text.strip()]
+    durations = [e.duration for e in entries]
+    notes = list(manifest.notes)
+    if not any(d is not None for d in durations):
+        durations, note = _audio_durations([e.audio for e in entries])
+        notes += [note] if note else []
+    return _built(path, "ljspeech", [e.line for e in entries], [e.text or "" for e in entries], durations, notes)
+
+
+def _audio_durations(paths: list[str]) -> tuple[list[float | None], str | None]:
+    """Each file's duration from its header, None where it cannot be read; without soundfile, none (and a note)."""
+    try:
+        import soundfile
+    except ImportError:
+        return [None] * len(paths), "soundfile is not installed, so audio durations (and tokens per second) are unknown"
+    out: list[float | None] = []
+    for audio in paths:
+        try:
+            info = soundfile.info(audio)
+            out.append(info.frames / info.samplerate if info.samplerate > 0 and info.frames > 0 else None)
+        except Exception:  # noqa: BLE001 -- a missing or broken clip only loses its duration here
+            out.append(None)
+    missing = sum(d is None for d in out)
+    return out, f"{missing:,} of {len(out):,} clips have no readable audio, so no duration" if missing else None
+
+
+def _built(path: Path, kind: str, lines: list[int], texts: list[str], durations: list, notes: list[str]) -> Transcripts:
+    if not texts:
+        raise InputError(path, "holds no transcript")
+    return Transcripts(str(path), kind, tuple(lines), tuple(texts), tuple(durations), tuple(notes))
