@@ -1,0 +1,354 @@
+"""``trainproof text`` on the command line: the exit-code contract (0 clean, 1 a FAIL, 2 could not judge), one
+stderr line and never a traceback for what cannot be judged, and the JSON and SARIF outputs locating findings at
+their lines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.text.test_reader import assistant, jsonl, user
+from tests.tokenizers import conftest as tokenizer_fixtures
+from trainproof.cli import main
+from trainproof.text import reader
+
+built = tokenizer_fixtures.built  # the session's tokenizers, trained once at their first request (tests/tokenizers)
+
+MiB = 1024 * 1024
+SENTENCE = "Return the value of the argument. "
+
+
+def run(capsys, *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(err: str) -> str:
+    """The single line of stderr, which says it is an error and carries no traceback."""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("trainproof: error: ")
+    return lines[0]
+
+
+def rows(n: int) -> list[dict]:
+    return [{"prompt": f"What is {i} plus {i}?", "completion": f" {2 * i}."} for i in range(1, n + 1)]
+
+
+def json_report(out: str) -> dict:
+    return json.loads(out)
+
+
+def findings(doc: dict) -> list[dict]:
+    (subject,) = doc["subjects"]
+    return subject["findings"]
+
+
+# --- exit codes ---------------------------------------------------------------------------------------------------
+
+
+def test_a_clean_file_exits_0(capsys, tmp_path):
+    code, out, err = run(capsys, "text", jsonl(tmp_path, *rows(3)))
+    assert code == 0
+    assert out.startswith("trainproof text: PASS")
+    assert "Skipped TP-TEXT-TOO-LONG: no --tokenizer given" in out
+    assert err == ""
+
+
+def test_warnings_exit_0_unless_fail_on_warn(capsys, tmp_path):
+    path = jsonl(tmp_path, *rows(2), rows(1)[0])
+    code, out, err = run(capsys, "text", path)
+    assert (code, err) == (0, "")
+    assert "[WARN] TP-TEXT-DUPLICATE" in out
+    code, _, err = run(capsys, "text", path, "--fail-on", "warn")
+    assert (code, err) == (1, "")
+
+
+def test_a_fail_exits_1_with_the_finding_and_its_line(capsys, tmp_path):
+    code, out, err = run(capsys, "text", jsonl(tmp_path, *rows(2), '{"prompt": "cut', *rows(1)))
+    assert code == 1
+    assert out.startswith("trainproof text: FAIL")
+    assert "[FAIL] TP-TEXT-MALFORMED  Line 3 is not valid JSON" in out
+    assert "Evidence: line 3: unparsable" in out
+    assert err == ""
+
+
+def _utf16(tmp_path: Path, bom: bool) -> Path:
+    path = tmp_path / "train.jsonl"
+    path.write_bytes((("\ufeff" if bom else "") + "".join(json.dumps(r) + "\n" for r in rows(20))).encode("utf-16-le"))
+    return path
+
+
+def _write(data: bytes) -> Callable[[Path], Path]:
+    def write(tmp_path: Path) -> Path:
+        path = tmp_path / "train.jsonl"
+        path.write_bytes(data)
+        return path
+
+    return write
+
+
+LATIN1 = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ({"text": "café"}, {"text": "naïve"}, {"text": "crème"})).encode(
+    "latin-1"
+)
+
+UNJUDGEABLE = {
+    "a missing file": (lambda tmp_path: tmp_path / "nope.jsonl", "does not exist"),
+    "a folder": (lambda tmp_path: tmp_path, "is a folder, not a JSON Lines file: give the dataset's .jsonl file"),
+    "an empty file": (_write(b""), "is empty"),
+    "a whitespace-only file": (_write(b"\n  \n\t\r\n\n"), "is empty: it holds nothing but whitespace"),
+    "a zip named .jsonl": (
+        _write(b"PK\x03\x04\x14\x00\x00\x00" + bytes(range(256)) * 40),
+        "is binary, not JSON Lines (it holds NUL bytes)",
+    ),
+    "control bytes named .jsonl": (_write(bytes(range(1, 32)) * 100 + bytes(range(128, 256)) * 50), "is binary, not JSON Lines"),
+    "UTF-16 with its byte-order mark": (
+        lambda tmp_path: _utf16(tmp_path, bom=True),
+        "is UTF-16 (little-endian) text (by its byte-order mark), not UTF-8, which trainers read JSON Lines as: save it as UTF-8",
+    ),
+    "UTF-16 without a byte-order mark": (
+        lambda tmp_path: _utf16(tmp_path, bom=False),
+        "is UTF-16 (little-endian) text without a byte-order mark, not UTF-8, which trainers read JSON Lines as: save it as UTF-8",
+    ),
+    "Latin-1": (
+        _write(LATIN1),
+        "is not UTF-8: 3 of its 3 lines hold bytes that are not UTF-8, the first at line 1, so it is in another encoding "
+        "(Latin-1 or Windows-1252, perhaps): save it as UTF-8",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(UNJUDGEABLE))
+def test_a_file_that_cannot_be_judged_exits_2_with_one_line(capsys, tmp_path, case):
+    make, problem = UNJUDGEABLE[case]
+    path = make(tmp_path)
+    code, out, err = run(capsys, "text", path)
+    assert code == 2
+    assert one_error_line(err) == f"trainproof: error: {path}: {problem}"
+    assert "Traceback" not in out
+    assert out.startswith("trainproof text: NOT-CHECKED")
+    code, out, err = run(capsys, "text", path, "--json")
+    assert code == 2
+    one_error_line(err)
+    doc = json_report(out)
+    assert (doc["verdict"], doc["exit_code"], findings(doc)) == ("NOT-CHECKED", 2, [])
+
+
+def test_latin1_on_a_minority_of_lines_is_a_finding_at_each_not_an_error(capsys, tmp_path):
+    path = jsonl(tmp_path, *rows(5))
+    path.write_bytes(path.read_bytes() + '{"text": "café"}\n'.encode("latin-1"))
+    code, out, err = run(capsys, "text", path, "--json")
+    assert (code, err) == (1, "")
+    assert [(f["id"], f["line"]) for f in findings(json_report(out))] == [("TP-TEXT-MALFORMED", 6)]
+
+
+def test_a_file_judged_beside_one_that_cannot_be_still_exits_by_the_worst(capsys, tmp_path):
+    clean = jsonl(tmp_path, *rows(2), name="clean.jsonl")
+    failing = jsonl(tmp_path, "{", *rows(1), name="failing.jsonl")
+    missing = tmp_path / "missing.jsonl"
+    code, _, err = run(capsys, "text", clean, missing)
+    assert code == 2
+    assert one_error_line(err) == f"trainproof: error: {missing}: does not exist"
+    code, _, err = run(capsys, "text", failing, missing)
+    assert code == 1
+    assert one_error_line(err) == f"trainproof: error: {missing}: does not exist"
+
+
+# --- one JSON document, and lines too long to read ------------------------------------------------------------------
+
+DOCUMENTS = {
+    "json.dump(rows, indent=2)": (json.dumps(rows(300), indent=2), "one JSON array"),
+    "a JSON array on one line": (json.dumps(rows(300)), "one JSON array"),
+    "a pretty-printed object": (json.dumps({"data": rows(300), "version": 2}, indent=2), "one pretty-printed JSON document"),
+}
+
+
+@pytest.mark.parametrize("case", list(DOCUMENTS))
+def test_one_json_document_exits_1_with_one_finding_not_hundreds(capsys, tmp_path, case):
+    text, what = DOCUMENTS[case]
+    path = tmp_path / "train.jsonl"
+    path.write_text(text + "\n")
+    code, out, err = run(capsys, "text", path, "--json")
+    assert (code, err) == (1, "")
+    (finding,) = findings(json_report(out))
+    assert (finding["id"], finding["level"], finding["line"], finding["file"]) == ("TP-TEXT-DOCUMENT", "FAIL", 1, str(path))
+    assert what in finding["message"]
+    assert json_report(out)["subjects"][0]["summary"]["rows"] == 0
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "rule"),
+    [(b'{"text": "', b'"}', "TP-TEXT-MALFORMED"), (b'[{"text": "', b'"}]', "TP-TEXT-DOCUMENT")],
+    ids=["a row", "a JSON array"],
+)
+def test_a_single_line_over_the_readers_limit_is_one_finding(capsys, tmp_path, monkeypatch, first, last, rule):
+    monkeypatch.setattr(reader, "MAX_TEXT_LINE_BYTES", 1 * MiB)
+    line = first + b"x" * (3 * MiB) + last
+    path = tmp_path / "train.jsonl"
+    path.write_bytes(line + b"\n")
+    code, out, err = run(capsys, "text", path, "--json")
+    assert (code, err) == (1, "")
+    (finding,) = findings(json_report(out))
+    assert (finding["id"], finding["line"]) == (rule, 1)
+    if rule == "TP-TEXT-MALFORMED":
+        assert finding["message"] == f"Line 1 is {len(line):,} bytes long, over the 1 MiB limit for one row."
+    else:
+        assert "one JSON array" in finding["message"]
+
+
+# --- the options ----------------------------------------------------------------------------------------------------
+
+
+def test_max_len_without_a_tokenizer_is_a_usage_error(capsys, tmp_path):
+    code, out, err = run(capsys, "text", jsonl(tmp_path, *rows(2)), "--max-len", "512")
+    assert code == 2
+    assert one_error_line(err) == "trainproof: error: --max-len needs --tokenizer: lengths are counted in the tokenizer's tokens"
+    assert out == ""
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "many"])
+def test_a_max_len_that_is_not_a_positive_number_is_a_usage_error(capsys, tmp_path, value):
+    with pytest.raises(SystemExit) as exited:
+        main(["text", str(jsonl(tmp_path, *rows(1))), "--tokenizer", "x", "--max-len", value])
+    assert exited.value.code == 2
+    out, err = capsys.readouterr()
+    assert "argument --max-len" in one_error_line(err)
+    assert out == ""
+
+
+def _text_file(tmp_path: Path) -> Path:
+    path = tmp_path / "vocab.txt"
+    path.write_text("hello\nworld\n")
+    return path
+
+
+def _pickle(tmp_path: Path) -> Path:
+    path = tmp_path / "tokenizer.bin"
+    path.write_bytes(b"\x80\x04\x95")
+    return path
+
+
+def _empty_folder(tmp_path: Path) -> Path:
+    path = tmp_path / "tok"
+    path.mkdir()
+    return path
+
+
+def _the_dataset(tmp_path: Path) -> Path:
+    return tmp_path / "train.jsonl"  # the dataset itself: JSON, so read as a tokenizer.json
+
+
+NOT_TOKENIZERS = {
+    "a text file": (
+        _text_file,
+        "is not a tokenizer trainproof reads (a sentencepiece .model, a tokenizer.json or a HuggingFace tokenizer folder)",
+    ),
+    "a pickle": (_pickle, "is a pickle; trainproof never unpickles a tokenizer"),
+    "an empty folder": (_empty_folder, "holds no tokenizer: no tokenizer.json, tokenizer_config.json or sentencepiece .model"),
+    "the dataset": (_the_dataset, "is not valid JSON (Extra data at line 2 column 1)"),
+    "a missing path": (lambda tmp_path: tmp_path / "nope", "does not exist"),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_TOKENIZERS))
+def test_a_tokenizer_that_is_not_one_exits_2_with_one_line(capsys, tmp_path, case):
+    dataset = jsonl(tmp_path, *rows(2))
+    make, problem = NOT_TOKENIZERS[case]
+    tokenizer = make(tmp_path)
+    code, out, err = run(capsys, "text", dataset, "--tokenizer", tokenizer, "--max-len", "64")
+    assert code == 2
+    assert one_error_line(err) == f"trainproof: error: {tokenizer}: {problem}"
+    assert out == ""
+
+
+def test_a_real_tokenizer_judges_lengths_from_the_command_line(capsys, tmp_path, built):
+    long_prompt = {"prompt": SENTENCE * 20, "completion": "Yes."}
+    long_answer = {"prompt": "Go on.", "completion": SENTENCE * 20}
+    path = jsonl(tmp_path, *rows(2), long_prompt, long_answer)
+    code, out, err = run(capsys, "text", path, "--tokenizer", built("bpe"), "--max-len", "64", "--json")
+    assert (code, err) == (1, "")
+    doc = json_report(out)
+    assert [(f["id"], f["level"], f["line"]) for f in findings(doc)] == [
+        ("TP-TEXT-TRUNCATED-TARGET", "FAIL", 3),
+        ("TP-TEXT-TOO-LONG", "WARN", 3),
+        ("TP-TEXT-TOO-LONG", "WARN", 4),
+    ]
+    (subject,) = doc["subjects"]
+    assert subject["checks"]["skipped"] == []
+    assert subject["summary"]["max_len"] == 64
+    assert subject["summary"]["rows_over_max_len"] == 2
+    code, out, err = run(capsys, "text", path, "--tokenizer", built("bpe"), "--max-len", "4096")
+    assert (code, err) == (0, "")
+    assert "Checks ran (10)" in out
+
+
+# --- outputs ----------------------------------------------------------------------------------------------------
+
+
+def _mixed(tmp_path: Path) -> Path:
+    """FAILs at lines 2 and 4, WARNs at 3 and 6."""
+    return jsonl(
+        tmp_path,
+        *rows(1),
+        "{",
+        {"prompt": "p", "completion": ""},
+        {"Prompt": "p", "completion": "c"},
+        {"messages": [user("a"), user("b"), assistant("c")]},
+        *rows(1),
+    )
+
+
+def test_json_output_parses_and_its_findings_carry_their_lines(capsys, tmp_path):
+    path = _mixed(tmp_path)
+    code, out, err = run(capsys, "text", path, "--json")
+    assert (code, err) == (1, "")
+    doc = json_report(out)
+    assert (doc["command"], doc["verdict"], doc["exit_code"]) == ("text", "FAIL", 1)
+    assert [(f["id"], f["level"], f["line"], f["file"]) for f in findings(doc)] == [
+        ("TP-TEXT-MALFORMED", "FAIL", 2, str(path)),
+        ("TP-TEXT-SHAPE", "FAIL", 4, str(path)),
+        ("TP-TEXT-MIXED-SHAPES", "WARN", 5, str(path)),
+        ("TP-TEXT-EMPTY", "WARN", 3, str(path)),
+        ("TP-TEXT-ROLES", "WARN", 5, str(path)),
+        ("TP-TEXT-DUPLICATE", "WARN", 6, str(path)),
+    ]
+    assert all(any(ch.isdigit() for ch in f["evidence"]) for f in findings(doc))
+    (subject,) = doc["subjects"]
+    assert subject["format"] == "jsonl"
+    assert subject["checks"]["skipped"] == [
+        {"id": "TP-TEXT-TRUNCATED-TARGET", "reason": "no --tokenizer given"},
+        {"id": "TP-TEXT-TOO-LONG", "reason": "no --tokenizer given"},
+    ]
+
+
+def test_sarif_locates_each_finding_at_the_jsonl_file_and_line(capsys, tmp_path, monkeypatch):
+    _mixed(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "text", "train.jsonl", "--sarif", "out.sarif")
+    assert (code, err) == (1, "")
+    sarif = json.loads((tmp_path / "out.sarif").read_text())
+    (sarif_run,) = sarif["runs"]
+    located = []
+    for result in sarif_run["results"]:
+        (location,) = result["locations"]
+        physical = location["physicalLocation"]
+        located.append((result["ruleId"], result["level"], physical["artifactLocation"]["uri"], physical["region"]["startLine"]))
+    assert located == [
+        ("TP-TEXT-MALFORMED", "error", "train.jsonl", 2),
+        ("TP-TEXT-SHAPE", "error", "train.jsonl", 4),
+        ("TP-TEXT-MIXED-SHAPES", "warning", "train.jsonl", 5),
+        ("TP-TEXT-EMPTY", "warning", "train.jsonl", 3),
+        ("TP-TEXT-ROLES", "warning", "train.jsonl", 5),
+        ("TP-TEXT-DUPLICATE", "warning", "train.jsonl", 6),
+    ]
+
+
+def test_the_headline_counts_one_row_in_the_singular(capsys, tmp_path):
+    _, out, _ = run(capsys, "text", jsonl(tmp_path, *rows(1)))
+    assert "1 rows" not in out
+    assert "1 lines" not in out

@@ -1,0 +1,307 @@
+"""Rules that judge an LLM fine-tuning dataset (JSON Lines): its lines, its rows' shapes and roles, duplicates, and,
+with a tokenizer, what truncation at ``--max-len`` does to each row.
+
+A rule that finds many lines names the first TEXT_EXAMPLES in file order, each
+at its line, and counts the rest. FAIL is kept for what breaks training or
+makes it learn nothing: a file that is not JSON Lines, lines that are not
+rows, rows of no known shape, rows whose trained part is cut off entirely.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from trainproof import figures
+from trainproof.checks.base import Hit, NotApplicable
+from trainproof.report import Finding, Level
+from trainproof.thresholds import Thresholds
+
+if TYPE_CHECKING:
+    from trainproof.text.model import Row, RowProblem, TextDataset
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Each row's tokens as a trainer would see them: ``total[i]`` in all, ``prompt[i]`` before the trained part."""
+
+    total: tuple[int, ...]
+    prompt: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TextContext:
+    """A fine-tuning dataset, and (with a tokenizer) each row's token counts against ``max_len``."""
+
+    dataset: TextDataset
+    t: Thresholds
+    lengths: Lengths | None = None
+    max_len: int | None = None
+    topic = "this dataset"
+
+    def locate(self, finding: Finding) -> Finding:
+        return finding if finding.file is not None else replace(finding, file=self.dataset.path)
+
+    def problems(self, *kinds: str) -> list[RowProblem]:
+        return [p for p in self.dataset.problems if p.kind in kinds]
+
+    @cached_property
+    def folded(self) -> tuple[tuple, ...]:
+        """Each row as what it teaches, with case, Unicode form and runs of whitespace folded (for near duplicates):
+        a conversation's turns with their roles, else its prompt and its target, kept apart."""
+        return tuple(_key(row, _fold) for row in self.dataset.rows)
+
+    @cached_property
+    def exact(self) -> tuple[tuple, ...]:
+        return tuple(_key(row, lambda text: text) for row in self.dataset.rows)
+
+
+def _fold(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _key(row: Row, fold: Callable[[str], str]) -> tuple:
+    if row.messages:
+        return (row.shape, *((m.role, fold(m.content or "")) for m in row.messages))
+    return (row.shape, fold(row.prompt), fold(row.target))
+
+
+def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -> Iterator[Hit]:
+    """One hit per problem for the first TEXT_EXAMPLES, the first counting them all."""
+    total = len(problems)
+    for n, problem in enumerate(problems[: ctx.t.TEXT_EXAMPLES]):
+        message = problem.message.rstrip(".") + "."
+        message = message[:1].upper() + message[1:]
+        if n == 0 and total > 1:
+            rest = f" and {total - ctx.t.TEXT_EXAMPLES:,} more" if total > ctx.t.TEXT_EXAMPLES else ""
+            message += f" {total:,} {what}; the first {min(total, ctx.t.TEXT_EXAMPLES)} are named here{rest}."
+        yield Hit(message=message, evidence=f"line {problem.line}: {problem.kind}" if problem.line else problem.kind, values={"count": total}, line=problem.line)
+
+
+def _row_hits(ctx: TextContext, rows: Sequence[int], what: str, say: Callable[[Row], tuple[str, str]], values: dict | None = None) -> Iterator[Hit]:
+    """One hit for each of the first TEXT_EXAMPLES rows (indices into the dataset's rows), the first counting them all."""
+    total = len(rows)
+    count = len(ctx.dataset.rows)
+    for n, i in enumerate(rows[: ctx.t.TEXT_EXAMPLES]):
+        row = ctx.dataset.rows[i]
+        message, evidence = say(row)
+        if n == 0 and total > 1:
+            rest = f" and {total - ctx.t.TEXT_EXAMPLES:,} more" if total > ctx.t.TEXT_EXAMPLES else ""
+            message += f" {total:,} of {count:,} rows {what} ({figures.pct(total / count)}); the first {min(total, ctx.t.TEXT_EXAMPLES)} are named here{rest}."
+        yield Hit(message=message, evidence=evidence, values={"count": total, "rows": count, **(values or {})}, line=row.line)
+
+
+# --- the file and its lines --------------------------------------------------------
+
+
+def document(ctx: TextContext) -> Iterator[Hit]:
+    """The file is one JSON document (an array, or pretty-printed), not JSON Lines.
+
+    What it detects: a file that starts with `[` (a JSON array) or holds one object spread over many lines.
+    Why it matters: fine-tuning loaders read one JSON object per line; they fail on the first line, or (some) read nothing.
+    Fires on: `json.dump(rows, f, indent=2)` saved as `train.jsonl`.
+    Does not fire on: one object per line.
+    Does not mean: the rows are wrong; write one per line (`jq -c '.[]'`).
+    """
+    yield from _problem_hits(ctx, ctx.problems("document"), "documents")
+
+
+def malformed(ctx: TextContext) -> Iterator[Hit]:
+    """A line is not a JSON object.
+
+    What it detects: lines that are not valid JSON, or JSON that is not an object (a list, a string, a number), or longer than the reader reads; the first TEXT_EXAMPLES are named.
+    Why it matters: a loader either crashes on the line or skips it, so you train on less than you think.
+    Fires on: a line cut in half by a bad merge; a stray `[` line.
+    Does not fire on: blank lines (see TP-TEXT-FORMAT), or objects of an unknown shape (TP-TEXT-SHAPE).
+    Does not mean: the other lines are fine.
+    """
+    yield from _problem_hits(ctx, ctx.problems("unparsable", "not-object", "overlong-line"), "lines are not JSON objects")
+
+
+def shape(ctx: TextContext) -> Iterator[Hit]:
+    """A row has none of the shapes fine-tuning trainers read, or a field of the wrong type.
+
+    What it detects: objects with no `text`, `prompt`/`completion`, `instruction`/`output` or `messages` field (the near miss named: `Prompt` for `prompt`), and shape fields that are not strings (or messages that are not a list of role/content objects).
+    Why it matters: the trainer's formatting function raises a KeyError on the row, or silently formats it as empty.
+    Fires on: `{"Prompt": ..., "Completion": ...}`; `{"prompt": ..., "completion": 42}`.
+    Does not fire on: rows of a known shape with extra keys.
+    Does not mean: the data is wrong; rename the fields.
+    """
+    yield from _problem_hits(ctx, ctx.problems("unknown-shape", "wrong-type"), "rows have no known shape")
+
+
+def file_format(ctx: TextContext) -> Iterator[Hit]:
+    """The file has blank lines.
+
+    What it detects: blank lines between rows.
+    Why it matters: some loaders stop at the first blank line, or count it as an empty row.
+    Fires on: rows separated by empty lines.
+    Does not fire on: a file with one row on every line.
+    Does not mean: rows are lost; most readers skip them.
+    """
+    yield from _problem_hits(ctx, ctx.problems("blank-line"), "blank lines")
+
+
+def mixed_shapes(ctx: TextContext) -> Iterator[Hit]:
+    """Rows of different shapes are mixed in one file.
+
+    What it detects: a file whose rows are of more than one shape (some `messages`, some `prompt`/`completion`); the rows of the less common shapes are named.
+    Why it matters: a trainer formats every row one way: the rows of the other shape are formatted as empty, or fail.
+    Fires on: a chat dataset with a few Alpaca rows appended.
+    Does not fire on: rows of one shape.
+    Does not mean: either shape is wrong; convert one to the other.
+    """
+    shapes = {name: n for name, n in ctx.dataset.shapes.items() if n}
+    if len(shapes) < 2:
+        return
+    main = max(sorted(shapes), key=lambda s: shapes[s])
+    others = [i for i, r in enumerate(ctx.dataset.rows) if r.shape != main]
+    spread = ", ".join(f"{name} ({n:,})" for name, n in sorted(shapes.items(), key=lambda kv: -kv[1]) if n)
+    yield from _row_hits(ctx, others, f"are not of the main shape, {main}", lambda r: (f"Line {r.line} is {_a(r.shape)} {r.shape} row in a file of {main} rows.", f"shapes: {spread}"))
+
+
+def _a(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+# --- fields and roles ----------------------------------------------------------------
+
+
+def empty_fields(ctx: TextContext) -> Iterator[Hit]:
+    """A row has an empty or null field.
+
+    What it detects: shape fields (or message contents) that are null, empty or only whitespace.
+    Why it matters: an empty completion trains the model to answer with nothing; an empty prompt teaches it to answer nobody.
+    Fires on: `{"prompt": "Summarise:", "completion": ""}`.
+    Does not fire on: Alpaca's optional `input` left empty.
+    Does not mean: the row is unusable; fill it or drop it.
+    """
+    yield from _problem_hits(ctx, ctx.problems("empty-field", "null-field"), "fields are empty or null")
+
+
+def roles(ctx: TextContext) -> Iterator[Hit]:
+    """A conversation's roles are out of order, unknown, or have no assistant turn.
+
+    What it detects: chat rows whose system message is not first, whose user and assistant turns do not alternate, that do not start with system or user, that use an unknown role, or that have no assistant turn at all.
+    Why it matters: chat templates raise on broken alternation (several refuse a conversation that does not alternate), and a row with no assistant turn has nothing to train on.
+    Fires on: two user turns in a row; a conversation of one user message.
+    Does not fire on: system, user, assistant, user, assistant (tool turns between assistant turns are fine).
+    Does not mean: the content is wrong.
+    """
+    first_per_row: dict[int | None, RowProblem] = {}
+    for problem in ctx.problems("role-order", "no-assistant"):
+        first_per_row.setdefault(problem.line, problem)  # a conversation with two role problems is one conversation
+    yield from _problem_hits(ctx, list(first_per_row.values()), "conversations have role problems")
+
+
+def duplicates(ctx: TextContext) -> Iterator[Hit]:
+    """Rows repeat an earlier row exactly, or after case and whitespace are folded.
+
+    What it detects: rows whose prompt and trained part equal an earlier row's, exactly or after Unicode, case and whitespace folding (each named with the line it repeats).
+    Why it matters: duplicates weigh those examples double and leak between a train and an evaluation split.
+    Fires on: the same example appended twice; "Hello  World" and "hello world" with the same answer.
+    Does not fire on: rows that share a prompt but differ in the answer.
+    Does not mean: which copy to keep.
+    """
+    first: dict[tuple, int] = {}
+    repeats: list[tuple[int, int]] = []
+    for i, key in enumerate(ctx.folded):
+        if key in first:
+            repeats.append((i, first[key]))
+        else:
+            first[key] = i
+    rows = ctx.dataset.rows
+    exact = {i for i, j in repeats if ctx.exact[i] == ctx.exact[j]}
+    original = dict(repeats)
+    yield from _row_hits(
+        ctx, [i for i, _ in repeats], "repeat an earlier row",
+        lambda r: (f"Line {r.line} repeats line {rows[original[_index(ctx, r)]].line}{'' if _index(ctx, r) in exact else ' (after case and whitespace folding)'}.",
+                   f"{len(exact):,} exact and {len(repeats) - len(exact):,} folded duplicates"),
+    )  # fmt: skip
+
+
+def _index(ctx: TextContext, row: Row) -> int:
+    return ctx.dataset.rows.index(row)
+
+
+# --- lengths, with a tokenizer ---------------------------------------------------------
+
+
+def _need_lengths(ctx: TextContext) -> Lengths:
+    if ctx.lengths is None:
+        raise NotApplicable("no --tokenizer given")
+    if ctx.max_len is None:
+        raise NotApplicable("no --max-len given")
+    return ctx.lengths
+
+
+def _answers(row: Row) -> bool:
+    """Whether the row has a part to train on: a conversation with no assistant turn has none (TP-TEXT-ROLES names it)."""
+    return row.shape != "messages" or any(m.role == "assistant" for m in row.messages)
+
+
+def too_long(ctx: TextContext) -> Iterator[Hit]:
+    """A row has more tokens than `--max-len`.
+
+    What it detects: rows whose tokens (as the tokenizer, and its chat template when it has one, make them) exceed `--max-len`; the share of all tokens lost to truncation is in the first finding.
+    Why it matters: the trainer truncates the row, and the end of its answer is never learnt.
+    Fires on: a 3,000-token row with `--max-len 2048`.
+    Does not fire on: rows within the limit.
+    Does not mean: the answer is lost entirely (see TP-TEXT-TRUNCATED-TARGET).
+    """
+    lengths = _need_lengths(ctx)
+    limit = ctx.max_len or 0
+    over = [i for i, n in enumerate(lengths.total) if n > limit]
+    lost = sum(n - limit for n in lengths.total if n > limit)
+    share = lost / max(sum(lengths.total), 1)
+    yield from _row_hits(
+        ctx, over, f"are over {limit:,} tokens",
+        lambda r: (f"Line {r.line} has {lengths.total[_index(ctx, r)]:,} tokens, over --max-len {limit:,}.",
+                   f"{lost:,} of {sum(lengths.total):,} tokens ({figures.pct(share)}) are lost to truncation"),
+        {"lost_tokens": lost, "lost_share": share},
+    )  # fmt: skip
+
+
+def truncated_target(ctx: TextContext) -> Iterator[Hit]:
+    """A row's trained part is cut off entirely by `--max-len`.
+
+    What it detects: rows whose prompt alone (everything before the completion, output or assistant turn) takes `--max-len` tokens or more.
+    Why it matters: after truncation nothing of the answer is left, so the row adds no loss (or, with some trainers, NaN): it is trained on nothing.
+    Fires on: a 5,000-token document to summarise with `--max-len 4096`.
+    Does not fire on: rows whose answer starts within the limit, plain `text` rows (every token of them is trained), or conversations with no assistant turn (TP-TEXT-ROLES).
+    Does not mean: the row is bad; raise the limit or shorten the prompt.
+    """
+    lengths = _need_lengths(ctx)
+    limit = ctx.max_len or 0
+    cut = [i for i, (r, p) in enumerate(zip(ctx.dataset.rows, lengths.prompt)) if r.shape != "text" and _answers(r) and p >= limit]
+    yield from _row_hits(
+        ctx, cut, "lose their whole answer to truncation",
+        lambda r: (f"Line {r.line}'s prompt alone has {lengths.prompt[_index(ctx, r)]:,} tokens, so at --max-len {limit:,} none of its answer is trained.",
+                   f"prompt {lengths.prompt[_index(ctx, r)]:,} tokens, row {lengths.total[_index(ctx, r)]:,}; limit {limit:,}"),
+    )  # fmt: skip
+
+
+def _rules() -> tuple:
+    from trainproof.checks.base import Rule
+
+    fail, warn = Level.FAIL, Level.WARN
+    table = (
+        ("TP-TEXT-DOCUMENT", fail, document, ()),
+        ("TP-TEXT-MALFORMED", fail, malformed, ()),
+        ("TP-TEXT-SHAPE", fail, shape, ()),
+        ("TP-TEXT-FORMAT", warn, file_format, ()),
+        ("TP-TEXT-MIXED-SHAPES", warn, mixed_shapes, ()),
+        ("TP-TEXT-EMPTY", warn, empty_fields, ()),
+        ("TP-TEXT-ROLES", warn, roles, ()),
+        ("TP-TEXT-DUPLICATE", warn, duplicates, ()),
+        ("TP-TEXT-TRUNCATED-TARGET", fail, truncated_target, ()),
+        ("TP-TEXT-TOO-LONG", warn, too_long, ()),
+    )
+    return tuple(Rule(rule_id, level, check, "text", defers) for rule_id, level, check, defers in table)
+
+
+TEXT_RULES = _rules()
+"""The text command's rules, in the order they run; registered by id in :mod:`trainproof.checks.registry`."""
