@@ -79,3 +79,58 @@ def test_the_ljspeech_hook_judges_a_committed_dataset(tmp_path, pre_commit_home)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "TP-DATA-MISSING" in result.stdout
     assert "tiny-0003" in result.stdout
+
+
+def test_the_finetune_hook_judges_changed_jsonl(tmp_path, pre_commit_home):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "sft_clean.jsonl").write_text(
+        '{"prompt": "What is two and two?", "completion": "Four."}\n{"prompt": "Name a primary colour.", "completion": "Red."}\n'
+    )
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-finetune-jsonl")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (data / "sft_broken.jsonl").write_text('{"Prompt": "a", "Completion": "b"}\n')
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-finetune-jsonl")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "TP-TEXT-SHAPE" in result.stdout
+    assert "sft_broken.jsonl" in result.stdout
+
+
+def _committed_copy(root):
+    """This working tree, committed in a scratch repository: a rev that a .pre-commit-config.yaml can pin."""
+    ignore = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".trainproof_cache", ".pytest_cache", ".ruff_cache")
+    shutil.copytree(REPO, root, ignore=ignore)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "snapshot"], cwd=root, check=True, env=env)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_the_tokenizer_hook_judges_the_tokenizer_with_its_text(tmp_path, pre_commit_home):
+    """The hook takes the tokenizer and its text from `args` (pre-commit's try-repo cannot pass args: a real config)."""
+    pytest.importorskip("sentencepiece")
+    rev = _committed_copy(tmp_path / "trainproof")
+    project = tmp_path / "project"
+    (project / "tok").mkdir(parents=True)
+    shutil.copyfile(REPO / "examples" / "tokenizer" / "tts_unigram.model", project / "tok" / "tts.model")
+    (project / "tok" / "sample.txt").write_text("The birch canoe slid on the smooth planks.\nGlue the sheet to the dark blue background.\n")
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {tmp_path / 'trainproof'}\n  rev: {rev}\n  hooks:\n  - id: trainproof-tokenizer\n"
+        "    args: [tok/tts.model, tok/sample.txt]\n"
+    )
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
+    run = ["pre-commit", "run", "trainproof-tokenizer", "--all-files", "--verbose", "--color", "never"]
+    result = subprocess.run(run, cwd=project, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS" in result.stdout
+    (project / "tok" / "sample.txt").write_text("Das Wasser ist über der Straße.\nÜber Größe.\n")
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    result = subprocess.run(run, cwd=project, env=env, capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "TP-TOK-UNKNOWN" in result.stdout

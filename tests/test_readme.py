@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.helpers import REPO
 from trainproof.checks.registry import all_rules
 from trainproof.render.rules import formats_table, markdown_table, rules_document
@@ -82,3 +84,37 @@ def test_the_data_example_in_the_readme_is_what_trainproof_prints(capsys, monkey
     code = main(["data", "examples/speech/ljspeech_tiny", "--no-cache"])
     assert capsys.readouterr().out == shown
     assert code == 0
+
+
+def _shown_in_readme(command_line: str) -> str:
+    return README.read_text().split(f"$ {command_line}\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize(
+    ("line", "needs", "exit_code"),
+    [
+        ("trainproof tokenizer examples/tokenizer/tts_unigram.model examples/tokenizer/transcripts.txt", "sentencepiece", 0),
+        ("trainproof text examples/text/chat.jsonl --tokenizer examples/text/tokenizer --max-len 96", "transformers", 1),
+    ],
+)
+def test_the_tokenizer_and_text_examples_in_the_readme_are_what_trainproof_prints(capsys, monkeypatch, line, needs, exit_code):
+    from trainproof.cli import main
+
+    pytest.importorskip(needs)
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("CI", "1")
+    code = main(line.split()[1:])
+    assert capsys.readouterr().out == _shown_in_readme(line)
+    assert code == exit_code
+
+
+def test_the_tokenizer_examples_are_what_their_maker_writes():
+    import subprocess
+    import sys
+
+    import pytest
+
+    pytest.importorskip("sentencepiece")
+    pytest.importorskip("transformers")
+    done = subprocess.run([sys.executable, str(REPO / "examples" / "tokenizer" / "make_example.py"), "--check"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -92,6 +92,8 @@ COMMANDS: dict[str, Command | str] = {
     "compare": "trainproof.runs:COMPARE",
     "watch": "trainproof.runs:WATCH",
     "data": "trainproof.data.command:DATA",
+    "tokenizer": "trainproof.tokenizer.command:TOKENIZER",
+    "text": "trainproof.text.command:TEXT",
 }
 """Command name -> its description, or ``"module:NAME"`` imported on first use (so ``epoch`` never imports ``data``)."""
 

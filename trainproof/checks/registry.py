@@ -167,6 +167,41 @@ RULES.register(
     ),
 )
 
+# The tokenizer command's checks, like the data command's, are imported only when it judges.
+RULES.register(
+    "tokenizer",
+    "trainproof.checks.tokenizer:TOKENIZER_RULES",
+    ids=(
+        "TP-TOK-UNKNOWN",
+        "TP-TOK-BYTES",
+        "TP-TOK-ROUND-TRIP",
+        "TP-TOK-FERTILITY",
+        "TP-TOK-DENSE-LINE",
+        "TP-TOK-TOO-LONG",
+        "TP-TOK-RATE",
+        "TP-TOK-NUMBERS",
+        "TP-TOK-NO-EOS",
+        "TP-TOK-PAD-IS-EOS",
+    ),
+)
+
+RULES.register(
+    "text",
+    "trainproof.checks.text:TEXT_RULES",
+    ids=(
+        "TP-TEXT-DOCUMENT",
+        "TP-TEXT-MALFORMED",
+        "TP-TEXT-SHAPE",
+        "TP-TEXT-FORMAT",
+        "TP-TEXT-MIXED-SHAPES",
+        "TP-TEXT-EMPTY",
+        "TP-TEXT-ROLES",
+        "TP-TEXT-DUPLICATE",
+        "TP-TEXT-TRUNCATED-TARGET",
+        "TP-TEXT-TOO-LONG",
+    ),
+)
+
 
 def register(command: str, rules: tuple[Rule, ...] | str, ids: tuple[str, ...] = ()) -> None:
     RULES.register(command, rules, ids)

@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"trainproof: error: {visible(message)} (see '{self.prog} --help')\n")
 
 
-JUDGING_COMMANDS = ("epoch", "compare", "data")
+JUDGING_COMMANDS = ("epoch", "compare", "data", "tokenizer", "text")
 """The commands that judge inputs into a report with every output; the GitHub Action runs exactly these."""
 COMMANDS = JUDGING_COMMANDS + ("watch", "rules")
 
