@@ -62,3 +62,16 @@ def test_overrides_make_a_new_thresholds():
     assert changed.DIVERGE_START_RATIO == 3.0
     assert DEFAULTS.DIVERGE_START_RATIO == 1.5
     assert isinstance(changed, Thresholds)
+
+
+def test_the_commands_keep_their_order_whichever_were_imported_first():
+    """Iteration (and so every generated rules table) must not depend on which commands a test happened to load."""
+    from trainproof.checks.registry import _Registry
+
+    registry = _Registry()
+    registry.register("a", "trainproof.checks.text:TEXT_RULES")
+    registry.register("b", ())
+    registry.register("text", "trainproof.checks.text:TEXT_RULES")
+    assert list(registry) == ["a", "b", "text"]
+    registry["text"]  # imported now
+    assert list(registry) == ["a", "b", "text"]

@@ -75,6 +75,7 @@ class _Registry(Mapping[str, tuple[Rule, ...]]):
         self._sets: dict[str, tuple[Rule, ...]] = {}
         self._lazy: dict[str, str] = {}
         self._lazy_ids: dict[str, tuple[str, ...]] = {}
+        self._order: list[str] = []  # commands as registered: iteration must not depend on which were imported yet
 
     def __getitem__(self, command: str) -> tuple[Rule, ...]:
         if command not in self._sets and command in self._lazy:
@@ -86,7 +87,7 @@ class _Registry(Mapping[str, tuple[Rule, ...]]):
         return self._sets[command]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._sets) + list(self._lazy))
+        return iter(list(self._order))
 
     def __len__(self) -> int:
         return len(self._sets) + len(self._lazy)
@@ -103,6 +104,8 @@ class _Registry(Mapping[str, tuple[Rule, ...]]):
         """
         if command in self._sets or command in self._lazy:
             raise ValueError(f"rules for '{command}' are already registered")
+        if command not in self._order:
+            self._order.append(command)
         if isinstance(rules, str):
             self._lazy[command], self._lazy_ids[command] = rules, tuple(ids)
             return
@@ -120,6 +123,8 @@ class _Registry(Mapping[str, tuple[Rule, ...]]):
         self._sets[command] = tuple(rules)
 
     def unregister(self, command: str) -> None:
+        if command in self._order:
+            self._order.remove(command)
         self._sets.pop(command, None)
         self._lazy.pop(command, None)
         self._lazy_ids.pop(command, None)

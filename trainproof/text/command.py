@@ -4,14 +4,15 @@ With ``--tokenizer`` every row is measured as a trainer would see it: a
 ``messages`` row rendered through the tokenizer's chat template when it has
 one; a prompt/completion or instruction row as its prompt's tokens followed by
 its answer's (TRL's way), plus the eos token. The part before the trained
-one is the prompt: for a conversation, everything before the content of its
-first assistant turn (its role header included). Rows are encoded in batches of ENCODE_CHUNK.
+one is the prompt: for a conversation, the tokens before the content of its
+first assistant turn (its role header included). Rows are encoded in
+batches of ENCODE_CHUNK.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,68 +26,72 @@ ENCODE_CHUNK = 4096
 """Strings encoded per batch call (the progress line moves once per chunk)."""
 
 
-@dataclass(frozen=True)
-class _Pieces:
-    """What to encode for one row: the prompt part and the whole row (None: count the answer on top of the prompt)."""
-
-    prompt: str
-    rest: str
-    rendered: bool  # rest is the whole rendered conversation, not the answer alone
+def _turns(row: Any) -> list[dict]:
+    return [{"role": m.role, "content": m.content or ""} for m in row.messages]
 
 
-def _pieces(row: Any, tokenizer: Any) -> _Pieces:
-    if row.shape == "messages" and tokenizer.chat_template is not None:
-        turns = [{"role": m.role, "content": m.content or ""} for m in row.messages]
-        first = next((k for k, m in enumerate(row.messages) if m.role == "assistant"), len(turns))
-        try:
-            whole = tokenizer.render_chat(turns) or ""
-        except ValueError:
-            whole = None  # a template that refuses the conversation (TP-TEXT-ROLES says why): measured as plain text
-        if whole is not None:
-            return _Pieces(_before_answer(whole, turns, first, tokenizer), whole, rendered=True)
-    if row.shape == "messages":
-        first = next((k for k, m in enumerate(row.messages) if m.role == "assistant"), len(row.messages))
-        before = "\n\n".join(m.content or "" for m in row.messages[:first])
-        after = "\n\n".join(m.content or "" for m in row.messages[first:])
-        return _Pieces(before, after, rendered=False)
-    return _Pieces(row.prompt, row.target, rendered=False)
+def _first_answer(row: Any) -> int:
+    return next((k for k, m in enumerate(row.messages) if m.role == "assistant"), len(row.messages))
 
 
-def _before_answer(rendered: str, turns: list[dict], first: int, tokenizer: Any) -> str:
-    """The rendered conversation up to the first assistant turn's content (its header included, as a trainer masks it).
-
-    Found in the one rendering by walking the contents in order; a template
-    that rewrites contents (so one is not found) is rendered again up to that
-    turn instead.
-    """
+def _before_answer(rendered: str, turns: list[dict], first: int) -> int | None:
+    """Where the first assistant turn's content starts in the rendered conversation (its role header stays before it,
+    masked as a trainer masks it), found by walking the contents in order; None when a template rewrote one."""
     if first >= len(turns):
-        return rendered
+        return len(rendered)
     at = 0
     for turn in turns[: first + 1]:
         found = rendered.find(turn["content"], at) if turn["content"] else at
         if found < 0:
-            return tokenizer.render_chat(turns[:first]) or "" if first else ""
+            return None
         at = found + (len(turn["content"]) if turn is not turns[first] else 0)
-    return rendered[:at]
+    return at
+
+
+def _plain(row: Any) -> tuple[str, str]:
+    """A row's prompt and answer as plain text: a conversation split at its first assistant turn."""
+    if row.shape != "messages":
+        return row.prompt, row.target
+    first = _first_answer(row)
+    return "\n\n".join(m.content or "" for m in row.messages[:first]), "\n\n".join(m.content or "" for m in row.messages[first:])
 
 
 def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] | None = None) -> Any:
-    """Each row's tokens in all and before its trained part (see the module doc)."""
+    """Each row's tokens in all and before its trained part (see the module doc).
+
+    A conversation is rendered (all of them in one call) and encoded once;
+    its prompt is the tokens that start before its answer's content. Other
+    rows, and conversations the template refuses, are encoded as prompt and
+    answer apart, plus eos.
+    """
     from trainproof.checks.text import Lengths
 
-    pieces = [_pieces(row, tokenizer) for row in dataset.rows]
-    strings = [s for p in pieces for s in (p.prompt, p.rest)]
-    counts: list[int] = []
-    for start in range(0, len(strings), ENCODE_CHUNK):
-        counts.extend(len(ids) for ids in tokenizer.encode_batch(strings[start : start + ENCODE_CHUNK]))
+    rows = dataset.rows
+    chats = [i for i, row in enumerate(rows) if row.shape == "messages"] if tokenizer.chat_template is not None else []
+    rendered = dict(zip(chats, tokenizer.render_chats([_turns(rows[i]) for i in chats]))) if chats else {}
+    cuts = {i: _before_answer(text, _turns(rows[i]), _first_answer(rows[i])) for i, text in rendered.items() if text is not None}
+    whole = [i for i, cut in cuts.items() if cut is not None]
+    apart = [i for i in range(len(rows)) if i not in cuts or cuts[i] is None]
+    total, prompt = [0] * len(rows), [0] * len(rows)
+    done = 0
+    for start in range(0, len(whole), ENCODE_CHUNK):
+        chunk = whole[start : start + ENCODE_CHUNK]
+        for i, (n, before) in zip(chunk, tokenizer.count_before([rendered[i] for i in chunk], [cuts[i] for i in chunk])):
+            total[i], prompt[i] = n, before
+        done += len(chunk)
         if progress is not None:
-            progress(min(start + ENCODE_CHUNK, len(strings)) // 2, len(pieces))
-    eos = 1 if tokenizer.specials.eos is not None else 0
-    prompt, total = [], []
-    for k, p in enumerate(pieces):
-        before, rest = counts[2 * k], counts[2 * k + 1]
-        prompt.append(before)
-        total.append(rest if p.rendered else before + rest + eos)
+            progress(done, len(rows))
+    for start in range(0, len(apart), ENCODE_CHUNK):
+        chunk = apart[start : start + ENCODE_CHUNK]
+        pairs = [_plain(rows[i]) for i in chunk]
+        counts = tokenizer.encode_batch([text for pair in pairs for text in pair])
+        eos = 1 if tokenizer.specials.eos is not None else 0
+        for k, i in enumerate(chunk):
+            prompt[i] = len(counts[2 * k])
+            total[i] = prompt[i] + len(counts[2 * k + 1]) + eos
+        done += len(chunk)
+        if progress is not None:
+            progress(done, len(rows))
     return Lengths(tuple(total), tuple(prompt))
 
 

@@ -50,6 +50,7 @@ much as its normaliser does. Where the contract does not hold:
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -176,6 +177,25 @@ class Tokenizer(ABC):
         """
         return None
 
+    def render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
+        """:meth:`render_chat` of each conversation, None for one the template refuses (in one call where the library
+        has a batch call: per-call overhead was as large as the rendering)."""
+        out: list[str | None] = []
+        for messages in conversations:
+            try:
+                out.append(self.render_chat(messages))
+            except ValueError:
+                out.append(None)
+        return out
+
+    def count_before(self, texts: Sequence[str], cuts: Sequence[int]) -> list[tuple[int, int]]:
+        """For each text, its tokens and how many of them start before character ``cut``: the part of one sequence a
+        trainer masks out (a rendered conversation up to its answer). Where the library gives no offsets, the text up
+        to the cut is encoded on its own."""
+        wholes = self.encode_batch(texts)
+        heads = self.encode_batch([text[:cut] for text, cut in zip(texts, cuts)])
+        return [(len(w), min(len(h), len(w))) for w, h in zip(wholes, heads)]
+
     @abstractmethod
     def _encode_batch(self, texts: list[str]) -> list[list[int]]: ...
 
@@ -273,6 +293,12 @@ class TokenizersTokenizer(Tokenizer):
     def _decode_batch(self, lists: list[list[int]]) -> list[str]:
         return list(self._backend.decode_batch(lists, skip_special_tokens=False))
 
+    def count_before(self, texts: Sequence[str], cuts: Sequence[int]) -> list[tuple[int, int]]:
+        if not texts:
+            return []
+        encodings = self._backend.encode_batch(list(texts), add_special_tokens=False)
+        return [_counted([start for start, _ in e.offsets], cut) for e, cut in zip(encodings, cuts)]
+
     def normalize(self, text: str) -> str:
         return _pipeline_normalize(self._backend, text)
 
@@ -329,6 +355,30 @@ class TransformersTokenizer(Tokenizer):
             return self._tokenizer.apply_chat_template([dict(message) for message in messages], tokenize=False)
         except Exception as exc:  # jinja2's TemplateError, or whatever the template raises
             raise ValueError(f"the chat template of {self.path} fails on these messages: {_said(exc)}") from exc
+
+    def render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
+        if self.chat_template is None or not conversations:
+            return [None] * len(conversations)
+        try:
+            rendered = self._tokenizer.apply_chat_template([[dict(m) for m in c] for c in conversations], tokenize=False)
+        except Exception:  # noqa: BLE001 -- one conversation the template refuses: each on its own, to find which
+            return super().render_chats(conversations)
+        return [str(text) for text in rendered]
+
+    def count_before(self, texts: Sequence[str], cuts: Sequence[int]) -> list[tuple[int, int]]:
+        if not getattr(self._tokenizer, "is_fast", False):
+            return super().count_before(texts, cuts)
+        if not texts:
+            return []
+        encoded = self._tokenizer(
+            list(texts), add_special_tokens=False, truncation=False, return_attention_mask=False, return_offsets_mapping=True, verbose=False
+        )
+        return [_counted([start for start, _ in offsets], cut) for offsets, cut in zip(encoded["offset_mapping"], cuts)]
+
+
+def _counted(starts: list[int], cut: int) -> tuple[int, int]:
+    """(tokens, tokens starting before ``cut``) from the tokens' start offsets, which run in order."""
+    return len(starts), bisect.bisect_left(starts, cut)
 
 
 def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
