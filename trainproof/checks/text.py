@@ -54,13 +54,12 @@ class TextContext:
         a conversation's turns with their roles, else its prompt and its target, kept apart."""
         return tuple(_key(row, _fold) for row in self.dataset.rows)
 
-    @cached_property
-    def exact(self) -> tuple[tuple, ...]:
-        return tuple(_key(row, lambda text: text) for row in self.dataset.rows)
 
 
 def _fold(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    if not text.isascii():  # NFKC changes nothing in ASCII, and costs as much as the rest
+        text = unicodedata.normalize("NFKC", text)
+    return " ".join(text.casefold().split())
 
 
 def _key(row: Row, fold: Callable[[str], str]) -> tuple:
@@ -214,7 +213,7 @@ def duplicates(ctx: TextContext) -> Iterator[Hit]:
         else:
             first[key] = i
     rows = ctx.dataset.rows
-    exact = {i for i, j in repeats if ctx.exact[i] == ctx.exact[j]}
+    exact = {i for i, j in repeats if _key(rows[i], str) == _key(rows[j], str)}
     original = dict(repeats)
     yield from _row_hits(
         ctx, [i for i, _ in repeats], "repeat an earlier row",

@@ -297,7 +297,7 @@ class TokenizersTokenizer(Tokenizer):
         if not texts:
             return []
         encodings = self._backend.encode_batch(list(texts), add_special_tokens=False)
-        return [_counted([start for start, _ in e.offsets], cut) for e, cut in zip(encodings, cuts)]
+        return [_counted(e, cut, len(text)) for e, cut, text in zip(encodings, cuts, texts)]
 
     def normalize(self, text: str) -> str:
         return _pipeline_normalize(self._backend, text)
@@ -366,19 +366,31 @@ class TransformersTokenizer(Tokenizer):
         return [str(text) for text in rendered]
 
     def count_before(self, texts: Sequence[str], cuts: Sequence[int]) -> list[tuple[int, int]]:
-        if not getattr(self._tokenizer, "is_fast", False):
+        backend = getattr(self._tokenizer, "backend_tokenizer", None) if getattr(self._tokenizer, "is_fast", False) else None
+        if backend is None:
             return super().count_before(texts, cuts)
         if not texts:
             return []
-        encoded = self._tokenizer(
-            list(texts), add_special_tokens=False, truncation=False, return_attention_mask=False, return_offsets_mapping=True, verbose=False
-        )
-        return [_counted([start for start, _ in offsets], cut) for offsets, cut in zip(encoded["offset_mapping"], cuts)]
+        # the fast tokenizer's own backend, as its __call__ uses it, without converting every offset to Python twice
+        encodings = backend.encode_batch(list(texts), add_special_tokens=False)
+        return [_counted(e, cut, len(text)) for e, cut, text in zip(encodings, cuts, texts)]
 
 
-def _counted(starts: list[int], cut: int) -> tuple[int, int]:
-    """(tokens, tokens starting before ``cut``) from the tokens' start offsets, which run in order."""
-    return len(starts), bisect.bisect_left(starts, cut)
+CUT_LOOKAHEAD = 16
+"""Characters past a cut searched for the token that holds it (whitespace a pre-tokenizer drops belongs to none)."""
+
+
+def _counted(encoding: Any, cut: int, length: int) -> tuple[int, int]:
+    """(tokens, tokens before the one holding character ``cut``) of a ``tokenizers`` Encoding: one lookup in the
+    library, not a Python pass over every offset; the offsets only when no token holds the characters after the cut."""
+    total = len(encoding)
+    if cut >= length:
+        return total, total
+    for at in range(cut, min(cut + CUT_LOOKAHEAD, length)):
+        token = encoding.char_to_token(at)
+        if token is not None:
+            return total, token
+    return total, bisect.bisect_left([start for start, _ in encoding.offsets], cut)
 
 
 def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
