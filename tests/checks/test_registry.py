@@ -3,6 +3,8 @@
 import inspect
 import re
 
+import pytest
+
 from trainproof.checks.registry import ALIASES, REMOVED, RULES, all_rules
 from trainproof.report import Level
 from trainproof.thresholds import DEFAULTS, Thresholds, describe
@@ -74,4 +76,7 @@ def test_the_commands_keep_their_order_whichever_were_imported_first():
     registry.register("text", "trainproof.checks.text:TEXT_RULES")
     assert list(registry) == ["a", "b", "text"]
     registry["text"]  # imported now
+    assert list(registry) == ["a", "b", "text"]
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("c", (registry["text"][0],))  # a refused registration leaves no trace
     assert list(registry) == ["a", "b", "text"]

@@ -104,10 +104,9 @@ class _Registry(Mapping[str, tuple[Rule, ...]]):
         """
         if command in self._sets or command in self._lazy:
             raise ValueError(f"rules for '{command}' are already registered")
-        if command not in self._order:
-            self._order.append(command)
         if isinstance(rules, str):
             self._lazy[command], self._lazy_ids[command] = rules, tuple(ids)
+            self._order.append(command)
             return
         seen: set[str] = set()
         taken = {rule.id for rules_ in self._sets.values() for rule in rules_}
@@ -121,6 +120,8 @@ class _Registry(Mapping[str, tuple[Rule, ...]]):
                 raise ValueError(f"{rule.id} defers to {', '.join(unknown)}, which is not an earlier rule of '{command}'")
             seen.add(rule.id)
         self._sets[command] = tuple(rules)
+        if command not in self._order:  # a lazy set being imported keeps its place
+            self._order.append(command)
 
     def unregister(self, command: str) -> None:
         if command in self._order:
