@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from itertools import chain
+from itertools import chain, repeat
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -68,9 +68,11 @@ class TokenizerContext:
     @cached_property
     def words(self) -> np.ndarray:
         """Whitespace-separated words per transcript (a plain line's spaces counted, the others split)."""
-        unusual = self.unusual
-        counts = (len(text.split()) if i in unusual else text.count(" ") + 1 for i, text in enumerate(self.text.texts))
-        return np.fromiter(counts, dtype=np.int64, count=len(self.text.texts))
+        texts = self.text.texts
+        words = np.fromiter(map(str.count, texts, repeat(" ")), dtype=np.int64, count=len(texts)) + 1
+        for i in self.unusual:
+            words[i] = len(texts[i].split())
+        return words
 
     @cached_property
     def word_starts(self) -> np.ndarray | None:
@@ -238,8 +240,9 @@ def byte_fallback(ctx: TokenizerContext) -> Iterator[Hit]:
 
 ROUND_TRIP_SAMPLE = 1000
 ROUND_TRIP_STRIDE = 50
-_PLAIN_BYTES = bytes(c for c in range(0x20, 0x7F) if chr(c) not in "<>[]{}|\\`^~")
-"""Printable ASCII but brackets and markup characters: a plain line is made of these alone."""
+_PLAIN_BYTES = bytes(c for c in range(0x20, 0x7F) if chr(c) not in "<>[]{}|")
+"""Printable ASCII but the brackets that special tokens are written with ("<s>", "[CLS]", "<|endoftext|>"): a plain
+line is made of these alone."""
 
 
 def _unusual_lines(texts: Sequence[str]) -> set[int]:
@@ -255,7 +258,7 @@ def _unusual_lines(texts: Sequence[str]) -> set[int]:
 def round_trip(ctx: TokenizerContext) -> Iterator[Hit]:
     """Decoding a line's tokens does not give the line back.
 
-    What it detects: lines whose decoded encoding is neither the line itself nor the line as the tokenizer's own normaliser makes it (lines holding unknown tokens are left to TP-TOK-UNKNOWN). Every line with a character outside printable ASCII, a bracket or a markup character, or irregular whitespace is checked; of the plain lines, the first thousand and every fiftieth, and all of them as soon as one of those fails (a plain line fails only when the pipeline fails every line alike, as with a lost decoder).
+    What it detects: lines whose decoded encoding is neither the line itself nor the line as the tokenizer's own normaliser makes it (lines holding unknown tokens are left to TP-TOK-UNKNOWN). Every line with a character outside printable ASCII, a bracket of the kind special tokens are written with, or irregular whitespace is checked; of the plain lines, the first thousand and every fiftieth, and all of them as soon as one of those fails (a plain line fails only when the pipeline fails every line alike, as with a lost decoder).
     Why it matters: what the model is trained to produce is not what the transcript says: dropped characters, merged spaces, or a normaliser that rewrites text (a TTS model then reads "½" as whatever "1/2" became).
     Fires on: a tokenizer whose normaliser strips accents, on French text; text with characters the decoder drops.
     Does not fire on: lines that decode to their own normalised form.
@@ -340,7 +343,7 @@ def dense_lines(ctx: TokenizerContext) -> Iterator[Hit]:
     Does not fire on: a text under TOK_MIN_LINES lines, or lines within the spread.
     Does not mean: the line is wrong; check what it is.
     """
-    chars = np.array([max(len(t), 1) for t in ctx.text.texts], dtype=float)
+    chars = np.maximum(np.fromiter(map(len, ctx.text.texts), dtype=float, count=len(ctx.text.texts)), 1.0)
     if len(chars) < ctx.t.TOK_MIN_LINES:
         raise NotApplicable(f"only {len(chars)} lines (needs {ctx.t.TOK_MIN_LINES})")
     rates = ctx.lengths / chars
