@@ -54,7 +54,7 @@ class TokenizerContext:
 
     @cached_property
     def lengths(self) -> np.ndarray:
-        return np.array([len(ids) for ids in self.ids], dtype=np.int64)
+        return np.fromiter(map(len, self.ids), dtype=np.int64, count=len(self.ids))
 
     @cached_property
     def total(self) -> int:
@@ -317,7 +317,7 @@ def fertility(ctx: TokenizerContext) -> Iterator[Hit]:
     worst = int(np.argmax(ctx.lengths / np.maximum(ctx.words, 1)))
     yield Hit(
         message=f"The text averages {figures.num(rate)} tokens per word (limit {figures.num(ctx.t.TOK_FERTILITY_WARN)}); line {ctx.text.lines[worst]} is split finest: {_snippet(ctx.text.texts[worst])}.",
-        evidence=f"{ctx.total:,} tokens for {words:,} words ({figures.num(ctx.total / max(sum(len(t) for t in ctx.text.texts), 1))} per character); "
+        evidence=f"{ctx.total:,} tokens for {words:,} words ({figures.num(ctx.total / max(sum(map(len, ctx.text.texts)), 1))} per character); "
         f"{figures.pct(ctx.split_share or 0)} of words split into several pieces"
         f"{f' (in the first {SPLIT_SHARE_LINES:,} lines)' if len(ctx.text.texts) > SPLIT_SHARE_LINES else ''}",
         values={"tokens_per_word": rate, "tokens": ctx.total, "words": words, "split_share": ctx.split_share},

@@ -108,12 +108,13 @@ def _first_line(path: Path) -> str:
 
 
 def _plain(path: Path) -> Transcripts:
-    lines, texts = [], []
-    for number, text in _text_lines(path):
-        text = text.lstrip("\ufeff") if number == 1 else text
-        if text.strip():
-            lines.append(number)
-            texts.append(text)
+    kept = [(number, text) for number, text in _text_lines(path) if text.strip()]
+    if kept and kept[0][0] == 1:
+        kept[0] = (1, kept[0][1].lstrip("\ufeff"))
+        if not kept[0][1].strip():
+            kept.pop(0)
+    lines = [number for number, _ in kept]
+    texts = [text for _, text in kept]
     return _built(path, "text", lines, texts, [None] * len(texts), [])
 
 
