@@ -33,20 +33,8 @@ from tests.datasets import speech  # noqa: E402  (the test suite's corpus builde
 
 RATE = 16000
 VOICE = "en-us+f3"
-SENTENCES = (
-    "The birch canoe slid on the smooth planks.",
-    "Glue the sheet to the dark blue background.",
-    "It is easy to tell the depth of a well.",
-    "These days a chicken leg is a rare dish.",
-    "Rice is often served in round bowls.",
-    "The juice of lemons makes fine punch.",
-    "The box was thrown beside the parked truck.",
-    "The hogs were fed chopped corn and garbage.",
-    "Chapter 3, page 42.",
-    "A large size in stockings is hard to sell.",
-    "The boy was there when the sun rose.",
-    "Kick the ball straight and follow through.",
-)
+# Eleven of the test suite's Harvard sentences, and in ninth place a line with numbers (one of the three faults).
+SENTENCES = (*speech.SENTENCES[:8], "Chapter 3, page 42.", *speech.SENTENCES[9:11], speech.SENTENCES[13])
 TRAILING_SILENCE = ("tiny-0004", 2.5)
 """The recorder was left running: 2.5 s of room tone (-65 dBFS noise) after the speech."""
 CLIPPED = ("tiny-0007", 4.0)

@@ -185,6 +185,11 @@ class Rule:
         )
 
 
+def rules_of(command: str, table: Iterable[tuple[str, Level, CheckFn]]) -> tuple[Rule, ...]:
+    """A command's rules from its (id, level, check) rows, in the order they run."""
+    return tuple(Rule(rule_id, level, check, command) for rule_id, level, check in table)
+
+
 def zero_tail(values: np.ndarray) -> int:
     """How many values at the end of the array are exactly zero."""
     nonzero = np.flatnonzero(values != 0)

@@ -19,7 +19,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from trainproof import figures
-from trainproof.checks.base import Hit, NotApplicable
+from trainproof.checks.base import Hit, NotApplicable, rules_of
 from trainproof.data.model import ClipRecord, Manifest
 from trainproof.report import Finding, Level
 from trainproof.thresholds import Thresholds
@@ -642,39 +642,34 @@ def empty_manifest(ctx: DataContext) -> Iterator[Hit]:
         yield Hit(message=f"{ctx.manifest.path} lists no clip.", evidence=f"0 records ({len(ctx.manifest.problems)} problems)", values={"count": 0})
 
 
-def _rules() -> tuple:
-    from trainproof.checks.base import Rule
-
-    fail, warn = Level.FAIL, Level.WARN
-    table = (
-        ("TP-DATA-EMPTY-MANIFEST", fail, empty_manifest),
-        ("TP-DATA-MANIFEST", fail, manifest_broken),
-        ("TP-DATA-MANIFEST-FORMAT", warn, manifest_format),
-        ("TP-DATA-DUPLICATE-ID", warn, duplicate_id),
-        ("TP-DATA-MISSING", fail, missing),
-        ("TP-DATA-UNREADABLE", fail, unreadable),
-        ("TP-DATA-NONFINITE", fail, nonfinite),
-        ("TP-DATA-UNLISTED", warn, unlisted),
-        ("TP-DATA-SAMPLE-RATE", fail, sample_rate),
-        ("TP-DATA-CHANNELS", warn, channels),
-        ("TP-DATA-SAMPLE-FORMAT", warn, sample_format),
-        ("TP-DATA-DURATION", warn, duration),
-        ("TP-DATA-DURATION-CLAIM", warn, duration_claim),
-        ("TP-DATA-SILENT", fail, silent),
-        ("TP-DATA-CLIPPING", warn, clipping),
-        ("TP-DATA-EDGE-SILENCE", warn, edge_silence),
-        ("TP-DATA-CUT-OFF", warn, cut_off),
-        ("TP-DATA-DC-OFFSET", warn, dc_offset),
-        ("TP-DATA-DUPLICATE-AUDIO", warn, duplicate_audio),
-        ("TP-DATA-CONFLICTING-TEXT", fail, conflicting_text),
-        ("TP-DATA-EMPTY-TEXT", fail, empty_text),
-        ("TP-DATA-TEXT-RATE", fail, text_rate),
-        ("TP-DATA-UNNORMALIZED", warn, unnormalized),
-        ("TP-DATA-CHARACTERS", warn, odd_characters),
-        ("TP-DATA-DUPLICATE-TEXT", warn, duplicate_text),
-    )
-    return tuple(Rule(rule_id, level, check, "data") for rule_id, level, check in table)
-
-
-DATA_RULES = _rules()
+DATA_RULES = rules_of(
+    "data",
+    (
+        ("TP-DATA-EMPTY-MANIFEST", Level.FAIL, empty_manifest),
+        ("TP-DATA-MANIFEST", Level.FAIL, manifest_broken),
+        ("TP-DATA-MANIFEST-FORMAT", Level.WARN, manifest_format),
+        ("TP-DATA-DUPLICATE-ID", Level.WARN, duplicate_id),
+        ("TP-DATA-MISSING", Level.FAIL, missing),
+        ("TP-DATA-UNREADABLE", Level.FAIL, unreadable),
+        ("TP-DATA-NONFINITE", Level.FAIL, nonfinite),
+        ("TP-DATA-UNLISTED", Level.WARN, unlisted),
+        ("TP-DATA-SAMPLE-RATE", Level.FAIL, sample_rate),
+        ("TP-DATA-CHANNELS", Level.WARN, channels),
+        ("TP-DATA-SAMPLE-FORMAT", Level.WARN, sample_format),
+        ("TP-DATA-DURATION", Level.WARN, duration),
+        ("TP-DATA-DURATION-CLAIM", Level.WARN, duration_claim),
+        ("TP-DATA-SILENT", Level.FAIL, silent),
+        ("TP-DATA-CLIPPING", Level.WARN, clipping),
+        ("TP-DATA-EDGE-SILENCE", Level.WARN, edge_silence),
+        ("TP-DATA-CUT-OFF", Level.WARN, cut_off),
+        ("TP-DATA-DC-OFFSET", Level.WARN, dc_offset),
+        ("TP-DATA-DUPLICATE-AUDIO", Level.WARN, duplicate_audio),
+        ("TP-DATA-CONFLICTING-TEXT", Level.FAIL, conflicting_text),
+        ("TP-DATA-EMPTY-TEXT", Level.FAIL, empty_text),
+        ("TP-DATA-TEXT-RATE", Level.FAIL, text_rate),
+        ("TP-DATA-UNNORMALIZED", Level.WARN, unnormalized),
+        ("TP-DATA-CHARACTERS", Level.WARN, odd_characters),
+        ("TP-DATA-DUPLICATE-TEXT", Level.WARN, duplicate_text),
+    ),
+)
 """The data command's rules, in the order they run; registered by id in :mod:`trainproof.checks.registry`."""

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from trainproof import figures
-from trainproof.checks.base import Hit, NotApplicable
+from trainproof.checks.base import Hit, NotApplicable, rules_of
 from trainproof.report import Finding, Level
 from trainproof.thresholds import Thresholds
 
@@ -283,24 +283,19 @@ def truncated_target(ctx: TextContext) -> Iterator[Hit]:
     )  # fmt: skip
 
 
-def _rules() -> tuple:
-    from trainproof.checks.base import Rule
-
-    fail, warn = Level.FAIL, Level.WARN
-    table = (
-        ("TP-TEXT-DOCUMENT", fail, document, ()),
-        ("TP-TEXT-MALFORMED", fail, malformed, ()),
-        ("TP-TEXT-SHAPE", fail, shape, ()),
-        ("TP-TEXT-FORMAT", warn, file_format, ()),
-        ("TP-TEXT-MIXED-SHAPES", warn, mixed_shapes, ()),
-        ("TP-TEXT-EMPTY", warn, empty_fields, ()),
-        ("TP-TEXT-ROLES", warn, roles, ()),
-        ("TP-TEXT-DUPLICATE", warn, duplicates, ()),
-        ("TP-TEXT-TRUNCATED-TARGET", fail, truncated_target, ()),
-        ("TP-TEXT-TOO-LONG", warn, too_long, ()),
-    )
-    return tuple(Rule(rule_id, level, check, "text", defers) for rule_id, level, check, defers in table)
-
-
-TEXT_RULES = _rules()
+TEXT_RULES = rules_of(
+    "text",
+    (
+        ("TP-TEXT-DOCUMENT", Level.FAIL, document),
+        ("TP-TEXT-MALFORMED", Level.FAIL, malformed),
+        ("TP-TEXT-SHAPE", Level.FAIL, shape),
+        ("TP-TEXT-FORMAT", Level.WARN, file_format),
+        ("TP-TEXT-MIXED-SHAPES", Level.WARN, mixed_shapes),
+        ("TP-TEXT-EMPTY", Level.WARN, empty_fields),
+        ("TP-TEXT-ROLES", Level.WARN, roles),
+        ("TP-TEXT-DUPLICATE", Level.WARN, duplicates),
+        ("TP-TEXT-TRUNCATED-TARGET", Level.FAIL, truncated_target),
+        ("TP-TEXT-TOO-LONG", Level.WARN, too_long),
+    ),
+)
 """The text command's rules, in the order they run; registered by id in :mod:`trainproof.checks.registry`."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainproof import figures
-from trainproof.checks.base import Hit, NotApplicable
+from trainproof.checks.base import Hit, NotApplicable, rules_of
 from trainproof.report import Finding, Level
 from trainproof.thresholds import Thresholds
 
@@ -479,24 +479,19 @@ def pad_is_eos(ctx: TokenizerContext) -> Iterator[Hit]:
         yield Hit(message=f"{ctx.tokenizer.path} pads with its end-of-sequence token {specials.eos_text!r} (id {specials.eos}).", evidence=f"pad id {specials.pad} = eos id {specials.eos}", file=ctx.tokenizer.path)
 
 
-def _rules() -> tuple:
-    from trainproof.checks.base import Rule
-
-    fail, warn = Level.FAIL, Level.WARN
-    table = (
-        ("TP-TOK-UNKNOWN", fail, unknown_tokens),
-        ("TP-TOK-BYTES", warn, byte_fallback),
-        ("TP-TOK-ROUND-TRIP", warn, round_trip),
-        ("TP-TOK-FERTILITY", warn, fertility),
-        ("TP-TOK-DENSE-LINE", warn, dense_lines),
-        ("TP-TOK-TOO-LONG", warn, too_long),
-        ("TP-TOK-RATE", warn, token_rate),
-        ("TP-TOK-NUMBERS", warn, numbers),
-        ("TP-TOK-NO-EOS", warn, no_eos),
-        ("TP-TOK-PAD-IS-EOS", warn, pad_is_eos),
-    )
-    return tuple(Rule(rule_id, level, check, "tokenizer") for rule_id, level, check in table)
-
-
-TOKENIZER_RULES = _rules()
+TOKENIZER_RULES = rules_of(
+    "tokenizer",
+    (
+        ("TP-TOK-UNKNOWN", Level.FAIL, unknown_tokens),
+        ("TP-TOK-BYTES", Level.WARN, byte_fallback),
+        ("TP-TOK-ROUND-TRIP", Level.WARN, round_trip),
+        ("TP-TOK-FERTILITY", Level.WARN, fertility),
+        ("TP-TOK-DENSE-LINE", Level.WARN, dense_lines),
+        ("TP-TOK-TOO-LONG", Level.WARN, too_long),
+        ("TP-TOK-RATE", Level.WARN, token_rate),
+        ("TP-TOK-NUMBERS", Level.WARN, numbers),
+        ("TP-TOK-NO-EOS", Level.WARN, no_eos),
+        ("TP-TOK-PAD-IS-EOS", Level.WARN, pad_is_eos),
+    ),
+)
 """The tokenizer command's rules, in the order they run; registered by id in :mod:`trainproof.checks.registry`."""

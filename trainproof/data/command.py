@@ -8,7 +8,7 @@ summary (clips, hours, sample rates, speakers, duration percentiles).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from trainproof.config import Settings
 from trainproof.data.model import ClipRecord, ClipRef, Manifest
 from trainproof.errors import MissingDependencyError
 from trainproof.judge import Command, Prepared, Stage
+from trainproof.progress import terminal_progress
 from trainproof.report import Subject
 
 
@@ -39,12 +40,6 @@ def _require() -> None:
             raise MissingDependencyError(package, "data", "trainproof data") from None
 
 
-def _progress(options: Mapping[str, Any]) -> Callable[[int, int], None] | None:
-    from trainproof.progress import terminal_progress
-
-    return terminal_progress(options, "data", "clips decoded")
-
-
 def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
     if isinstance(source, Dataset):
         return source
@@ -56,10 +51,10 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
     refs = [ClipRef(entry.audio, entry.offset, entry.duration if entry.offset is not None else None) for entry in manifest.entries]
     cache = _cache(options)
     if cache is None:
-        records = analyze_all(refs, jobs=options.get("jobs"), progress=_progress(options))
+        records = analyze_all(refs, jobs=options.get("jobs"), progress=terminal_progress(options, "data", "clips decoded"))
     else:
         with cache:
-            records = analyze_all(refs, jobs=options.get("jobs"), cache=cache, progress=_progress(options))
+            records = analyze_all(refs, jobs=options.get("jobs"), cache=cache, progress=terminal_progress(options, "data", "clips decoded"))
         if cache.notes:
             manifest = replace(manifest, notes=manifest.notes + tuple(cache.notes))
     return Dataset(manifest, tuple(records))
@@ -138,14 +133,10 @@ class Data(Command):
 
         summary = summarize(dataset)
         context = stages[0].context if stages else None
-        return Subject(
+        return replace(
+            subject,
             path=dataset.manifest.path,
             format=dataset.manifest.layout,
-            findings=subject.findings,
-            ran=subject.ran,
-            skipped=subject.skipped,
-            unjudged=subject.unjudged,
-            role=subject.role,
             summary=summary,
             headline=headline(dataset, summary),
             notes=dataset.manifest.notes,

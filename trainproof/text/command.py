@@ -20,6 +20,7 @@ from trainproof import figures
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
 from trainproof.judge import Command, Prepared, Stage
+from trainproof.progress import terminal_progress
 from trainproof.report import Subject
 
 ENCODE_CHUNK = 4096
@@ -95,12 +96,6 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
     return Lengths(tuple(total), tuple(prompt))
 
 
-def _progress(options: Mapping[str, Any]) -> Callable[[int, int], None] | None:
-    from trainproof.progress import terminal_progress
-
-    return terminal_progress(options, "text", "rows measured")
-
-
 def summarize(dataset: Any, lengths: Any, max_len: int | None) -> dict:
     out: dict = {"lines": dataset.lines, "rows": len(dataset.rows), "problems": len(dataset.problems)}
     out.update({f"rows_{shape}": n for shape, n in dataset.shapes.items() if n})
@@ -156,7 +151,7 @@ class TextCommand(Command):
         lengths = None
         if tokenizer is not None:
             try:
-                lengths = measure(dataset, tokenizer, _progress(shared))
+                lengths = measure(dataset, tokenizer, terminal_progress(shared, "text", "rows measured"))
             except Exception as exc:  # noqa: BLE001 -- a library that chokes on this file costs its length rules, not the run
                 ctx = TextContext(dataset, settings.thresholds)
                 why = f"the tokenizer failed on this file ({type(exc).__name__}: {exc})"

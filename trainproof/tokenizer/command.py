@@ -20,6 +20,7 @@ from trainproof.checks.registry import RULES
 from trainproof.config import Settings
 from trainproof.errors import UsageError
 from trainproof.judge import Command, Prepared, Stage
+from trainproof.progress import terminal_progress
 from trainproof.report import Subject
 from trainproof.tokenizer.transcripts import Transcripts, read_transcripts
 
@@ -33,12 +34,6 @@ class EncodedText:
 
     text: Transcripts
     ids: tuple[Sequence[int], ...]
-
-
-def _progress(options: Mapping[str, Any]) -> Callable[[int, int], None] | None:
-    from trainproof.progress import terminal_progress
-
-    return terminal_progress(options, "tokenizer", "lines encoded")
 
 
 def encode(tokenizer: Any, text: Transcripts, progress: Callable[[int, int], None] | None = None) -> EncodedText:
@@ -130,7 +125,7 @@ class TokenizerCommand(Command):
         shared = prepared.shared
         tokenizer = shared["tokenizer"]
         try:
-            encoded = text if isinstance(text, EncodedText) else encode(tokenizer, text, _progress(shared))
+            encoded = text if isinstance(text, EncodedText) else encode(tokenizer, text, terminal_progress(shared, "tokenizer", "lines encoded"))
         except Exception as exc:  # noqa: BLE001 -- a library that chokes on one text costs that text's verdict, not the run
             return (Stage(RULES["tokenizer"], f"the tokenizer failed to encode this text ({type(exc).__name__}: {exc})"),)
         ctx = TokenizerContext(tokenizer, encoded.text, encoded.ids, settings.thresholds, shared.get("max_tokens"))

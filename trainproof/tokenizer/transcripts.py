@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,7 +107,7 @@ def _first_line(path: Path) -> str:
 
 
 def _plain(path: Path) -> Transcripts:
-    kept = [(number, text) for number, text in _text_lines(path) if text.strip()]
+    kept = [(number, text) for number, text, _ in iter_lines(path) if text.strip()]
     if kept and kept[0][0] == 1:
         kept[0] = (1, kept[0][1].lstrip("\ufeff"))
         if not kept[0][1].strip():
@@ -116,30 +115,6 @@ def _plain(path: Path) -> Transcripts:
     lines = [number for number, _ in kept]
     texts = [text for _, text in kept]
     return _built(path, "text", lines, texts, [None] * len(texts), [])
-
-
-def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(number, text) of every line, as :func:`iter_lines` reads them (the same line bound, CR dropped, bad bytes
-    replaced), but decoded a block at a time: at 100,000 transcripts a decode per line was most of the reading."""
-    from trainproof.readers.base import BLOCK_BYTES, MAX_LINE_BYTES, _too_long, open_log, read_block
-
-    number, pending = 0, b""
-    with open_log(path) as handle:
-        while block := read_block(handle, BLOCK_BYTES, path):
-            pieces = (pending + block if pending else block).split(b"\n")
-            pending = pieces.pop()
-            if pieces:
-                longest = max(range(len(pieces)), key=lambda k: len(pieces[k]))
-                if len(pieces[longest]) > MAX_LINE_BYTES:
-                    raise _too_long(path, number + longest + 1)
-                for text in b"\n".join(pieces).decode("utf-8", errors="replace").split("\n"):
-                    number += 1
-                    yield number, text[:-1] if text.endswith("\r") else text
-            if len(pending) > MAX_LINE_BYTES:
-                raise _too_long(path, number + 1)
-    if pending:
-        text = pending.decode("utf-8", errors="replace")
-        yield number + 1, text[:-1] if text.endswith("\r") else text
 
 
 def _jsonl(path: Path) -> Transcripts:
