@@ -257,10 +257,10 @@ def test_one_input_that_breaks_a_reader_costs_only_its_own_verdict(capsys, healt
 
     real = trainproof.runs.read_run
 
-    def flaky(path, fmt=None):
+    def flaky(path, fmt=None, names=None):
         if "healthy" in str(path):
             raise OverflowError("cannot convert float infinity to integer")
-        return real(path, fmt)
+        return real(path, fmt, names)
 
     monkeypatch.setattr(trainproof.runs, "read_run", flaky)
     report = tmp_path / "r.json"

@@ -16,6 +16,9 @@ same keys at its top level (or under ``[tool.trainproof]``)::
     [tool.trainproof.thresholds]
     PLATEAU_WARN_S = 7200
 
+    [tool.trainproof.map]                    # a series the log names its own way (like --map)
+    loss = "train/total_loss"
+
 Unknown keys, unknown rule ids and values of the wrong type are errors that
 name the key (exit 2), never silently ignored.
 """
@@ -28,11 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from trainproof.errors import TrainproofError
+from trainproof.readers.names import DEFAULT_NAMES, MapError, Names, parse_map
 from trainproof.report import Level
 from trainproof.thresholds import DEFAULTS, ThresholdInfo, Thresholds, describe
 
 FAIL_ON = ("fail", "warn", "never")
-KEYS = ("select", "ignore", "levels", "thresholds", "fail-on")
+KEYS = ("select", "ignore", "levels", "thresholds", "fail-on", "map")
 DEFAULT_SOURCE = "default"
 
 
@@ -54,6 +58,8 @@ class Settings:
     fail_on: str = "fail"
     source: str | None = None
     origins: Mapping[str, str] = field(default_factory=dict)
+    names: Names = DEFAULT_NAMES
+    """Which name of a log carries each series: the shared table, with the ``map`` table and ``--map`` over it."""
 
     def enabled(self, rule_id: str) -> bool:
         return (self.select is None or rule_id in self.select) and rule_id not in self.ignore
@@ -64,6 +70,12 @@ class Settings:
 
     def origin(self, name: str) -> str:
         return self.origins.get(name, DEFAULT_SOURCE)
+
+    def with_map(self, entries: list[str] | None) -> Settings:
+        """``--map SERIES=NAME`` entries over the configuration's ``map`` table."""
+        if not entries:
+            return self
+        return replace(self, names=Names({**self.names.overrides, **parse_map(entries)}))
 
     def with_fail_on(self, fail_on: str | None) -> Settings:
         if fail_on is None:
@@ -172,6 +184,7 @@ def parse(table: Mapping[str, Any], source: str) -> Settings:
     overrides = _thresholds(table.get("thresholds", {}), source)
     origins.update(dict.fromkeys(overrides, source))
     fail_on = _fail_on(table, source)
+    names = _names(table.get("map", {}), source)
     if "fail-on" in table:
         origins["fail-on"] = source
     return Settings(
@@ -182,7 +195,18 @@ def parse(table: Mapping[str, Any], source: str) -> Settings:
         fail_on=fail_on,
         source=source,
         origins=origins,
+        names=names,
     )
+
+
+def _names(raw: object, source: str) -> Names:
+    """The ``map`` table: series = the name the log writes for it."""
+    if not isinstance(raw, dict) or not all(isinstance(v, str) and v.strip() for v in raw.values()):
+        raise _error(source, "map", "must be a table of series = name (for example loss = \"train/total_loss\")")
+    try:
+        return Names(parse_map([f"{k}={v}" for k, v in raw.items()], f"{source}: 'map'")) if raw else DEFAULT_NAMES
+    except MapError as exc:
+        raise ConfigError(source, str(exc).split(": ", 1)[-1]) from None
 
 
 def _error(source: str, key: str, problem: str) -> ConfigError:

@@ -252,7 +252,7 @@ class Watcher:
             self.whole_file = True
             self.follower = _WholeFile(self.follower)
             return
-        self.parser = parser_class(self.path)
+        self.parser = parser_class(self.path, names=self.settings.names)
 
     def _snapshot(self) -> Run | None:
         try:
@@ -262,7 +262,7 @@ class Watcher:
 
     def _read_whole(self) -> Run | None:
         try:
-            return read_run(self.path, self.fmt)
+            return read_run(self.path, self.fmt, self.settings.names)
         except InputError:
             return None  # caught mid-write: the next change is read again
 

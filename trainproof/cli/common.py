@@ -22,6 +22,14 @@ FILE_OUTPUTS = (("html", "html"), ("sarif", "sarif"), ("junit", "junit"), ("mark
 def add_input_options(parser: argparse.ArgumentParser, formats: bool = True) -> None:
     if formats:
         parser.add_argument("--format", choices=sorted(READERS), help="log format (default: detected from the content)")
+    if formats:
+        parser.add_argument(
+            "--map",
+            action="append",
+            metavar="SERIES=NAME",
+            help="the name the log writes for a series (loss, eval_loss, learning_rate, grad_norm, step, epoch, "
+            "wall_time, step_time, loader_time), over the names trainproof knows; repeatable",
+        )
     parser.add_argument("--config", metavar="PATH", help="configuration file (default: nearest .trainproof.toml or pyproject.toml [tool.trainproof])")
     parser.add_argument("--fail-on", choices=FAIL_ON, help="what exits 1: fail (default), warn (WARN too), never")
 
@@ -62,7 +70,9 @@ def add_judging_command(
 
         sources, extra = inputs(args.paths)
         check_outputs(args, name)
-        return emit(judge(name, sources, settings_from(args), **options(args), **extra), args)
+        settings = settings_from(args)
+        names = {"names": settings.names} if formats else {}
+        return emit(judge(name, sources, settings, **options(args), **names, **extra), args)
 
     parser = commands.add_parser(name, help=summary, description=description)
     parser.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
@@ -76,7 +86,7 @@ def add_judging_command(
 def settings_from(args: argparse.Namespace) -> Settings:
     from trainproof.config import load
 
-    return load(args.config).with_fail_on(args.fail_on)
+    return load(args.config).with_fail_on(args.fail_on).with_map(getattr(args, "map", None))
 
 
 def check_outputs(args: argparse.Namespace, name: str = "epoch") -> None:

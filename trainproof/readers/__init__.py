@@ -21,6 +21,7 @@ from trainproof.errors import InputError
 from trainproof.model import Run
 from trainproof.readers import coqui, csv, hf, jsonl, mlflow, tensorboard
 from trainproof.readers.base import Reader
+from trainproof.readers.names import DEFAULT_NAMES, Names
 
 READERS: Mapping[str, Reader] = {
     "hf": hf,
@@ -148,26 +149,26 @@ def _stat(path: Path) -> os.stat_result:
         raise InputError(path, f"cannot be read: {exc}") from None
 
 
-def read_run(path: str | Path, fmt: str | None = None) -> Run:
-    """Read one training log (or the log inside a run directory) into a Run."""
+def read_run(path: str | Path, fmt: str | None = None, names: Names = DEFAULT_NAMES) -> Run:
+    """Read one training log (or the log inside a run directory) into a Run; ``names`` adds the user's ``--map``."""
     path = Path(path)
     info = _stat(path)
     if fmt is not None and fmt not in READERS:
         raise InputError(path, f"unknown format '{fmt}' (known: {', '.join(READERS)})")
     try:
-        return _read(path, fmt, info)
+        return _read(path, fmt, info, names)
     except OSError as exc:  # a folder or file that cannot be listed or opened, met while looking inside
         raise InputError(exc.filename or path, f"cannot be read: {exc.strerror or exc}") from None
 
 
-def _read(path: Path, fmt: str | None, info: os.stat_result) -> Run:
+def _read(path: Path, fmt: str | None, info: os.stat_result, names: Names) -> Run:
     if stat.S_ISDIR(info.st_mode):
         path = find_log(path, fmt)
         if path.is_dir():
             found = "mlflow" if mlflow.is_run_directory(path) else "tensorboard"
             if fmt is not None and fmt != found and _find_format(path, fmt) is None:
                 raise _mismatch(path, fmt, found)
-            return READERS[fmt or found].read(path)
+            return READERS[fmt or found].read(path, names=names)
     elif not stat.S_ISREG(info.st_mode):
         kind = next((what for test, what in _KINDS if test(info.st_mode)), "a special file")
         raise InputError(path, f"is not a regular file ({kind}); trainproof reads log files")
@@ -193,4 +194,4 @@ def _read(path: Path, fmt: str | None, info: os.stat_result) -> Run:
             fmt = "tensorboard"
         elif fmt is None:
             raise InputError(path, "is a binary file, not a training log format trainproof knows")
-    return READERS[fmt or detect(path, head)].read(path)
+    return READERS[fmt or detect(path, head)].read(path, names=names)

@@ -1,7 +1,7 @@
 """Records with named columns (JSONL lines, CSV rows) into a Run, one record at a time.
 
-Column names are matched case-insensitively against the common spellings
-below, first match wins, so a PyTorch Lightning ``metrics.csv`` with both
+Column names are matched against the spellings of
+:mod:`trainproof.readers.names` (and the user's ``--map``), first match wins, so a PyTorch Lightning ``metrics.csv`` with both
 ``train_loss_step`` and ``train_loss_epoch`` is judged on the per-step loss.
 Rows may be sparse: a Lightning row carries either training or validation
 metrics, and a missing cell is simply not a point. The step axis is
@@ -17,48 +17,23 @@ from collections.abc import Iterable, Mapping
 from trainproof.errors import InputError
 from trainproof.model import Run
 from trainproof.readers.base import RunBuilder, parse_step, parse_timestamp
+from trainproof.readers.names import DEFAULT_NAMES, Names
 
-ALIASES: Mapping[str, tuple[str, ...]] = {
-    "step": ("step", "global_step", "trainer/global_step", "train/global_step", "_step", "iteration", "iter", "it", "steps"),
-    "epoch": ("epoch", "epochs", "train/epoch"),
-    "loss": (
-        "loss", "train_loss", "training_loss", "train/loss", "loss/train", "trainer/loss", "train_loss_step",
-        "train/loss_step", "train_loss_epoch", "train/loss_epoch",
-    ),
-    "eval_loss": (
-        "eval_loss", "val_loss", "valid_loss", "validation_loss", "eval/loss", "val/loss", "valid/loss",
-        "validation/loss", "loss/val", "loss/valid", "loss/validation", "val_loss_epoch", "val/loss_epoch",
-    ),
-    "learning_rate": ("learning_rate", "lr", "train/learning_rate", "train/lr", "current_lr", "lr-adamw", "lr-adam", "lr-sgd"),
-    "grad_norm": ("grad_norm", "gradient_norm", "train/grad_norm", "grad_norm/total", "total_grad_norm", "grad_norm_2.0_norm_total"),
-    "wall_time": ("time", "timestamp", "wall_time", "walltime", "_timestamp", "_runtime", "elapsed", "elapsed_time", "created_at"),
-    "step_time": ("step_time", "time_per_step", "iter_time", "batch_time", "train/step_time", "sec_per_step"),
-    "loader_time": ("loader_time", "data_time", "dataloader_time", "data_load_time"),
-}
-
-_METRICS = ("loss", "eval_loss", "learning_rate", "grad_norm", "step_time", "loader_time")
+METRICS = ("loss", "eval_loss", "learning_rate", "grad_norm", "step_time", "loader_time")
 """The series a record's columns feed; ``epoch`` is not one of them, only an axis (Keras logs count epochs, not steps)."""
 
 
-def resolve(columns: Iterable[str]) -> dict[str, str]:
-    """Map each canonical series to the column that carries it, if any."""
-    by_lower: dict[str, str] = {}
-    for column in columns:
-        by_lower.setdefault(column.strip().lower(), column)
-    found: dict[str, str] = {}
-    for canonical, spellings in ALIASES.items():
-        for spelling in spellings:
-            if spelling in by_lower:
-                found[canonical] = by_lower[spelling]
-                break
-    return found
+def resolve(columns: Iterable[str], names: Names = DEFAULT_NAMES) -> dict[str, str]:
+    """Map each series to the column that carries it, if any (see :mod:`trainproof.readers.names`)."""
+    return names.resolve(columns)
 
 
 class RecordParser:
     """Feeds named-column records into a RunBuilder, one at a time, in file order."""
 
-    def __init__(self, builder: RunBuilder) -> None:
+    def __init__(self, builder: RunBuilder, names: Names = DEFAULT_NAMES) -> None:
         self.builder = builder
+        self.names = names
         self.step_unit: str | None = None
         self.loss_column: str | None = None
         self.eval_column: str | None = None
@@ -74,7 +49,7 @@ class RecordParser:
         keys = tuple(record)
         mapping = self._mappings.get(keys)
         if mapping is None:
-            mapping = self._mappings[keys] = resolve(keys)
+            mapping = self._mappings[keys] = self.names.resolve(keys)
             self.columns.update(dict.fromkeys(keys))
             self._loss_named = self._loss_named or mapping.get("loss")
         index = self._records
@@ -93,7 +68,7 @@ class RecordParser:
             return
         if line is not None:
             self.builder.mark_line(step, line)
-        for canonical in _METRICS:
+        for canonical in METRICS:
             key = mapping.get(canonical)
             if key is None:
                 continue
@@ -109,17 +84,32 @@ class RecordParser:
 
     def build(self, copy: bool = True) -> Run:
         """The Run so far; an InputError when no record carried a loss."""
-        if self.loss_column is None and self.eval_column is None:
-            if self._loss_named is not None:
-                raise InputError(self.builder.path, f"has a loss column ({self._loss_named}) with no values in it")
-            columns = list(self.columns)
-            shown = ", ".join(columns[:12]) + (", ..." if len(columns) > 12 else "")
-            raise InputError(self.builder.path, f"has no loss column (columns: {shown})" if columns else "has no records")
-        return self.builder.build(
-            loss="loss",
-            loss_name=self.loss_column or "loss",
-            eval_names={"eval_loss": self.eval_column} if self.eval_column else None,
-            labels=self.labels,
-            step_unit=self.step_unit or "step",
-            copy=copy,
-        )
+        return finish(self.builder, self.loss_column, self.eval_column, self._loss_named, self.columns, self.labels, self.step_unit, copy)
+
+
+def finish(
+    builder: RunBuilder,
+    loss_column: str | None,
+    eval_column: str | None,
+    loss_named: str | None,
+    columns: Mapping[str, None],
+    labels: Mapping[str, str],
+    step_unit: str | None,
+    copy: bool = True,
+) -> Run:
+    """The Run of named-column records (read one at a time or as columns); an InputError when none carried a loss."""
+    if loss_column is None and eval_column is None:
+        if loss_named is not None:
+            raise InputError(builder.path, f"has a loss column ({loss_named}) with no values in it")
+        names = list(columns)
+        shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+        hint = "; name the loss with --map loss=COLUMN"
+        raise InputError(builder.path, f"has no loss column (columns: {shown}){hint}" if names else "has no records")
+    return builder.build(
+        loss="loss",
+        loss_name=loss_column or "loss",
+        eval_names={"eval_loss": eval_column} if eval_column else None,
+        labels=labels,
+        step_unit=step_unit or "step",
+        copy=copy,
+    )

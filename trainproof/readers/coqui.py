@@ -21,6 +21,7 @@ from pathlib import Path
 from trainproof.errors import InputError
 from trainproof.model import Checkpoint, Run
 from trainproof.readers.base import RunBuilder, iter_lines, parse_step
+from trainproof.readers.names import DEFAULT_NAMES, Names
 
 name = "coqui"
 description = "Coqui TTS Trainer text log (trainer_0_log.txt)"
@@ -72,7 +73,7 @@ class LineParser:
     is built, from the keys seen so far.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, names: Names = DEFAULT_NAMES) -> None:
         self.builder = RunBuilder(path, name)
         self.step: int | None = None
         self.block: str | None = None  # "train" or "eval"
@@ -154,7 +155,9 @@ class LineParser:
 line_parser = LineParser
 
 
-def read(path: Path) -> Run:
+def read(path: Path, names: Names = DEFAULT_NAMES) -> Run:
+    """The Run of a Coqui text log. Its keys are Coqui's own (``loss``, ``current_lr``, ...); ``names`` is taken
+    for the reader protocol and leaves them as they are."""
     parser = LineParser(path)
     for number, line, _ in iter_lines(path):
         parser.feed(line, number)

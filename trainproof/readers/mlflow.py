@@ -2,8 +2,8 @@
 
 Each line is ``<timestamp ms> <value> <step>``. A run directory (the one
 holding ``metrics/``) is read as one run, each metric file by its name (the
-common spellings of :mod:`trainproof.readers.columns`: ``loss``,
-``val_loss``, ``lr``, ...); a single metric file is one series named by its
+names of :mod:`trainproof.readers.names`: ``loss``,
+``val_loss``, ``lr``, ..., or ``--map``); a single metric file is one series named by its
 file name. Timestamps become the run's clock.
 
 An empty metric file (MLflow creates one before the first value is logged)
@@ -18,7 +18,7 @@ from pathlib import Path
 from trainproof.errors import InputError
 from trainproof.model import Run
 from trainproof.readers.base import EmptyLog, RunBuilder, iter_lines, parse_step
-from trainproof.readers.columns import resolve
+from trainproof.readers.names import DEFAULT_NAMES, Names
 
 name = "mlflow"
 description = "MLflow file-store metrics (a run directory with metrics/, or one metric file)"
@@ -45,11 +45,11 @@ def _metric_files(path: Path) -> dict[str, Path]:
 class LineParser:
     """Lines of one metric file, fed as they are written (``trainproof watch``)."""
 
-    def __init__(self, path: Path | str, metric: str | None = None) -> None:
+    def __init__(self, path: Path | str, metric: str | None = None, names: Names = DEFAULT_NAMES) -> None:
         self.path = path
         self.builder = RunBuilder(path, name)
         self.metric = metric or Path(path).name
-        mapping = resolve([self.metric])
+        mapping = names.resolve([self.metric])
         self.series = next((canonical for canonical in ("loss", "eval_loss", "learning_rate", "grad_norm") if canonical in mapping), None)
         self.lines = 0
 
@@ -85,7 +85,7 @@ def _build(builder: RunBuilder, series: dict[str, str | None], empty: str = "", 
     return builder.build(loss_name=loss or "loss", eval_names={"eval_loss": evals[0]} if evals else None, copy=copy)
 
 
-def read(path: Path) -> Run:
+def read(path: Path, names: Names = DEFAULT_NAMES) -> Run:
     files = _metric_files(path)
     if not files:
         raise InputError(path, "has no MLflow metric files")
@@ -93,7 +93,7 @@ def read(path: Path) -> Run:
     kinds: dict[str, str | None] = {}
     empty: list[str] = []
     for metric, file in files.items():
-        parser = LineParser(file, metric)
+        parser = LineParser(file, metric, names)
         parser.builder = builder
         try:
             for number, line, _ in iter_lines(file):
