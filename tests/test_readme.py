@@ -60,14 +60,14 @@ def test_rules_document_is_current(update_golden):
 
 
 def test_readme_states_the_size_limits_the_readers_enforce():
-    from trainproof.readers import tensorboard
+    from trainproof.readers import tfrecord
     from trainproof.readers.base import MAX_DOCUMENT_BYTES, MAX_LINE_BYTES, size_text
 
     guarantees = README.read_text().split("### What trainproof guarantees", 1)[1].split("\n## ", 1)[0]
     guarantees = " ".join(guarantees.split())
     assert f"at most {size_text(MAX_LINE_BYTES)}" in guarantees
     assert f"at most {size_text(MAX_DOCUMENT_BYTES)}" in guarantees
-    assert f"at most {size_text(tensorboard.MAX_RECORD_BYTES)}" in guarantees
+    assert f"at most {size_text(tfrecord.MAX_RECORD_BYTES)}" in guarantees
 
 
 def test_the_data_example_in_the_readme_is_what_trainproof_prints(capsys, monkeypatch):

@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers import REPO, hf_entries, write_hf_state
 from trainproof.errors import InputError
-from trainproof.readers import READERS, base, read_run, tensorboard
+from trainproof.readers import READERS, base, read_run, tfrecord
 
 TENSORBOARD = REPO / "tests" / "data" / "tensorboard"
 GOOD_LINES = "".join(json.dumps({"step": s, "loss": 2.0 / s}) + "\n" for s in range(1, 301))
@@ -440,12 +440,12 @@ def test_a_record_length_over_the_cap_is_an_input_error(tmp_path):
 
 
 def test_the_checksums_are_crc32c_as_tensorflow_computes_them():
-    assert tensorboard.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    assert tfrecord.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
     rng = random.Random(8)
     records = [rng.randbytes(n) for n in [*range(600), 1000, 4096, 70_001]]  # under 4 bytes, one chunk, several chunks
     rng.shuffle(records)
-    assert tensorboard.crc32c_many(records).tolist() == [_crc32c(r) for r in records]
-    assert tensorboard.crc32c_many([]).tolist() == []
+    assert tfrecord.crc32c_many(records).tolist() == [_crc32c(r) for r in records]
+    assert tfrecord.crc32c_many([]).tolist() == []
 
 
 def _offsets(data: bytes) -> list[int]:
@@ -486,7 +486,7 @@ def test_the_first_problem_in_the_file_is_the_one_reported(tmp_path):
 
 
 def test_a_record_larger_than_a_batch_is_checked_whole(tmp_path):
-    text = _bytes_field(5, _bytes_field(1, _bytes_field(1, b"notes") + _bytes_field(8, b"x" * (3 * tensorboard.BATCH_BYTES))))
+    text = _bytes_field(5, _bytes_field(1, _bytes_field(1, b"notes") + _bytes_field(8, b"x" * (3 * tfrecord.BATCH_BYTES))))
     path = _events(tmp_path, _record(text), _event(11, 0.1))
     assert read_run(path).loss.steps.tolist() == list(range(1, 12))
     data = bytearray(path.read_bytes())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -81,5 +82,23 @@ def test_the_event_files_of_real_writers_pass_their_checksums(corpus):
     files = sorted((corpus / "public" / "tensorboard").glob("*tfevents*"))
     paths = [DATA / "hf_style", DATA / "keras_style", *(f for f in files if not f.read_bytes().startswith(b"version https://git-lfs"))]
     assert len(paths) == 7
+    eval_only = "10844110__t5-summarization-demo__events.out.tfevents.1742884204.DESKTOP-41L2EO3.107869.1"
     for path in paths:
-        assert read_run(path).format == "tensorboard"
+        if path.name == eval_only:  # decoded whole, every checksum passed: its tags are known
+            with pytest.raises(InputError, match=r"none is a training loss, learning rate or gradient norm \(tags: eval/loss, eval/rouge1, "):
+                read_run(path)
+        else:
+            assert read_run(path).format == "tensorboard"
+
+
+def test_the_two_event_files_of_an_hf_run_read_as_one_run(corpus, tmp_path):
+    """The HF Trainer's run directory: the training events, and the final evaluation's in a second file."""
+    folder = corpus / "public" / "tensorboard"
+    for source in folder.glob("10844110__t5-summarization-demo__events.out.tfevents.*"):
+        (tmp_path / source.name.split("__")[-1]).write_bytes(source.read_bytes())
+    run = read_run(tmp_path)
+    alone = read_run(next(folder.glob("10844110__*.0")))
+    assert run.loss.values.tolist() == alone.loss.values.tolist()
+    assert Path(run.path).name.endswith(".0")  # the file of the loss
+    assert list(run.eval_losses) == ["eval_loss"]
+    assert len(run.eval_losses["eval_loss"]) == 1

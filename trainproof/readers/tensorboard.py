@@ -8,33 +8,46 @@ hand. A run directory with several event files (HF writes eval events to a
 second file, Keras writes ``train/`` and ``validation/`` subfolders) is read
 as one run.
 
-Tags are matched after lower-casing and turning spaces and dashes into
-underscores: ``train/loss`` and ``lm loss`` (Megatron) and ``epoch_loss``
-(Keras) are the training loss; ``eval/loss``, ``lm loss validation`` or a
-Keras loss under ``validation/`` the eval loss; likewise the learning rate and
-the gradient norm. A last record cut short by a writer still running is left
-out with a note. Records are read one at a time from the file, each at most
-MAX_RECORD_BYTES; a record whose length or data fails its CRC-32C checksum is
-an error naming its byte offset, and one that does not decode as an Event an
-error naming it. The run's location is the event file that holds its training
-loss.
+The scalars are gathered per tag first, and the tags are then given to the
+shared name table (:mod:`trainproof.readers.names`) all at once, so that a
+run writing both ``train/loss`` and ``loss`` is judged on the one the table
+prefers, never on both mixed into one series. Under a ``validation/`` folder a
+training-loss tag is the eval loss. Megatron's ``... vs samples`` and
+``... vs iterations`` copies of a series are none, unless ``--map`` names one.
+
+A last record cut short by a writer still running is left out with a note.
+Every record's length and data are checked against their CRC-32C checksums; a
+record that fails is an error naming its byte offset, and one that does not
+decode as an Event an error naming it. Cut in the middle and followed by more
+records, a file fails there (the record's length reaches into the next ones),
+where TensorBoard would silently stop. The run's location is the event file
+that holds its training loss.
+
+A file of a million scalars is a million records of tens of bytes: decoded
+one at a time in Python, it took 180 times as long to read as its bytes. So the
+records are found and checked in bulk with numpy
+(:mod:`trainproof.readers.tfrecord`, which reads the file) and decoded in bulk
+too (:func:`_group`), and a record the bulk path cannot vouch for goes through
+the plain decoder (:func:`_event`), which every record's numbers agree with
+either way (tests/readers/test_tensorboard_real.py).
 """
 
 from __future__ import annotations
 
 import functools
-import math
-import re
+import itertools
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import NamedTuple
 
 import numpy as np
 
 from trainproof.errors import InputError
-from trainproof.model import Run
-from trainproof.readers.base import RunBuilder, open_log, read_block, size_text
+from trainproof.model import Run, Series
+from trainproof.readers import tfrecord
+from trainproof.readers.names import DEFAULT_NAMES, Names, eval_set, in_validation_folder, normal
+from trainproof.safe import visible
 
 name = "tensorboard"
 description = "TensorBoard event files (events.out.tfevents.*), or a run directory of them"
@@ -42,20 +55,13 @@ line_parser = None  # event files are binary records, read whole
 
 _MAGIC = b"brain.Event"
 _PATTERN = "events.out.tfevents.*"
-_EVAL_LOSS = re.compile(r"^(?:eval|validation|val)/(?:(.+)_)?loss$")
-_TAGS = {
-    "loss": ("train/loss", "lm_loss", "loss", "epoch_loss", "train_loss", "loss/train", "training_loss"),
-    "learning_rate": ("train/learning_rate", "learning_rate", "train/lr", "lr", "epoch_learning_rate", "epoch_lr"),
-    "grad_norm": ("train/grad_norm", "grad_norm", "gradient_norm"),
-}
-_EVAL_TAGS = ("lm_loss_validation", "val_loss", "validation_loss", "loss/val", "epoch_val_loss")
+_RUNTIME = "train/train_runtime"
+"""HF's total training time, logged once at the end: the run's runtime, not a series."""
+_SHOWN_TAGS = 12
+_SERIES = ("loss", "eval_loss", "learning_rate", "grad_norm", "step_time", "loader_time")
+"""The series a TensorBoard run has (its steps and wall times are the events' own)."""
 _DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64 = 1, 2, 3, 9
 _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
-
-MAX_RECORD_BYTES = 64 * 1024 * 1024
-"""The largest TFRecord read. A scalar event is tens of bytes; the largest real records (a model's graph, an image
-summary) are a few MB, and 64 MiB was protobuf's default limit on one message for years. A longer length is a
-corrupt file or not an event file, and reading it would hold that much in memory."""
 
 _BROKEN = (ValueError, IndexError, TypeError, AttributeError, OverflowError, struct.error)
 """Every way decoding one record can fail: each is the file's fault, reported as an InputError naming the record."""
@@ -76,6 +82,9 @@ def event_files(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob(_PATTERN) if p.is_file())
 
 
+# --- protocol buffers ----------------------------------------------------------------------------------------------
+
+
 def _varint(buf: bytes, i: int) -> tuple[int, int]:
     shift = result = 0
     while True:
@@ -94,26 +103,26 @@ def _signed(value: int) -> int:
     return value - (1 << 64) if value >> 63 else value
 
 
-def _fields(buf: bytes) -> Iterator[tuple[int, int, object]]:
-    """(field number, wire type, value) of one protocol-buffer message, top level only."""
+def _fields(buf: bytes) -> Iterator[tuple[int, int, object, int, int]]:
+    """(field number, wire type, value, where the value starts, where it ends) of one message, top level only."""
     i, n = 0, len(buf)
     while i < n:
         key, i = _varint(buf, i)
-        number, wire = key >> 3, key & 7
+        number, wire, start = key >> 3, key & 7, i
         if wire == _VARINT:
             value, i = _varint(buf, i)
         elif wire == _FIXED64:
             value, i = buf[i : i + 8], i + 8
         elif wire == _BYTES:
-            length, i = _varint(buf, i)
-            value, i = buf[i : i + length], i + length
+            length, start = _varint(buf, i)
+            value, i = buf[start : start + length], start + length
         elif wire == _FIXED32:
             value, i = buf[i : i + 4], i + 4
         else:
             raise ValueError(f"unsupported wire type {wire}")
         if i > n:
             raise ValueError("a field runs past the end of its message")
-        yield number, wire, value
+        yield number, wire, value, start, i
 
 
 def _expect(wire: int, value: object, *wanted: int) -> object:
@@ -123,346 +132,348 @@ def _expect(wire: int, value: object, *wanted: int) -> object:
     return value
 
 
-# --- TFRecords and their CRC-32C checksums -------------------------------------------------------------------------
+class _Slot(NamedTuple):
+    """Where a fixed-width number lies in a record's data, and its struct format: what the bulk decoder reads."""
 
-_CASTAGNOLI = 0x82F63B78
-"""The CRC-32C polynomial, bit-reversed."""
-_HEADER = struct.Struct("<QI")
-_CHECKSUM = struct.Struct("<I")
-_CHUNK = 256
-"""The widest run of bytes summed in one lookup; a longer record is summed a chunk at a time and the chunks folded."""
-BATCH_BYTES = 1024 * 1024
-"""How many bytes of records are read before their checksums are computed, all at once."""
+    at: int
+    fmt: str
 
 
-def _crc_table() -> list[int]:
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ _CASTAGNOLI if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
+class _Scalar(NamedTuple):
+    tag: str
+    value: float
+    slot: _Slot | None  # None for a value that is not fixed-width (an integer tensor's varint)
 
 
-_TABLE = _crc_table()
+class _Event(NamedTuple):
+    wall: float
+    step: int
+    scalars: list[_Scalar]
+    wall_at: int | None
+    step_at: tuple[int, int] | None  # start and end of the step's varint
 
 
-def crc32c(data: bytes) -> int:
-    """The CRC-32C of a few bytes, a byte at a time (a record's 8-byte length; see crc32c_many for records)."""
-    crc, table = 0xFFFFFFFF, _TABLE
-    for byte in data:
-        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-_C = TypeVar("_C", int, np.ndarray)
-
-
-def _masked(crc: _C) -> _C:
-    """A CRC as TFRecords store it: rotated right by 15 bits, plus a constant, modulo 2**32 (an int or a uint32 array)."""
-    return ((crc >> 15) | (crc << 17) & 0xFFFFFFFF) + 0xA282EAD8 & 0xFFFFFFFF
-
-
-@functools.cache
-def _distances() -> np.ndarray:
-    """Row d, column b: the CRC register, started at 0, after the byte b and then d zero bytes (d < _CHUNK)."""
-    rows = np.empty((_CHUNK, 256), dtype=np.uint32)
-    rows[0] = _TABLE
-    for d in range(1, _CHUNK):
-        rows[d] = rows[0][rows[d - 1] & 0xFF] ^ (rows[d - 1] >> 8)
-    return rows
-
-
-def crc32c_many(records: Sequence[bytes]) -> np.ndarray:
-    """The CRC-32C of each record, for all of them at once (a Python loop over their bytes would take longer than
-    reading and decoding them).
-
-    A CRC is linear: with the register started at 0, it is the XOR over the bytes of what each contributes from its
-    distance to the end, which a table holds, and zero bytes in front add nothing. Records of one length are summed
-    together, a row of a matrix each, with their first four bytes XORed with 0xFF for the register's start at
-    0xFFFFFFFF; a record longer than _CHUNK is padded in front to whole chunks, which are summed alike and folded.
-    """
-    lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
-    order = np.argsort(lengths, kind="stable")
-    flat = bytearray().join(records[i] for i in order.tolist())
-    crcs = np.empty(len(records), dtype=np.uint32)
-    sizes, firsts, counts = np.unique(lengths[order], return_index=True, return_counts=True)
-    starts = np.concatenate([[0], np.cumsum(sizes * counts)])
-    for size, first, count, start in zip(sizes.tolist(), firsts.tolist(), counts.tolist(), starts.tolist()):
-        members = order[first : first + count]
-        if size < 4:
-            crcs[members] = [crc32c(records[i]) for i in members.tolist()]
-        else:
-            crcs[members] = _crc32c_rows(np.frombuffer(flat, dtype=np.uint8, count=size * count, offset=start).reshape(count, size))
-    return crcs
-
-
-def _crc32c_rows(rows: np.ndarray) -> np.ndarray:
-    """The CRC-32C of each row of a writable byte matrix (rows of at least 4 bytes), which it overwrites."""
-    count, size = rows.shape
-    rows[:, :4] ^= 0xFF
-    if size <= _CHUNK:
-        step = max(1, BATCH_BYTES // size)
-        return np.concatenate([_sums(rows[at : at + step]) for at in range(0, count, step)]) ^ np.uint32(0xFFFFFFFF)
-    chunks = -(-size // _CHUNK)
-    padded = np.zeros((count, chunks * _CHUNK), dtype=np.uint8)
-    padded[:, chunks * _CHUNK - size :] = rows
-    sums = np.concatenate([_sums(part) for part in np.array_split(padded.reshape(-1, _CHUNK), max(1, padded.size // BATCH_BYTES))])
-    return _fold(sums, chunks) ^ np.uint32(0xFFFFFFFF)
-
-
-def _sums(rows: np.ndarray) -> np.ndarray:
-    """The CRC register, started at 0, after each row of bytes: the XOR of what each byte contributes from its distance to the end."""
-    width = rows.shape[1]
-    index = rows + np.arange((width - 1) * 256, -1, -256, dtype=np.intp)
-    return np.bitwise_xor.reduce(_distances().ravel()[index], axis=1)
-
-
-def _fold(sums: np.ndarray, chunks: int) -> np.ndarray:
-    """One register per record from the registers of its ``chunks`` chunks of _CHUNK bytes: each is moved on by a chunk
-    of zero bytes (a table lookup per byte of it) and the next chunk's added."""
-    table = _distances()
-    s0, s1, s2, s3 = (table[_CHUNK - 1 - k].tolist() for k in range(4))
-    values = sums.tolist()
-    out = []
-    for at in range(0, len(values), chunks):
-        crc = values[at]
-        for value in values[at + 1 : at + chunks]:
-            crc = s0[crc & 0xFF] ^ s1[(crc >> 8) & 0xFF] ^ s2[(crc >> 16) & 0xFF] ^ s3[crc >> 24] ^ value
-        out.append(crc)
-    return np.array(out, dtype=np.uint32)
-
-
-def _records(handle: BinaryIO, path: Path) -> Iterator[bytes | None]:
-    """TFRecord payloads in file order, each checked against its checksums; None once when the last record is cut short.
-
-    The file is read a block of BATCH_BYTES at a time (a longer record whole), and the data of the records in a block
-    checksummed together; a problem met in a block (a length that fails its checksum, or is over the limit) is raised
-    once the records before it were handed over, as though each record were read and checked on its own.
-    """
-    data, base, want = b"", 0, BATCH_BYTES
-    lengths: dict[int, int] = {}  # the masked checksum of each length met: a file's records have a few lengths
-    while block := read_block(handle, want, path):
-        data = data + block if data else block
-        spans, used, want, problem = _split(data, base, lengths, path)
-        yield from _checked(data, spans, base, path)
-        if problem is not None:
-            raise problem
-        data, base = data[used:], base + used
-    if data:
-        yield None
-
-
-def _split(data: bytes, base: int, lengths: dict[int, int], path: Path) -> tuple[list[tuple[int, int, int]], int, int, InputError | None]:
-    """The whole records at the start of ``data`` (byte ``base`` of the file) as (start, length, data checksum), each
-    length checked before it is used; where they end; how many bytes to read next to complete the one after; and the
-    problem with that one, if any."""
-    spans: list[tuple[int, int, int]] = []
-    at, size = 0, len(data)
-    while at + 12 <= size:
-        length, checksum = _HEADER.unpack_from(data, at)
-        wanted = lengths.get(length)
-        if wanted is None:
-            wanted = _masked(crc32c(data[at : at + 8]))
-            if len(lengths) < 4096:
-                lengths[length] = wanted
-        if checksum != wanted:
-            return spans, at, 0, _corrupt(path, base + at)
-        if length > MAX_RECORD_BYTES:
-            limit = size_text(MAX_RECORD_BYTES)
-            problem = f"has a record of {length:,} bytes at byte {base + at:,}, over the {limit} limit: not a TensorBoard event file"
-            return spans, at, 0, InputError(path, problem)
-        end = at + 16 + length
-        if end > size:
-            return spans, at, max(BATCH_BYTES, end - size), None
-        spans.append((at, length, _CHECKSUM.unpack_from(data, end - 4)[0]))
-        at = end
-    return spans, at, BATCH_BYTES, None
-
-
-def _checked(data: bytes, spans: list[tuple[int, int, int]], base: int, path: Path) -> Iterator[bytes]:
-    """The data of each record span, in order, up to the first one whose data fails its checksum (an InputError)."""
-    if not spans:
-        return
-    payloads = [data[at + 12 : at + 12 + length] for at, length, _ in spans]
-    written = np.fromiter((checksum for _, _, checksum in spans), dtype=np.uint32, count=len(spans))
-    wrong = np.flatnonzero(_masked(crc32c_many(payloads)) != written)
-    bad = int(wrong[0]) if wrong.size else len(spans)
-    yield from payloads[:bad]
-    if bad < len(spans):
-        raise _corrupt(path, base + spans[bad][0])
-
-
-def _corrupt(path: Path, offset: int) -> InputError:
-    return InputError(path, f"record at byte {offset:,} fails its checksum: the file is corrupt")
-
-
-def _first(value: bytes, wire: int, fixed: int, size: int, fmt: str) -> list[float]:
+def _first(value: bytes, wire: int, fixed: int, size: int, fmt: str, at: int) -> list[tuple[float, _Slot]]:
     """The first element of a repeated float or double field, packed or not (only the first is ever used)."""
     _expect(wire, value, _BYTES, fixed)
     if len(value) % size:
         raise ValueError("a packed field cut short")
-    return [struct.unpack_from(fmt, value)[0]] if value else []
+    return [(struct.unpack_from(fmt, value)[0], _Slot(at, fmt))] if value else []
 
 
-def _tensor_scalar(buf: bytes) -> float | None:
-    dtype, content, floats, doubles, ints = _DT_FLOAT, b"", [], [], []
-    for number, wire, value in _fields(buf):
+def _tensor_scalar(buf: bytes, at: int) -> tuple[float, _Slot | None] | None:
+    dtype, content, content_at, floats, doubles, ints = _DT_FLOAT, b"", 0, [], [], []
+    for number, wire, value, start, _ in _fields(buf):
         if number == 1:
             dtype = _expect(wire, value, _VARINT)  # type: ignore[assignment]
         elif number == 4:
-            content = _expect(wire, value, _BYTES)  # type: ignore[assignment]
+            content, content_at = _expect(wire, value, _BYTES), at + start  # type: ignore[assignment]
         elif number == 5:
-            floats += _first(value, wire, _FIXED32, 4, "<f")  # type: ignore[arg-type]
+            floats += _first(value, wire, _FIXED32, 4, "<f", at + start)  # type: ignore[arg-type]
         elif number == 6:
-            doubles += _first(value, wire, _FIXED64, 8, "<d")  # type: ignore[arg-type]
+            doubles += _first(value, wire, _FIXED64, 8, "<d", at + start)  # type: ignore[arg-type]
         elif number in (7, 10) and wire == _VARINT:
-            ints.append(_signed(value))  # type: ignore[arg-type]
+            ints.append((_signed(value), None))  # type: ignore[arg-type]
     if floats or doubles or ints:
-        return float((floats or doubles or ints)[0])
+        first, slot = (floats or doubles or ints)[0]
+        return float(first), slot
     formats = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q"}
     fmt = formats.get(dtype)  # type: ignore[call-overload]
     if fmt is None or len(content) != struct.calcsize(fmt):
         return None  # not a scalar (text summaries, histograms)
-    return float(struct.unpack(fmt, content)[0])
+    return float(struct.unpack(fmt, content)[0]), _Slot(content_at, fmt)
 
 
-def _scalars(summary: bytes) -> Iterator[tuple[str, float]]:
-    for number, wire, value in _fields(summary):
+def _scalars(summary: bytes, at: int) -> Iterator[_Scalar]:
+    for number, wire, value, start, _ in _fields(summary):
         if number != 1:
             continue
         tag, scalar = None, None
-        for field, kind, item in _fields(_expect(wire, value, _BYTES)):  # type: ignore[arg-type]
+        for field, kind, item, begin, _ in _fields(_expect(wire, value, _BYTES)):  # type: ignore[arg-type]
             if field == 1:
                 tag = _expect(kind, item, _BYTES).decode("utf-8", errors="replace")  # type: ignore[attr-defined]
             elif field == 2:
-                (scalar,) = struct.unpack("<f", _expect(kind, item, _FIXED32))  # type: ignore[arg-type]
+                scalar = struct.unpack("<f", _expect(kind, item, _FIXED32))[0], _Slot(at + start + begin, "<f")  # type: ignore[arg-type]
             elif field == 8:
-                scalar = _tensor_scalar(_expect(kind, item, _BYTES))  # type: ignore[arg-type]
+                scalar = _tensor_scalar(_expect(kind, item, _BYTES), at + start + begin)  # type: ignore[arg-type]
         if tag is not None and scalar is not None:
-            yield tag, scalar
+            yield _Scalar(tag, *scalar)
 
 
-def _event(payload: bytes) -> tuple[float, int, list[tuple[str, float]]]:
-    """Wall time, step and tagged scalars of one Event record, decoded whole before any is used."""
-    wall, step, scalars = 0.0, 0, []
-    for number, wire, value in _fields(payload):
+def _event(payload: bytes) -> _Event:
+    """Wall time, step and tagged scalars of one Event record, and where each lies; decoded whole before any is used."""
+    wall, step, scalars, wall_at, step_at = 0.0, 0, [], None, None
+    for number, wire, value, start, end in _fields(payload):
         if number == 1:
-            (wall,) = struct.unpack("<d", _expect(wire, value, _FIXED64))  # type: ignore[arg-type]
+            (wall,), wall_at = struct.unpack("<d", _expect(wire, value, _FIXED64)), start  # type: ignore[arg-type]
         elif number == 2:
-            step = _signed(_expect(wire, value, _VARINT))  # type: ignore[arg-type]
+            step, step_at = _signed(_expect(wire, value, _VARINT)), (start, end)  # type: ignore[arg-type]
         elif number == 5:
-            scalars = list(_scalars(_expect(wire, value, _BYTES)))  # type: ignore[arg-type]
-    return wall, step, scalars
+            scalars = list(_scalars(_expect(wire, value, _BYTES), start))  # type: ignore[arg-type]
+    return _Event(wall, step, scalars, wall_at, step_at)
 
 
-def _normal(tag: str) -> str:
-    return tag.strip().lower().replace(" ", "_").replace("-", "_")
+# --- decoding in bulk ----------------------------------------------------------------------------------------------
+
+_NUMPY = {"<f": "<f4", "<d": "<f8", "<i": "<i4", "<q": "<i8"}
+_TEMPLATES = 8
+"""How many different layouts one length's records are decoded in bulk by; the rest one at a time."""
 
 
-class _Mapper:
-    """Tags to series, deciding once per tag."""
-
-    def __init__(self) -> None:
-        self.eval_names: dict[str, str] = {}
-        self.loss_tag: str | None = None
-        self._known: dict[tuple[str, bool], str | None] = {}
-
-    def series(self, tag: str, validation: bool) -> str | None:
-        key = (tag, validation)
-        if key not in self._known:
-            self._known[key] = self._decide(tag, validation)
-        return self._known[key]
-
-    def _decide(self, tag: str, validation: bool) -> str | None:
-        normal = _normal(tag)
-        if normal.endswith("_vs_samples") or normal.endswith("_vs_iterations"):
-            return None
-        match = _EVAL_LOSS.match(normal)
-        if match or normal in _EVAL_TAGS or (validation and normal in _TAGS["loss"]):
-            label = f"eval_{match.group(1)}_loss" if match and match.group(1) else "eval_loss"
-            self.eval_names["eval:" + label] = label
-            return "eval:" + label
-        if validation:
-            return None
-        for canonical, spellings in _TAGS.items():
-            if normal in spellings:
-                if canonical == "loss" and self.loss_tag is None:
-                    self.loss_tag = tag
-                return canonical
-        if normal == "train/train_runtime":
-            return "runtime"
-        return None
+class _Decoded(NamedTuple):
+    tag: str
+    steps: np.ndarray
+    values: np.ndarray
+    walls: np.ndarray
+    ordinals: np.ndarray
 
 
-def read(path: Path) -> Run:
+def _group(rows: np.ndarray, ordinals: np.ndarray, size: int, failed: list[int], varying: np.ndarray | None = None) -> Iterator[_Decoded]:
+    """The scalars of records of one length (rows of a byte matrix), decoded in bulk; ordinals of records that do not
+    decode go to ``failed``. ``varying`` marks the columns in which some row differs from the first, when known.
+
+    A record is decoded whole by the plain decoder (:func:`_event`), which also says where its wall time, step and
+    values lie. Every other row equal to it outside those places has the same tags and layout, so its numbers are
+    read from those columns for all such rows at once; the rows left over take the next one as their template.
+    """
+    left = np.arange(len(rows))
+    for _ in range(_TEMPLATES):
+        if not left.size:
+            return
+        template = rows[left[0], :size]
+        try:
+            event = _event(template.tobytes())
+        except _BROKEN:
+            failed.append(int(ordinals[left[0]]))
+            left, varying = left[1:], None
+            continue
+        whole = left.size == len(rows)
+        part = rows if whole else rows[left]  # contiguous, checksums and all
+        if varying is None:
+            varying = (part != part[0]).any(axis=0)
+        differ = np.flatnonzero(varying[:size] & ~_slots(event, size))
+        same = ~(part[:, differ] != template[differ]).any(axis=1) if differ.size else None
+        steps = np.zeros(len(part), dtype=np.int64)
+        if event.step_at is not None:
+            steps, width = _varints(part, *event.step_at)
+            if width is not None:
+                same = width if same is None else same & width
+        if same is None or same.all():
+            yield from _bulk(event, part, ordinals if whole else ordinals[left], steps)
+            return
+        yield from _bulk(event, part[same], ordinals[left[same]], steps[same])
+        left, varying = left[~same], None
+    yield from _plain([(int(ordinals[i]), rows[i, :size].tobytes()) for i in left.tolist()], failed)
+
+
+def _plain(records: list[tuple[int, bytes]], failed: list[int]) -> Iterator[_Decoded]:
+    """The scalars of records decoded one at a time by the plain decoder, gathered per tag; ordinals of records that
+    do not decode go to ``failed``."""
+    found: dict[str, list[tuple[int, float, float, int]]] = {}
+    for ordinal, payload in records:
+        try:
+            event = _event(payload)
+        except _BROKEN:
+            failed.append(ordinal)
+            continue
+        for scalar in event.scalars:
+            found.setdefault(scalar.tag, []).append((event.step, scalar.value, event.wall, ordinal))
+    for tag, rows in found.items():
+        steps, values, walls, ordinals = (np.array(column) for column in zip(*rows))
+        yield _Decoded(tag, steps.astype(np.int64), values.astype(np.float64), walls.astype(np.float64), ordinals.astype(np.int64))
+
+
+def _slots(event: _Event, size: int) -> np.ndarray:
+    """The columns of a record that hold its wall time, step and fixed-width values: the only ones that may differ
+    between records decoded in bulk."""
+    slots = np.zeros(size, dtype=bool)
+    if event.wall_at is not None:
+        slots[event.wall_at : event.wall_at + 8] = True
+    if event.step_at is not None:
+        slots[event.step_at[0] : event.step_at[1]] = True
+    for scalar in event.scalars:
+        if scalar.slot is not None:
+            slots[scalar.slot.at : scalar.slot.at + struct.calcsize(scalar.slot.fmt)] = True
+    return slots
+
+
+def _bulk(event: _Event, rows: np.ndarray, ordinals: np.ndarray, steps: np.ndarray) -> Iterator[_Decoded]:
+    """The scalars of rows laid out as ``event`` is, read from the columns where it has them."""
+    count = len(rows)
+    walls = _numbers(rows, event.wall_at, "<d") if event.wall_at is not None else np.full(count, event.wall)
+    for scalar in event.scalars:
+        values = _numbers(rows, scalar.slot.at, scalar.slot.fmt) if scalar.slot is not None else np.full(count, scalar.value)
+        yield _Decoded(scalar.tag, steps, values, walls, ordinals)
+
+
+def _numbers(rows: np.ndarray, at: int, fmt: str) -> np.ndarray:
+    """The numbers of format ``fmt`` at column ``at`` of each row of a contiguous byte matrix, as float64."""
+    return np.ndarray(len(rows), _NUMPY[fmt], rows, at, (rows.strides[0],)).astype(np.float64)
+
+
+def _varints(rows: np.ndarray, start: int, end: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The varint in columns ``start`` to ``end`` of each row of a contiguous byte matrix, as int64 (a negative step is
+    written as its two's complement), and which rows have one of that width (None: all of them).
+
+    A row has one when its continuation bits are where the first row has them; the varint's bytes are then its 7-bit
+    groups, low first. Up to four bytes (steps below 2**28) are read as one little-endian word; the row's data
+    checksum follows its data, so the word never runs past the row.
+    """
+    width = end - start
+    if width <= 4:
+        words = np.ndarray(len(rows), "<u4", rows, start, (rows.strides[0],)) & np.uint32((1 << 8 * width) - 1)
+        flags = words & np.uint32(0x80808080)
+        values = np.zeros(len(rows), dtype=np.uint32)
+        for k in range(width):
+            values |= (words >> np.uint32(k)) & np.uint32(0x7F << 7 * k)
+        values = values.astype(np.int64)
+    else:
+        flags = rows[:, start:end] & 0x80
+        unsigned = np.zeros(len(rows), dtype=np.uint64)
+        for k in range(width):
+            unsigned |= (rows[:, start + k] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        values = unsigned.view(np.int64)
+    same = flags == flags[0] if flags.ndim == 1 else (flags == flags[0]).all(axis=1)
+    return values, None if same.all() else same
+
+
+# --- the run -------------------------------------------------------------------------------------------------------
+
+
+def read(path: Path, names: Names = DEFAULT_NAMES) -> Run:
     files = event_files(path)
     if not files:
         raise InputError(path, f"has no TensorBoard event files ({_PATTERN})")
-    run = _Scalars(path)
+    scalars = _Scalars(path)
     for file in files:
-        run.read_file(file, validation=_in_validation_folder(path, file))
-    return run.build()
+        parts = file.relative_to(path).parts[:-1] if path.is_dir() else ()
+        scalars.read_file(file, in_validation_folder(parts))
+    return scalars.build(names)
 
 
-def _in_validation_folder(path: Path, file: Path) -> bool:
-    """Whether an event file of a run directory lies under a ``validation`` (``eval``, ``val``) folder, as Keras writes them."""
-    if not path.is_dir():
-        return False
-    return any(part.lower() in ("validation", "eval", "val") for part in file.relative_to(path).parts[:-1])
+class _Tag(NamedTuple):
+    tag: str
+    validation: bool  # under a validation/ folder (Keras)
 
 
 class _Scalars:
-    """The scalars of a run's event files, gathered into one RunBuilder, one file after the other."""
+    """The scalars of a run's event files, per tag, in the order they were written (file after file)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.builder = RunBuilder(path, name)
-        self.mapper = _Mapper()
-        self.epoch_axis = False
-        self.events = 0
-        self.loss_file: Path | None = None
+        self.parts: dict[_Tag, list[_Decoded]] = {}
+        self.files: dict[_Tag, Path] = {}
+        self.notes: list[str] = []
+        self.records = 0  # ordinals run on from file to file, so that later files come later
 
     def read_file(self, file: Path, validation: bool) -> None:
-        with open_log(file) as handle:
-            for number, payload in enumerate(_records(handle, file), start=1):
-                if payload is None:
-                    self.builder.notes.append(f"{file.name}: the last record is cut short (still being written?) and was left out")
-                    return
-                wall, step, scalars = _decode(payload, file, number)
-                for tag, scalar in scalars:
-                    self.add(file, validation, wall, step, tag, scalar)
+        first, records = self.records, tfrecord.Records(file)
+        for block in records:
+            self._block(block, file, validation, first)
+            self.records += block.records
+        if records.cut:
+            self.notes.append(f"{file.name}: the last record is cut short (still being written?) and was left out")
 
-    def add(self, file: Path, validation: bool, wall: float, step: int, tag: str, scalar: float) -> None:
-        target = self.mapper.series(tag, validation)
-        if target == "runtime":
-            if math.isfinite(scalar):
-                self.builder.runtime_s = scalar
-            return
-        if target is None:
-            return
-        self.events += 1
-        self.epoch_axis = self.epoch_axis or _normal(tag).startswith("epoch_")
-        self.builder.add(target, step, scalar)
-        if target == "loss":
-            self.builder.add_time(step, wall)
-            self.loss_file = self.loss_file or file
+    def _block(self, block: tfrecord.Block, file: Path, validation: bool, first: int) -> None:
+        """Decode the checked records of a block. The first problem in file order is the error: a record that does not
+        decode, which comes before the block's own error (only the records before that one are decoded), or else it."""
+        failed: list[int] = []
+        parts = [_plain([(n + self.records, payload) for n, payload in block.few], failed)]
+        for size, rows, ordinals, varying in block.groups:
+            parts.append(_group(rows, ordinals + self.records, size, failed, varying))
+        for part in itertools.chain.from_iterable(parts):
+            key = _Tag(part.tag, validation)
+            self.parts.setdefault(key, []).append(part)
+            self.files.setdefault(key, file)
+        if failed:
+            number = min(failed) - first + 1
+            raise InputError(file, f"is not a valid TensorBoard event file (record {number:,} does not decode)")
+        if block.error is not None:
+            raise block.error
 
-    def build(self) -> Run:
-        if not self.events:
-            raise InputError(self.path, "has TensorBoard events but no loss, learning-rate or gradient-norm scalars")
-        self.builder.path = self.loss_file or self.path  # findings point at a file, as they do for every other format
-        return self.builder.build(
-            loss_name=self.mapper.loss_tag or "loss",
-            eval_names=dict(sorted(self.mapper.eval_names.items(), key=lambda kv: (kv[1] != "eval_loss", kv[1]))),
-            step_unit="epoch" if self.epoch_axis else "step",
+    def tags(self) -> list[_Tag]:
+        """The tags met, in the order of their first record."""
+        return sorted(self.parts, key=lambda key: min(int(part.ordinals.min()) for part in self.parts[key]))
+
+    def series(self, key: _Tag) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A tag's steps, values and wall times, by step: the last written for a step wins, as when a resumed run
+        logs its steps again."""
+        parts = self.parts[key]
+        steps, values, walls, ordinals = (np.concatenate(column) for column in zip(*(part[1:] for part in parts)))
+        if (np.diff(ordinals) < 0).any():  # records of several lengths were decoded a length at a time
+            order = np.argsort(ordinals, kind="stable")
+            steps, values, walls = steps[order], values[order], walls[order]
+        if (np.diff(steps) <= 0).any():
+            order = np.argsort(steps, kind="stable")
+            order = order[np.append(steps[order][1:] != steps[order][:-1], True)]
+            steps, values, walls = steps[order], values[order], walls[order]
+        return steps, values, walls
+
+    def build(self, names: Names) -> Run:
+        picked = self._resolve(names)
+        if not {"loss", "learning_rate", "grad_norm"} & set(picked):
+            raise InputError(self.path, self._no_series())
+        columns = functools.cache(self.series)
+        found = {series: Series(*columns(key)[:2]) for series, key in picked.items()}
+        evals = {"eval_loss": found.pop("eval_loss")} if "eval_loss" in found else {}
+        for key in self.tags():
+            label = eval_set(key.tag)
+            if label is not None and key not in picked.values() and label not in evals:
+                evals[label] = Series(*columns(key)[:2])
+        loss, wall = picked.get("loss"), None
+        if loss is not None:  # the run's clock is its loss events'
+            steps, _, walls = columns(loss)
+            wall = Series(steps, walls - float(walls.min()))
+        return Run(
+            path=str(self.files[loss] if loss else self.path),  # findings point at a file, as they do for every other format
+            format=name,
+            loss=found.get("loss"),
+            eval_losses=dict(sorted(evals.items(), key=lambda kv: (kv[0] != "eval_loss", kv[0]))),
+            learning_rate=found.get("learning_rate"),
+            grad_norm=found.get("grad_norm"),
+            wall_time=wall,
+            step_time=found.get("step_time"),
+            loader_time=found.get("loader_time"),
+            runtime_s=self._runtime(),
+            step_unit="epoch" if any(normal(key.tag).startswith("epoch_") for key in picked.values()) else "step",
+            loss_name=loss.tag if loss else "loss",
+            notes=tuple(self.notes),
         )
 
+    def _resolve(self, names: Names) -> dict[str, _Tag]:
+        """The tag of each series, picked by the name table over all of the run's tags at once; under a validation
+        folder only an eval loss is looked for (a training-loss tag there is one), and only when the rest has none."""
+        tags = self.tags()
+        main = [key.tag for key in tags if not key.validation]
+        picked = {series: _Tag(tag, False) for series, tag in names.resolve(_candidates(main, names)).items() if series in _SERIES}
+        if "eval_loss" not in picked:
+            folder = [key.tag for key in tags if key.validation]
+            own = Names({series: tag for series, tag in names.overrides.items() if series == "eval_loss"})
+            tag = own.resolve(_candidates(folder, names), validation=True).get("eval_loss")
+            if tag is not None:
+                picked["eval_loss"] = _Tag(tag, True)
+        return picked
 
-def _decode(payload: bytes, file: Path, number: int) -> tuple[float, int, list[tuple[str, float]]]:
-    """_event, every way it fails an InputError naming the record."""
-    try:
-        return _event(payload)
-    except _BROKEN:
-        raise InputError(file, f"is not a valid TensorBoard event file (record {number} does not decode)") from None
+    def _runtime(self) -> float | None:
+        """HF's ``train/train_runtime``: the last finite one."""
+        for key in self.tags():
+            if not key.validation and normal(key.tag) == _RUNTIME:
+                values = self.series(key)[1]
+                values = values[np.isfinite(values)]
+                return float(values[-1]) if values.size else None
+        return None
+
+    def _no_series(self) -> str:
+        tags = list(dict.fromkeys(key.tag for key in self.tags()))
+        if not tags:
+            return "has TensorBoard events but no scalars"
+        shown = ", ".join(visible(tag if len(tag) <= 60 else tag[:60] + "...") for tag in tags[:_SHOWN_TAGS])
+        more = ", ..." if len(tags) > _SHOWN_TAGS else ""
+        return f"has TensorBoard scalars but none is a training loss, learning rate or gradient norm (tags: {shown}{more}); name one with --map loss=TAG"
+
+
+def _candidates(tags: list[str], names: Names) -> list[str]:
+    """The tags the name table may pick: not Megatron's copies of a series against samples or iterations, unless the
+    user names one."""
+    wanted = {normal(tag) for tag in names.overrides.values()}
+    return [tag for tag in tags if not normal(tag).endswith(("_vs_samples", "_vs_iterations")) or normal(tag) in wanted]
