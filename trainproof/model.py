@@ -5,7 +5,7 @@ Readers build these; checks and renderers only read them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +48,44 @@ class Series:
         return cls(steps, values, dict(raw or {}))
 
 
+@dataclass(frozen=True, eq=False)
+class StepLines(Mapping[int, int]):
+    """The log line where each step's record starts, as two sorted arrays (a dict of ten million steps would take a GiB)."""
+
+    steps: np.ndarray
+    lines: np.ndarray
+
+    def __getitem__(self, step: int) -> int:
+        found = self.get(step)
+        if found is None:
+            raise KeyError(step)
+        return found
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.steps.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and self.as_dict() == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @classmethod
+    def from_dict(cls, lines: Mapping[int, int]) -> StepLines:
+        steps = np.fromiter(lines, dtype=np.int64, count=len(lines))
+        order = np.argsort(steps, kind="stable")
+        return cls(steps[order], np.fromiter(lines.values(), dtype=np.int64, count=len(lines))[order])
+
+    def get(self, step: int, default: int | None = None) -> int | None:
+        at = int(np.searchsorted(self.steps, step))
+        return int(self.lines[at]) if at < self.steps.size and self.steps[at] == step else default
+
+    def __len__(self) -> int:
+        return int(self.steps.size)
+
+    def as_dict(self) -> dict[int, int]:
+        return dict(zip(self.steps.tolist(), self.lines.tolist()))
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     """A checkpoint the trainer says it wrote. ``best`` marks a best-model record."""
@@ -84,7 +122,7 @@ class Run:
     step_unit: str = "step"
     loss_name: str = "loss"
     notes: tuple[str, ...] = ()
-    step_lines: Mapping[int, int] = field(default_factory=dict)
+    step_lines: StepLines | Mapping[int, int] = field(default_factory=dict)
 
     def line_of(self, step: int) -> int | None:
         """The 1-based line of the log where the record of ``step`` starts, when the reader knows it."""

@@ -198,6 +198,19 @@ def profile(series: Series, t: Thresholds) -> Profile | None:
     )
 
 
+_WINDOW_ROWS = 1_000_000
+
+
+def window_medians(values: np.ndarray, k: int) -> np.ndarray:
+    """The median of each run of ``k`` consecutive values (``values.size - k + 1`` of them).
+
+    A window's median partitions a copy of it; a million windows at a time bound that copy (400 MB at ten million
+    steps and k = 5, taken whole)."""
+    windows = np.lib.stride_tricks.sliding_window_view(values, k)
+    parts = [median(windows[at : at + _WINDOW_ROWS], axis=1) for at in range(0, windows.shape[0], _WINDOW_ROWS)]
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
 def neighbour_medians(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """For each point, the median of the ``k`` points before it and of the ``k`` after it.
 
@@ -210,7 +223,7 @@ def neighbour_medians(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarra
     before = np.full(n, np.nan)
     after = np.full(n, np.nan)
     if n > k:
-        full = median(np.lib.stride_tricks.sliding_window_view(values, k), axis=1)
+        full = window_medians(values, k)
         before[k:] = full[: n - k]
         after[: n - k] = full[1:]
     for i in range(1, min(k, n)):  # the first points have fewer than k before them
@@ -225,7 +238,7 @@ def rolling_median3(values: np.ndarray) -> np.ndarray:
     if values.size < 3:
         return np.full(values.size, median(values)) if values.size == 2 else values.astype(np.float64).copy()
     out = values.astype(np.float64).copy()
-    out[1:-1] = median(np.lib.stride_tricks.sliding_window_view(values, 3), axis=1)
+    out[1:-1] = window_medians(values, 3)
     out[0] = median(values[:2])
     out[-1] = median(values[-2:])
     return out
@@ -241,11 +254,15 @@ def trend_t(values: np.ndarray) -> float:
     n = values.size
     if n < 3:
         return 0.0
-    ranks = np.argsort(np.argsort(values, kind="stable"), kind="stable").astype(float)
-    position = np.arange(n, dtype=float)
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(n, dtype=float)
+    ranks[order] = np.arange(n, dtype=float)  # the inverse permutation: what a second argsort gives, in linear time
     if np.all(values == values[0]):
         return 0.0
-    rho = float(np.corrcoef(ranks, position)[0, 1])
+    # ranks and positions are both a permutation of 0..n-1, so Pearson's r of the two is Spearman's formula
+    # (what np.corrcoef would compute, without centring and scaling two more arrays of n floats)
+    d = ranks - np.arange(n, dtype=float)
+    rho = 1.0 - 6.0 * float(np.dot(d, d)) / (float(n) * (float(n) * n - 1.0))
     rho = max(min(rho, 0.999999), -0.999999)
     return rho * float(np.sqrt((n - 2) / (1 - rho * rho)))
 

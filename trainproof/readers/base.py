@@ -11,12 +11,15 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 import numpy as np
 
 from trainproof.errors import InputError
-from trainproof.model import Checkpoint, Run, Series
+from trainproof.model import Checkpoint, Run, Series, StepLines
+
+if TYPE_CHECKING:
+    from trainproof.readers.names import Names
 
 Value = object
 
@@ -59,7 +62,7 @@ class Reader(Protocol):
 
     def sniff(self, path: Path, head: str) -> bool: ...
 
-    def read(self, path: Path) -> Run: ...
+    def read(self, path: Path, names: Names = ...) -> Run: ...
 
 
 def size_text(n: int) -> str:
@@ -232,6 +235,9 @@ class RunBuilder:
         self.checkpoints: list[Checkpoint] = []
         self.notes: list[str] = []
         self.lines: dict[int, int] = {}
+        self.step_lines: StepLines | None = None
+        """The lines of a columnar read, set whole (``lines`` is the record-at-a-time path's)."""
+        self._frozen: dict[str, Series] = {}
         self.runtime_s: float | None = None
         self.max_steps: int | None = None
         self.nonfinite_added = 0
@@ -259,10 +265,17 @@ class RunBuilder:
         if seconds is not None:
             self.add("wall_time", step, seconds)
 
+    def put(self, series: str, values: Series) -> None:
+        """A whole series at once (a columnar read): steps ascending and unique."""
+        self._frozen[series] = values
+
     def names(self) -> list[str]:
-        return list(self._series)
+        return list(self._series) + list(self._frozen)
 
     def series(self, name: str, copy: bool = True) -> Series | None:
+        if name in self._frozen:
+            found = self._frozen[name]
+            return found if len(found) else None
         column = self._series.get(name)
         if column is None or column.n == 0:
             return None
@@ -330,7 +343,7 @@ class RunBuilder:
             checkpoints=tuple(sorted(self.checkpoints, key=lambda c: (c.step, c.best, c.path))),
             loss_name=loss_name or loss,
             notes=tuple(notes),
-            step_lines=dict(self.lines) if copy else self.lines,
+            step_lines=(self.step_lines if self.step_lines is not None else StepLines.from_dict(self.lines)) if copy else self.lines,
             **meta,  # type: ignore[arg-type]
         )
 
@@ -417,12 +430,77 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
         yield number + 1, pending.decode("utf-8", errors="replace").rstrip("\r"), False
 
 
+COLUMN_BLOCK_BYTES = 64 * 1024 * 1024
+"""The most of a log read as columns that is parsed at a time: large enough that the parser's threads share the
+work and a call's cost is spread thin, small enough that the block and its parsed columns are a small part of a
+long run's arrays. The first block is 1 MiB and each next one twice the last, so a file that is junk past its first
+lines is refused having read little of it."""
+
+
+def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[int, bytes, bool, int]]:
+    """The complete lines of a log in blocks as ``(number of the first line, bytes ending with a newline, True, how
+    many lines)``, then a last line with no newline as ``(number, bytes, False, 1)``. The first block is 1-2 MiB, each next one
+    twice as large, up to ``size``.
+
+    The limits of :func:`iter_lines` hold: a line longer than MAX_LINE_BYTES is an InputError (the lines before it
+    are handed over first), and a file of nothing but whitespace "is empty".
+    """
+    number, pending, blank, want = 1, b"", True, min(size, 2 * MAX_LINE_BYTES)
+    with open_log(path) as handle:
+        while block := read_block(handle, want, path):
+            want = min(size, 2 * want)
+            blank = blank and not block.strip()
+            if pending:
+                data = pending + block
+            elif len(block) > MAX_LINE_BYTES and (back := len(block) - block.rfind(b"\n") - 1) < len(block):
+                # a partial last line is read again with the next block, not copied: each copy of a 64 MiB block
+                # costs as much as polars takes to parse a tenth of it
+                data = block
+                if back:
+                    handle.seek(-back, os.SEEK_CUR)
+                    data = block[: len(block) - back]
+            else:
+                data = block
+            cut = data.rfind(b"\n") + 1
+            complete, pending = (data, b"") if cut == len(data) else (data[:cut], data[cut:])
+            if complete:
+                if _may_hold_a_long_line(complete):
+                    ends = np.flatnonzero(np.frombuffer(complete, dtype=np.uint8) == 10)
+                    over = np.flatnonzero(np.diff(ends, prepend=-1) - 1 > MAX_LINE_BYTES)
+                    if over.size:
+                        k = int(over[0])
+                        if k:
+                            yield number, complete[: int(ends[k - 1]) + 1], True, k
+                        raise _too_long(path, number + k)
+                count = complete.count(b"\n")
+                yield number, complete, True, count
+                number += count
+            if len(pending) > MAX_LINE_BYTES:
+                raise _too_long(path, number)
+    if blank:
+        raise EmptyLog(path)
+    if pending:
+        yield number, pending, False, 1
+
+
+def _may_hold_a_long_line(data: bytes) -> bool:
+    """Whether some stretch of half MAX_LINE_BYTES has no newline, which a line longer than MAX_LINE_BYTES must
+    contain (a few searches that each stop at the first newline, where measuring every line reads the whole block)."""
+    half = MAX_LINE_BYTES // 2
+    return any(data.find(b"\n", at, at + half) < 0 for at in range(0, len(data) - half + 1, half))
+
+
 def _too_long(path: Path, number: int) -> InputError:
     return InputError(path, f"line {number} is longer than {size_text(MAX_LINE_BYTES)}: not a training-log line")
 
 
 def read_document(path: Path) -> str:
     """A log read whole (a JSON document), refused beyond MAX_DOCUMENT_BYTES before it is read."""
+    return read_document_bytes(path).decode("utf-8", errors="replace")
+
+
+def read_document_bytes(path: Path) -> bytes:
+    """The bytes of a log read whole, refused beyond MAX_DOCUMENT_BYTES before it is read."""
     limit = MAX_DOCUMENT_BYTES
     with open_log(path) as handle:
         try:
@@ -436,7 +514,7 @@ def read_document(path: Path) -> str:
         raise InputError(path, f"is {size_text(size)}, over the {size_text(limit)} limit for a log read whole (a JSON document)")
     if not data.strip():
         raise EmptyLog(path)
-    return data.decode("utf-8", errors="replace")
+    return data
 
 
 def load_json(path: Path | str, text: str, where: str = "") -> object:

@@ -1,26 +1,33 @@
 """CSV logs: PyTorch Lightning ``CSVLogger`` ``metrics.csv``, Keras ``CSVLogger``, and hand-rolled ones.
 
-The header names the columns (common spellings recognised, see
-:mod:`trainproof.readers.columns`); rows may be sparse. Keras logs count
+The header names the columns (the names stacks write recognised, see
+:mod:`trainproof.readers.names`; ``--map`` names others); rows may be sparse. Keras logs count
 epochs, not steps, and are judged on the epoch axis. A header row repeated
 further down (two logs appended to one file) is skipped.
 
 One ``csv.reader`` reads the whole log, its lines streamed (see
 :func:`trainproof.readers.base.iter_lines`), so a quoted cell may span lines;
-a row's line is the one where it starts.
+a row's line is the one where it starts. A log of LARGE_BYTES or more with no
+quote in it is read as columns, a block of lines at a time, by polars (see
+:mod:`trainproof.readers.table`): the same Run, without Python work per row.
 """
 
 from __future__ import annotations
 
 import csv as _csv
+import io
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers.base import RunBuilder, iter_lines
+from trainproof.readers.base import RunBuilder, iter_blocks, iter_lines
 from trainproof.readers.columns import RecordParser, resolve
+from trainproof.readers.names import DEFAULT_NAMES, Names
+from trainproof.readers.table import Block, Column, ColumnarRun, as_columns, cell_column, size_of
 
 name = "csv"
 description = "CSV with a header row (Lightning metrics.csv, Keras training_log.csv, ...)"
@@ -70,9 +77,9 @@ class LineParser:
     lines that end it.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, names: Names = DEFAULT_NAMES) -> None:
         self.builder = RunBuilder(path, name)
-        self.records = RecordParser(self.builder)
+        self.records = RecordParser(self.builder, names)
         self.header: list[str] | None = None
         self.delimiter = ","
         self._lines = _Lines()
@@ -139,9 +146,153 @@ class LineParser:
 line_parser = LineParser
 
 
-def read(path: Path) -> Run:
-    parser = LineParser(path)
+def read(path: Path, names: Names = DEFAULT_NAMES, columnar: bool | None = None) -> Run:
+    """The Run of a CSV log; ``columnar`` forces (True) or forbids (False) reading it as columns, which is otherwise
+    chosen for a log of LARGE_BYTES or more when polars is installed."""
+    found = as_columns(path, "polars", columnar, lambda: read_columns(path, names))
+    if found is not None:
+        return found
+    parser = LineParser(path, names)
     for number, line, _ in iter_lines(path):
         parser.feed(line, number)
     parser.end()
     return parser.build()
+
+
+def read_columns(path: Path, names: Names = DEFAULT_NAMES) -> Run | None:
+    """The Run of a CSV log read a block of lines at a time into columns; None when the log has what only the row
+    reader reads exactly (a quote, which may open a cell spanning lines; no header, a repeated column name, a row
+    with more cells than the header, or no rows), and that reader then reads it from the start."""
+    table = ColumnarRun(RunBuilder(path, name), names)
+    header: list[str] | None = None
+    delimiter = ","
+    for first, data, ended, _ in iter_blocks(path):
+        if b'"' in data:
+            return None
+        if not ended:
+            data += b"\n"  # the row reader reads a last line with no newline as a row too
+        if header is None:
+            text = data.decode("utf-8", errors="replace")
+            skipped = 0
+            for line in text.split("\n")[:-1]:
+                if line.strip():
+                    break
+                skipped += 1
+            else:
+                continue  # only blank lines so far
+            line = text.split("\n")[skipped].rstrip("\r")
+            delimiter = _delimiter(line)
+            header = [cell.strip() for cell in line.split(delimiter)]
+            if len(header) < 2 or len(set(header)) < len(header):
+                return None
+            cut = -1
+            for _ in range(skipped + 1):
+                cut = data.index(b"\n", cut + 1)
+            first, data = first + skipped + 1, data[cut + 1 :]
+            if not data:
+                continue
+        block = _block(data, first, header, delimiter)
+        if block is None:
+            return None
+        if not table.columns:
+            table.expect(size_of(path), len(data), block.rows)
+        try:
+            table.feed(block)
+        except InputError:  # a bad step: the row reader names it in the log's own words (the cell, not its float)
+            return None
+    if header is None or not table.columns:
+        return None
+    return table.build()
+
+
+def _block(data: bytes, first: int, header: list[str], delimiter: str) -> Block | None:
+    """Complete lines after the header as a Block of the rows the row reader would feed.
+
+    Columns are typed by polars where every cell is a number or empty (nothing to strip, and no row there can be
+    the header repeated); a column with any text in it is read as text, each cell stripped as the row reader does.
+    """
+    frame = _frame(data, header, delimiter)
+    if frame is None:
+        return None
+    content = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(content == 10)
+    if frame.height != ends.size:
+        return None
+    cells = np.bincount(np.searchsorted(ends, np.flatnonzero(content == ord(delimiter))), minlength=ends.size) + 1
+    columns = [_Cells(frame.to_series(j)) for j in range(len(header))]
+    empty = np.ones(frame.height, dtype=bool)
+    for column in columns:
+        empty &= column.empty  # type: ignore[arg-type]
+    keep = ~empty
+    if all(column.texts is not None for column in columns):  # only text columns can hold the header again
+        repeated = cells == len(header)
+        for column, title in zip(columns, header):
+            repeated &= (column.texts == title).fill_null(False).to_numpy()  # type: ignore[union-attr]
+        keep &= ~repeated
+    rows = np.flatnonzero(keep)
+    out = {}
+    for j, (title, column) in enumerate(zip(header, columns)):
+        present = cells[rows] > j
+        picked = column.take(rows)
+        if not present.all():
+            picked = Column(has=present, numbers=picked.numbers, ints=picked.ints, odd=picked.odd, empty=picked.empty | ~present)  # type: ignore[operator]
+        out[title] = picked
+    return Block(rows.astype(np.int64) + first, out)
+
+
+def _frame(data: bytes, header: list[str], delimiter: str) -> object | None:
+    """The cells as a polars frame, typed where a column is all numbers; None when polars refuses the lines (a row
+    with more cells than the header) or a header name reads as a number (a repeated header row would too)."""
+    import polars as pl
+
+    if any(_number(title) for title in header):
+        return None
+    for typed in (True, False):
+        try:
+            return pl.read_csv(
+                io.BytesIO(data), has_header=False, new_columns=header, separator=delimiter, infer_schema=typed, infer_schema_length=1000
+            )
+        except Exception:  # a typed column meeting text further down, or a longer row: again as text, or not at all
+            continue
+    return None
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+class _Cells:
+    """One CSV column of a block: its cells as text (stripped; None for a typed column) or typed numbers."""
+
+    def __init__(self, series: object) -> None:
+        import polars as pl
+
+        s: pl.Series = series  # type: ignore[assignment]
+        if s.dtype == pl.String:
+            self.texts: pl.Series | None = s.str.strip_chars()
+            self.column = cell_column(s)
+        else:
+            self.texts = None
+            has = np.ones(s.len(), dtype=bool)
+            empty = s.is_null().to_numpy()
+            numbers = s.cast(pl.Float64).fill_null(np.nan).to_numpy()
+            ints = s.fill_null(0).cast(pl.Int64).to_numpy() if s.dtype.is_integer() else None
+            self.column = Column(has=has, numbers=numbers, ints=ints, odd={}, empty=empty)
+        self.empty = self.column.empty
+
+    def take(self, rows: np.ndarray) -> Column:
+        column = self.column
+        where = {int(row): k for k, row in enumerate(rows.tolist())} if column.odd else {}
+        return Column(
+            has=column.has[rows],
+            numbers=column.numbers[rows] if column.numbers is not None else None,
+            ints=column.ints[rows] if column.ints is not None else None,
+            odd={where[row]: value for row, value in column.odd.items() if row in where} if column.odd else {},
+            empty=column.empty[rows] if column.empty is not None else None,
+        )
+
+

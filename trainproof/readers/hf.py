@@ -6,18 +6,28 @@ evaluation entries (``eval_loss``, or ``eval_<set>_loss`` per eval set) and the
 final summary (``train_runtime``, ``train_loss``, the mean over the whole
 run, which is not a point of the curve).
 
-The file is read whole, up to MAX_DOCUMENT_BYTES.
+The file is read whole, up to MAX_DOCUMENT_BYTES. A large one (LARGE_BYTES or
+more, when orjson is installed) is parsed by orjson and its entries sorted by
+their keys, each kind's values taken as columns: the same Run, without
+Python work per value.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from trainproof.errors import InputError
-from trainproof.model import Checkpoint, Run
-from trainproof.readers.base import RunBuilder, load_json, parse_step, read_document
+from trainproof.model import Checkpoint, Run, Series, StepLines
+from trainproof.readers.base import RunBuilder, load_json, parse_number, parse_step, read_document, read_document_bytes
+from trainproof.readers.names import DEFAULT_NAMES, Names
+from trainproof.readers.table import SPECIAL_FLOATS, as_columns, first_lines, last_of_each
 
 name = "hf"
 description = "HuggingFace Trainer trainer_state.json"
@@ -33,18 +43,39 @@ def sniff(path: Path, head: str) -> bool:
     return head.lstrip().startswith("{") and '"log_history"' in head
 
 
-def read(path: Path) -> Run:
+def read(path: Path, names: Names = DEFAULT_NAMES, columnar: bool | None = None) -> Run:
+    """The Run of a trainer_state.json; ``columnar`` forces (True) or forbids (False) the column-wise read, otherwise
+    chosen for a file of LARGE_BYTES or more when orjson is installed."""
+    found = as_columns(path, "orjson", columnar, lambda: _read_columns(path, names))
+    if found is not None:
+        return found
     text = read_document(path)
-    state = load_json(path, text)
+    state, history = _state(path, load_json(path, text))
+    return parse_state(path, state, history, text, names)
+
+
+def _state(path: Path, state: object) -> tuple[dict, list]:
     if not isinstance(state, dict) or "log_history" not in state:
         raise InputError(path, "is JSON but not a HuggingFace trainer_state.json (no log_history)")
     history = state["log_history"]
     if not isinstance(history, list):
         raise InputError(path, "has a log_history that is not a list")
-    return parse_state(path, state, history, text)
+    return state, history
 
 
-def add_entry(builder: RunBuilder, entry: object, eval_names: dict[str, str], where: str = "") -> None:
+def keys_of(names: Names) -> tuple[str, str, str, str]:
+    """The keys of a training entry: its loss, learning rate (``lr`` when there is no ``learning_rate``), gradient
+    norm; and the default eval loss. ``--map`` renames them."""
+    over = names.overrides
+    return (
+        over.get("loss", "loss"),
+        over.get("learning_rate", "learning_rate"),
+        over.get("grad_norm", "grad_norm"),
+        over.get("eval_loss", "eval_loss"),
+    )
+
+
+def add_entry(builder: RunBuilder, entry: object, eval_names: dict[str, str], where: str = "", names: Names = DEFAULT_NAMES) -> None:
     """One ``log_history`` entry (or one ``on_log`` record of a live Trainer) into the builder.
 
     Training entries carry ``loss``; evaluation entries ``eval_loss`` or
@@ -59,19 +90,24 @@ def add_entry(builder: RunBuilder, entry: object, eval_names: dict[str, str], wh
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return
     step: int = parse_step(value, builder.path, where)  # type: ignore[assignment]  # a number is never missing
-    if "loss" not in entry and any(k in entry for k in _SUMMARY_KEYS):
+    loss, lr, grad, evals = keys_of(names)
+    if loss not in entry and any(k in entry for k in _SUMMARY_KEYS):
         runtime = entry.get("train_runtime")
         if isinstance(runtime, (int, float)) and not isinstance(runtime, bool) and math.isfinite(runtime):
             builder.runtime_s = float(runtime)
         return
     for key, value in entry.items():
-        if _EVAL_LOSS.match(key):
+        if _is_eval(key, evals):
             eval_names.setdefault("eval:" + key, key)
             builder.add("eval:" + key, step, value)
-    if "loss" in entry:
-        builder.add("loss", step, entry["loss"])
-        builder.add("learning_rate", step, entry.get("learning_rate", entry.get("lr")))
-        builder.add("grad_norm", step, entry.get("grad_norm"))
+    if loss in entry:
+        builder.add("loss", step, entry[loss])
+        builder.add("learning_rate", step, entry.get(lr, entry.get("lr")))
+        builder.add("grad_norm", step, entry.get(grad))
+
+
+def _is_eval(key: str, evals: str) -> bool:
+    return key == evals or (evals == "eval_loss" and _EVAL_LOSS.match(key) is not None)
 
 
 def ordered_evals(eval_names: dict[str, str]) -> dict[str, str]:
@@ -79,7 +115,7 @@ def ordered_evals(eval_names: dict[str, str]) -> dict[str, str]:
     return dict(sorted(eval_names.items(), key=lambda kv: (kv[1] != "eval_loss", kv[1])))
 
 
-def parse_state(path: Path, state: dict, history: list, text: str = "") -> Run:
+def parse_state(path: Path, state: dict, history: list, text: str = "", names: Names = DEFAULT_NAMES) -> Run:
     builder = RunBuilder(path, name)
     for number, line in enumerate(text.splitlines(), start=1):
         for match in _STEP_KEY.finditer(line):
@@ -87,7 +123,11 @@ def parse_state(path: Path, state: dict, history: list, text: str = "") -> Run:
                 builder.mark_line(int(match.group(1)), number)
     eval_names: dict[str, str] = {}
     for index, entry in enumerate(history, start=1):
-        add_entry(builder, entry, eval_names, f"log_history entry {index}")
+        add_entry(builder, entry, eval_names, f"log_history entry {index}", names)
+    return _finish(path, builder, state, eval_names)
+
+
+def _finish(path: Path, builder: RunBuilder, state: dict, eval_names: dict[str, str]) -> Run:
     best = state.get("best_model_checkpoint")
     if isinstance(best, str) and best:
         match = _CHECKPOINT_STEP.search(best)
@@ -104,3 +144,167 @@ def parse_state(path: Path, state: dict, history: list, text: str = "") -> Run:
         count = parse_step(max_steps, path, what="max_steps")
         builder.max_steps = count if count is not None and count > 0 else None
     return builder.build(eval_names=ordered_evals(eval_names))
+
+
+_STEP_OF = operator.itemgetter("step")
+_STEP_BYTES = re.compile(rb'"step"[ \t]*:[ \t]*(\d+)')
+_OTHER_LINE_BREAKS = re.compile(b"\xc2\x85|\xe2\x80[\xa8\xa9]")
+"""U+0085, U+2028 and U+2029 in UTF-8: line breaks to str.splitlines that JSON strings may hold raw."""
+
+
+def _read_columns(path: Path, names: Names) -> Run | None:
+    """The Run of a trainer_state.json parsed by orjson, its entries' values taken a kind of entry at a time; None
+    when orjson refuses the file or the file holds something this path leaves to the other (the text path then
+    reads it, and names any problem)."""
+    import orjson
+
+    data = read_document_bytes(path)
+    special = b"NaN" in data or b"Infinity" in data
+    try:
+        state = orjson.loads(SPECIAL_FLOATS.sub(rb'"\g<0>"', data) if special else data)
+    except orjson.JSONDecodeError:
+        return None
+    state, history = _state(path, state)
+    if set(map(type, history)) - {dict}:
+        return None
+    builder = RunBuilder(path, name)
+    lines = _step_lines(data)
+    if lines is None:
+        return None
+    builder.step_lines = lines
+    eval_names: dict[str, str] = {}
+    if not _columns(builder, history, eval_names, names, special):
+        return None
+    return _finish(path, builder, state, eval_names)
+
+
+def _step_lines(data: bytes) -> StepLines | None:
+    """The first line of each ``"step": N`` of the text, as parse_state marks them; None when a line could end at
+    another byte than a newline, which str.splitlines would count.
+
+    In JSON that orjson has parsed, raw control characters appear nowhere but as whitespace, so the only such bytes
+    can be a carriage return, or U+0085, U+2028 or U+2029 inside a string (never in ASCII text).
+    """
+    if b"\r" in data or (not data.isascii() and _OTHER_LINE_BREAKS.search(data)):
+        return None
+    starts = list(map(re.Match.start, _STEP_BYTES.finditer(data)))
+    digits = _STEP_BYTES.findall(data)
+    if not digits:
+        return StepLines(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+    if max(map(len, digits)) > 18:  # a longer one is refused with its entry
+        kept = [k for k, text in enumerate(digits) if len(text) <= 18]
+        starts, digits = [starts[k] for k in kept], [digits[k] for k in kept]
+    # the newlines between one "step" and the next, counted by bytes.count from C: a Python loop, or numpy's
+    # positions of every newline, take several times as long
+    gaps = np.fromiter(map(data.count, itertools.repeat(b"\n"), [0, *starts[:-1]], starts), dtype=np.int64, count=len(starts))
+    return first_lines([(np.array(digits).astype(np.int64), np.cumsum(gaps) + 1)])
+
+
+def _numbers(values: Sequence[object]) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """Values as parse_number reads them: the floats, which ones are points (not missing), and the text of those
+    that are no number, by position."""
+    if not set(map(type, values)) - {int, float}:
+        try:
+            return np.array(values, dtype=np.float64), np.ones(len(values), dtype=bool), {}
+        except OverflowError:
+            pass
+    numbers = np.empty(len(values), dtype=np.float64)
+    points = np.zeros(len(values), dtype=bool)
+    raw: dict[int, str] = {}
+    for k, value in enumerate(values):
+        parsed = parse_number(value)
+        if parsed is not None:
+            numbers[k], points[k] = parsed
+            points[k] = True
+            if parsed[1] is not None:
+                raw[k] = parsed[1]
+    return numbers, points, raw
+
+
+def _columns(builder: RunBuilder, history: list, eval_names: dict[str, str], names: Names, special: bool) -> bool:
+    """add_entry over every entry, a kind of entry (its keys) at a time; False for a step of a kind this path does
+    not read exactly (the text path reads the file)."""
+    loss, lr, grad, evals = keys_of(names)
+    every = list(map(tuple, history))
+    kinds = {keys: k for k, keys in enumerate(dict.fromkeys(every))}
+    kind_of = np.fromiter(map(kinds.__getitem__, every), dtype=np.int64, count=len(every))
+    del every
+    order = np.argsort(kind_of, kind="stable")
+    bounds = np.searchsorted(kind_of[order], np.arange(len(kinds) + 1))
+    series: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]]] = {}
+    runtime: tuple[int, float] | None = None
+    problem: int | None = None
+    for keys, kind in kinds.items():
+        rows = order[bounds[kind] : bounds[kind + 1]]
+        if "step" not in keys:
+            continue
+        entries = list(map(history.__getitem__, rows.tolist()))
+        raw_steps = list(map(_STEP_OF, entries))
+        if special and str in set(map(type, raw_steps)):
+            return False
+        types = set(map(type, raw_steps))
+        if types - {int, float}:
+            return False  # a step of another kind: skipped or refused entry by entry, as the text path does
+        try:
+            floats = np.array(raw_steps, dtype=np.float64)
+            ints = np.array(raw_steps, dtype=np.int64) if types == {int} else None
+        except OverflowError:
+            return False
+        if ints is None:
+            whole = np.isfinite(floats) & (np.abs(floats) < 2.0**63)
+            whole[whole] = floats[whole] == np.floor(floats[whole])
+            if not whole.all():
+                first = int(rows[~whole][0])
+                problem = first if problem is None else min(problem, first)
+                rows, floats = rows[whole], floats[whole]
+                entries = list(itertools.compress(entries, whole.tolist()))
+            ints = floats.astype(np.int64)
+        if loss not in keys and any(k in keys for k in _SUMMARY_KEYS):
+            if "train_runtime" in keys:
+                for i in rows.tolist()[::-1]:
+                    value = history[i]["train_runtime"]
+                    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                        runtime = max(runtime or (i, float(value)), (i, float(value)))
+                        break
+            continue
+        wanted = [("eval:" + key, key) for key in keys if _is_eval(key, evals)]
+        if loss in keys:
+            wanted += [("loss", loss), ("learning_rate", lr if lr in keys else "lr"), ("grad_norm", grad)]
+        for target, key in wanted:
+            if target.startswith("eval:"):
+                eval_names.setdefault(target, key)
+            if key not in keys:
+                continue
+            numbers, points, raw = _numbers(list(map(operator.itemgetter(key), entries)))
+            at = np.flatnonzero(points)
+            kept = {k: raw[int(j)] for k, j in enumerate(at.tolist()) if int(j) in raw} if raw else {}
+            series.setdefault(target, []).append((rows[at], ints[at], numbers[at], kept))
+    if problem is not None:
+        parse_step(history[problem]["step"], builder.path, f"log_history entry {problem + 1}")  # raises, naming it
+    if runtime is not None:
+        builder.runtime_s = runtime[1]
+    for target, parts in series.items():
+        builder.put(target, _merged(parts))
+    return True
+
+
+def _merged(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]]) -> Series:
+    """One series from the points of several kinds of entry: in entry order, the last value of a step kept."""
+    rows = np.concatenate([p[0] for p in parts])
+    steps = np.concatenate([p[1] for p in parts])
+    values = np.concatenate([p[2] for p in parts])
+    texts: dict[int, str] = {}
+    offset = 0
+    for part in parts:
+        texts.update({offset + k: text for k, text in part[3].items()})
+        offset += part[0].size
+    order = np.argsort(rows, kind="stable")
+    steps, values = steps[order], values[order]
+    where = {int(at): k for k, at in enumerate(order.tolist())} if texts else {}
+    texts = {where[k]: text for k, text in texts.items()}
+    keep = last_of_each(steps)
+    if keep is not None:
+        steps, values = steps[keep], values[keep]
+        position = {int(at): k for k, at in enumerate(keep.tolist())} if texts else {}
+        texts = {position[k]: text for k, text in texts.items() if k in position}
+    return Series(steps, values, {int(steps[k]): text for k, text in texts.items()})
