@@ -22,7 +22,7 @@ from trainproof.checks.base import Context, NotApplicable, Rule
 from trainproof.checks.registry import RULES
 from trainproof.config import DEFAULT_SETTINGS, Settings
 from trainproof.errors import InputError, MissingDependencyError
-from trainproof.report import Finding, Report, Skipped, Subject, Table
+from trainproof.report import Finding, Folder, Report, Skipped, Subject, Table
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,31 @@ class Prepared:
     shared: Any = None
 
 
+@dataclass(frozen=True)
+class Input:
+    """One thing to judge, as a command's :meth:`Command.inputs` hands it over.
+
+    ``folder`` and ``relative`` say where a folder search found it;
+    ``prepared`` replaces the command's prepared state for this input alone
+    (the baseline run a run is paired with), and ``missing`` says why there
+    is nothing to judge (a run with no counterpart), making it NOT-CHECKED.
+    """
+
+    source: Any
+    folder: str | None = None
+    relative: str | None = None
+    prepared: Prepared | None = None
+    missing: str | None = None
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What one source given to a command stands for: itself, or each run found in a folder of runs."""
+
+    items: tuple[Input, ...]
+    folder: Folder | None = None
+
+
 class Command:
     """How one command judges: override what differs. Instances are stateless."""
 
@@ -68,6 +93,10 @@ class Command:
     def reads(self, path: str) -> Sequence[Path]:
         """The files judging ``path`` reads, which no output may overwrite (a folder's log, a dataset's manifest)."""
         return [Path(path)]
+
+    def inputs(self, source: Any, options: Mapping[str, Any], prepared: Prepared) -> Inputs:
+        """What one source stands for (each run of a folder of runs); InputError when that cannot be worked out."""
+        return Inputs((Input(source),))
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
         return Prepared()
@@ -229,15 +258,34 @@ def judge(
     """Judge every input by one command and return the Report every renderer draws."""
     cmd = command(name)
     prepared = cmd.prepare(settings, options)
-    judged = tuple(judge_one(cmd, source, settings, prepared, options, only=only) for source in sources)
+    judged: list[Subject] = []
+    folders: list[Folder] = []
+    for source in sources:
+        try:
+            found = cmd.inputs(source, options, prepared)
+        except InputError as error:
+            judged.append(unreadable(source, error))
+            continue
+        if found.folder is not None:
+            folders.append(found.folder)
+        judged.extend(_judge_input(cmd, item, settings, prepared, options, only) for item in found.items)
     return Report(
         command=cmd.name,
-        subjects=judged + prepared.subjects,
+        subjects=tuple(judged) + prepared.subjects,
         tool_version=__version__,
         fail_on=settings.fail_on,
         rules=cmd.rules,
         table=cmd.table(judged),
+        folders=tuple(folders),
     )
+
+
+def _judge_input(cmd: Command, item: Input, settings: Settings, prepared: Prepared, options: Mapping[str, Any], only: frozenset[str] | None) -> Subject:
+    if item.missing is not None:
+        subject = Subject(path=str(item.source), unjudged=item.missing)
+    else:
+        subject = judge_one(cmd, item.source, settings, prepared if item.prepared is None else item.prepared, options, only=only)
+    return subject if item.folder is None else replace(subject, folder=item.folder, relative=item.relative)
 
 
 # The library API: one call per command, as the README shows.

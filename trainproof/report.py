@@ -6,7 +6,7 @@ Frozen all the way down; renderers read it and never change it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -148,6 +148,10 @@ class Subject:
     ``summary`` and ``metrics`` are plain label/value pairs (the JSON report
     carries them as they are), ``headline`` is one line describing the input,
     ``notes`` what its reader noticed, ``charts`` what to plot.
+
+    A run found by searching a folder of runs names that folder, as given, in
+    ``folder`` and its own path relative to it in ``relative`` (see
+    :class:`Folder`).
     """
 
     path: str
@@ -164,6 +168,8 @@ class Subject:
     headline: str = ""
     notes: tuple[str, ...] = ()
     charts: tuple[Chart | Histogram, ...] = field(default=(), compare=False, repr=False)
+    folder: str | None = None
+    relative: str | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -178,6 +184,21 @@ class Subject:
         return sum(1 for f in self.findings if f.level is level)
 
 
+@dataclass(frozen=True)
+class Folder:
+    """A folder given as one input and searched for runs, each judged as a subject of its own.
+
+    ``path`` is the folder as given (the subjects found in it carry it as
+    their ``folder``), ``depth`` how many levels below it were searched, and
+    ``not_searched`` the folders at that depth, relative to it, whose
+    subfolders were left unsearched.
+    """
+
+    path: str
+    depth: int
+    not_searched: tuple[str, ...] = ()
+
+
 _ORDER = {Verdict.PASS: 0, Verdict.WARN: 1, Verdict.FAIL: 2}
 
 
@@ -187,7 +208,8 @@ class Report:
 
     ``rules`` are the rules the command applies, in registry order (SARIF
     describes each, the HTML report documents those that fired); ``table``
-    is an optional table of figures across the subjects (compare's ratios).
+    is an optional table of figures across the subjects (compare's ratios);
+    ``folders`` are the inputs that were folders of several runs.
     """
 
     command: str
@@ -196,6 +218,7 @@ class Report:
     fail_on: str = "fail"
     rules: tuple[Rule, ...] = field(default=(), compare=False, repr=False)
     table: Table | None = None
+    folders: tuple[Folder, ...] = ()
 
     @property
     def judged(self) -> tuple[Subject, ...]:
@@ -232,8 +255,12 @@ class Report:
 
     def tally(self) -> str:
         """``3 PASS, 1 FAIL``: how many judged subjects have each verdict, in verdict order."""
-        judged = self.judged
-        return ", ".join(f"{sum(1 for s in judged if s.verdict is v)} {v.value}" for v in Verdict if any(s.verdict is v for s in judged))
+        return tally(self.judged)
+
+
+def tally(subjects: Sequence[Subject]) -> str:
+    """``3 PASS, 1 FAIL``: how many of these subjects have each verdict, in verdict order."""
+    return ", ".join(f"{sum(1 for s in subjects if s.verdict is v)} {v.value}" for v in Verdict if any(s.verdict is v for s in subjects))
 
 
 def location(subject: Subject, finding: Finding) -> tuple[str, int | None]:

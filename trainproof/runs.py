@@ -10,6 +10,7 @@ decide nothing about a run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,12 @@ from trainproof.checks.registry import RULES
 from trainproof.checks.watching import WatchContext
 from trainproof.config import Settings
 from trainproof.errors import InputError
-from trainproof.judge import Command, Outcome, Prepared, Stage, judge_one, nothing_ran, read_input, unreadable
+from trainproof.judge import Command, Input, Inputs, Outcome, Prepared, Stage, judge_one, nothing_ran, read_input, unreadable
 from trainproof.model import Run
 from trainproof.readers import find_log, mlflow, read_run, tensorboard
-from trainproof.report import Chart, Finding, Level, Line, Marker, Subject, Table
+from trainproof.readers.discover import MAX_DEPTH, Search, find_runs, path_order
+from trainproof.readers.names import DEFAULT_NAMES
+from trainproof.report import Chart, Finding, Folder, Level, Line, Marker, Subject, Table
 from trainproof.stats import median
 from trainproof.thresholds import Thresholds
 
@@ -144,28 +147,70 @@ def curve_unjudged(ctx: RunContext) -> str | None:
     return None
 
 
+def _search(source: Any) -> Search | None:
+    """The runs found in a folder (see :mod:`trainproof.readers.discover`); None for a file, a Run, a path that is not a folder."""
+    if isinstance(source, Run):
+        return None
+    path = Path(source)
+    try:
+        if not path.is_dir():
+            return None
+    except (OSError, ValueError):
+        return None
+    return find_runs(path)
+
+
+def expand(source: Any) -> Inputs:
+    """A folder of several runs as each of its runs; anything else as itself.
+
+    A folder that is one run, or holds no run that the search finds, is
+    read as itself, as before there was a search (so its error, if any, is
+    the reader's); a folder holding one run further down, and no folder too
+    deep to search, is that run.
+    """
+    search = _search(source)
+    if search is None or not search.runs or search.runs[0].relative == ".":
+        return Inputs((Input(source),))
+    if len(search.runs) == 1 and not search.not_searched:
+        return Inputs((Input(search.runs[0].path),))
+    folder = str(source)
+    runs = tuple(Input(found.path, folder, found.relative) for found in search.runs)
+    return Inputs(runs, Folder(folder, MAX_DEPTH, search.not_searched))
+
+
+def _log_files(target: Path) -> list[Path]:
+    """The file itself, or the log (or event and metric files) of a run folder."""
+    try:
+        if not target.is_dir():
+            return [target]
+        found = find_log(target)
+    except (InputError, OSError, ValueError):
+        return [target]
+    if not found.is_dir():
+        return [found]
+    if mlflow.is_run_directory(found):
+        return sorted(p for p in (found / "metrics").rglob("*") if p.is_file())
+    return tensorboard.event_files(found)
+
+
 class Epoch(Command):
-    """``trainproof epoch``: each log on its own, by the single-run rules."""
+    """``trainproof epoch``: each log on its own, by the single-run rules; a folder of several runs, each of them."""
 
     name = "epoch"
 
     def read(self, source: Any, options: Mapping[str, Any]) -> Run:
-        return source if isinstance(source, Run) else read_run(source, options.get("fmt"))
+        return source if isinstance(source, Run) else read_run(source, options.get("fmt"), options.get("names", DEFAULT_NAMES))
+
+    def inputs(self, source: Any, options: Mapping[str, Any], prepared: Prepared) -> Inputs:
+        return expand(source)
 
     def reads(self, path: str) -> Sequence[Path]:
-        """The file itself, or the log (or event and metric files) of a run folder."""
-        target = Path(path)
+        """The file itself, or the log (or event and metric files) of a run folder, or of every run of a folder of runs."""
         try:
-            if not target.is_dir():
-                return [target]
-            found = find_log(target)
-        except (InputError, OSError, ValueError):
-            return [target]
-        if not found.is_dir():
-            return [found]
-        if mlflow.is_run_directory(found):
-            return sorted(p for p in (found / "metrics").rglob("*") if p.is_file())
-        return tensorboard.event_files(found)
+            items = expand(path).items
+        except InputError:
+            return [Path(path)]
+        return [file for item in items for file in _log_files(Path(item.source))]
 
     def stages(self, run: Run, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
         return (Stage(RULES["epoch"], RunContext(run, settings.thresholds)),)
@@ -184,8 +229,20 @@ class _Baseline:
         self.subject, self.ctx = subject, ctx
 
 
+class _Pairs:
+    """A baseline folder of several runs: each run is compared with the baseline run at its relative path."""
+
+    def __init__(self, folder: str, baselines: Mapping[str, tuple[Path, Prepared]]) -> None:
+        self.folder, self.baselines = folder, baselines
+
+
 class Compare(Epoch):
-    """``trainproof compare``: each run by the single-run rules, then against one known-good baseline."""
+    """``trainproof compare``: each run by the single-run rules, then against one known-good baseline.
+
+    When the baseline is a folder of several runs, each run of the folders
+    given is compared with the baseline run at its own relative path; a run
+    on either side with no counterpart on the other is NOT-CHECKED, saying so.
+    """
 
     name = "compare"
 
@@ -194,15 +251,38 @@ class Compare(Epoch):
         return RULES["epoch"] + RULES["compare"]
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
-        """The baseline, judged by the single-run rules and listed with role ``baseline``."""
+        """The baseline (or each run of a baseline folder), judged by the single-run rules and listed with role ``baseline``."""
         source = options["baseline"]
         try:
-            run = read_input(EPOCH, source, options)
+            found = expand(source)
         except InputError as error:
             subject = unreadable(source, error, role="baseline")
             return Prepared(subjects=(subject,), shared=_Baseline(subject, None))
-        subject = judge_one(EPOCH, run, settings, options=options, role="baseline")
-        return Prepared(subjects=(subject,), shared=_Baseline(subject, RunContext(run, settings.thresholds)))
+        if found.folder is None:
+            return _judge_baseline(found.items[0], settings, options)
+        baselines = {item.relative: (Path(item.source), _judge_baseline(item, settings, options)) for item in found.items}
+        subjects = tuple(subject for _, prepared in baselines.values() for subject in prepared.subjects)
+        return Prepared(subjects=subjects, shared=_Pairs(found.folder.path, baselines))  # type: ignore[arg-type]
+
+    def inputs(self, source: Any, options: Mapping[str, Any], prepared: Prepared) -> Inputs:
+        """Each run of a folder paired with the baseline run at its relative path, when the baseline is a folder of runs."""
+        pairs = prepared.shared
+        if not isinstance(pairs, _Pairs):
+            return expand(source)
+        search = _search(source)
+        if search is None:
+            return Inputs((Input(source, missing=f"cannot be paired with the runs of the baseline folder {pairs.folder}: name a folder of runs"),))
+        folder = str(source)
+        runs = {found.relative: found.path for found in search.runs}
+        items = []
+        for relative in sorted(runs.keys() | pairs.baselines.keys(), key=path_order):
+            if relative not in runs:
+                items.append(Input(search.root / relative, folder, relative, missing=f"has no run, while the baseline folder has one at {pairs.baselines[relative][0]}"))
+            elif relative not in pairs.baselines:
+                items.append(Input(runs[relative], folder, relative, missing=f"has no counterpart at the same path in the baseline folder {pairs.folder}"))
+            else:
+                items.append(Input(runs[relative], folder, relative, prepared=pairs.baselines[relative][1]))
+        return Inputs(tuple(items), Folder(folder, MAX_DEPTH, search.not_searched))
 
     def stages(self, run: Run, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
         ctx = RunContext(run, settings.thresholds)
@@ -270,6 +350,19 @@ class Watch(Epoch):
         ctx = RunContext(run, settings.thresholds)
         idle, timeout = prepared.shared
         return (Stage(RULES["epoch"], ctx), Stage(RULES["watch"], WatchContext(ctx, idle, timeout)))
+
+
+def _judge_baseline(item: Input, settings: Settings, options: Mapping[str, Any]) -> Prepared:
+    """One baseline run, judged by the single-run rules: its subject (role ``baseline``), and its context when it could be read."""
+    try:
+        run = read_input(EPOCH, item.source, options)
+    except InputError as error:
+        subject, ctx = unreadable(item.source, error, role="baseline"), None
+    else:
+        subject, ctx = judge_one(EPOCH, run, settings, options=options, role="baseline"), RunContext(run, settings.thresholds)
+    if item.folder is not None:
+        subject = replace(subject, folder=item.folder, relative=item.relative)
+    return Prepared(subjects=(subject,), shared=_Baseline(subject, ctx))
 
 
 EPOCH = Epoch()

@@ -21,7 +21,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         commands,
         "compare",
         "judge runs against a known-good baseline",
-        "Judge each RUN against BASELINE (the last path) by ratio rules, plus the single-run rules.",
+        "Judge each RUN against BASELINE (the last path) by ratio rules, plus the single-run rules. "
+        "When BASELINE is a folder of runs, each run of the RUN folders is compared with the baseline run at the same relative path.",
         "one or more runs, then the baseline",
         _runs_and_baseline,
     )

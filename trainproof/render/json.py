@@ -40,6 +40,9 @@ def subject_dict(subject: Subject) -> dict:
         out["error" if subject.error else "not_judged"] = subject.unjudged
     if subject.baseline:
         out["baseline"] = subject.baseline
+    if subject.folder is not None:
+        out["folder"] = subject.folder
+        out["relative"] = subject.relative
     if subject.summary:
         out["summary"] = {k: json_number(v) for k, v in subject.summary.items()}
     if subject.metrics:
@@ -53,7 +56,7 @@ def subject_dict(subject: Subject) -> dict:
 
 
 def report_dict(report: Report) -> dict:
-    return {
+    document: dict = {
         "schema_version": SCHEMA_VERSION,
         "trainproof_version": report.tool_version,
         "command": report.command,
@@ -61,6 +64,9 @@ def report_dict(report: Report) -> dict:
         "exit_code": report.exit_code,
         "subjects": [subject_dict(s) for s in report.subjects],
     }
+    if report.folders:
+        document["folders"] = [{"path": f.path, "depth": f.depth, "not_searched": list(f.not_searched)} for f in report.folders]
+    return document
 
 
 def render(report: Report, extra: Mapping[str, Any] | None = None) -> str:

@@ -1,10 +1,16 @@
-"""The plain-text verdict block: a header, then per input a line per finding with its evidence."""
+"""The plain-text verdict block: a header, then per input a line per finding with its evidence.
+
+When an input was a folder of several runs, the block ends with a table of
+them, a line per run: its verdict, its FAIL and WARN counts, its path in the
+folder, and why it could not be judged. Every row starts with the verdict,
+so no file name starts a line.
+"""
 
 from __future__ import annotations
 
 import os
 
-from trainproof.report import Finding, Level, Report, Subject, Table
+from trainproof.report import Finding, Folder, Level, Report, Subject, Table, tally
 from trainproof.safe import visible
 
 _COLOURS = {"FAIL": "31;1", "WARN": "33;1", "PASS": "32;1", "INFO": "36", "NOT-CHECKED": "35;1"}
@@ -50,14 +56,37 @@ def _table(table: Table) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
 
+def _baselines(report: Report) -> list[str]:
+    """The header's line about the baseline: itself, or the folder of baseline runs each run was paired with."""
+    baselines = [s for s in report.subjects if s.role == "baseline"]
+    folders = {s.folder for s in baselines}
+    if len(baselines) > 1 and len(folders) == 1 and None not in folders:
+        return [f"baselines: {len(baselines)} runs in {visible(folders.pop())}, each compared with the run at its own path  [{tally(baselines)}]"]
+    return [f"baseline: {visible(s.path)}  [{s.verdict}]" for s in baselines]
+
+
+def _runs(report: Report, folder: Folder) -> list[str]:
+    """A folder of runs: a line per run found in it, its verdict first."""
+    runs = [s for s in report.judged if s.folder == folder.path]
+    lines = [f"Runs in {visible(folder.path)}: {len(runs)} (searched {folder.depth} folder levels down)"]
+    if folder.not_searched:
+        shown = ", ".join(visible(path) for path in folder.not_searched[:3]) + (", ..." if len(folder.not_searched) > 3 else "")
+        lines.append(f"note: what lies below {_plural(len(folder.not_searched), 'folder')} at that depth was not searched ({shown}): name a deeper folder to judge any run in it")
+    reasons = any(s.unjudged for s in runs)
+    header = ("verdict", "FAIL", "WARN", "run") + (("reason",) if reasons else ())
+    rows = tuple(
+        (str(s.verdict), str(s.count(Level.FAIL)), str(s.count(Level.WARN)), s.relative or s.path) + ((s.unjudged or "",) if reasons else ())
+        for s in runs
+    )
+    return lines + _table(Table(header, rows))
+
+
 def render(report: Report, colour: bool = False) -> str:
     verdict = str(report.verdict)
     judged = report.judged
     header = f"trainproof {report.command}: {_paint(verdict, verdict, colour)}"
     lines = [f"{header}  ({_plural(len(judged), 'input')}: {report.tally()})" if judged else header]
-    baseline = next((s for s in report.subjects if s.role == "baseline"), None)
-    if baseline is not None:
-        lines.append(f"baseline: {visible(baseline.path)}  [{baseline.verdict}]")
+    lines.extend(_baselines(report))
     if report.table is not None:
         lines.append("")
         lines.extend(_table(report.table))
@@ -67,6 +96,9 @@ def render(report: Report, colour: bool = False) -> str:
     counts = ", ".join(f"{sum(s.count(level) for s in judged)} {level.name}" for level in (Level.FAIL, Level.WARN, Level.INFO))
     lines.append("")
     lines.append(f"Findings: {counts}. Exit code {report.exit_code}.")
+    for folder in dict.fromkeys(report.folders):
+        lines.append("")
+        lines.extend(_runs(report, folder))
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,175 @@
+"""The runs in a folder of runs: ``lightning_logs/version_*/``, ``runs/*/``, ``mlruns/<experiment>/<run>/``, a sweep's tree.
+
+A folder is one run when it holds what :func:`trainproof.readers.find_log`
+reads as a run folder's log: a log by its trainer's name (``trainer_state.json``,
+``trainer_0_log.txt``, ``metrics.csv``, ``training_log.csv``, ``metrics.jsonl``,
+``log.jsonl``), a ``checkpoint-<step>/trainer_state.json`` (an HF output
+folder: its checkpoints are one run, not several), an MLflow run's
+``metrics/`` (beside its ``meta.yaml``), or TensorBoard event files, in it or
+in Keras's ``train/`` and ``validation/`` subfolders. Such a folder is found
+once, and nothing under it is searched further: the ``runs/`` event files of
+an HF output folder, the ``artifacts/`` of an MLflow run belong to it. In any
+other folder, every ``*.jsonl``, ``*.ndjson``, ``*.csv`` or ``*.tsv`` file
+whose first bytes a reader takes (a JSON object, a CSV header naming a step,
+loss or another known column) is a run of its own.
+
+The search is bounded: folders at most MAX_DEPTH levels below the one named
+are searched, at most MAX_FOLDERS of them, and a search finding more than
+MAX_RUNS runs is refused. Hidden folders (``.git``, MLflow's ``.trash``),
+``__pycache__``, ``node_modules`` and virtual environments (a folder holding
+``pyvenv.cfg``) are skipped, and a symlink to a folder is not followed (no
+loop, no run found twice); a symlink to a file is read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainproof.errors import InputError
+from trainproof.readers import KNOWN_NAMES, READERS
+
+MAX_DEPTH = 6
+"""Folder levels searched below the folder named: ``mlruns/<experiment>/<run>`` is 2, ``outputs/<sweep>/<trial>/lightning_logs/version_0`` is 4."""
+MAX_RUNS = 1000
+"""The most runs one folder may hold: judging more in one report is better done a folder at a time."""
+MAX_FOLDERS = 20_000
+"""The most folders one search lists, so a folder named by mistake (a home folder, ``/``) is refused quickly."""
+HEAD_BYTES = 16 * 1024
+"""What is read of a ``*.jsonl`` or ``*.csv`` file to tell whether a reader takes it (a first line is enough)."""
+
+LOG_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".tsv")
+SKIPPED = frozenset({"__pycache__", "node_modules"})
+KERAS_FOLDERS = frozenset({"train", "validation", "eval", "val"})
+_NAMES = frozenset(name for name, _ in KNOWN_NAMES)
+_CHECKPOINT = re.compile(r"checkpoint-[0-9]{1,18}")
+_EVENTS = "events.out.tfevents."
+_LFS = "version https://git-lfs.github.com/spec/v1"
+
+
+@dataclass(frozen=True)
+class Found:
+    """One run: its path relative to the folder searched (POSIX, ``.`` for the folder itself), and what to read."""
+
+    relative: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Search:
+    """The runs under one folder, sorted by relative path, and the folders whose subfolders lay too deep to search."""
+
+    root: Path
+    runs: tuple[Found, ...]
+    not_searched: tuple[str, ...] = ()
+
+
+def find_runs(root: Path, max_depth: int = MAX_DEPTH, max_runs: int = MAX_RUNS, max_folders: int = MAX_FOLDERS) -> Search:
+    """Every run under ``root`` (itself included); an InputError when ``root`` cannot be listed or holds too much.
+
+    A folder below ``root`` that cannot be listed is returned as a run, so
+    that judging it says why it cannot be read rather than its runs going
+    missing in silence.
+    """
+    runs: list[Found] = []
+    cut: list[str] = []
+    pending = [(root, 0)]
+    listed = 0
+    while pending:
+        folder, depth = pending.pop()
+        listed += 1
+        if listed > max_folders:
+            raise InputError(root, f"holds more than {max_folders:,} folders within {max_depth} levels: name a narrower folder")
+        try:
+            runs_here, folders = _look(folder)
+        except OSError as exc:
+            if folder == root:
+                raise InputError(root, f"cannot be read: {exc.strerror or exc}") from None
+            runs_here, folders = [folder], []
+        runs.extend(Found(_relative(root, path), path) for path in runs_here)
+        if len(runs) > max_runs:
+            raise InputError(root, f"holds more than {max_runs:,} runs (the most one folder may hold): name a narrower folder, or several")
+        if depth < max_depth:
+            pending.extend((sub, depth + 1) for sub in reversed(folders))
+        elif folders:
+            cut.append(_relative(root, folder))
+    return Search(root, tuple(sorted(runs, key=lambda found: path_order(found.relative))), tuple(sorted(cut, key=path_order)))
+
+
+def _look(folder: Path) -> tuple[list[Path], list[Path]]:
+    """The runs one folder holds (itself, or its log files), and its subfolders left to search."""
+    entries = _entries(folder)
+    if _is_run_folder(folder, entries):
+        return [folder], []
+    logs = [folder / name for name, is_dir in entries if not is_dir and _is_log_file(folder / name)]
+    return logs, [folder / name for name, is_dir in entries if is_dir and not _skipped(folder / name)]
+
+
+def path_order(relative: str) -> list:
+    """Path order, a number in a name by its value (``version_2`` before ``version_10``)."""
+    return [[int(piece) if i % 2 else piece for i, piece in enumerate(re.split(r"([0-9]+)", part))] for part in relative.split("/")]
+
+
+def _entries(folder: Path) -> list[tuple[str, bool]]:
+    """A folder's visible entries, sorted: each name, and whether it is a folder (a symlink to one is not)."""
+    out = []
+    with os.scandir(folder) as scan:
+        for entry in scan:
+            if entry.name.startswith("."):
+                continue
+            try:
+                out.append((entry.name, entry.is_dir(follow_symlinks=False)))
+            except OSError:
+                continue
+    return sorted(out)
+
+
+def _relative(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix() if path != root else "."
+
+
+def _skipped(folder: Path) -> bool:
+    return folder.name in SKIPPED or (folder / "pyvenv.cfg").is_file()
+
+
+def _is_run_folder(folder: Path, entries: list[tuple[str, bool]]) -> bool:
+    """Does ``folder`` hold one run's log, read with the folder as a whole?"""
+    for name, is_dir in entries:
+        if not is_dir and (name in _NAMES or name.startswith(_EVENTS)) and (folder / name).is_file():
+            return True
+        if is_dir and _CHECKPOINT.fullmatch(name) and (folder / name / "trainer_state.json").is_file():
+            return True
+        if is_dir and name == "metrics" and (folder / "meta.yaml").is_file():
+            return True  # an MLflow run, even one whose metrics/ is still empty (reading it says so)
+        if is_dir and name.lower() in KERAS_FOLDERS and _holds_events(folder / name):
+            return True
+    return False
+
+
+def _holds_events(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as scan:
+            return any(entry.name.startswith(_EVENTS) and entry.is_file() for entry in scan)
+    except OSError:
+        return False
+
+
+def _is_log_file(path: Path) -> bool:
+    """Is a ``*.jsonl`` or ``*.csv`` file a log a reader takes? One that cannot be opened is counted, so judging it says why."""
+    if path.suffix not in LOG_SUFFIXES:
+        return False
+    try:
+        if not path.is_file():
+            return False
+        with path.open("rb") as handle:
+            head = handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return True
+    if head.startswith(_LFS):
+        return True  # a Git LFS pointer in place of the log: reading it says how to fetch the log
+    try:
+        return any(reader.sniff(path, head) for reader in READERS.values())
+    except Exception:  # noqa: BLE001 - a sniff that trips on these bytes: judging the file reports it, the search goes on
+        return True
