@@ -431,10 +431,12 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
 
 
 COLUMN_BLOCK_BYTES = 64 * 1024 * 1024
-"""The most of a log read as columns that is parsed at a time: large enough that the parser's threads share the
-work and a call's cost is spread thin, small enough that the block and its parsed columns are a small part of a
-long run's arrays. The first block is 1 MiB and each next one twice the last, so a file that is junk past its first
-lines is refused having read little of it."""
+"""The most of a long log read as columns that is parsed at a time: large enough that the parser's threads share
+the work and a call's cost is spread thin, small enough that the block and its parsed columns are a small part of a
+long run's arrays. The first block is 2 MiB, so a file that is junk past its first lines is refused having read
+little of it; then a log of at most WHOLE_REST_BYTES more is read in one block (one parser call is twice as fast as
+blocks of it), a longer one in blocks each twice the last, up to COLUMN_BLOCK_BYTES."""
+WHOLE_REST_BYTES = 256 * 1024 * 1024
 
 
 def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[int, bytes, bool, int]]:
@@ -445,10 +447,14 @@ def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[in
     The limits of :func:`iter_lines` hold: a line longer than MAX_LINE_BYTES is an InputError (the lines before it
     are handed over first), and a file of nothing but whitespace "is empty".
     """
-    number, pending, blank, want = 1, b"", True, min(size, 2 * MAX_LINE_BYTES)
+    number, pending, blank = 1, b"", True
     with open_log(path) as handle:
-        while block := read_block(handle, want, path):
-            want = min(size, 2 * want)
+        try:
+            total = os.fstat(handle.fileno()).st_size
+        except OSError:
+            total = -1
+        sizes = _block_sizes(min(size, 2 * MAX_LINE_BYTES), total, size)
+        while block := read_block(handle, next(sizes), path):
             blank = blank and not block.strip()
             if pending:
                 data = pending + block
@@ -481,6 +487,18 @@ def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[in
         raise EmptyLog(path)
     if pending:
         yield number, pending, False, 1
+
+
+def _block_sizes(first: int, total: int, most: int) -> Iterator[int]:
+    """How much iter_blocks reads each time: ``first``, then the rest of a file of ``total`` bytes at once when that is
+    at most WHOLE_REST_BYTES, else twice the last each time up to ``most`` (also once a file grows past its size)."""
+    yield first
+    if 0 <= total - first <= WHOLE_REST_BYTES:
+        yield total - first + 1  # one byte more, to see the end
+    want = first
+    while True:
+        want = min(most, 2 * want)
+        yield want
 
 
 def _may_hold_a_long_line(data: bytes) -> bool:
