@@ -1,4 +1,8 @@
+import pytest
+
+from trainproof.errors import InputError
 from trainproof.readers import read_run
+from trainproof.readers.names import Names
 
 NEW_STYLE = """ > Training Environment:
  | > Backend: Torch
@@ -75,3 +79,33 @@ def test_real_xtts_log(corpus):
     assert any(c.best and c.path.endswith("best_model_49880.pth") for c in run.checkpoints)
     assert run.eval_losses["avg_loss"].values.round(2).tolist() == [4.88, 2.75, 2.68]
     assert run.wall_time.values[-1] == 35131
+
+
+def test_map_picks_another_key_of_a_coqui_log(tmp_path):
+    block = """   --> STEP: {i}/36 -- GLOBAL_STEP: {g}
+     | > loss_0: 3.0  (3.4)
+     | > loss_1: {l1}  (35.5)
+     | > loss_mel: {mel}  (1.0)
+     | > lr_gen: 0.0002
+"""
+    path = tmp_path / "trainer_0_log.txt"
+    path.write_text(
+        "".join(block.format(i=i, g=100 + i, l1=27 - i * 0.1, mel=2 - i * 0.1) for i in range(8))
+        + "  --> EVAL PERFORMANCE\n     | > avg_loss_mel: 1.5  (0)\n     | > avg_loss_1: 20.0  (0)\n"
+    )
+    names = Names({"loss": "loss_mel", "learning_rate": "lr_gen", "eval_loss": "avg_loss_mel"})
+    run = read_run(path, names=names)
+    assert run.loss_name == "loss_mel"
+    assert run.loss.values.tolist() == [2 - i * 0.1 for i in range(8)]
+    assert run.learning_rate.values.tolist() == [0.0002] * 8
+    assert list(run.eval_losses) == ["avg_loss_mel"]
+    assert run.eval_losses["avg_loss_mel"].values.tolist() == [1.5]
+    assert not any("GAN" in note for note in run.notes), "a mapped loss is the user's choice, not a guess"
+    assert read_run(path).loss_name == "loss_1", "without --map the last optimizer's loss"
+
+
+def test_map_to_a_key_the_coqui_log_lacks_lists_the_keys(tmp_path):
+    path = tmp_path / "trainer_0_log.txt"
+    path.write_text(_log())
+    with pytest.raises(InputError, match=r"has no training value 'loss_mel' for --map loss \(keys: loss, current_lr, step_time, loader_time\)"):
+        read_run(path, names=Names({"loss": "loss_mel"}))

@@ -75,6 +75,7 @@ class LineParser:
 
     def __init__(self, path: Path | str, names: Names = DEFAULT_NAMES) -> None:
         self.builder = RunBuilder(path, name)
+        self.overrides = names.overrides
         self.step: int | None = None
         self.block: str | None = None  # "train" or "eval"
         self.pending_time: float | None = None
@@ -126,14 +127,19 @@ class LineParser:
         evals = [n[5:] for n in builder.names() if n.startswith("eval:")]
         if not self.keys and not evals:
             raise InputError(builder.path, "looks like a Coqui log but has no GLOBAL_STEP or EVAL PERFORMANCE records")
-        suffix = _loss_suffix(self.keys or dict.fromkeys(evals))
-        loss_key = "loss" + suffix
+        over = self.overrides
+        suffix = "" if "loss" in over else _loss_suffix(self.keys or dict.fromkeys(evals))
+        loss_key = over.get("loss", "loss" + suffix)
+        if "loss" in over and loss_key not in self.keys:
+            shown = ", ".join(list(self.keys)[:12]) + (", ..." if len(self.keys) > 12 else "")
+            raise InputError(builder.path, f"has no training value '{loss_key}' for --map loss (keys: {shown})")
         candidates = {
             "learning_rate": ("current_lr" + suffix, "current_lr", "current_lr_0"),
             "grad_norm": ("grad_norm" + suffix, "grad_norm"),
             "step_time": ("step_time",),
             "loader_time": ("loader_time",),
         }
+        candidates.update({series: (over[series],) for series in candidates if series in over})
         sources = {"train:loss": "train:" + loss_key}
         for target, keys in candidates.items():
             key = next((k for k in keys if k in self.keys), None)
@@ -142,10 +148,11 @@ class LineParser:
         notes = ()
         if suffix:
             notes = (f"several losses logged (GAN); judging '{loss_key}', the last optimizer's loss",)
+        eval_key = over["eval_loss"].removeprefix("avg_") if "eval_loss" in over else loss_key
         run = builder.build(
             loss="train:loss",
             loss_name=loss_key,
-            eval_names={"eval:" + loss_key: "avg_" + loss_key},
+            eval_names={"eval:" + eval_key: "avg_" + eval_key},
             sources=sources,
             copy=copy,
         )
@@ -156,9 +163,9 @@ line_parser = LineParser
 
 
 def read(path: Path, names: Names = DEFAULT_NAMES) -> Run:
-    """The Run of a Coqui text log. Its keys are Coqui's own (``loss``, ``current_lr``, ...); ``names`` is taken
-    for the reader protocol and leaves them as they are."""
-    parser = LineParser(path)
+    """The Run of a Coqui text log. Its keys are Coqui's own (``loss``, ``current_lr``, ...); ``--map`` names
+    another key for a series (``--map loss=loss_mel_ce``; an eval loss by its ``avg_`` key or without the prefix)."""
+    parser = LineParser(path, names)
     for number, line, _ in iter_lines(path):
         parser.feed(line, number)
     return parser.build()
