@@ -213,13 +213,19 @@ def test_trainer_state_cases_read_the_same_both_ways(tmp_path: Path, name: str) 
     _agree(path, "hf")
 
 
-def test_the_column_path_is_taken_on_a_plain_trainer_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("name", ["train, eval sets and summary", "NaN, text and lr spelled lr"])
+def test_the_column_path_is_taken_on_a_trainer_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Summary entries, eval sets, Python's NaN and Infinity, text and booleans among the values: all read as columns."""
     path = tmp_path / "trainer_state.json"
-    path.write_text(HF_CASES["train, eval sets and summary"])
+    path.write_text(HF_CASES[name])
     monkeypatch.setattr(hf, "parse_state", lambda *a, **k: pytest.fail("fell back to the text path"))
     run = hf.read(path, columnar=True)
-    assert run.runtime_s == 12.5
-    assert list(run.eval_losses) == ["eval_loss", "eval_g0_loss", "eval_g1_loss"]
+    if name == "train, eval sets and summary":
+        assert run.runtime_s == 12.5
+        assert list(run.eval_losses) == ["eval_loss", "eval_g0_loss", "eval_g1_loss"]
+    else:
+        assert run.loss is not None
+        assert run.loss.raw == {3: "n/a"}
 
 
 CSV_CASES = {

@@ -159,11 +159,15 @@ def _read_columns(path: Path, names: Names) -> Run | None:
     import orjson
 
     data = read_document_bytes(path)
-    special = b"NaN" in data or b"Infinity" in data
     try:
-        state = orjson.loads(SPECIAL_FLOATS.sub(rb'"\g<0>"', data) if special else data)
-    except orjson.JSONDecodeError:
-        return None
+        state = orjson.loads(data)
+    except orjson.JSONDecodeError:  # Python's NaN and Infinity, which orjson refuses, or a broken file
+        if not (b"NaN" in data or b"Infinity" in data):
+            return None
+        try:
+            state = orjson.loads(SPECIAL_FLOATS.sub(rb'"\g<0>"', data))
+        except orjson.JSONDecodeError:
+            return None
     state, history = _state(path, state)
     if set(map(type, history)) - {dict}:
         return None
@@ -173,7 +177,7 @@ def _read_columns(path: Path, names: Names) -> Run | None:
         return None
     builder.step_lines = lines
     eval_names: dict[str, str] = {}
-    if not _columns(builder, history, eval_names, names, special):
+    if not _columns(builder, history, eval_names, names):
         return None
     return _finish(path, builder, state, eval_names)
 
@@ -221,7 +225,7 @@ def _numbers(values: Sequence[object]) -> tuple[np.ndarray, np.ndarray, dict[int
     return numbers, points, raw
 
 
-def _columns(builder: RunBuilder, history: list, eval_names: dict[str, str], names: Names, special: bool) -> bool:
+def _columns(builder: RunBuilder, history: list, eval_names: dict[str, str], names: Names) -> bool:
     """add_entry over every entry, a kind of entry (its keys) at a time; False for a step of a kind this path does
     not read exactly (the text path reads the file)."""
     loss, lr, grad, evals = keys_of(names)
@@ -240,17 +244,15 @@ def _columns(builder: RunBuilder, history: list, eval_names: dict[str, str], nam
             continue
         entries = list(map(history.__getitem__, rows.tolist()))
         raw_steps = list(map(_STEP_OF, entries))
-        if special and str in set(map(type, raw_steps)):
-            return False
         types = set(map(type, raw_steps))
         if types - {int, float}:
-            return False  # a step of another kind: skipped or refused entry by entry, as the text path does
+            return False  # a step of another kind (a quoted NaN too): skipped or refused entry by entry, as the text path does
         try:
-            floats = np.array(raw_steps, dtype=np.float64)
             ints = np.array(raw_steps, dtype=np.int64) if types == {int} else None
+            floats = None if ints is not None else np.array(raw_steps, dtype=np.float64)
         except OverflowError:
             return False
-        if ints is None:
+        if floats is not None:
             whole = np.isfinite(floats) & (np.abs(floats) < 2.0**63)
             whole[whole] = floats[whole] == np.floor(floats[whole])
             if not whole.all():
@@ -298,10 +300,11 @@ def _merged(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]
     for part in parts:
         texts.update({offset + k: text for k, text in part[3].items()})
         offset += part[0].size
-    order = np.argsort(rows, kind="stable")
-    steps, values = steps[order], values[order]
-    where = {int(at): k for k, at in enumerate(order.tolist())} if texts else {}
-    texts = {where[k]: text for k, text in texts.items()}
+    if len(parts) > 1:  # each kind's entries are in file order; several kinds interleave
+        order = np.argsort(rows, kind="stable")
+        steps, values = steps[order], values[order]
+        where = {int(at): k for k, at in enumerate(order.tolist())} if texts else {}
+        texts = {where[k]: text for k, text in texts.items()}
     keep = last_of_each(steps)
     if keep is not None:
         steps, values = steps[keep], values[keep]
