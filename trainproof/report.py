@@ -99,6 +99,20 @@ class Chart:
     markers: tuple[Marker, ...] = ()
     x_range: tuple[int, int] | None = None
     log_y: bool | None = None  # None: the renderer picks a log axis when the values span decades
+    x_label: str = "step"  # the step axis: "step", or "epoch" for logs that count epochs
+    y_label: str = ""  # the value axis: the metric's name
+
+
+def wants_log(*series: np.ndarray) -> bool:
+    """A log value axis for these series together: every finite value positive, and the 1st to 99th percentiles of
+    their union more than 50x apart. Deciding once for the union puts overlaid series on the same scale."""
+    arrays = [np.asarray(s, dtype=float) for s in series]
+    ys = np.concatenate([a[np.isfinite(a)] for a in arrays]) if arrays else np.array([])
+    if ys.size == 0 or not bool((ys > 0).all()):
+        return False
+    with np.errstate(all="ignore"):  # extreme values overflow the quantiles' interpolation to inf, which reads as wide
+        lo_q, hi_q = np.quantile(ys, [0.01, 0.99]) if ys.size > 1 else (ys[0], ys[0])
+        return bool(lo_q > 0 and hi_q / lo_q > 50)
 
 
 @dataclass(frozen=True, eq=False)

@@ -28,7 +28,7 @@ from trainproof.model import Run
 from trainproof.readers import find_log, mlflow, read_run, tensorboard
 from trainproof.readers.discover import MAX_DEPTH, Search, find_runs, path_order
 from trainproof.readers.names import DEFAULT_NAMES
-from trainproof.report import Chart, Finding, Folder, Level, Line, Marker, Subject, Table
+from trainproof.report import Chart, Finding, Folder, Level, Line, Marker, Subject, Table, wants_log
 from trainproof.stats import median
 from trainproof.thresholds import Thresholds
 
@@ -91,9 +91,15 @@ def _shares_loss_axis(run: Run, series: np.ndarray, t: Thresholds) -> bool:
 
 
 def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thresholds) -> tuple[Chart, ...]:
-    """What the HTML report plots for a run: loss (with the eval curves on its scale), eval, learning rate, gradient norm, time."""
+    """What the HTML report plots for a run: loss (with the eval curves on its scale), eval, learning rate, gradient norm, time.
+
+    Each chart's value axis is decided here (log when its series together span decades, see
+    :func:`trainproof.report.wants_log`; the learning rate always linear) and named by its metric; the step axis is
+    named by the log's unit.
+    """
     by_id = {rule.id: rule for rule in rules}
     span = (run.first_step, run.last_step) if run.first_step is not None and run.last_step is not None else None
+    unit = run.step_unit
     loss_lines: list[Line] = []
     if run.loss is not None:
         loss_lines.append(Line(f"training loss ({run.loss_name})", run.loss.steps, run.loss.values, "train"))
@@ -104,19 +110,85 @@ def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thre
     out = []
     if loss_lines:
         marked = ("loss",) if separate else ("loss", "eval")
-        out.append(Chart("Loss", tuple(loss_lines), _markers(findings, by_id, *marked), span))
+        label = run.loss_name if run.loss is not None and len(loss_lines) == 1 else "loss"
+        out.append(_chart("Loss", loss_lines, _markers(findings, by_id, *marked), span, unit, label))
     if separate:
-        out.append(Chart("Eval loss", tuple(separate), _markers(findings, by_id, "eval"), span))
+        label = separate[0].label if len(separate) == 1 else "eval loss"
+        out.append(_chart("Eval loss", separate, _markers(findings, by_id, "eval"), span, unit, label))
     if run.learning_rate is not None:
         lr = run.learning_rate
-        out.append(Chart("Learning rate", (Line("learning rate", lr.steps, lr.values, "lr"),), _markers(findings, by_id, "lr"), span, log_y=False))
+        out.append(_chart("Learning rate", [Line("learning rate", lr.steps, lr.values, "lr")], _markers(findings, by_id, "lr"), span, unit, "learning rate", log_y=False))
     if run.grad_norm is not None:
         grad = run.grad_norm
-        out.append(Chart("Gradient norm", (Line("gradient norm", grad.steps, grad.values, "grad"),), _markers(findings, by_id, "grad"), span))
+        out.append(_chart("Gradient norm", [Line("gradient norm", grad.steps, grad.values, "grad")], _markers(findings, by_id, "grad"), span, unit, "gradient norm"))
     timing = run.seconds_per_step()
     if timing is not None:
         steps, seconds, _ = timing
-        out.append(Chart("Seconds per step", (Line("seconds per step", steps, seconds, "time"),), _markers(findings, by_id, "time"), span))
+        out.append(_chart("Seconds per step", [Line("seconds per step", steps, seconds, "time")], _markers(findings, by_id, "time"), span, unit, "seconds per step"))
+    return tuple(out)
+
+
+def _chart(
+    title: str, lines: Sequence[Line], markers: tuple[Marker, ...], span: tuple[int, int] | None, unit: str, y_label: str, log_y: bool | None = None
+) -> Chart:
+    """A chart whose value axis is one scale for all its lines: ``log_y``, else log when their values together span decades."""
+    scale = wants_log(*(line.values for line in lines)) if log_y is None else log_y
+    return Chart(title, tuple(lines), markers, span, log_y=scale, x_label=unit, y_label=y_label)
+
+
+def _eval_pairs(run: Run, base: Run) -> list[tuple[str, str | None]]:
+    """The run's eval sets, each with the baseline's set of the same name (or its only set, when the run has one and no
+    name is shared), None when the baseline has no counterpart."""
+    shared = [name for name in run.eval_losses if name in base.eval_losses]
+    if not shared and len(run.eval_losses) == 1 and len(base.eval_losses) == 1:
+        return [(next(iter(run.eval_losses)), next(iter(base.eval_losses)))]
+    return [(name, name if name in base.eval_losses else None) for name in run.eval_losses]
+
+
+def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thresholds) -> tuple[Chart, ...]:
+    """What ``compare``'s HTML report plots for a run: each metric of the run overlaid on the baseline's.
+
+    One chart per metric the run has (loss; eval loss; learning rate; gradient norm), the baseline's curve beside the
+    run's on one step axis spanning both and one value scale decided from the union of their values (the learning rate
+    always linear); the baseline's lines carry the ``baseline`` class (drawn dashed), every label says whose line it is,
+    and the run's findings are marked where their rules point. The run's step time follows as its own chart.
+    """
+    by_id = {rule.id: rule for rule in rules}
+    steps = [s for s in (run.first_step, run.last_step, base.first_step, base.last_step) if s is not None]
+    span = (min(steps), max(steps)) if steps else None
+    unit = run.step_unit if run.step_unit == base.step_unit else f"{run.step_unit} (baseline: {base.step_unit})"
+    out = []
+    pairs = _eval_pairs(run, base)
+    if run.loss is not None:
+        lines = [Line(f"run: {run.loss_name}", run.loss.steps, run.loss.values, "train")]
+        if base.loss is not None:
+            lines.append(Line(f"baseline: {base.loss_name}", base.loss.steps, base.loss.values, "base baseline"))
+        label = run.loss_name if base.loss is None or base.loss_name == run.loss_name else f"{run.loss_name} / {base.loss_name}"
+        marked = ("loss", "eval") if not pairs else ("loss",)
+        out.append(_chart("Loss: run against baseline", lines, _markers(findings, by_id, *marked), span, unit, label))
+    if pairs:
+        lines = []
+        for i, (name, other) in enumerate(pairs):
+            series = run.eval_losses[name]
+            lines.append(Line(f"run: {name}", series.steps, series.values, f"eval eval{i % 6}"))
+            if other is not None:
+                theirs = base.eval_losses[other]
+                css = "base baseline" if len(pairs) == 1 else f"eval eval{i % 6} baseline"
+                lines.append(Line(f"baseline: {other}", theirs.steps, theirs.values, css))
+        label = pairs[0][0] if len(pairs) == 1 and pairs[0][1] in (None, pairs[0][0]) else "eval loss"
+        out.append(_chart("Eval loss: run against baseline", lines, _markers(findings, by_id, "eval"), span, unit, label))
+    for title, attr, css, label, log_y, chart_name in (
+        ("Learning rate", "learning_rate", "lr", "learning rate", False, "lr"),
+        ("Gradient norm", "grad_norm", "grad", "gradient norm", None, "grad"),
+    ):
+        mine, theirs = getattr(run, attr), getattr(base, attr)
+        if mine is None:
+            continue
+        lines = [Line(f"run: {label}", mine.steps, mine.values, css)]
+        if theirs is not None:
+            lines.append(Line(f"baseline: {label}", theirs.steps, theirs.values, "base baseline"))
+        out.append(_chart(f"{title}: run against baseline", lines, _markers(findings, by_id, chart_name), span, unit, label, log_y=log_y))
+    out.extend(c for c in charts(run, findings, rules, t) if c.title == "Seconds per step")
     return tuple(out)
 
 
@@ -311,7 +383,10 @@ class Compare(Epoch):
             except NotApplicable:
                 pass
         base: _Baseline = prepared.shared
-        return _present(run, subject, self.rules, stages[0].context.t, baseline=base.subject.path, metrics=metrics)  # type: ignore[union-attr]
+        shown = _present(run, subject, self.rules, stages[0].context.t, baseline=base.subject.path, metrics=metrics)  # type: ignore[union-attr]
+        if base.ctx is None:
+            return shown
+        return replace(shown, charts=compare_charts(run, base.ctx.run, shown.findings, self.rules, stages[0].context.t))  # type: ignore[union-attr]
 
     def table(self, subjects: Sequence[Subject]) -> Table:
         """Each run's ratios to the baseline; the verdict leads each row, so no path starts a line of text."""

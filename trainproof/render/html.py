@@ -39,7 +39,15 @@ def _environment():
 def _draw(figure: Chart | Histogram) -> str:
     if isinstance(figure, Histogram):
         return histogram(figure)
-    return chart(figure.title, list(figure.lines), list(figure.markers), x_range=figure.x_range, log_y=figure.log_y)
+    return chart(
+        figure.title,
+        list(figure.lines),
+        list(figure.markers),
+        x_range=figure.x_range,
+        log_y=figure.log_y,
+        x_label=figure.x_label,
+        y_label=figure.y_label,
+    )
 
 
 def render(report: Report) -> str:

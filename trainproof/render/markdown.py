@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from trainproof import figures
-from trainproof.report import Finding, Report, Subject, location
+from trainproof.report import Finding, Report, Subject, Table, location
 
 MAX_CHARS = 65_536
 ZERO_WIDTH_SPACE = "&#8203;"
@@ -52,6 +52,25 @@ def _tally(report: Report) -> str:
     return f"{len(judged)} {noun}: {report.tally() or 'none'} · exit code {report.exit_code}"
 
 
+def _table(table: Table, budget: int) -> str:
+    """A table of figures (compare's ratios) as a markdown table, every cell escaped; rows that would pass ``budget``
+    characters are left out and counted."""
+    lines = ["| " + " | ".join(escape(cell) for cell in table.header) + " |", "|" + "---|" * len(table.header)]
+    size = sum(len(line) + 1 for line in lines)
+    kept = 0
+    for row in table.rows:
+        line = "| " + " | ".join(escape(cell) or "-" for cell in row) + " |"
+        if size + len(line) + 1 > budget:
+            break
+        lines.append(line)
+        size += len(line) + 1
+        kept += 1
+    if kept < len(table.rows):
+        left = len(table.rows) - kept
+        lines.append(f"\n_{left} more row{'s' if left != 1 else ''} left out; see the full report._")
+    return "\n".join(lines) + "\n\n"
+
+
 def _inputs(report: Report) -> str:
     lines = [
         "<details><summary>Inputs and checks</summary>\n",
@@ -77,6 +96,8 @@ def render(report: Report, max_chars: int = MAX_CHARS) -> str:
     table_head = "| level | rule | input | finding |\n|---|---|---|---|\n"
     details = _inputs(report)
     body = head
+    if report.table is not None and report.table.rows:
+        body += _table(report.table, (max_chars - len(head) - len(details)) // 2)
     if not findings:
         body += "No findings.\n\n"
     else:

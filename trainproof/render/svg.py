@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainproof import figures
-from trainproof.report import Histogram, Line, Marker
+from trainproof.report import Histogram, Line, Marker, wants_log
 
-WIDTH, HEIGHT = 760, 230
-LEFT, RIGHT, TOP, BOTTOM = 64, 12, 22, 30
+WIDTH, HEIGHT = 760, 244
+LEFT, RIGHT, TOP, BOTTOM = 64, 12, 22, 44
+MAX_LOG_TICKS = 8
 
 
 def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -33,6 +34,34 @@ def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
         ticks.append(round(value, 12))
         value += step
     return ticks
+
+
+def log_ticks(lo: float, hi: float, max_ticks: int = MAX_LOG_TICKS) -> list[float]:
+    """Ticks of a log axis from ``lo`` to ``hi`` (values, not exponents), low to high: 1-2-5 values (0.1, 0.2, 0.5, 1, 2,
+    5, ...); thinned to powers of ten, then to every second, third... power when more than ``max_ticks`` would fit; on a
+    range too narrow for two of them, round linear ticks within it. Each value is exact as its label prints it."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi <= lo:
+        return [lo] if math.isfinite(lo) and lo > 0 else []
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+
+    def within(mantissas: tuple[int, ...], every: int = 1) -> list[float]:
+        values = (float(f"{m}e{k}") for k in range(first, last + 1) if k % every == 0 for m in mantissas)
+        return [v for v in values if lo * (1 - 1e-12) <= v <= hi * (1 + 1e-12)]
+
+    ticks = within((1, 2, 5))
+    if len(ticks) < 2:
+        return [float(f"{t:.12g}") for t in _nice_ticks(lo, hi) if t > 0]
+    if len(ticks) <= max_ticks:
+        return ticks
+    every = 1
+    while len(ticks := within((1,), every)) > max_ticks:
+        every += 1
+    return ticks
+
+
+def tick_label(value: float) -> str:
+    """A log-axis tick as people write it: ``0.2``, ``5``, ``1e-05``, ``1e+06``; no float noise."""
+    return f"{value:.6g}"
 
 
 def _reduce(xs: np.ndarray, ys: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,13 +117,6 @@ def _x_span(lines: list[Line], markers: list[Marker], x_range: tuple[float, floa
     return x0, x1
 
 
-def _wants_log(ys: np.ndarray) -> bool:
-    """A log axis when every value is positive and the 1st to 99th percentiles span more than 50x."""
-    positive = bool((ys > 0).all())
-    lo_q, hi_q = np.quantile(ys, [0.01, 0.99]) if ys.size > 1 else (ys[0], ys[0])
-    return positive and lo_q > 0 and hi_q / lo_q > 50
-
-
 def _y_span(ys: np.ndarray, log_y: bool) -> tuple[float, float]:
     """The value axis (log10 units on a log axis) with a 5% margin; a constant series gets one of its own scale."""
     ty = np.log10(ys[ys > 0]) if log_y else ys
@@ -107,27 +129,32 @@ def _y_span(ys: np.ndarray, log_y: bool) -> tuple[float, float]:
 
 
 def _head(title: str, frame: _Frame) -> list[str]:
+    scale = "log" if frame.log_y else "linear"
     return [
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
-        f'aria-label="{html.escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+        f'aria-label="{html.escape(title)}" data-scale="{scale}" xmlns="http://www.w3.org/2000/svg">',
         f'<text class="title" x="{LEFT}" y="14">{html.escape(title)}{" (log scale)" if frame.log_y else ""}</text>',
         f'<rect class="frame" x="{LEFT}" y="{frame.top}" width="{frame.width}" height="{frame.height}"/>',
     ]
 
 
 def _y_axis(frame: _Frame, counts: bool = False) -> list[str]:
-    """A grid line and a value label per tick; on a log axis the ticks are powers, labelled by value; ``counts`` keeps
-    whole numbers only."""
+    """A grid line and a value label per tick; on a log axis the ticks are 1-2-5 values (see ``log_ticks``), labelled
+    by value; ``counts`` keeps whole numbers only."""
     parts = []
-    ticks = _nice_ticks(frame.y0, frame.y1)
-    if counts:
-        ticks = [tick for tick in ticks if float(tick).is_integer()]
-    for tick in ticks:
+    if frame.log_y:
+        lo, hi = 10.0 ** max(frame.y0, -323.0), 10.0 ** min(frame.y1, 308.0)  # the axis's ends as floats can hold them
+        ticks = [(math.log10(v), tick_label(v)) for v in log_ticks(lo, hi)]
+    else:
+        ticks = [(t, figures.num(t)) for t in _nice_ticks(frame.y0, frame.y1) if not counts or float(t).is_integer()]
+    for tick, label in ticks:
         y = float(frame.py(tick))
-        label = figures.num(10**tick) if frame.log_y else figures.num(tick)
         parts.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + frame.width}" y1="{y:.1f}" y2="{y:.1f}"/>')
         parts.append(f'<text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{html.escape(label)}</text>')
     return parts
+
+
+TICK_Y = HEIGHT - BOTTOM + 14  # the baseline of the step axis's tick labels
 
 
 def _x_axis(frame: _Frame) -> list[str]:
@@ -135,22 +162,42 @@ def _x_axis(frame: _Frame) -> list[str]:
     parts = []
     for tick in _nice_ticks(frame.x0, frame.x1):
         x = float(frame.px(tick))
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - 10}" text-anchor="middle">{html.escape(figures.step(int(tick)))}</text>')
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{TICK_Y}" text-anchor="middle">{html.escape(figures.step(int(tick)))}</text>')
     return parts
 
 
-def _line(line: Line, ok: np.ndarray, frame: _Frame) -> list[str]:
-    """One series: a polyline through its finite points, a cross at each of its first 200 non-finite steps."""
+def _axis_labels(frame: _Frame, x_label: str, y_label: str) -> list[str]:
+    """The step axis's name centred under its ticks; the value axis's name upright along the left edge."""
     parts = []
+    if x_label:
+        parts.append(f'<text class="axis-label x" x="{LEFT + frame.width / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{html.escape(x_label)}</text>')
+    if y_label:
+        y = frame.top + frame.height / 2
+        parts.append(
+            f'<text class="axis-label y" x="12" y="{y:.1f}" text-anchor="middle" transform="rotate(-90 12 {y:.1f})">{html.escape(y_label)}</text>'
+        )
+    return parts
+
+
+def _pixels(line: Line, ok: np.ndarray, frame: _Frame) -> tuple[np.ndarray, np.ndarray]:
+    """Where a series' finite points are drawn (those a log axis can place, at most two per pixel column)."""
     xs, ys = line.steps[ok].astype(float), line.values[ok]
     if frame.log_y:
         keep = ys > 0
         xs, ys = xs[keep], np.log10(ys[keep])
     xs, ys = _reduce(xs, ys, frame.width)
+    return frame.px(xs), frame.py(ys)
+
+
+def _line(line: Line, ok: np.ndarray, frame: _Frame) -> list[str]:
+    """One series: a polyline through its finite points, a cross at each of its first 200 non-finite steps."""
+    parts = []
+    xs, ys = _pixels(line, ok, frame)
     if xs.size:
-        points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(frame.px(xs), frame.py(ys)))
+        points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(xs, ys))
         parts.append(
-            f'<polyline class="line {html.escape(line.css)}" points="{points}"><title>{html.escape(line.label)}</title></polyline>'
+            f'<polyline class="line {html.escape(line.css)}" data-points="{xs.size}" points="{points}">'
+            f"<title>{html.escape(line.label)}</title></polyline>"
         )
     for step in line.steps[~ok][:200]:
         x = float(frame.px(step))
@@ -171,39 +218,93 @@ def _marker(marker: Marker, frame: _Frame) -> str:
     )
 
 
-def _legend(lines: list[Line], frame: _Frame) -> list[str]:
-    """A swatch and a label per line, top right; none for a single line."""
+MAX_MARKER_LABELS = 6
+
+
+def _marker_labels(markers: list[Marker], frame: _Frame) -> tuple[list[str], np.ndarray]:
+    """Each marked rule's id once, at its first marker, stacked up from the foot of the plot (at most six); and the
+    pixels the labels cover, as (x, y) rows."""
+    parts, covered = [], []
+    seen: dict[str, Marker] = {}
+    for m in markers:
+        seen.setdefault(m.label, m)
+    for i, m in enumerate(list(seen.values())[:MAX_MARKER_LABELS]):
+        x = float(frame.px(m.step))
+        anchor = "end" if x > LEFT + frame.width * 0.75 else "start"
+        dx = -3 if anchor == "end" else 3
+        y = frame.top + frame.height - 5 - 12 * i
+        css = html.escape(m.level.lower())
+        parts.append(f'<text class="marker-label {css}" x="{x + dx:.1f}" y="{y:.1f}" text-anchor="{anchor}">{html.escape(m.label)}</text>')
+        width = 5.5 * len(m.label)
+        covered += [(x + dx + (-f if anchor == "end" else f) * width, y - 4) for f in np.linspace(0, 1, 12)]
+    return parts, np.array(covered).reshape(-1, 2)
+
+
+def _occupied(lines: list[tuple[Line, np.ndarray]], frame: _Frame) -> np.ndarray:
+    """Pixels the curves pass through: each segment sampled eight times, as (x, y) rows."""
+    found = []
+    for line, ok in lines:
+        xs, ys = _pixels(line, ok, frame)
+        if xs.size > 1:
+            t = np.linspace(0, 1, 8, endpoint=False)[:, None]
+            found.append(np.column_stack([(xs[:-1] + t * np.diff(xs)).ravel(), (ys[:-1] + t * np.diff(ys)).ravel()]))
+        elif xs.size:
+            found.append(np.column_stack([xs, ys]))
+    return np.concatenate(found) if found else np.empty((0, 2))
+
+
+def _legend(lines: list[Line], frame: _Frame, finite: list[tuple[Line, np.ndarray]], covered: np.ndarray) -> list[str]:
+    """A swatch (in the line's own stroke and dash) and a label per line on a pale box, in the plot's corner the curves
+    cross least (of nine places: the corners, the middles of the edges, the centre; on a tie the first of top right,
+    top left, top centre, bottom right...); none for a single line."""
     if len(lines) <= 1:
         return []
-    parts = []
+    occupied = np.concatenate([_occupied(finite, frame), covered])
+    width, height = 36 + 5.6 * max(len(line.label) for line in lines), 14 * len(lines) + 6
+    corners = []
+    for top in (frame.top + 4, frame.top + frame.height - height - 4, frame.top + (frame.height - height) / 2):
+        for left in (LEFT + frame.width - width - 12, LEFT + 10, LEFT + (frame.width - width) / 2):
+            inside = (occupied[:, 0] >= left - 4) & (occupied[:, 0] <= left + width + 10) & (occupied[:, 1] >= top - 4) & (occupied[:, 1] <= top + height + 4)
+            corners.append((int(inside.sum()), len(corners), left + 6, top))
+    _, _, x, box_top = min(corners)
+    parts = [f'<rect class="legend-box" x="{x - 6:.1f}" y="{box_top:.1f}" width="{width + 6:.1f}" height="{height}"/>']
     for i, line in enumerate(lines):
-        x = LEFT + frame.width - 150
-        y = TOP + 14 + 14 * i
-        parts.append(f'<line class="line {html.escape(line.css)}" x1="{x}" x2="{x + 18}" y1="{y - 4}" y2="{y - 4}"/>')
-        parts.append(f'<text class="legend" x="{x + 24}" y="{y}">{html.escape(line.label)}</text>')
+        y = round(box_top + 12 + 14 * i, 1)
+        parts.append(f'<line class="line {html.escape(line.css)}" x1="{x:.1f}" x2="{x + 24:.1f}" y1="{y - 4:.1f}" y2="{y - 4:.1f}"/>')
+        parts.append(f'<text class="legend" x="{x + 30:.1f}" y="{y}">{html.escape(line.label)}</text>')
     return parts
 
 
 def chart(
-    title: str, lines: list[Line], markers: list[Marker], *, log_y: bool | None = None, x_range: tuple[float, float] | None = None
+    title: str,
+    lines: list[Line],
+    markers: list[Marker],
+    *,
+    log_y: bool | None = None,
+    x_range: tuple[float, float] | None = None,
+    x_label: str = "",
+    y_label: str = "",
 ) -> str:
     """One chart as an ``<svg>`` element; empty string when there is nothing finite to draw.
 
     ``x_range`` gives several charts of one run the same step axis; ``log_y``
-    None chooses the axis from the data (see ``_wants_log``).
+    None chooses the axis from the data (see :func:`trainproof.report.wants_log`);
+    ``x_label`` and ``y_label`` name the axes.
     """
     finite = [(ln, np.isfinite(ln.values)) for ln in lines]
     ys_all = np.concatenate([ln.values[ok] for ln, ok in finite]) if finite else np.array([])
     if ys_all.size == 0:
         return ""
     if log_y is None:
-        log_y = _wants_log(ys_all)
+        log_y = wants_log(ys_all)
     frame = _Frame(*_x_span(lines, markers, x_range), *_y_span(ys_all, log_y), log_y=bool(log_y))
-    parts = _head(title, frame) + _y_axis(frame) + _x_axis(frame)
+    parts = _head(title, frame) + _y_axis(frame) + _x_axis(frame) + _axis_labels(frame, x_label, y_label)
     for line, ok in finite:
         parts += _line(line, ok, frame)
     parts += [_marker(m, frame) for m in markers]
-    parts += _legend(lines, frame)
+    labels, covered = _marker_labels(markers, frame)
+    parts += labels
+    parts += _legend(lines, frame, finite, covered)
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -228,7 +329,7 @@ def histogram(h: Histogram) -> str:
         parts.append(f'<text class="legend" x="{LEFT}" y="{TOP + 6}">{html.escape(h.note)}</text>')
     for tick in _nice_ticks(frame.x0, frame.x1):
         x = float(frame.px(tick))
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{HEIGHT - 10}" text-anchor="middle">{html.escape(figures.num(tick))}</text>')
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{TICK_Y}" text-anchor="middle">{html.escape(figures.num(tick))}</text>')
     last = totals.size - 1
     for i in range(totals.size):
         if not totals[i]:
