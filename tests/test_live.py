@@ -17,7 +17,7 @@ from trainproof.report import Level
 from trainproof.thresholds import DEFAULTS
 
 SMALL = make_run(list(decaying(10)))
-FLAT = make_run(list(noisy(np.full(60, 1.47), 0.05)), lr=[1e-4] * 60)
+FLAT = make_run(list(noisy(np.full(60, 1.47), 0.01)), lr=[1e-4] * 60)
 DIVERGING = make_run(list(np.concatenate([decaying(30), np.geomspace(0.6, 40, 30)])))
 GRAD_SPIKE = make_run(list(noisy(decaying(60), 0.01)), grad=[0.5] * 30 + [60.0] + [0.5] * 29)
 LR_ZERO_TAIL = make_run(list(noisy(decaying(60), 0.01)), lr=[1e-4] * 50 + [0.0] * 10)

@@ -134,6 +134,10 @@ class Profile:
             return bool(np.log(higher) - np.log(lower) > sigmas * se * self.log_noise)
         return bool(higher - lower > sigmas * se * self.noise)
 
+    def level_error(self, points: int) -> float:
+        """The standard error of a median of ``points`` points, on the scale ``above`` compares on (log for a positive loss)."""
+        return 1.2533 * (self.log_noise if self.log_noise is not None else self.noise) / np.sqrt(max(points, 1))
+
     @property
     def tail_points(self) -> int:
         return int(self.values.size - np.searchsorted(self.steps, self.end_first_step))

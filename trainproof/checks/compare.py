@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
 from trainproof import figures
 from trainproof.checks.base import CompareContext, Hit, NotApplicable
+from trainproof.report import Level
 from trainproof.stats import Profile, median
 
 
@@ -52,11 +54,22 @@ def ratios(ctx: CompareContext) -> Ratios:
     )
 
 
+def _ratio_beyond_noise(run: Profile, base: Profile, z: float) -> float:
+    """run.best / base.best with the run's best moved ``z`` standard errors down and the baseline's ``z`` up."""
+    run_se = run.level_error(int(run.seg_size[run.best_segment]))
+    base_se = base.level_error(int(base.seg_size[base.best_segment]))
+    if run.log_noise is not None and base.log_noise is not None and run.best > 0 and base.best > 0:
+        return math.exp(math.log(run.best) - z * run_se - (math.log(base.best) + z * base_se))
+    return (run.best - z * run_se) / (base.best + z * base_se)
+
+
 def floor(ctx: CompareContext) -> Iterator[Hit]:
     """The run's best loss level is far above the baseline's best.
 
     What it detects: the run's best level (lowest segment median) is at least
-    CMP_FLOOR_RATIO times the baseline's best level.
+    CMP_FLOOR_RATIO times the baseline's best level, and still is with each
+    level moved PROOF_Z standard errors of its median in the run's favour;
+    a ratio that reaches CMP_FLOOR_RATIO only inside that noise is a WARN.
     Why it matters: a run that cannot get down to where the known-good run
     got is learning less, whatever its own curve looks like: shuffled or
     misaligned labels, a broken tokenizer, a wrong loss mask, data that lost
@@ -74,8 +87,14 @@ def floor(ctx: CompareContext) -> Iterator[Hit]:
         raise NotApplicable("the baseline's best loss level is not positive")
     if ratio < ctx.t.CMP_FLOOR_RATIO:
         return
+    proven = _ratio_beyond_noise(run, base, ctx.t.PROOF_Z) >= ctx.t.CMP_FLOOR_RATIO
+    undecided = "" if proven else (
+        f" Within the two curves' noise it could be as low as {figures.ratio(_ratio_beyond_noise(run, base, ctx.t.PROOF_Z))}: "
+        "more logged points around the best levels would settle it."
+    )
     yield Hit(
-        message=f"The run's loss floor is {figures.ratio(ratio)} the baseline's: {figures.num(run.best)} against {figures.num(base.best)}.",
+        message=f"The run's loss floor is {figures.ratio(ratio)} the baseline's: {figures.num(run.best)} against {figures.num(base.best)}.{undecided}",
+        level=None if proven else Level.WARN,
         evidence=(
             f"run best {figures.num(run.best)} around step {figures.step(run.segment_center(run.best_segment))}; "
             f"baseline best {figures.num(base.best)} around step {figures.step(base.segment_center(base.best_segment))}"
@@ -145,7 +164,8 @@ def worse_than_start(ctx: CompareContext) -> Iterator[Hit]:
     What it detects: the run's end level exceeds its start level (median of
     the first HEAD_POINTS points) by more than NOISE_SIGMAS robust noise
     sigmas (see NOISE_FALLBACK_QUANTILE), while the baseline's end level is
-    below its own start level.
+    below its own start level by more than PROOF_Z standard errors; a baseline
+    whose fall is inside its noise makes it a WARN.
     Why it matters: the known-good configuration shows the loss can fall on
     this task; this run made the model worse than no training at all.
     Fires on: a run going 1.40 -> 7.5 against a baseline going 1.52 -> 1.06.
@@ -157,8 +177,12 @@ def worse_than_start(ctx: CompareContext) -> Iterator[Hit]:
     head_n = 1 if run.start_is_first_point else min(run.n, ctx.t.HEAD_POINTS)
     if not (run.above(run.end, run.start, ctx.t.NOISE_SIGMAS, head_n, run.tail_points) and base.end < base.start):
         return
+    base_head = 1 if base.start_is_first_point else min(base.n, ctx.t.HEAD_POINTS)
+    proven = base.above(base.start, base.end, ctx.t.PROOF_Z, base_head, base.tail_points)
+    undecided = "" if proven else " The baseline's fall is within its own noise, so it does not show the loss can fall here."
     yield Hit(
-        message=f"The run ends worse than it started ({figures.num(run.start)} -> {figures.num(run.end)}) while the baseline improved ({figures.num(base.start)} -> {figures.num(base.end)}).",
+        message=f"The run ends worse than it started ({figures.num(run.start)} -> {figures.num(run.end)}) while the baseline improved ({figures.num(base.start)} -> {figures.num(base.end)}).{undecided}",
+        level=None if proven else Level.WARN,
         evidence=f"run start median of the first {min(run.n, ctx.t.HEAD_POINTS)} points, end median of the last {run.tail_points}; noise sigma {figures.num(run.noise)}",
         values={"run_start": run.start, "run_end": run.end, "baseline_start": base.start, "baseline_end": base.end},
         steps=(int(run.steps[0]), int(run.steps[-1])),

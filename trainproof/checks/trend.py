@@ -11,6 +11,7 @@ from trainproof.checks.base import Hit, NotApplicable, RunContext
 from trainproof.checks.sentences import nearest_checkpoint
 from trainproof.report import Level
 from trainproof.stats import Profile, rolling_median3, share_after, trend_t
+from trainproof.thresholds import Thresholds
 
 
 def _span(prof: Profile, first: int, last: int) -> str:
@@ -46,6 +47,8 @@ def diverge(ctx: RunContext) -> Iterator[Hit]:
     level (lowest median of up to SEGMENTS equal segments) after giving back
     at least DIVERGE_GIVEBACK_SHARE of what the run had gained; in both cases
     by more than NOISE_SIGMAS robust noise sigmas (see NOISE_FALLBACK_QUANTILE).
+    An end at DIVERGE_START_RATIO times the start that is within that noise
+    is an INFO saying so, never a FAIL.
     Why it matters: a diverged run rarely recovers; every step after the best
     level is spent making the model worse. The finding names the step of the
     best level, the share of the run spent after it, and the checkpoint the
@@ -78,6 +81,18 @@ def diverge(ctx: RunContext) -> Iterator[Hit]:
         and prof.end - prof.best >= t.DIVERGE_GIVEBACK_SHARE * gained
     )
     if not (from_start or from_best):
+        if prof.start > 0 and prof.end >= t.DIVERGE_START_RATIO * prof.start:
+            yield Hit(
+                message=(
+                    f"Training loss ends {figures.ratio(prof.end / prof.start)} above where it started ({figures.num(prof.start)} -> "
+                    f"{figures.num(prof.end)}), but within its own noise (sigma {figures.num(prof.noise)}): not judged a divergence; "
+                    "more logged points at the start and end would settle it."
+                ),
+                evidence=f"{_levels(prof)}, noise sigma {figures.num(prof.noise)} over {prof.n} points",
+                values={"start": prof.start, "end": prof.end, "noise_sigma": prof.noise},
+                steps=(first, last),
+                level=Level.INFO,
+            )
         return
     after = share_after(first, last, best_step)
     if from_start:
@@ -113,11 +128,17 @@ def no_learning(ctx: RunContext) -> Iterator[Hit]:
     the rank correlation between step and loss is above -DEAD_TREND_T); and
     its best segment level is not a real improvement either (less than
     DEAD_MIN_IMPROVEMENT below the head, or within NOISE_SIGMAS robust noise
-    sigmas of it; see NOISE_FALLBACK_QUANTILE).
+    sigmas of it; see NOISE_FALLBACK_QUANTILE). That learning is unproven is
+    not proof that none happened: it is a FAIL only when the end and best
+    levels, moved PROOF_Z standard errors of their medians in the run's
+    favour, are still less than DEAD_MIN_IMPROVEMENT below the head. Short of
+    that the noise is too large to decide, and the finding is a WARN that
+    names the noise and how many logged points would settle it.
     Why it matters: a run whose loss never moves learned nothing; the usual
     causes are a zero or tiny learning rate, frozen parameters, a detached
     loss, or labels that carry no signal.
-    Fires on: a loss hovering around 1.47 +/- 0.1 from the first log to the last.
+    Fires on: a loss at 1.47 +/- 0.01 from the first log to the last; at
+    WARN on a short fine-tune whose per-batch noise is a fifth of its level.
     Does not fire on: a loss that falls and then plateaus (see TP-PLATEAU), or
     one that rises far above its start (see TP-DIVERGE).
     Does not mean: every parameter is frozen; check TP-LR-ZERO and the
@@ -137,20 +158,61 @@ def no_learning(ctx: RunContext) -> Iterator[Hit]:
     if learned_by_end or best_is_real:
         return
     change = f"{figures.pct(end_gain)} below" if end_gain >= 0 else f"{figures.pct(-end_gain)} above"
+    bound, relative_noise = _improvement_bound(prof, head, t.PROOF_Z)
+    needs = figures.pct(t.DEAD_MIN_IMPROVEMENT)
+    levels = f"{figures.num(head)} at the start, {figures.num(prof.end)} at the end ({change} the start; needs {needs} below)"
+    if bound < t.DEAD_MIN_IMPROVEMENT:
+        message, level = f"Training loss shows no real improvement: {levels}.", None
+    else:
+        settle = _points_to_settle(relative_noise, t)
+        message = (
+            f"Training loss shows no clear improvement, but its noise is too large to tell: {levels}. With a per-point "
+            f"noise of {figures.pct(relative_noise)} of its level, the run may have improved by up to {figures.pct(bound)}; "
+            f"about {settle:,} logged points (a shorter logging interval) would settle it."
+        )
+        level = Level.WARN
     yield Hit(
-        message=(
-            f"Training loss shows no real improvement: {figures.num(head)} at the start, {figures.num(prof.end)} at the end "
-            f"({change} the start; needs {figures.pct(t.DEAD_MIN_IMPROVEMENT)} below)."
-        ),
+        message=message,
         evidence=(
             f"head {figures.num(head)} (median of {_span(prof, int(prof.steps[0]), prof.head_window_last_step)}), "
             f"end {figures.num(prof.end)} (median of {_span(prof, prof.end_first_step, int(prof.steps[-1]))}), "
-            f"{_best(prof)}, trend t {trend:.2f} (needs {-t.DEAD_TREND_T:.1f} or lower), noise sigma {figures.num(prof.noise)} over {prof.n} points"
+            f"{_best(prof)}, trend t {trend:.2f} (needs {-t.DEAD_TREND_T:.1f} or lower), noise sigma {figures.num(prof.noise)} over {prof.n} points, "
+            f"improvement at most {figures.pct(bound)} allowing {t.PROOF_Z:g} standard errors"
         ),
         values={"head": head, "end": prof.end, "best": prof.best, "improvement": round(end_gain, 4),
-                "trend_t": round(trend, 3), "noise_sigma": prof.noise},
+                "trend_t": round(trend, 3), "noise_sigma": prof.noise, "improvement_bound": round(bound, 4)},
         steps=(int(prof.steps[0]), int(prof.steps[-1])),
+        level=level,
     )
+
+
+def _improvement_bound(prof: Profile, head: float, z: float) -> tuple[float, float]:
+    """The most the run may have improved on its head level, as a fraction of it, and its per-point noise as a fraction.
+
+    Each of the end level and the best segment level is moved ``z`` standard errors of the difference of two medians
+    (about 1.25 sigma / sqrt(points) each) towards improvement; the larger of the two improvements is the bound. On the
+    log scale for a positive loss, where its noise is about the same at any level.
+    """
+    head_points = prof.head_window_points
+    levels = ((prof.end, prof.tail_points), (prof.best, int(prof.seg_size[prof.best_segment])))
+    positive = prof.log_noise is not None and head > 0 and all(level > 0 for level, _ in levels)
+    relative_noise = prof.log_noise if positive else prof.noise / head
+    bound = float("-inf")
+    for level, points in levels:
+        se = 1.2533 * np.sqrt(1.0 / max(head_points, 1) + 1.0 / max(points, 1)) * relative_noise  # type: ignore[operator]
+        if positive:
+            gain = float(np.log(head) - np.log(level))
+            bound = max(bound, float(1.0 - np.exp(-(gain + z * se))))
+        else:
+            bound = max(bound, (head - level) / head + z * se)
+    return bound, float(relative_noise)  # type: ignore[arg-type]
+
+
+def _points_to_settle(relative_noise: float, t: Thresholds) -> int:
+    """Logged points that would make the head and end windows' medians tell a DEAD_MIN_IMPROVEMENT change from noise:
+    PROOF_Z standard errors of their difference within half of it."""
+    per_window = 2.0 * (t.PROOF_Z * 1.2533 * relative_noise / (0.5 * t.DEAD_MIN_IMPROVEMENT)) ** 2
+    return int(np.ceil(per_window / t.TAIL_SHARE))
 
 
 def _elapsed(ctx: RunContext, from_step: int, to_step: int, share: float) -> tuple[float | None, str]:
