@@ -11,6 +11,10 @@ from trainproof.report import Level, Verdict
 # Public runs that did not learn, and why; every other public run learned and must not FAIL.
 EXPECTED_PUBLIC_FAILS = {
     "hf/poludmik__qlora-fine-tune__2.json": {"TP-LOSS-ZERO"},
+}
+# Runs whose loss barely moved, but inside a noise too large to prove that nothing was learned: a WARN, not a FAIL
+# (per-point noise 4.9% and 21% of the level; a FAIL must rest on evidence, see checks/registry.py).
+EXPECTED_PUBLIC_UNDECIDED = {
     "hf/aloshdenny__kevin-token-compressor__1.json": {"TP-NO-LEARNING"},
     "lightning/Melissasssss__TurnGPT__lightning_logs__version_0__metrics.csv": {"TP-NO-LEARNING"},
 }
@@ -32,13 +36,16 @@ def test_gallery_healthy_passes_without_warnings(corpus):
 
 
 @pytest.mark.parametrize(
-    ("run", "must_fail"),
-    [("lr_hot", {"TP-DIVERGE"}), ("lr_zero", {"TP-LR-ZERO", "TP-NO-LEARNING"}), ("fp16_nan", {"TP-GRAD-NONFINITE", "TP-DIVERGE"})],
+    ("run", "must_fail", "must_warn"),
+    [("lr_hot", {"TP-DIVERGE"}, set()), ("lr_zero", {"TP-LR-ZERO"}, {"TP-NO-LEARNING"}), ("fp16_nan", {"TP-DIVERGE"}, {"TP-GRAD-NONFINITE"})],
 )
-def test_gallery_sabotage_fails_for_the_right_reasons(corpus, run, must_fail):
+def test_gallery_sabotage_fails_for_the_right_reasons(corpus, run, must_fail, must_warn):
+    """lr_zero's loss noise (8% a point over 60 points) cannot prove it learned less than 5%; fp16_nan's two
+    overflowing norms with a finite loss are a loss scaler at work: both WARN, beside the FAILs that are proven."""
     s = subject(corpus / "gallery" / run / "trainer_state.json")
     assert s.verdict is Verdict.FAIL
     assert must_fail <= ids(s, Level.FAIL)
+    assert must_warn <= ids(s, Level.WARN)
 
 
 def test_lr_hot_names_where_it_started_and_its_best(corpus):
@@ -106,6 +113,7 @@ def test_public_runs_that_learned_do_not_fail(corpus):
         s = subject(path)
         fails = ids(s, Level.FAIL)
         assert fails == EXPECTED_PUBLIC_FAILS.get(key, set()), (key, [f.message for f in s.findings if f.level is Level.FAIL])
+        assert EXPECTED_PUBLIC_UNDECIDED.get(key, set()) <= ids(s, Level.WARN), key
 
 
 def test_lfs_pointers_exit_2_saying_what_they_are(corpus, capsys):
@@ -116,3 +124,26 @@ def test_lfs_pointers_exit_2_saying_what_they_are(corpus, capsys):
         err = capsys.readouterr().err
         assert "Git LFS pointer" in err
         assert "git lfs pull" in err
+
+
+def test_eval_worse_is_silent_on_every_public_log_and_the_healthy_run(corpus):
+    """TP-EVAL-WORSE judges the eval series alone: it must not speak on runs that learned (it fires on none of these)."""
+    ran = 0
+    for path in [*public_logs(corpus), corpus / "gallery" / "healthy" / "trainer_state.json"]:
+        s = subject(path)
+        assert "TP-EVAL-WORSE" not in ids(s), (path, [f.message for f in s.findings if f.rule_id == "TP-EVAL-WORSE"])
+        ran += "TP-EVAL-WORSE" in s.ran
+    assert ran >= 8  # it judged the logs with eval series, not skipped them all
+
+
+def test_a_real_whisper_fine_tune_whose_eval_loss_climbed_is_overfitting_and_eval_worse_says_so_when_overfit_is_ignored(corpus):
+    from trainproof.config import Settings
+
+    path = corpus / "public" / "hf" / "Merlinmy__Whisper_small_hi__1.json"
+    s = subject(path)
+    assert "TP-OVERFIT" in ids(s, Level.WARN)
+    assert "TP-EVAL-WORSE" not in ids(s)  # deferred: overfitting is the sharper diagnosis
+    alone = judge_epoch([path], settings=Settings(ignore=frozenset({"TP-OVERFIT"}))).subjects[0]
+    worse = next(f for f in alone.findings if f.rule_id == "TP-EVAL-WORSE")
+    assert worse.values["best_eval_step"] == 1000
+    assert worse.values["rise"] > 0.4

@@ -20,7 +20,7 @@ from trainproof.report import Level, Verdict
 
 GALLERY = REPO / "examples" / "gallery"
 SNAPSHOT = REPO / "tests" / "snapshots" / "gallery.json"
-CONFIGS = ("healthy", "lr_hot", "lr_zero", "bad_labels", "overfit", "nonfinite")
+CONFIGS = ("healthy", "lr_hot", "lr_zero", "bad_labels", "overfit", "nonfinite", "finetune_hot")
 SEEDS = (0, 1, 2)
 
 
@@ -62,6 +62,27 @@ def test_overfit_warns_naming_overfitting(seed):
     s = judge("overfit", seed)
     assert s.verdict is Verdict.WARN
     assert rule_ids(s, Level.WARN) == {"TP-OVERFIT"}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_finetune_hot_warns_that_the_eval_loss_got_worse(seed):
+    """Eval loss lowest at its first evaluation, well above it at the end; the training loss rose and only partly
+    recovered, so this is no overfitting (TP-OVERFIT silent) and the training curve alone is no divergence."""
+    s = judge("finetune_hot", seed)
+    assert s.verdict is Verdict.WARN
+    assert rule_ids(s, Level.WARN) == {"TP-EVAL-WORSE"}
+    assert "TP-OVERFIT" in s.ran
+    assert "TP-DIVERGE" in s.ran
+    worse = next(f for f in s.findings if f.rule_id == "TP-EVAL-WORSE")
+    assert worse.values["best_eval_step"] == 50  # the first evaluation
+    assert worse.values["rise"] > 0.3
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("config", [c for c in CONFIGS if c != "finetune_hot"])
+def test_eval_worse_fires_only_on_the_config_made_for_it(seed, config):
+    s = judge(config, seed)
+    assert "TP-EVAL-WORSE" not in rule_ids(s, Level.WARN)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

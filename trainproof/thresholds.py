@@ -60,9 +60,10 @@ class Thresholds:
     SEGMENTS: Annotated[int, "segments", "The curve is summarised by the medians of at most this many equal-count segments.", COUNT] = 20
     MIN_SEGMENT_POINTS: Annotated[int, "points", "Each segment holds at least this many points.", COUNT] = 3
     NOISE_SIGMAS: Annotated[float, "robust sigmas", "A change smaller than this many robust noise sigmas (of log loss, for a positive loss) is noise.", NON_NEGATIVE] = 4.0
+    PROOF_Z: Annotated[float, "standard errors", "A FAIL that rests on a level (no learning) holds only when it holds this many standard errors of that level in the run's favour; short of that the data cannot decide, and the rule says so at WARN.", NON_NEGATIVE] = 2.0
     NOISE_FALLBACK_QUANTILE: Annotated[float, "quantile", "When most first differences are alike (a log printed with few decimals), the noise is read from this quantile of their absolute deviations, divided by the normal quantile that matches it (1.645 at 0.9), instead of from their median.", QUANTILE] = 0.9
 
-    GRAD_NONFINITE_TOLERATED: Annotated[int, "points", "Up to this many non-finite gradient norms, with the loss finite throughout, are a WARN (a loss scaler skipping an overflow); more are a FAIL.", NON_NEGATIVE] = 1
+    GRAD_NONFINITE_FAIL_SHARE: Annotated[float, "fraction of logged norms", "Non-finite gradient norms with the loss finite throughout are a WARN (a loss scaler skipping overflowing steps); they are a FAIL when at least this share of the logged norms is non-finite, or the last one is.", SHARE] = 0.5
 
     # --- divergence, dead runs, flat and zero loss ---------------------------
     DIVERGE_START_RATIO: Annotated[float, "x start level", "The loss diverged when its end level is at least this many times its start level.", RATIO] = 1.5
@@ -98,6 +99,10 @@ class Thresholds:
     OVERFIT_RISE: Annotated[float, "fraction of best eval loss", "Eval loss that ends this share above its minimum has climbed...", NON_NEGATIVE] = 0.1
     OVERFIT_MIN_EVALS_AFTER_BEST: Annotated[int, "evaluations", "...over at least this many evaluations after the best one.", COUNT] = 2
     OVERFIT_END_EVALS: Annotated[int, "evaluations", "The eval loss at the end is the median of (up to) this many last evaluations after the best one.", COUNT] = 3
+    EVAL_WORSE_MIN_EVALS_AFTER_BEST: Annotated[int, "evaluations", "Eval loss is judged worse than its best only with at least this many evaluations after the best one: one or two higher evaluations are a wobble a schedule can still recover from.", COUNT] = 3
+    EVAL_WORSE_END_EVALS: Annotated[int, "evaluations", "Each of (up to) this many last evaluations must stay EVAL_WORSE_RISE above the best: the end level is where the run stays, not one bad evaluation.", COUNT] = 3
+    EVAL_WORSE_RISE: Annotated[float, "fraction of best eval loss", "The last evaluations are each at least this share above the best: twice OVERFIT_RISE, since without a falling training loss to corroborate it the rise must be plainly large on its own.", NON_NEGATIVE] = 0.2
+    EVAL_WORSE_SIGMAS: Annotated[float, "robust sigmas", "...and the lowest of them is above the best by more than this many robust noise sigmas (of the eval series' log loss) plus sqrt(2 ln n) for its n evaluations, how far the lowest of n noisy values falls below their level by chance: the best is one point picked for being low, so it is compared with its own selection bias added. Below NOISE_SIGMAS because a short eval series' noise is estimated with its trend in it.", NON_NEGATIVE] = 2.5
 
     # --- speed ---------------------------------------------------------------
     STEP_TIME_CLIFF_RATIO: Annotated[float, "x earlier median", "Seconds per step at least this many times the earlier median, sustained, is a cliff.", RATIO] = 2.0

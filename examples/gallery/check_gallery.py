@@ -15,7 +15,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOG_VOCAB = math.log(32)
-CONFIG_ORDER = ["healthy", "lr_hot", "lr_zero", "bad_labels", "overfit", "nonfinite"]
+CONFIG_ORDER = ["healthy", "lr_hot", "lr_zero", "bad_labels", "overfit", "nonfinite", "finetune_hot"]
 
 
 def finite(x):
@@ -48,6 +48,8 @@ def summarise(state):
         "grad_norm_logged": sum(x is not None for x in gn),
         "lr_first": lr[0],
         "lr_last": lr[-1],
+        "train_steps": [h["step"] for h in train],
+        "eval_steps": [h["step"] for h in evals],
     }
 
 
@@ -95,6 +97,17 @@ def check(name, s, healthy_last):
         imin = ev.index(s["eval_min"])
         need(imin <= len(ev) // 3, "eval minimum in the first third of evals")
         need(ev[-1] >= 1.5 * s["eval_min"], "eval ends >= 1.5x its minimum")
+    elif name == "finetune_hot":
+        need(s["nonfinite_loss"] == 0 and s["nonfinite_grad_norm"] == 0, "stays finite")
+        need(len(ev) >= 6, ">= 6 evals")
+        need(s["eval_min"] is not None and ev.index(s["eval_min"]) == 0, "eval lowest at its first evaluation")
+        need(min(ev[-3:]) >= 1.3 * ev[0], "each of the last 3 evals >= 1.3x the first")
+        # the training loss rises after the learning rate peaks and only partly recovers; it ends below where the
+        # fine-tune started (the pretrained model meets a new task), so the training curve alone is no divergence
+        at_first_eval = [x for x, h in zip(loss, s["train_steps"]) if h <= s["eval_steps"][0]]
+        need(max(loss) > 1.5 * min(at_first_eval[-3:]) if at_first_eval else False, "training loss rises after the first eval")
+        need(s["loss_last"] < max(loss[len(at_first_eval):]), "training loss partly recovers from its peak")
+        need(s["loss_last"] < s["loss_first"], "training loss ends below where the fine-tune started")
     elif name == "nonfinite":
         need(s["nonfinite_loss"] > 0, "non-finite logged loss")
         need(s["nonfinite_grad_norm"] > 0, "non-finite logged grad_norm")

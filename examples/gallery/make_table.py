@@ -18,7 +18,7 @@ from trainproof.judge import judge_compare, judge_epoch
 from trainproof.report import Level
 
 HERE = Path(__file__).resolve().parent
-ORDER = ("healthy", "lr_hot", "lr_zero", "bad_labels", "overfit", "nonfinite")
+ORDER = ("healthy", "lr_hot", "lr_zero", "bad_labels", "overfit", "nonfinite", "finetune_hot")
 BROKEN = {
     "healthy": "nothing",
     "lr_hot": "learning rate 1500x, no warmup, no clipping",
@@ -26,6 +26,7 @@ BROKEN = {
     "bad_labels": "labels shuffled within each sequence",
     "overfit": "16 training sequences, ~150 epochs, held-out eval",
     "nonfinite": "learning rate 300, no clipping: float32 overflow",
+    "finetune_hot": "fine-tune of the healthy model, learning rate warmed up to 0.2 (100x) and held",
 }
 
 

@@ -202,6 +202,9 @@ class RunConfig:
     logging_steps: int = 5
     eval_steps: int | None = 25
     logging_nan_inf_filter: bool = True  # the Trainer default
+    # > 0: start from a model trained first, in-process, by the healthy config for this many steps
+    # (its log is thrown away), as a fine-tune starts from a pretrained checkpoint
+    pretrain_steps: int = 0
 
 
 HEALTHY = RunConfig()
@@ -223,6 +226,12 @@ CONFIGS: dict[str, RunConfig] = {
     # the Trainer's NaN/inf loss filter is switched off so the logged loss shows it too
     "nonfinite": dataclasses.replace(HEALTHY, learning_rate=300.0, max_grad_norm=0.0,
                                      logging_nan_inf_filter=False),
+    # a fine-tune gone wrong: start from the healthy model (300 steps of `count`, trained in-process),
+    # fine-tune it on `markov` with the learning rate warmed up over 60 steps to a peak of 0.2 (100x
+    # healthy; clipping keeps it finite) and held there, eval every 50 steps: the eval loss is lowest at
+    # its first evaluation and ends well above it while the training loss rises and partly recovers
+    "finetune_hot": dataclasses.replace(HEALTHY, task="markov", pretrain_steps=300, learning_rate=0.2,
+                                        lr_scheduler_type="constant_with_warmup", warmup_steps=60, eval_steps=50),
 }
 
 
@@ -248,6 +257,14 @@ def make_trainer(config_name: str, seed: int, output_dir: str,
     cfg = dataclasses.replace(CONFIGS[config_name], **overrides)
     train_ds, eval_ds = build_datasets(cfg.task, cfg.n_train, cfg.n_eval, seed, cfg.label_mode)
     model = build_model(seed, dropout=cfg.dropout)
+    if cfg.pretrain_steps:
+        # the starting checkpoint: healthy training, run now (a config with pretrain_steps trains here)
+        import os
+
+        pretrain = make_trainer("healthy", seed, os.path.join(output_dir, "pretrain"), training_args=training_args,
+                                max_steps=cfg.pretrain_steps, eval_steps=None)
+        pretrain.train()
+        model = pretrain.model
     do_eval = cfg.eval_steps is not None
     args = TrainingArguments(
         output_dir=output_dir,

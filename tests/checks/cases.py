@@ -85,6 +85,25 @@ def generalising() -> Run:
     return make_run(train, steps=list(range(5, 301, 5)), evals={"eval_loss": (steps, np.linspace(1.4, 0.5, len(steps)))})
 
 
+def finetune_too_hot(train_points: int = 60) -> Run:
+    """A fine-tune whose learning rate warmed up to a peak too high: eval loss lowest at its first evaluation,
+    83% higher five evaluations later, while the training loss rises for a while and partly recovers."""
+    x = np.linspace(0, 1, 60)
+    train = noisy(0.6 + 1.9 * np.exp(-30 * x) + 0.6 * np.exp(-(((x - 0.5) / 0.2) ** 2)) + 0.3 * x, 0.01, 13)[:train_points]
+    steps = list(range(50, 3001, 50))[:train_points]
+    evals = {"eval_loss": ([500, 1000, 1500, 2000, 2500, 3000], [0.52, 0.78, 0.93, 0.99, 0.96, 0.95])}
+    ckpts = (Checkpoint(500, "out/checkpoint-500"), Checkpoint(3000, "out/checkpoint-3000"))
+    return make_run(train, steps=steps, evals=evals, checkpoints=ckpts)
+
+
+def eval_noisy_flat(seed: int = 14) -> Run:
+    """An eval loss that only jitters about one level (its lowest point is noise), beside a flat training loss
+    (so TP-OVERFIT, which needs the training loss to fall, stays out of it)."""
+    steps = list(range(100, 3001, 100))
+    evals = {"eval_loss": (steps, noisy(np.full(30, 1.0), 0.05, seed))}
+    return make_run(flat_noisy(seed).loss.values, steps=list(range(50, 3001, 50)), evals=evals)
+
+
 def grads(values) -> Run:
     n = len(values)
     return make_run(noisy(decaying(n), 0.02, 11), grad=values)
@@ -107,8 +126,11 @@ CASES: dict[str, list[Case]] = {
         Case("healthy", healthy, False),
     ],
     "TP-GRAD-NONFINITE": [
-        Case("repeated non-finite norms", lambda: grads(_with(_with(np.full(60, 0.5), 10, np.inf), 30, np.nan)), True, level="FAIL"),
+        Case("overflows with a NaN loss", lambda: make_run(_with(decaying(), 31, np.nan), grad=_with(_with(np.full(60, 0.5), 10, np.inf), 30, np.nan)), True, level="FAIL"),
+        Case("the run ends on an overflow", lambda: grads(_with(np.full(60, 0.5), 59, np.inf)), True, level="FAIL"),
+        Case("most norms overflow", lambda: grads(np.where(np.arange(60) % 3 == 2, 0.5, np.inf)), True, level="FAIL"),
         Case("one overflow, loss finite: a scaler's skipped step", lambda: grads(_with(np.full(60, 0.5), 10, np.inf)), True, level="WARN"),
+        Case("two overflows in 230 steps, loss finite and falling", lambda: grads(_with(_with(np.full(230, 0.5), 40, np.inf), 120, np.inf)), True, level="WARN"),
         Case("huge but finite norms", lambda: grads(np.full(60, 1e6)), False),
     ],
     "TP-EVAL-NONFINITE": [
@@ -142,7 +164,8 @@ CASES: dict[str, list[Case]] = {
         Case("healthy", healthy, False),
     ],
     "TP-NO-LEARNING": [
-        Case("noisy flat loss", flat_noisy, True),
+        Case("flat loss, small noise", lambda: make_run(noisy(np.full(60, 1.47), 0.01, 6), lr=[1e-4] * 60), True, level="FAIL"),
+        Case("noisy flat loss: too noisy to prove", flat_noisy, True, level="WARN"),
         Case("healthy", healthy, False),
         Case("converged early", lambda: converged_early(300.0), False),
     ],
@@ -155,6 +178,13 @@ CASES: dict[str, list[Case]] = {
     "TP-OVERFIT": [
         Case("eval climbs while train falls", overfitting, True),
         Case("eval keeps improving", generalising, False),
+    ],
+    "TP-EVAL-WORSE": [
+        Case("eval ends 83% above its first evaluation while training rises and partly recovers", finetune_too_hot, True),
+        Case("a single training-loss point: judged on the eval series alone", lambda: finetune_too_hot(train_points=1), True),
+        Case("eval keeps improving", generalising, False),
+        Case("eval jitters about one level", eval_noisy_flat, False),
+        Case("eval climbs while train falls: TP-OVERFIT says it", overfitting, False),
     ],
     "TP-GRAD-SPIKE": [
         Case("isolated huge norm", lambda: grads(_with(noisy(np.full(60, 0.5), 0.05), 20, 2650.0)), True),

@@ -37,13 +37,13 @@ def test_one_suite_per_input_one_case_per_rule_applied():
     found = suites(xml)
     hot = found["tests/data/hot/trainer_state.json"]
     cases = {c.get("name"): c for c in hot.iter("testcase")}
-    assert len(cases) == int(hot.get("tests")) == 15
+    assert len(cases) == int(hot.get("tests")) == 16
     assert cases["TP-DIVERGE"].find("failure") is not None
     assert cases["TP-GRAD-SPIKE"].find("failure") is None
     assert "WARN" in cases["TP-GRAD-SPIKE"].findtext("system-out")
     assert cases["TP-OVERFIT"].find("skipped").get("message") == "TP-DIVERGE already explains this curve"
     assert cases["TP-EVAL-NONFINITE"].find("skipped").get("message") == "the log has no eval loss"
-    assert (hot.get("failures"), hot.get("errors"), hot.get("skipped"), hot.get("time")) == ("1", "0", "7", "0.000")
+    assert (hot.get("failures"), hot.get("errors"), hot.get("skipped"), hot.get("time")) == ("1", "0", "8", "0.000")
 
 
 def test_warn_fails_under_fail_on_warn():

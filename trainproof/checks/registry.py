@@ -9,6 +9,16 @@ here, and importing this module imports no other command's checks.
 
 A retired rule moves to ``REMOVED`` with a note; a renamed one keeps its old
 id in ``ALIASES``.
+
+Writing a FAIL rule: a FAIL is an accusation. It stops CI and can stop a run,
+so it must rest on evidence for the failure, never on the absence of evidence
+against it. A rule FAILs only when the data shows the failure beyond the
+curve's own noise (a level compared with another by more than its standard
+errors, a value that is exactly what it must not be, a non-finite loss); where
+the noise is too large to decide, it reports at WARN (or INFO), naming the
+noise level and what more logging would settle it. Each FAIL rule is tested at
+its boundary: a clear failure FAILs, clear health passes, and the noisy
+undecidable middle never FAILs (tests/checks/test_burden_of_proof.py).
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ EPOCH_RULES: tuple[Rule, ...] = (
         defers_to=("TP-LOSS-ZERO", "TP-LOSS-FLAT", "TP-DIVERGE", "TP-NO-LEARNING"), chart="loss",
     ),
     Rule("TP-OVERFIT", WARN, evals.overfit, "epoch", defers_to=("TP-DIVERGE",), chart="eval"),
+    Rule("TP-EVAL-WORSE", WARN, evals.eval_worse, "epoch", defers_to=("TP-EVAL-NONFINITE", "TP-DIVERGE", "TP-OVERFIT"), chart="eval"),
     Rule("TP-GRAD-SPIKE", WARN, spikes.grad_spike, "epoch", chart="grad"),
     Rule("TP-LOSS-SPIKE", WARN, spikes.loss_spike, "epoch", defers_to=("TP-DIVERGE",), chart="loss"),
     Rule("TP-STEP-TIME-CLIFF", WARN, speed.step_time_cliff, "epoch", chart="time"),
