@@ -12,7 +12,7 @@ is an error naming its line (see :func:`trainproof.readers.base.parse_step`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from trainproof.errors import InputError
 from trainproof.model import Run
@@ -21,11 +21,6 @@ from trainproof.readers.names import DEFAULT_NAMES, Names
 
 METRICS = ("loss", "eval_loss", "learning_rate", "grad_norm", "step_time", "loader_time")
 """The series a record's columns feed; ``epoch`` is not one of them, only an axis (Keras logs count epochs, not steps)."""
-
-
-def resolve(columns: Iterable[str], names: Names = DEFAULT_NAMES) -> dict[str, str]:
-    """Map each series to the column that carries it, if any (see :mod:`trainproof.readers.names`)."""
-    return names.resolve(columns)
 
 
 class RecordParser:

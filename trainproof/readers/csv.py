@@ -25,9 +25,9 @@ import numpy as np
 from trainproof.errors import InputError
 from trainproof.model import Run
 from trainproof.readers.base import RunBuilder, iter_blocks, iter_lines
-from trainproof.readers.columns import RecordParser, resolve
+from trainproof.readers.columns import RecordParser
 from trainproof.readers.names import DEFAULT_NAMES, Names
-from trainproof.readers.table import Block, Column, ColumnarRun, as_columns, cell_column, size_of
+from trainproof.readers.table import Block, Column, ColumnarRun, as_columns, cell_column, moved, size_of
 
 name = "csv"
 description = "CSV with a header row (Lightning metrics.csv, Keras training_log.csv, ...)"
@@ -42,7 +42,7 @@ def sniff(path: Path, head: str) -> bool:
     delimiter = _delimiter(first)
     if delimiter not in first:
         return False
-    return bool(resolve(c.strip() for c in first.split(delimiter)))
+    return bool(DEFAULT_NAMES.resolve(c.strip() for c in first.split(delimiter)))
 
 
 class _Lines:
@@ -286,12 +286,11 @@ class _Cells:
 
     def take(self, rows: np.ndarray) -> Column:
         column = self.column
-        where = {int(row): k for k, row in enumerate(rows.tolist())} if column.odd else {}
         return Column(
             has=column.has[rows],
             numbers=column.numbers[rows] if column.numbers is not None else None,
             ints=column.ints[rows] if column.ints is not None else None,
-            odd={where[row]: value for row, value in column.odd.items() if row in where} if column.odd else {},
+            odd=moved(column.odd, rows) if column.odd else {},
             empty=column.empty[rows] if column.empty is not None else None,
         )
 

@@ -27,7 +27,7 @@ from trainproof.errors import InputError
 from trainproof.model import Checkpoint, Run, Series, StepLines
 from trainproof.readers.base import RunBuilder, load_json, parse_number, parse_step, read_document, read_document_bytes
 from trainproof.readers.names import DEFAULT_NAMES, Names
-from trainproof.readers.table import SPECIAL_FLOATS, as_columns, first_lines, last_of_each
+from trainproof.readers.table import SPECIAL_FLOATS, as_columns, first_lines, last_of_each, moved
 
 name = "hf"
 description = "HuggingFace Trainer trainer_state.json"
@@ -303,11 +303,9 @@ def _merged(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]
     if len(parts) > 1:  # each kind's entries are in file order; several kinds interleave
         order = np.argsort(rows, kind="stable")
         steps, values = steps[order], values[order]
-        where = {int(at): k for k, at in enumerate(order.tolist())} if texts else {}
-        texts = {where[k]: text for k, text in texts.items()}
+        texts = moved(texts, order)
     keep = last_of_each(steps)
     if keep is not None:
         steps, values = steps[keep], values[keep]
-        position = {int(at): k for k, at in enumerate(keep.tolist())} if texts else {}
-        texts = {position[k]: text for k, text in texts.items() if k in position}
+        texts = moved(texts, keep)
     return Series(steps, values, {int(steps[k]): text for k, text in texts.items()})

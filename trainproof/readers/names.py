@@ -179,10 +179,6 @@ class Names:
         """Each series to the name that carries it, for the names one record (or one log) has."""
         return {series: chosen[0] for series, chosen in self.candidates(names, validation).items()}
 
-    def series_of(self, name: str, validation: bool = False) -> str | None:
-        """The series one name carries on its own (a TensorBoard tag), or None."""
-        return next(iter(self.resolve([name], validation)), None)
-
 
 DEFAULT_NAMES = Names()
 
@@ -200,11 +196,7 @@ def parse_map(entries: Iterable[str], source: str = "--map") -> dict[str, str]:
         series, name = series.strip().lower().replace("-", "_"), name.strip()
         if not sep or not name:
             raise MapError(f"{source}: '{entry}' is not SERIES=NAME (for example loss=train/total_loss)")
-        out[checked_series(series, source)] = name
+        if series not in SERIES:
+            raise MapError(f"{source}: '{series}' is not a series trainproof reads (one of {', '.join(SERIES)})")
+        out[series] = name
     return out
-
-
-def checked_series(series: str, source: str) -> str:
-    if series not in SERIES:
-        raise MapError(f"{source}: '{series}' is not a series trainproof reads (one of {', '.join(SERIES)})")
-    return series

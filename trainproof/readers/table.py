@@ -54,6 +54,19 @@ def as_columns(path: Path, parser: str, columnar: bool | None, read: Callable[[]
     return read() if columnar else None
 
 
+def moved(keyed: Mapping[int, object], taken: np.ndarray) -> dict[int, object]:
+    """``keyed`` (values by position in an array) re-keyed by position in ``array[taken]``; those not taken dropped.
+
+    The inverse of ``taken`` is built with numpy, so re-keying a few values of a million-row array costs no Python
+    work per row.
+    """
+    if not keyed or not taken.size:
+        return {}
+    inverse = np.full(max(int(taken.max()), max(keyed)) + 1, -1, dtype=np.int64)
+    inverse[taken] = np.arange(taken.size)
+    return {int(inverse[at]): value for at, value in keyed.items() if inverse[at] >= 0}
+
+
 def importable(module: str) -> bool:
     """Whether an optional fast parser (polars, orjson) is installed; without it every log is read the slow way."""
     try:
@@ -308,7 +321,6 @@ class ColumnarRun:
         if len(picked_rows) > 1:
             order = np.argsort(rows, kind="stable")
             rows, values = rows[order], values[order]
-        position = {int(row): at for at, row in enumerate(rows.tolist())} if raw else {}
         if series != "wall_time":
             self.labels.setdefault(series, first[1])
         records = self._record_steps
@@ -317,7 +329,7 @@ class ColumnarRun:
         part = self._parts.get(series)
         if part is None:
             part = self._parts[series] = _Part(self._capacity, records)
-        part.add(at_steps if every else steps[rows], values, {position[row]: text for row, text in raw.items()}, every, records)
+        part.add(at_steps if every else steps[rows], values, moved(raw, rows), every, records)
 
     def build(self, copy: bool = True) -> Run:
         records = self._record_steps.view() if self._record_steps is not None else np.empty(0, dtype=np.int64)
@@ -330,8 +342,7 @@ class ColumnarRun:
             keep = last_of_each(steps)
             if keep is not None:
                 steps, values = steps[keep], values[keep]
-                where = {int(at): k for k, at in enumerate(keep.tolist())} if part.raw else {}
-                raw = {int(steps[where[at]]): text for at, text in part.raw.items() if at in where}
+                raw = {int(steps[at]): text for at, text in moved(part.raw, keep).items()}
             else:
                 raw = {int(steps[at]): text for at, text in part.raw.items()}
             same = next((s for s in shared if s.size == steps.size and np.array_equal(s, steps)), None)
