@@ -108,12 +108,15 @@ def test_every_public_log_gets_a_verdict_or_a_clean_exit_2(corpus, capsys):
 
 
 def test_public_runs_that_learned_do_not_fail(corpus):
+    seen = set()
     for path in public_logs(corpus):
         key = f"{path.parent.name}/{path.name}"
+        seen.add(key)
         s = subject(path)
         fails = ids(s, Level.FAIL)
         assert fails == EXPECTED_PUBLIC_FAILS.get(key, set()), (key, [f.message for f in s.findings if f.level is Level.FAIL])
         assert EXPECTED_PUBLIC_UNDECIDED.get(key, set()) <= ids(s, Level.WARN), key
+    assert set(EXPECTED_PUBLIC_FAILS) | set(EXPECTED_PUBLIC_UNDECIDED) <= seen, "an expected run is missing from the corpus"
 
 
 def test_lfs_pointers_exit_2_saying_what_they_are(corpus, capsys):

@@ -22,7 +22,7 @@ from trainproof.checks.base import Context, NotApplicable, Rule
 from trainproof.checks.registry import RULES
 from trainproof.config import DEFAULT_SETTINGS, Settings
 from trainproof.errors import InputError, MissingDependencyError
-from trainproof.report import Finding, Folder, Report, Skipped, Subject, Table
+from trainproof.report import Finding, Folder, Level, Report, Skipped, Subject, Table
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,8 @@ def apply_rules(rules: Iterable[Rule], ctx: Context, settings: Settings = DEFAUL
         ran.append(rule.id)
         for hit in hits:
             findings.append(ctx.locate(rule.stamp(hit, settings.levels.get(rule.id))))
-            fired.add(rule.id)
+            if hit.level is not Level.INFO:  # a rule's own note (a rise within noise) explains nothing for the others
+                fired.add(rule.id)
     return Outcome(tuple(findings), tuple(ran), tuple(skipped))
 
 

@@ -129,14 +129,26 @@ class Profile:
         positive loss the test is made on the log scale, where a loss's noise
         is roughly constant whether it sits at 3 or at 300.
         """
-        se = 1.2533 * np.sqrt(1.0 / max(points_a, 1) + 1.0 / max(points_b, 1))
+        se = self.difference_error(points_a, points_b)
         if self.log_noise is not None and higher > 0 and lower > 0:
             return bool(np.log(higher) - np.log(lower) > sigmas * se * self.log_noise)
         return bool(higher - lower > sigmas * se * self.noise)
 
-    def level_error(self, points: int) -> float:
-        """The standard error of a median of ``points`` points, on the scale ``above`` compares on (log for a positive loss)."""
-        return 1.2533 * (self.log_noise if self.log_noise is not None else self.noise) / np.sqrt(max(points, 1))
+    @staticmethod
+    def difference_error(points_a: int, points_b: int) -> float:
+        """The standard error of the difference of two medians of ``points_a`` and ``points_b`` points, in sigmas."""
+        return float(1.2533 * np.sqrt(1.0 / max(points_a, 1) + 1.0 / max(points_b, 1)))
+
+    def shifted(self, level: float, points: int, z: float) -> float:
+        """A median of ``points`` points moved ``z`` of its standard errors up (down for a negative ``z``), on the
+        scale ``above`` compares on: by a factor for a positive loss, by a difference otherwise."""
+        if self.log_noise is not None and level > 0:
+            return float(level * np.exp(z * 1.2533 * self.log_noise / np.sqrt(max(points, 1))))
+        return float(level + z * 1.2533 * self.noise / np.sqrt(max(points, 1)))
+
+    def start_points(self, head_points: int) -> int:
+        """How many points the start level is the median of (one, when it is the first point alone)."""
+        return 1 if self.start_is_first_point else min(self.n, head_points)
 
     @property
     def tail_points(self) -> int:

@@ -60,7 +60,7 @@ class Thresholds:
     SEGMENTS: Annotated[int, "segments", "The curve is summarised by the medians of at most this many equal-count segments.", COUNT] = 20
     MIN_SEGMENT_POINTS: Annotated[int, "points", "Each segment holds at least this many points.", COUNT] = 3
     NOISE_SIGMAS: Annotated[float, "robust sigmas", "A change smaller than this many robust noise sigmas (of log loss, for a positive loss) is noise.", NON_NEGATIVE] = 4.0
-    PROOF_Z: Annotated[float, "standard errors", "A FAIL that rests on a level (no learning) holds only when it holds this many standard errors of that level in the run's favour; short of that the data cannot decide, and the rule says so at WARN.", NON_NEGATIVE] = 2.0
+    PROOF_Z: Annotated[float, "standard errors", "A FAIL that rests on a level (no learning, a compare floor, a baseline's fall) holds only when it holds this many standard errors of that level in the run's favour; short of that the data cannot decide, and the rule says so at WARN.", NON_NEGATIVE] = 2.0
     NOISE_FALLBACK_QUANTILE: Annotated[float, "quantile", "When most first differences are alike (a log printed with few decimals), the noise is read from this quantile of their absolute deviations, divided by the normal quantile that matches it (1.645 at 0.9), instead of from their median.", QUANTILE] = 0.9
 
     GRAD_NONFINITE_FAIL_SHARE: Annotated[float, "fraction of logged norms", "Non-finite gradient norms with the loss finite throughout are a WARN (a loss scaler skipping overflowing steps); they are a FAIL when at least this share of the logged norms is non-finite, or the last one is.", SHARE] = 0.5

@@ -87,6 +87,18 @@ def test_diverge_fails_on_a_clear_blow_up_and_only_notes_one_inside_the_noise() 
     assert "TP-DIVERGE" not in findings(make_run(noisy(decaying(), 0.02)))
 
 
+def test_a_note_inside_the_noise_does_not_silence_the_rules_that_defer_to_it() -> None:
+    """TP-DIVERGE's INFO explains nothing: the rules deferring to TP-DIVERGE still run, and an eval loss that climbed
+    85% is still reported."""
+    rng = np.random.default_rng(5)
+    loss = np.concatenate([np.full(3, 1.0), np.full(5, 1.55)]) * np.exp(rng.normal(0.0, 0.6, 8))
+    run = make_run(loss, evals={"eval_loss": ([10, 20, 30, 40, 50, 60, 70, 80], [0.52, 0.6, 0.75, 0.9, 0.95, 0.97, 0.96, 0.96])})
+    subject = judge("epoch", [run], DEFAULT_SETTINGS).subjects[0]
+    found = {f.rule_id: f.level for f in subject.findings}
+    assert found["TP-DIVERGE"] is Level.INFO
+    assert found.get("TP-EVAL-WORSE") is Level.WARN
+    assert "TP-NO-LEARNING" in subject.ran
+
 # --- TP-GRAD-NONFINITE -----------------------------------------------------------------------------------------------
 
 
@@ -148,6 +160,7 @@ def test_compare_worse_than_start_needs_a_baseline_that_proved_the_loss_can_fall
     # a baseline that ends 10% lower under 30% noise a point: its fall is not shown, so the accusation is not either
     hovered = make_run(1.5 * np.exp(np.random.default_rng(1).normal(0.0, 0.3, 60)) * np.linspace(1.0, 0.9, 60))
     assert findings((rising, hovered), "compare").get("TP-CMP-WORSE-THAN-START") is Level.WARN
+    assert "TP-CMP-WORSE-THAN-START" not in findings((make_run(noisy(decaying(60, 1.5, 1.0), 0.01, 3)), fell), "compare")
 
 
 def test_every_fail_rule_of_the_run_commands_is_tested_here() -> None:

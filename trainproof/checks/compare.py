@@ -55,12 +55,11 @@ def ratios(ctx: CompareContext) -> Ratios:
 
 
 def _ratio_beyond_noise(run: Profile, base: Profile, z: float) -> float:
-    """run.best / base.best with the run's best moved ``z`` standard errors down and the baseline's ``z`` up."""
-    run_se = run.level_error(int(run.seg_size[run.best_segment]))
-    base_se = base.level_error(int(base.seg_size[base.best_segment]))
-    if run.log_noise is not None and base.log_noise is not None and run.best > 0 and base.best > 0:
-        return math.exp(math.log(run.best) - z * run_se - (math.log(base.best) + z * base_se))
-    return (run.best - z * run_se) / (base.best + z * base_se)
+    """run.best / base.best with the run's best moved ``z`` standard errors down and the baseline's ``z`` up, each on
+    its own scale."""
+    low = run.shifted(run.best, int(run.seg_size[run.best_segment]), -z)
+    high = base.shifted(base.best, int(base.seg_size[base.best_segment]), z)
+    return low / high if high > 0 else math.inf
 
 
 def floor(ctx: CompareContext) -> Iterator[Hit]:
@@ -87,9 +86,10 @@ def floor(ctx: CompareContext) -> Iterator[Hit]:
         raise NotApplicable("the baseline's best loss level is not positive")
     if ratio < ctx.t.CMP_FLOOR_RATIO:
         return
-    proven = _ratio_beyond_noise(run, base, ctx.t.PROOF_Z) >= ctx.t.CMP_FLOOR_RATIO
+    least = _ratio_beyond_noise(run, base, ctx.t.PROOF_Z)
+    proven = least >= ctx.t.CMP_FLOOR_RATIO
     undecided = "" if proven else (
-        f" Within the two curves' noise it could be as low as {figures.ratio(_ratio_beyond_noise(run, base, ctx.t.PROOF_Z))}: "
+        f" Within the two curves' noise it could be as low as {figures.ratio(least)}: "
         "more logged points around the best levels would settle it."
     )
     yield Hit(
@@ -174,11 +174,10 @@ def worse_than_start(ctx: CompareContext) -> Iterator[Hit]:
     one fires on any real rise against a baseline that fell.
     """
     run, base = _both(ctx)
-    head_n = 1 if run.start_is_first_point else min(run.n, ctx.t.HEAD_POINTS)
+    head_n = run.start_points(ctx.t.HEAD_POINTS)
     if not (run.above(run.end, run.start, ctx.t.NOISE_SIGMAS, head_n, run.tail_points) and base.end < base.start):
         return
-    base_head = 1 if base.start_is_first_point else min(base.n, ctx.t.HEAD_POINTS)
-    proven = base.above(base.start, base.end, ctx.t.PROOF_Z, base_head, base.tail_points)
+    proven = base.above(base.start, base.end, ctx.t.PROOF_Z, base.start_points(ctx.t.HEAD_POINTS), base.tail_points)
     undecided = "" if proven else " The baseline's fall is within its own noise, so it does not show the loss can fall here."
     yield Hit(
         message=f"The run ends worse than it started ({figures.num(run.start)} -> {figures.num(run.end)}) while the baseline improved ({figures.num(base.start)} -> {figures.num(base.end)}).{undecided}",

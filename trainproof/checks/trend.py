@@ -61,17 +61,14 @@ def diverge(ctx: RunContext) -> Iterator[Hit]:
     """
     prof = ctx.curve()
     t = ctx.t
-    head_n, tail_n = min(prof.n, t.HEAD_POINTS), prof.tail_points
+    tail_n = prof.tail_points
     first, last = int(prof.steps[0]), int(prof.steps[-1])
     best_k = prof.best_segment
     best_level, best_step = prof.best, prof.segment_center(best_k)
     if prof.start < best_level:  # the run was never better than where it began
         best_level, best_step = prof.start, prof.start_last_step
-    from_start = (
-        prof.start > 0
-        and prof.end >= t.DIVERGE_START_RATIO * prof.start
-        and prof.above(prof.end, prof.start, t.NOISE_SIGMAS, 1 if prof.start_is_first_point else head_n, tail_n)
-    )
+    ratio_reached = prof.start > 0 and prof.end >= t.DIVERGE_START_RATIO * prof.start
+    from_start = ratio_reached and prof.above(prof.end, prof.start, t.NOISE_SIGMAS, prof.start_points(t.HEAD_POINTS), tail_n)
     gained = max(prof.start - prof.best, 0.0)
     from_best = (
         prof.best > 0
@@ -81,7 +78,7 @@ def diverge(ctx: RunContext) -> Iterator[Hit]:
         and prof.end - prof.best >= t.DIVERGE_GIVEBACK_SHARE * gained
     )
     if not (from_start or from_best):
-        if prof.start > 0 and prof.end >= t.DIVERGE_START_RATIO * prof.start:
+        if ratio_reached:
             yield Hit(
                 message=(
                     f"Training loss ends {figures.ratio(prof.end / prof.start)} above where it started ({figures.num(prof.start)} -> "
@@ -193,13 +190,12 @@ def _improvement_bound(prof: Profile, head: float, z: float) -> tuple[float, flo
     (about 1.25 sigma / sqrt(points) each) towards improvement; the larger of the two improvements is the bound. On the
     log scale for a positive loss, where its noise is about the same at any level.
     """
-    head_points = prof.head_window_points
     levels = ((prof.end, prof.tail_points), (prof.best, int(prof.seg_size[prof.best_segment])))
-    positive = prof.log_noise is not None and head > 0 and all(level > 0 for level, _ in levels)
+    positive = prof.log_noise is not None and all(level > 0 for level, _ in levels)  # the head is positive: no_learning checked
     relative_noise = prof.log_noise if positive else prof.noise / head
     bound = float("-inf")
     for level, points in levels:
-        se = 1.2533 * np.sqrt(1.0 / max(head_points, 1) + 1.0 / max(points, 1)) * relative_noise  # type: ignore[operator]
+        se = prof.difference_error(prof.head_window_points, points) * relative_noise  # type: ignore[operator]
         if positive:
             gain = float(np.log(head) - np.log(level))
             bound = max(bound, float(1.0 - np.exp(-(gain + z * se))))
@@ -211,7 +207,8 @@ def _improvement_bound(prof: Profile, head: float, z: float) -> tuple[float, flo
 def _points_to_settle(relative_noise: float, t: Thresholds) -> int:
     """Logged points that would make the head and end windows' medians tell a DEAD_MIN_IMPROVEMENT change from noise:
     PROOF_Z standard errors of their difference within half of it."""
-    per_window = 2.0 * (t.PROOF_Z * 1.2533 * relative_noise / (0.5 * t.DEAD_MIN_IMPROVEMENT)) ** 2
+    # the difference of two medians of k points each has a standard error of difference_error(k, k) = 1.25 sqrt(2 / k)
+    per_window = 2.0 * (t.PROOF_Z * Profile.difference_error(1, 1) / np.sqrt(2.0) * relative_noise / (0.5 * t.DEAD_MIN_IMPROVEMENT)) ** 2
     return int(np.ceil(per_window / t.TAIL_SHARE))
 
 
