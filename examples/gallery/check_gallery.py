@@ -105,8 +105,10 @@ def check(name, s, healthy_last):
         # the training loss rises after the learning rate peaks and only partly recovers; it ends below where the
         # fine-tune started (the pretrained model meets a new task), so the training curve alone is no divergence
         at_first_eval = [x for x, h in zip(loss, s["train_steps"]) if h <= s["eval_steps"][0]]
-        need(max(loss) > 1.5 * min(at_first_eval[-3:]) if at_first_eval else False, "training loss rises after the first eval")
-        need(s["loss_last"] < max(loss[len(at_first_eval):]), "training loss partly recovers from its peak")
+        after_first_eval = loss[len(at_first_eval) :]
+        peak = max(after_first_eval) if at_first_eval and after_first_eval else None
+        need(peak is not None and peak > 1.5 * min(at_first_eval[-3:]), "training loss rises after the first eval")
+        need(peak is not None and s["loss_last"] < peak, "training loss partly recovers from its peak")
         need(s["loss_last"] < s["loss_first"], "training loss ends below where the fine-tune started")
     elif name == "nonfinite":
         need(s["nonfinite_loss"] > 0, "non-finite logged loss")

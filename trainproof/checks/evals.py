@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -13,17 +14,140 @@ from trainproof.checks.sentences import nearest_checkpoint
 from trainproof.stats import Profile, median, robust_sigma
 from trainproof.thresholds import Thresholds
 
+_R = TypeVar("_R", bound="_Rise")
+
 
 @dataclass(frozen=True)
-class _Climb:
+class _Rise:
+    """How one eval set ended above its best (lowest) evaluation."""
+
     rise: float
     name: str
     best: float
     best_step: int
     end: float
-    train_then: float
     evals_after: int
     last_step: int
+
+    def evidence(self) -> str:
+        return (
+            f"{self.name}: best {figures.num(self.best)} at step {figures.step(self.best_step)}, {self.evals_after} evaluation"
+            f"{'s' if self.evals_after > 1 else ''} after it, {self._detail()}ends {figures.num(self.end)} (+{figures.pct(self.rise)})"
+            f"{self._note()}"
+        )
+
+    def _detail(self) -> str:
+        return ""
+
+    def _note(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class _Climb(_Rise):
+    train_then: float
+
+
+@dataclass(frozen=True)
+class _Worse(_Rise):
+    low: float
+    sigmas: float | None
+
+    def _detail(self) -> str:
+        return f"the last at least {figures.num(self.low)}, "
+
+    def _note(self) -> str:
+        return f", {self.sigmas:.1f} noise sigmas above the best" if self.sigmas is not None else ""
+
+
+@dataclass(frozen=True)
+class _AfterBest:
+    """An eval series' best (lowest) evaluation, the evaluations after it, and the level it ends at."""
+
+    best_i: int
+    best: float
+    best_step: int
+    after: np.ndarray
+    tail: np.ndarray  # the last (up to) end_evals evaluations after the best
+    end: float  # their median
+
+    @property
+    def rise(self) -> float:
+        return self.end / self.best - 1
+
+
+def _after_best(steps: np.ndarray, values: np.ndarray, min_after: int, end_evals: int) -> _AfterBest | None:
+    """The best evaluation and what follows it, or None with fewer than ``min_after`` evaluations after it
+    (or a best that is not positive, so no rise can be measured against it)."""
+    best_i = int(np.argmin(values))
+    after = values[best_i + 1 :]
+    best = float(values[best_i])
+    if after.size < min_after or best <= 0:
+        return None
+    tail = after[-end_evals:]
+    return _AfterBest(best_i, best, int(steps[best_i]), after, tail, float(median(tail)))
+
+
+def _need_eval_loss(ctx: RunContext) -> None:
+    if not ctx.run.eval_losses:
+        raise NotApplicable("the log has no eval loss")
+
+
+def _flagged_eval_sets(ctx: RunContext, needed: int, judge_one: Callable[[str, np.ndarray, np.ndarray], _R | None]) -> list[_R]:
+    """Judge every eval set with at least ``needed`` finite evaluations with ``judge_one(name, steps, values)``;
+    the ones it flagged, largest rise first. NotApplicable when no eval set has enough evaluations."""
+    judged = 0
+    flagged = []
+    for name, series in ctx.run.eval_losses.items():
+        part = series.finite_part()
+        if len(part) < needed:
+            continue
+        judged += 1
+        found = judge_one(name, part.steps, part.values)
+        if found is not None:
+            flagged.append(found)
+    if not judged:
+        raise NotApplicable(f"fewer than {needed} finite evaluations in every eval set")
+    flagged.sort(key=lambda r: (-r.rise, r.name))
+    return flagged
+
+
+def _rise_hit(
+    ctx: RunContext,
+    flagged: list[_Rise],
+    *,
+    title: str,
+    count_key: str,
+    others_verb: str,
+    middle: str,
+    values: dict,
+    evidence_tail: str = "",
+) -> Hit:
+    """The finding for the eval sets in ``flagged`` (worst first): ``title`` opens the message, ``middle`` follows its
+    "ends ... higher (...)", ``others_verb`` says what the other eval sets did, ``values`` go after the shared ones."""
+    worst = flagged[0]
+    keep, keep_values = nearest_checkpoint(ctx.run, worst.best_step)
+    more = len(flagged) - 1
+    others = f" {more} more eval set{'s' if more > 1 else ''} {others_verb} too." if more else ""
+    values_out: dict = {
+        "eval_set": worst.name,
+        count_key: len(flagged),
+        "best_eval": worst.best,
+        "best_eval_step": worst.best_step,
+        "end_eval": worst.end,
+        "rise": round(worst.rise, 4),
+        **values,
+        **keep_values,
+    }
+    return Hit(
+        message=(
+            f"{title}: {worst.name} was lowest at step {figures.step(worst.best_step)} ({figures.num(worst.best)}) and ends "
+            f"{figures.pct(worst.rise)} higher ({figures.num(worst.end)}){middle}.{others}{keep}"
+        ),
+        evidence="; ".join(r.evidence() for r in flagged[:5]) + evidence_tail,
+        values=values_out,
+        steps=(worst.best_step, worst.last_step),
+    )
 
 
 def overfit(ctx: RunContext) -> Iterator[Hit]:
@@ -46,45 +170,36 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
     blown-up model's eval loss climbs for another reason than memorising.
     Does not mean: task metrics (accuracy, WER) got worse; they can lag the loss.
     """
-    if not ctx.run.eval_losses:
-        raise NotApplicable("the log has no eval loss")
+    _need_eval_loss(ctx)
     prof = ctx.curve()
     t = ctx.t
-    judged = 0
-    climbed = []
-    for name, series in ctx.run.eval_losses.items():
-        part = series.finite_part()
-        if len(part) < t.OVERFIT_MIN_EVALS:
-            continue
-        judged += 1
-        climb = _climb(name, part.steps, part.values, prof, t)
-        if climb is not None:
-            climbed.append(climb)
-    if not judged:
-        raise NotApplicable(f"fewer than {t.OVERFIT_MIN_EVALS} finite evaluations in every eval set")
+    climbed = _flagged_eval_sets(ctx, t.OVERFIT_MIN_EVALS, lambda name, steps, values: _climb(name, steps, values, prof, t))
     if climbed:
-        climbed.sort(key=lambda c: (-c.rise, c.name))
-        yield _overfit_hit(ctx, prof, climbed)
+        worst = climbed[0]
+        yield _rise_hit(
+            ctx,
+            climbed,
+            title="Overfitting",
+            count_key="eval_sets_climbing",
+            others_verb="climbed",
+            middle=f" while the training loss fell from {figures.num(worst.train_then)} to {figures.num(prof.end)}",
+            values={"train_at_best_eval": worst.train_then, "train_end": prof.end},
+            evidence_tail=f"; training loss {figures.num(worst.train_then)} at the best evaluation, {figures.num(prof.end)} at the end",
+        )
 
 
 def _climb(name: str, steps: np.ndarray, values: np.ndarray, prof: Profile, t: Thresholds) -> _Climb | None:
     """How one eval set climbed after its best evaluation, or None when it did not overfit."""
-    best_i = int(np.argmin(values))
-    after = values[best_i + 1 :]
-    if after.size < t.OVERFIT_MIN_EVALS_AFTER_BEST or values[best_i] <= 0:
+    b = _after_best(steps, values, t.OVERFIT_MIN_EVALS_AFTER_BEST, t.OVERFIT_END_EVALS)
+    if b is None or b.rise < t.OVERFIT_RISE:
         return None
-    best, best_step = float(values[best_i]), int(steps[best_i])
-    end_eval = float(median(after[-t.OVERFIT_END_EVALS :]))
-    rise = end_eval / best - 1
-    if rise < t.OVERFIT_RISE:
-        return None
-    then = _train_level_at(prof, best_step)
+    then = _train_level_at(prof, b.best_step)
     if then is None:
         return None
     train_then, points_before = then
     if not prof.above(train_then, prof.end, t.NOISE_SIGMAS, min(points_before, prof.tail_points), prof.tail_points):
         return None  # the training loss did not keep falling after the best evaluation
-    return _Climb(rise, name, best, best_step, end_eval, train_then, int(after.size), int(steps[-1]))
+    return _Climb(b.rise, name, b.best, b.best_step, b.end, int(b.after.size), int(steps[-1]), train_then)
 
 
 def _train_level_at(prof: Profile, step: int) -> tuple[float, int] | None:
@@ -94,52 +209,6 @@ def _train_level_at(prof: Profile, step: int) -> tuple[float, int] | None:
     if before.size == 0:
         return None
     return float(median(before[-max(1, min(prof.tail_points, before.size)) :])), int(before.size)
-
-
-def _overfit_hit(ctx: RunContext, prof: Profile, climbed: list[_Climb]) -> Hit:
-    """The finding for the eval sets that climbed, worst first."""
-    worst = climbed[0]
-    keep, keep_values = nearest_checkpoint(ctx.run, worst.best_step)
-    others = f" {len(climbed) - 1} more eval set{'s' if len(climbed) > 2 else ''} climbed too." if len(climbed) > 1 else ""
-    values_out: dict = {
-        "eval_set": worst.name,
-        "eval_sets_climbing": len(climbed),
-        "best_eval": worst.best,
-        "best_eval_step": worst.best_step,
-        "end_eval": worst.end,
-        "rise": round(worst.rise, 4),
-        "train_at_best_eval": worst.train_then,
-        "train_end": prof.end,
-        **keep_values,
-    }
-    evidence = "; ".join(
-        f"{c.name}: best {figures.num(c.best)} at step {figures.step(c.best_step)}, {c.evals_after} evaluation"
-        f"{'s' if c.evals_after > 1 else ''} after it, ends {figures.num(c.end)} (+{figures.pct(c.rise)})"
-        for c in climbed[:5]
-    )
-    return Hit(
-        message=(
-            f"Overfitting: {worst.name} was lowest at step {figures.step(worst.best_step)} ({figures.num(worst.best)}) and ends "
-            f"{figures.pct(worst.rise)} higher ({figures.num(worst.end)}) while the training loss fell from "
-            f"{figures.num(worst.train_then)} to {figures.num(prof.end)}.{others}{keep}"
-        ),
-        evidence=evidence + f"; training loss {figures.num(worst.train_then)} at the best evaluation, {figures.num(prof.end)} at the end",
-        values=values_out,
-        steps=(worst.best_step, worst.last_step),
-    )
-
-
-@dataclass(frozen=True)
-class _Worse:
-    rise: float
-    name: str
-    best: float
-    best_step: int
-    end: float
-    low: float
-    sigmas: float | None
-    evals_after: int
-    last_step: int
 
 
 def eval_worse(ctx: RunContext) -> Iterator[Hit]:
@@ -174,77 +243,38 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
     Does not mean: task metrics (accuracy, WER) got worse; they can lag the
     loss, and they are not read from the log.
     """
-    if not ctx.run.eval_losses:
-        raise NotApplicable("the log has no eval loss")
+    _need_eval_loss(ctx)
     t = ctx.t
-    needed = t.EVAL_WORSE_MIN_EVALS_AFTER_BEST + 1
-    judged = 0
-    worse = []
-    for name, series in ctx.run.eval_losses.items():
-        part = series.finite_part()
-        if len(part) < needed:
-            continue
-        judged += 1
-        found = _worse(name, part.steps, part.values, t)
-        if found is not None:
-            worse.append(found)
-    if not judged:
-        raise NotApplicable(f"fewer than {needed} finite evaluations in every eval set")
+    worse = _flagged_eval_sets(ctx, t.EVAL_WORSE_MIN_EVALS_AFTER_BEST + 1, lambda name, steps, values: _worse(name, steps, values, t))
     if worse:
-        worse.sort(key=lambda w: (-w.rise, w.name))
-        yield _worse_hit(ctx, worse)
+        w = worse[0]
+        yield _rise_hit(
+            ctx,
+            worse,
+            title="Eval loss got worse",
+            count_key="eval_sets_worse",
+            others_verb="ended worse",
+            middle=(
+                ", still above it over its last evaluations; the model at the end is worse on held-out data than the one at "
+                f"step {figures.step(w.best_step)}"
+            ),
+            values={"evals_after_best": w.evals_after, **({"noise_sigmas": round(w.sigmas, 2)} if w.sigmas is not None else {})},
+        )
 
 
 def _worse(name: str, steps: np.ndarray, values: np.ndarray, t: Thresholds) -> _Worse | None:
     """How one eval set ended above its best evaluation, or None when it did not (or noise cannot tell)."""
-    best_i = int(np.argmin(values))
-    after = values[best_i + 1 :]
-    best = float(values[best_i])
-    if after.size < t.EVAL_WORSE_MIN_EVALS_AFTER_BEST or best <= 0:
+    b = _after_best(steps, values, t.EVAL_WORSE_MIN_EVALS_AFTER_BEST, t.EVAL_WORSE_END_EVALS)
+    if b is None:
         return None
-    tail = after[-t.EVAL_WORSE_END_EVALS :]
-    low, end = float(tail.min()), float(median(tail))
-    if low < best * (1 + t.EVAL_WORSE_RISE):
+    low = float(b.tail.min())
+    if low < b.best * (1 + t.EVAL_WORSE_RISE):
         return None  # not well above the best, or not staying there
     logs = np.log(values)
     noise = robust_sigma(logs, t.NOISE_FALLBACK_QUANTILE)
-    gap = float(np.log(low) - np.log(best))
+    gap = float(np.log(low) - logs[b.best_i])
     # the lowest of n noisy evaluations sits about sqrt(2 ln n) sigmas below their level by chance alone
     if not gap > (t.EVAL_WORSE_SIGMAS + float(np.sqrt(2 * np.log(values.size)))) * noise:
         return None  # within the series' own noise
     sigmas = float(gap / noise) if noise > 0 else None
-    return _Worse(end / best - 1, name, best, int(steps[best_i]), end, low, sigmas, int(after.size), int(steps[-1]))
-
-
-def _worse_hit(ctx: RunContext, worse: list[_Worse]) -> Hit:
-    """The finding for the eval sets that ended worse, worst first."""
-    w = worse[0]
-    keep, keep_values = nearest_checkpoint(ctx.run, w.best_step)
-    others = f" {len(worse) - 1} more eval set{'s' if len(worse) > 2 else ''} ended worse too." if len(worse) > 1 else ""
-    values_out: dict = {
-        "eval_set": w.name,
-        "eval_sets_worse": len(worse),
-        "best_eval": w.best,
-        "best_eval_step": w.best_step,
-        "end_eval": w.end,
-        "rise": round(w.rise, 4),
-        "evals_after_best": w.evals_after,
-        **({"noise_sigmas": round(w.sigmas, 2)} if w.sigmas is not None else {}),
-        **keep_values,
-    }
-    evidence = "; ".join(
-        f"{c.name}: best {figures.num(c.best)} at step {figures.step(c.best_step)}, {c.evals_after} evaluations after it, "
-        f"the last at least {figures.num(c.low)}, ends {figures.num(c.end)} (+{figures.pct(c.rise)})"
-        + (f", {c.sigmas:.1f} noise sigmas above the best" if c.sigmas is not None else "")
-        for c in worse[:5]
-    )
-    return Hit(
-        message=(
-            f"Eval loss got worse: {w.name} was lowest at step {figures.step(w.best_step)} ({figures.num(w.best)}) and ends "
-            f"{figures.pct(w.rise)} higher ({figures.num(w.end)}), still above it over its last evaluations; the model at the "
-            f"end is worse on held-out data than the one at step {figures.step(w.best_step)}.{others}{keep}"
-        ),
-        evidence=evidence,
-        values=values_out,
-        steps=(w.best_step, w.last_step),
-    )
+    return _Worse(b.rise, name, b.best, b.best_step, b.end, int(b.after.size), int(steps[-1]), low, sigmas)
