@@ -131,6 +131,29 @@ def test_each_run_of_a_tree_is_one_subject(tmp_path):
     assert report.folders[0].not_searched == ()
 
 
+@pytest.mark.parametrize("command", ["epoch", "compare"])
+def test_a_folder_given_on_the_command_line_is_searched_once(capsys, monkeypatch, tmp_path, command):
+    import trainproof.runs
+
+    tree = build_tree(tmp_path / "artifact")
+    searched: list[Path] = []
+
+    def counted(path, *args, **kwargs):
+        searched.append(Path(path))
+        return find_runs(path, *args, **kwargs)
+
+    monkeypatch.setattr(trainproof.runs, "find_runs", counted)
+    paths = [tree] if command == "epoch" else [tree, tree]
+    code, out, _ = run_cli(capsys, command, *paths, "--json-file", tmp_path / "r.json")
+    assert code in (0, 1), out
+    assert searched == [tree]  # the files it reads (kept from the outputs) and the runs it judges are one search
+    assert len(json.loads((tmp_path / "r.json").read_text())["subjects"]) == len(RUNS) * (1 if command == "epoch" else 2)
+    searched.clear()
+    judge_epoch([tree])
+    judge_epoch([tree])
+    assert searched == [tree, tree]  # outside one invocation (the library, watch) every look searches afresh
+
+
 def test_find_runs_takes_jsonl_and_csv_logs_by_content_and_skips_what_is_no_run(tmp_path):
     (tmp_path / "sweep").mkdir()
     (tmp_path / "sweep" / "lr_3e-4.jsonl").write_text("".join(json.dumps({"step": 10 * i, "loss": v}) + "\n" for i, v in enumerate(_curve(3))))

@@ -55,14 +55,14 @@ class Prepared:
 class Input:
     """One thing to judge, as a command's :meth:`Command.inputs` hands it over.
 
-    ``folder`` and ``relative`` say where a folder search found it;
+    ``relative`` says where a folder search found it, within the folder of
+    its :class:`Inputs`;
     ``prepared`` replaces the command's prepared state for this input alone
     (the baseline run a run is paired with), and ``missing`` says why there
     is nothing to judge (a run with no counterpart), making it NOT-CHECKED.
     """
 
     source: Any
-    folder: str | None = None
     relative: str | None = None
     prepared: Prepared | None = None
     missing: str | None = None
@@ -269,7 +269,7 @@ def judge(
             continue
         if found.folder is not None:
             folders.append(found.folder)
-        judged.extend(_judge_input(cmd, item, settings, prepared, options, only) for item in found.items)
+        judged.extend(_judge_input(cmd, item, found.folder, settings, prepared, options, only) for item in found.items)
     return Report(
         command=cmd.name,
         subjects=tuple(judged) + prepared.subjects,
@@ -281,12 +281,19 @@ def judge(
     )
 
 
-def _judge_input(cmd: Command, item: Input, settings: Settings, prepared: Prepared, options: Mapping[str, Any], only: frozenset[str] | None) -> Subject:
+def _judge_input(
+    cmd: Command, item: Input, folder: Folder | None, settings: Settings, prepared: Prepared, options: Mapping[str, Any], only: frozenset[str] | None
+) -> Subject:
     if item.missing is not None:
         subject = Subject(path=str(item.source), unjudged=item.missing)
     else:
         subject = judge_one(cmd, item.source, settings, prepared if item.prepared is None else item.prepared, options, only=only)
-    return subject if item.folder is None else replace(subject, folder=item.folder, relative=item.relative)
+    return located(subject, folder, item)
+
+
+def located(subject: Subject, folder: Folder | None, item: Input) -> Subject:
+    """A subject found in a folder of runs, carrying the folder's path and its own path relative to it."""
+    return subject if folder is None else replace(subject, folder=folder.path, relative=item.relative)
 
 
 # The library API: one call per command, as the README shows.

@@ -9,8 +9,9 @@ decide nothing about a run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,10 @@ from trainproof.checks.registry import RULES
 from trainproof.checks.watching import WatchContext
 from trainproof.config import Settings
 from trainproof.errors import InputError
-from trainproof.judge import Command, Input, Inputs, Outcome, Prepared, Stage, judge_one, nothing_ran, read_input, unreadable
+from trainproof.judge import Command, Input, Inputs, Outcome, Prepared, Stage, judge_one, located, nothing_ran, read_input, unreadable
 from trainproof.model import Run
 from trainproof.readers import find_log, mlflow, read_run, tensorboard
-from trainproof.readers.discover import MAX_DEPTH, Search, find_runs, path_order
+from trainproof.readers.discover import Search, find_runs, path_order
 from trainproof.readers.names import DEFAULT_NAMES
 from trainproof.report import Chart, Finding, Folder, Level, Line, Marker, Subject, Table, wants_log
 from trainproof.stats import median
@@ -121,11 +122,17 @@ def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thre
     if run.grad_norm is not None:
         grad = run.grad_norm
         out.append(_chart("Gradient norm", [Line("gradient norm", grad.steps, grad.values, "grad")], _markers(findings, by_id, "grad"), span, unit, "gradient norm"))
-    timing = run.seconds_per_step()
-    if timing is not None:
-        steps, seconds, _ = timing
-        out.append(_chart("Seconds per step", [Line("seconds per step", steps, seconds, "time")], _markers(findings, by_id, "time"), span, unit, "seconds per step"))
+    out.extend(_timing_chart(run, findings, by_id, span, unit))
     return tuple(out)
+
+
+def _timing_chart(run: Run, findings: Sequence[Finding], by_id: Mapping[str, Rule], span: tuple[int, int] | None, unit: str) -> tuple[Chart, ...]:
+    """The run's seconds per step as a chart on the step axis ``span``; none when the log times no steps."""
+    timing = run.seconds_per_step()
+    if timing is None:
+        return ()
+    steps, seconds, _ = timing
+    return (_chart("Seconds per step", [Line("seconds per step", steps, seconds, "time")], _markers(findings, by_id, "time"), span, unit, "seconds per step"),)
 
 
 def _chart(
@@ -145,7 +152,7 @@ def _eval_pairs(run: Run, base: Run) -> list[tuple[str, str | None]]:
     return [(name, name if name in base.eval_losses else None) for name in run.eval_losses]
 
 
-def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thresholds) -> tuple[Chart, ...]:
+def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequence[Rule]) -> tuple[Chart, ...]:
     """What ``compare``'s HTML report plots for a run: each metric of the run overlaid on the baseline's.
 
     One chart per metric the run has (loss; eval loss; learning rate; gradient norm), the baseline's curve beside the
@@ -188,11 +195,12 @@ def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequ
         if theirs is not None:
             lines.append(Line(f"baseline: {label}", theirs.steps, theirs.values, "base baseline"))
         out.append(_chart(f"{title}: run against baseline", lines, _markers(findings, by_id, chart_name), span, unit, label, log_y=log_y))
-    out.extend(c for c in charts(run, findings, rules, t) if c.title == "Seconds per step")
+    out.extend(_timing_chart(run, findings, by_id, span, unit))
     return tuple(out)
 
 
-def _present(run: Run, subject: Subject, rules: Sequence[Rule], t: Thresholds, **extra: Any) -> Subject:
+def _present(run: Run, subject: Subject, rules: Sequence[Rule], t: Thresholds, shown: tuple[Chart, ...] | None = None, **extra: Any) -> Subject:
+    """The subject as the report shows it; ``shown`` the charts to draw, when not the run's own (see :func:`charts`)."""
     return Subject(
         path=run.path,
         format=run.format,
@@ -204,7 +212,7 @@ def _present(run: Run, subject: Subject, rules: Sequence[Rule], t: Thresholds, *
         summary=summarize(run),
         headline=headline(run),
         notes=run.notes,
-        charts=charts(run, subject.findings, rules, t),
+        charts=charts(run, subject.findings, rules, t) if shown is None else shown,
         **extra,
     )
 
@@ -219,17 +227,39 @@ def curve_unjudged(ctx: RunContext) -> str | None:
     return None
 
 
+_SEARCHES: ContextVar[dict[tuple[str, Path], Search] | None] = ContextVar("trainproof_searches", default=None)
+
+
+@contextmanager
+def searching_once() -> Iterator[None]:
+    """Within the block, each folder is searched once: what one command invocation reads (to protect it from the outputs)
+    and then judges is the same search. Outside it every look searches afresh, as ``watch`` must."""
+    token = _SEARCHES.set({})
+    try:
+        yield
+    finally:
+        _SEARCHES.reset(token)
+
+
 def _search(source: Any) -> Search | None:
-    """The runs found in a folder (see :mod:`trainproof.readers.discover`); None for a file, a Run, a path that is not a folder."""
+    """The runs found in a folder (see :mod:`trainproof.readers.discover`); None for a file, a Run, a path that is not a folder.
+
+    Inside :func:`searching_once` a folder's search is kept, by the path as given and as resolved, and found again.
+    """
     if isinstance(source, Run):
         return None
     path = Path(source)
     try:
         if not path.is_dir():
             return None
-    except (OSError, ValueError):
+        memo, key = _SEARCHES.get(), (str(path), path.resolve())
+    except (OSError, RuntimeError, ValueError):
         return None
-    return find_runs(path)
+    if memo is None:
+        return find_runs(path)
+    if key not in memo:
+        memo[key] = find_runs(path)
+    return memo[key]
 
 
 def expand(source: Any) -> Inputs:
@@ -245,9 +275,8 @@ def expand(source: Any) -> Inputs:
         return Inputs((Input(source),))
     if len(search.runs) == 1 and not search.not_searched:
         return Inputs((Input(search.runs[0].path),))
-    folder = str(source)
-    runs = tuple(Input(found.path, folder, found.relative) for found in search.runs)
-    return Inputs(runs, Folder(folder, MAX_DEPTH, search.not_searched))
+    runs = tuple(Input(found.path, found.relative) for found in search.runs)
+    return Inputs(runs, search.folder(str(source)))
 
 
 def _log_files(target: Path) -> list[Path]:
@@ -332,7 +361,7 @@ class Compare(Epoch):
             return Prepared(subjects=(subject,), shared=_Baseline(subject, None))
         if found.folder is None:
             return _judge_baseline(found.items[0], settings, options)
-        baselines = {item.relative: (Path(item.source), _judge_baseline(item, settings, options)) for item in found.items}
+        baselines = {item.relative: (Path(item.source), _judge_baseline(item, settings, options, found.folder)) for item in found.items}
         subjects = tuple(subject for _, prepared in baselines.values() for subject in prepared.subjects)
         return Prepared(subjects=subjects, shared=_Pairs(found.folder.path, baselines))  # type: ignore[arg-type]
 
@@ -344,17 +373,16 @@ class Compare(Epoch):
         search = _search(source)
         if search is None:
             return Inputs((Input(source, missing=f"cannot be paired with the runs of the baseline folder {pairs.folder}: name a folder of runs"),))
-        folder = str(source)
         runs = {found.relative: found.path for found in search.runs}
         items = []
         for relative in sorted(runs.keys() | pairs.baselines.keys(), key=path_order):
             if relative not in runs:
-                items.append(Input(search.root / relative, folder, relative, missing=f"has no run, while the baseline folder has one at {pairs.baselines[relative][0]}"))
+                items.append(Input(search.root / relative, relative, missing=f"has no run, while the baseline folder has one at {pairs.baselines[relative][0]}"))
             elif relative not in pairs.baselines:
-                items.append(Input(runs[relative], folder, relative, missing=f"has no counterpart at the same path in the baseline folder {pairs.folder}"))
+                items.append(Input(runs[relative], relative, missing=f"has no counterpart at the same path in the baseline folder {pairs.folder}"))
             else:
-                items.append(Input(runs[relative], folder, relative, prepared=pairs.baselines[relative][1]))
-        return Inputs(tuple(items), Folder(folder, MAX_DEPTH, search.not_searched))
+                items.append(Input(runs[relative], relative, prepared=pairs.baselines[relative][1]))
+        return Inputs(tuple(items), search.folder(str(source)))
 
     def stages(self, run: Run, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
         ctx = RunContext(run, settings.thresholds)
@@ -383,10 +411,9 @@ class Compare(Epoch):
             except NotApplicable:
                 pass
         base: _Baseline = prepared.shared
-        shown = _present(run, subject, self.rules, stages[0].context.t, baseline=base.subject.path, metrics=metrics)  # type: ignore[union-attr]
-        if base.ctx is None:
-            return shown
-        return replace(shown, charts=compare_charts(run, base.ctx.run, shown.findings, self.rules, stages[0].context.t))  # type: ignore[union-attr]
+        t = stages[0].context.t  # type: ignore[union-attr]
+        overlaid = None if base.ctx is None else compare_charts(run, base.ctx.run, subject.findings, self.rules)
+        return _present(run, subject, self.rules, t, overlaid, baseline=base.subject.path, metrics=metrics)
 
     def table(self, subjects: Sequence[Subject]) -> Table:
         """Each run's ratios to the baseline; the verdict leads each row, so no path starts a line of text."""
@@ -427,16 +454,16 @@ class Watch(Epoch):
         return (Stage(RULES["epoch"], ctx), Stage(RULES["watch"], WatchContext(ctx, idle, timeout)))
 
 
-def _judge_baseline(item: Input, settings: Settings, options: Mapping[str, Any]) -> Prepared:
-    """One baseline run, judged by the single-run rules: its subject (role ``baseline``), and its context when it could be read."""
+def _judge_baseline(item: Input, settings: Settings, options: Mapping[str, Any], folder: Folder | None = None) -> Prepared:
+    """One baseline run, judged by the single-run rules: its subject (role ``baseline``, located in ``folder`` when found
+    in one), and its context when it could be read."""
     try:
         run = read_input(EPOCH, item.source, options)
     except InputError as error:
         subject, ctx = unreadable(item.source, error, role="baseline"), None
     else:
         subject, ctx = judge_one(EPOCH, run, settings, options=options, role="baseline"), RunContext(run, settings.thresholds)
-    if item.folder is not None:
-        subject = replace(subject, folder=item.folder, relative=item.relative)
+    subject = located(subject, folder, item)
     return Prepared(subjects=(subject,), shared=_Baseline(subject, ctx))
 
 

@@ -67,12 +67,15 @@ def add_judging_command(
 
     def run(args: argparse.Namespace) -> int:
         from trainproof.judge import judge
+        from trainproof.runs import searching_once
 
         sources, extra = inputs(args.paths)
-        check_outputs(args, name)
-        settings = settings_from(args)
-        names = {"names": settings.names} if formats else {}
-        return emit(judge(name, sources, settings, **options(args), **names, **extra), args)
+        with searching_once():  # the folders checked against the outputs are judged as found, not searched again
+            check_outputs(args, name)
+            settings = settings_from(args)
+            names = {"names": settings.names} if formats else {}
+            report = judge(name, sources, settings, **options(args), **names, **extra)
+        return emit(report, args)
 
     parser = commands.add_parser(name, help=summary, description=description)
     parser.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)

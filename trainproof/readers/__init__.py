@@ -44,7 +44,11 @@ KNOWN_NAMES: tuple[tuple[str, str], ...] = (
     ("log.jsonl", "jsonl"),
 )
 _BY_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv"}
-_LFS = re.compile(r"^version https://git-lfs\.github\.com/spec/v1\s+oid sha256:([0-9a-f]{64})\s+size (\d{1,19})(?!\d)", re.S)
+LOG_SUFFIXES = tuple(_BY_SUFFIX)
+"""The suffixes of a log file read by its content alone (``*.jsonl``, ``*.csv``...)."""
+LFS_POINTER = "version https://git-lfs.github.com/spec/v1"
+"""How a Git LFS pointer, left in place of a log not fetched, starts."""
+_LFS = re.compile("^" + re.escape(LFS_POINTER) + r"\s+oid sha256:([0-9a-f]{64})\s+size (\d{1,19})(?!\d)", re.S)
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 _INT_NAME = re.compile(r"[0-9]{1,18}")
 
@@ -77,10 +81,15 @@ def find_log(directory: Path, fmt: str | None = None) -> Path:
     )
 
 
+def is_checkpoint_name(name: str) -> bool:
+    """Is a folder named as an HF checkpoint, ``checkpoint-<step>`` (a step of more than 18 digits is no checkpoint)?"""
+    return name.startswith("checkpoint-") and _INT_NAME.fullmatch(name[11:]) is not None
+
+
 def _latest_checkpoint(directory: Path) -> Path | None:
-    """``checkpoint-<step>/trainer_state.json`` of the highest step (a step of more than 18 digits is no checkpoint)."""
+    """``checkpoint-<step>/trainer_state.json`` of the highest step (see :func:`is_checkpoint_name`)."""
     checkpoints = sorted(
-        (p for p in directory.glob("checkpoint-*/trainer_state.json") if _INT_NAME.fullmatch(p.parent.name[11:]) and p.is_file()),
+        (p for p in directory.glob("checkpoint-*/trainer_state.json") if is_checkpoint_name(p.parent.name) and p.is_file()),
         key=lambda p: int(p.parent.name[11:]),
     )
     return checkpoints[-1] if checkpoints else None
@@ -105,11 +114,16 @@ def _find_format(directory: Path, fmt: str) -> Path | None:
     return candidates[0] if len(candidates) == 1 else None
 
 
+def sniffed(path: Path, head: str) -> str | None:
+    """The name of the first reader whose sniff takes a file's first bytes; None when none does."""
+    return next((name for name, reader in READERS.items() if reader.sniff(path, head)), None)
+
+
 def detect(path: Path, head: str) -> str:
     """The reader name for a file, from its first bytes and then its name."""
-    for name, reader in READERS.items():
-        if reader.sniff(path, head):
-            return name
+    found = sniffed(path, head)
+    if found is not None:
+        return found
     for filename, fmt in KNOWN_NAMES:
         if path.name == filename:
             return fmt

@@ -29,7 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainproof.errors import InputError
-from trainproof.readers import KNOWN_NAMES, READERS
+from trainproof.readers import KNOWN_NAMES, LFS_POINTER, LOG_SUFFIXES, is_checkpoint_name, sniffed
+from trainproof.readers.names import _VALIDATION_FOLDER
+from trainproof.readers.tensorboard import PREFIX as _EVENTS
+from trainproof.report import Folder
 
 MAX_DEPTH = 6
 """Folder levels searched below the folder named: ``mlruns/<experiment>/<run>`` is 2, ``outputs/<sweep>/<trial>/lightning_logs/version_0`` is 4."""
@@ -40,13 +43,9 @@ MAX_FOLDERS = 20_000
 HEAD_BYTES = 16 * 1024
 """What is read of a ``*.jsonl`` or ``*.csv`` file to tell whether a reader takes it (a first line is enough)."""
 
-LOG_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".tsv")
 SKIPPED = frozenset({"__pycache__", "node_modules"})
-KERAS_FOLDERS = frozenset({"train", "validation", "eval", "val"})
+KERAS_FOLDERS = frozenset({"train", *_VALIDATION_FOLDER})
 _NAMES = frozenset(name for name, _ in KNOWN_NAMES)
-_CHECKPOINT = re.compile(r"checkpoint-[0-9]{1,18}")
-_EVENTS = "events.out.tfevents."
-_LFS = "version https://git-lfs.github.com/spec/v1"
 
 
 @dataclass(frozen=True)
@@ -64,6 +63,11 @@ class Search:
     root: Path
     runs: tuple[Found, ...]
     not_searched: tuple[str, ...] = ()
+    depth: int = MAX_DEPTH
+
+    def folder(self, path: str) -> Folder:
+        """The folder searched, as the report lists it: ``path`` as given, the depth searched, what lay deeper."""
+        return Folder(path, self.depth, self.not_searched)
 
 
 def find_runs(root: Path, max_depth: int = MAX_DEPTH, max_runs: int = MAX_RUNS, max_folders: int = MAX_FOLDERS) -> Search:
@@ -95,7 +99,7 @@ def find_runs(root: Path, max_depth: int = MAX_DEPTH, max_runs: int = MAX_RUNS, 
             pending.extend((sub, depth + 1) for sub in reversed(folders))
         elif folders:
             cut.append(_relative(root, folder))
-    return Search(root, tuple(sorted(runs, key=lambda found: path_order(found.relative))), tuple(sorted(cut, key=path_order)))
+    return Search(root, tuple(sorted(runs, key=lambda found: path_order(found.relative))), tuple(sorted(cut, key=path_order)), max_depth)
 
 
 def _look(folder: Path) -> tuple[list[Path], list[Path]]:
@@ -139,7 +143,7 @@ def _is_run_folder(folder: Path, entries: list[tuple[str, bool]]) -> bool:
     for name, is_dir in entries:
         if not is_dir and (name in _NAMES or name.startswith(_EVENTS)) and (folder / name).is_file():
             return True
-        if is_dir and _CHECKPOINT.fullmatch(name) and (folder / name / "trainer_state.json").is_file():
+        if is_dir and is_checkpoint_name(name) and (folder / name / "trainer_state.json").is_file():
             return True
         if is_dir and name == "metrics" and (folder / "meta.yaml").is_file():
             return True  # an MLflow run, even one whose metrics/ is still empty (reading it says so)
@@ -167,9 +171,9 @@ def _is_log_file(path: Path) -> bool:
             head = handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return True
-    if head.startswith(_LFS):
+    if head.startswith(LFS_POINTER):
         return True  # a Git LFS pointer in place of the log: reading it says how to fetch the log
     try:
-        return any(reader.sniff(path, head) for reader in READERS.values())
+        return sniffed(path, head) is not None
     except Exception:  # noqa: BLE001 - a sniff that trips on these bytes: judging the file reports it, the search goes on
         return True

@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import itertools
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -54,7 +54,9 @@ description = "TensorBoard event files (events.out.tfevents.*), or a run directo
 line_parser = None  # event files are binary records, read whole
 
 _MAGIC = b"brain.Event"
-_PATTERN = "events.out.tfevents.*"
+PREFIX = "events.out.tfevents."
+"""How every event file's name starts."""
+_PATTERN = PREFIX + "*"
 _RUNTIME = "train/train_runtime"
 """HF's total training time, logged once at the end: the run's runtime, not a series."""
 _SHOWN_TAGS = 12
@@ -410,13 +412,14 @@ class _Scalars:
         return steps, values, walls
 
     def build(self, names: Names) -> Run:
-        picked = self._resolve(names)
+        tags = self.tags()
+        picked = self._resolve(tags, names)
         if not {"loss", "learning_rate", "grad_norm"} & set(picked):
-            raise InputError(self.path, self._no_series())
+            raise InputError(self.path, self._no_series(tags))
         columns = functools.cache(self.series)
         found = {series: Series(*columns(key)[:2]) for series, key in picked.items()}
         evals = {"eval_loss": found.pop("eval_loss")} if "eval_loss" in found else {}
-        for key in self.tags():
+        for key in tags:
             label = eval_set(key.tag)
             if label is not None and key not in picked.values() and label not in evals:
                 evals[label] = Series(*columns(key)[:2])
@@ -434,16 +437,15 @@ class _Scalars:
             wall_time=wall,
             step_time=found.get("step_time"),
             loader_time=found.get("loader_time"),
-            runtime_s=self._runtime(),
+            runtime_s=_runtime(tags, columns),
             step_unit="epoch" if any(normal(key.tag).startswith("epoch_") for key in picked.values()) else "step",
             loss_name=loss.tag if loss else "loss",
             notes=tuple(self.notes),
         )
 
-    def _resolve(self, names: Names) -> dict[str, _Tag]:
-        """The tag of each series, picked by the name table over all of the run's tags at once; under a validation
+    def _resolve(self, tags: list[_Tag], names: Names) -> dict[str, _Tag]:
+        """The tag of each series, picked by the name table over all of the run's ``tags`` at once; under a validation
         folder only an eval loss is looked for (a training-loss tag there is one), and only when the rest has none."""
-        tags = self.tags()
         main = [key.tag for key in tags if not key.validation]
         picked = {series: _Tag(tag, False) for series, tag in names.resolve(_candidates(main, names)).items() if series in _SERIES}
         if "eval_loss" not in picked:
@@ -454,22 +456,23 @@ class _Scalars:
                 picked["eval_loss"] = _Tag(tag, True)
         return picked
 
-    def _runtime(self) -> float | None:
-        """HF's ``train/train_runtime``: the last finite one."""
-        for key in self.tags():
-            if not key.validation and normal(key.tag) == _RUNTIME:
-                values = self.series(key)[1]
-                values = values[np.isfinite(values)]
-                return float(values[-1]) if values.size else None
-        return None
-
-    def _no_series(self) -> str:
-        tags = list(dict.fromkeys(key.tag for key in self.tags()))
+    def _no_series(self, met: list[_Tag]) -> str:
+        tags = list(dict.fromkeys(key.tag for key in met))
         if not tags:
             return "has TensorBoard events but no scalars"
         shown = ", ".join(visible(tag if len(tag) <= 60 else tag[:60] + "...") for tag in tags[:_SHOWN_TAGS])
         more = ", ..." if len(tags) > _SHOWN_TAGS else ""
         return f"has TensorBoard scalars but none is a training loss, learning rate or gradient norm (tags: {shown}{more}); name one with --map loss=TAG"
+
+
+def _runtime(tags: list[_Tag], columns: Callable[[_Tag], tuple[np.ndarray, np.ndarray, np.ndarray]]) -> float | None:
+    """HF's ``train/train_runtime`` among ``tags``: the last finite one (``columns`` gives a tag's steps, values, walls)."""
+    for key in tags:
+        if not key.validation and normal(key.tag) == _RUNTIME:
+            values = columns(key)[1]
+            values = values[np.isfinite(values)]
+            return float(values[-1]) if values.size else None
+    return None
 
 
 def _candidates(tags: list[str], names: Names) -> list[str]:

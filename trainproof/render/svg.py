@@ -189,10 +189,11 @@ def _pixels(line: Line, ok: np.ndarray, frame: _Frame) -> tuple[np.ndarray, np.n
     return frame.px(xs), frame.py(ys)
 
 
-def _line(line: Line, ok: np.ndarray, frame: _Frame) -> list[str]:
-    """One series: a polyline through its finite points, a cross at each of its first 200 non-finite steps."""
+def _line(line: Line, ok: np.ndarray, pixels: tuple[np.ndarray, np.ndarray], frame: _Frame) -> list[str]:
+    """One series: a polyline through its finite points (``pixels``, see :func:`_pixels`), a cross at each of its first
+    200 non-finite steps."""
     parts = []
-    xs, ys = _pixels(line, ok, frame)
+    xs, ys = pixels
     if xs.size:
         points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(xs, ys))
         parts.append(
@@ -240,11 +241,11 @@ def _marker_labels(markers: list[Marker], frame: _Frame) -> tuple[list[str], np.
     return parts, np.array(covered).reshape(-1, 2)
 
 
-def _occupied(lines: list[tuple[Line, np.ndarray]], frame: _Frame) -> np.ndarray:
-    """Pixels the curves pass through: each segment sampled eight times, as (x, y) rows."""
+def _occupied(pixels: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Pixels the curves (each drawn through ``pixels``, see :func:`_pixels`) pass through: each segment sampled eight
+    times, as (x, y) rows."""
     found = []
-    for line, ok in lines:
-        xs, ys = _pixels(line, ok, frame)
+    for xs, ys in pixels:
         if xs.size > 1:
             t = np.linspace(0, 1, 8, endpoint=False)[:, None]
             found.append(np.column_stack([(xs[:-1] + t * np.diff(xs)).ravel(), (ys[:-1] + t * np.diff(ys)).ravel()]))
@@ -253,13 +254,13 @@ def _occupied(lines: list[tuple[Line, np.ndarray]], frame: _Frame) -> np.ndarray
     return np.concatenate(found) if found else np.empty((0, 2))
 
 
-def _legend(lines: list[Line], frame: _Frame, finite: list[tuple[Line, np.ndarray]], covered: np.ndarray) -> list[str]:
+def _legend(lines: list[Line], frame: _Frame, pixels: list[tuple[np.ndarray, np.ndarray]], covered: np.ndarray) -> list[str]:
     """A swatch (in the line's own stroke and dash) and a label per line on a pale box, in the plot's corner the curves
     cross least (of nine places: the corners, the middles of the edges, the centre; on a tie the first of top right,
     top left, top centre, bottom right...); none for a single line."""
     if len(lines) <= 1:
         return []
-    occupied = np.concatenate([_occupied(finite, frame), covered])
+    occupied = np.concatenate([_occupied(pixels), covered])
     width, height = 36 + 5.6 * max(len(line.label) for line in lines), 14 * len(lines) + 6
     corners = []
     for top in (frame.top + 4, frame.top + frame.height - height - 4, frame.top + (frame.height - height) / 2):
@@ -299,12 +300,13 @@ def chart(
         log_y = wants_log(ys_all)
     frame = _Frame(*_x_span(lines, markers, x_range), *_y_span(ys_all, log_y), log_y=bool(log_y))
     parts = _head(title, frame) + _y_axis(frame) + _x_axis(frame) + _axis_labels(frame, x_label, y_label)
-    for line, ok in finite:
-        parts += _line(line, ok, frame)
+    pixels = [_pixels(line, ok, frame) for line, ok in finite]
+    for (line, ok), drawn in zip(finite, pixels):
+        parts += _line(line, ok, drawn, frame)
     parts += [_marker(m, frame) for m in markers]
     labels, covered = _marker_labels(markers, frame)
     parts += labels
-    parts += _legend(lines, frame, finite, covered)
+    parts += _legend(lines, frame, pixels, covered)
     parts.append("</svg>")
     return "\n".join(parts)
 
