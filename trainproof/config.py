@@ -19,6 +19,9 @@ same keys at its top level (or under ``[tool.trainproof]``)::
     [tool.trainproof.map]                    # a series the log names its own way (like --map)
     loss = "train/total_loss"
 
+    [tool.trainproof.metrics]                # an eval metric and which way is better (like --metric)
+    eval_mos = "max"
+
 Unknown keys, unknown rule ids and values of the wrong type are errors that
 name the key (exit 2), never silently ignored.
 """
@@ -31,12 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from trainproof.errors import TrainproofError
-from trainproof.readers.names import DEFAULT_NAMES, MapError, Names, parse_map
+from trainproof.readers.names import DEFAULT_NAMES, MapError, Names, parse_goals, parse_map
 from trainproof.report import Level
 from trainproof.thresholds import DEFAULTS, ThresholdInfo, Thresholds, describe
 
 FAIL_ON = ("fail", "warn", "never")
-KEYS = ("select", "ignore", "levels", "thresholds", "fail-on", "map")
+KEYS = ("select", "ignore", "levels", "thresholds", "fail-on", "map", "metrics")
 DEFAULT_SOURCE = "default"
 
 
@@ -59,7 +62,8 @@ class Settings:
     source: str | None = None
     origins: Mapping[str, str] = field(default_factory=dict)
     names: Names = DEFAULT_NAMES
-    """Which name of a log carries each series: the shared table, with the ``map`` table and ``--map`` over it."""
+    """Which name of a log carries each series: the shared table, with the ``map`` table and ``--map`` over it; and
+    which way is better for eval metrics: the ``metrics`` table and ``--metric`` over the names' own words."""
 
     def enabled(self, rule_id: str) -> bool:
         return (self.select is None or rule_id in self.select) and rule_id not in self.ignore
@@ -75,7 +79,13 @@ class Settings:
         """``--map SERIES=NAME`` entries over the configuration's ``map`` table."""
         if not entries:
             return self
-        return replace(self, names=Names({**self.names.overrides, **parse_map(entries)}))
+        return replace(self, names=replace(self.names, overrides={**self.names.overrides, **parse_map(entries)}))
+
+    def with_metrics(self, entries: list[str] | None) -> Settings:
+        """``--metric NAME=min|max`` entries over the configuration's ``metrics`` table."""
+        if not entries:
+            return self
+        return replace(self, names=replace(self.names, goals={**self.names.goals, **parse_goals(entries)}))
 
     def with_fail_on(self, fail_on: str | None) -> Settings:
         if fail_on is None:
@@ -184,7 +194,7 @@ def parse(table: Mapping[str, Any], source: str) -> Settings:
     overrides = _thresholds(table.get("thresholds", {}), source)
     origins.update(dict.fromkeys(overrides, source))
     fail_on = _fail_on(table, source)
-    names = _names(table.get("map", {}), source)
+    names = _names(table.get("map", {}), table.get("metrics", {}), source)
     if "fail-on" in table:
         origins["fail-on"] = source
     return Settings(
@@ -199,14 +209,18 @@ def parse(table: Mapping[str, Any], source: str) -> Settings:
     )
 
 
-def _names(raw: object, source: str) -> Names:
-    """The ``map`` table: series = the name the log writes for it."""
+def _names(raw: object, metrics: object, source: str) -> Names:
+    """The ``map`` table (series = the name the log writes for it) and the ``metrics`` table (name = min | max)."""
     if not isinstance(raw, dict) or not all(isinstance(v, str) and v.strip() for v in raw.values()):
         raise _error(source, "map", "must be a table of series = name (for example loss = \"train/total_loss\")")
+    if not isinstance(metrics, dict) or not all(isinstance(v, str) for v in metrics.values()):
+        raise _error(source, "metrics", "must be a table of name = \"min\" or \"max\" (for example eval_mos = \"max\")")
     try:
-        return Names(parse_map([f"{k}={v}" for k, v in raw.items()], f"{source}: 'map'")) if raw else DEFAULT_NAMES
+        overrides = parse_map([f"{k}={v}" for k, v in raw.items()], f"{source}: 'map'")
+        goals = parse_goals([f"{k}={v}" for k, v in metrics.items()], f"{source}: 'metrics'")
     except MapError as exc:
         raise ConfigError(source, str(exc).split(": ", 1)[-1]) from None
+    return Names(overrides, goals) if overrides or goals else DEFAULT_NAMES
 
 
 def _error(source: str, key: str, problem: str) -> ConfigError:

@@ -101,7 +101,10 @@ class Run:
 
     ``eval_losses`` maps each eval set's name (``eval_loss`` for the default
     one, ``eval_g0_loss`` for a named one) to its own series, logged on its own
-    steps. ``wall_time`` is seconds since the first record when the log has
+    steps. ``eval_metrics`` maps each other eval metric the log names with a
+    known better direction (``eval_wer``, ``eval_accuracy``) to its series, and
+    ``metric_goals`` each of them to ``min`` (lower is better) or ``max``.
+    ``wall_time`` is seconds since the first record when the log has
     timestamps; ``runtime_s`` is the whole run's duration when the log states
     it (HF ``train_runtime``). ``step_unit`` is ``"epoch"`` for logs that only
     count epochs (Keras ``CSVLogger``).
@@ -111,6 +114,8 @@ class Run:
     format: str
     loss: Series | None = None
     eval_losses: Mapping[str, Series] = field(default_factory=dict)
+    eval_metrics: Mapping[str, Series] = field(default_factory=dict)
+    metric_goals: Mapping[str, str] = field(default_factory=dict)
     learning_rate: Series | None = None
     grad_norm: Series | None = None
     wall_time: Series | None = None

@@ -48,8 +48,12 @@ def summarize(run: Run) -> dict:
         "max_steps": run.max_steps,
         "step_unit": run.step_unit,
         "eval_sets": ", ".join(run.eval_losses) or None,
+        "eval_metrics": ", ".join(f"{name} ({_GOALS[goal]})" for name, goal in run.metric_goals.items()) or None,
         "notes": "; ".join(run.notes) or None,
     }
+
+
+_GOALS = {"min": "lower is better", "max": "higher is better"}
 
 
 def headline(run: Run) -> str:
@@ -60,9 +64,11 @@ def headline(run: Run) -> str:
         span = f"{run.step_unit}s {figures.step(run.first_step)}-{figures.step(run.last_step)}"  # type: ignore[arg-type]
         if run.max_steps:
             span += f" of {figures.step(run.max_steps)} scheduled"
-        parts.append(f"'{run.loss_name}' over {len(loss)} points, {span}")
+        parts.append(f"'{run.loss_name}' over {len(loss)} point{'s' if len(loss) != 1 else ''}, {span}")
     if run.eval_losses:
         parts.append(f"eval: {', '.join(run.eval_losses)}")
+    if run.eval_metrics:
+        parts.append(f"eval metrics: {', '.join(run.eval_metrics)}")
     return "; ".join(parts)
 
 
@@ -116,6 +122,10 @@ def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thre
     if separate:
         label = separate[0].label if len(separate) == 1 else "eval loss"
         out.append(_chart("Eval loss", separate, _markers(findings, by_id, "eval"), span, unit, label))
+    for i, (name, series) in enumerate(run.eval_metrics.items()):
+        goal = _GOALS.get(run.metric_goals.get(name, ""), "")
+        line = Line(name, series.steps, series.values, f"eval eval{(len(run.eval_losses) + i) % 6}")
+        out.append(_chart(f"Eval {name}" + (f" ({goal})" if goal else ""), [line], _markers(findings, by_id, "eval"), span, unit, name))
     if run.learning_rate is not None:
         lr = run.learning_rate
         out.append(_chart("Learning rate", [Line("learning rate", lr.steps, lr.values, "lr")], _markers(findings, by_id, "lr"), span, unit, "learning rate", log_y=False))

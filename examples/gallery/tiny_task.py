@@ -205,6 +205,8 @@ class RunConfig:
     # > 0: start from a model trained first, in-process, by the healthy config for this many steps
     # (its log is thrown away), as a fine-tune starts from a pretrained checkpoint
     pretrain_steps: int = 0
+    # True: every evaluation also logs eval_accuracy, the share of next tokens the model predicts right
+    accuracy: bool = False
 
 
 HEALTHY = RunConfig()
@@ -292,13 +294,26 @@ def make_trainer(config_name: str, seed: int, output_dir: str,
         data_seed=seed,
         **(training_args or {}),
     )
+    metrics = {"compute_metrics": next_token_accuracy, "preprocess_logits_for_metrics": predicted_tokens} if cfg.accuracy else {}
     return Trainer(
         model=model,
         args=args,
         train_dataset=train_ds,
         eval_dataset=eval_ds if do_eval else None,
         callbacks=list(extra_callbacks) if extra_callbacks else None,
+        **metrics,
     )
+
+
+def predicted_tokens(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The token the model predicts at each position (kept instead of the logits, which the Trainer would gather)."""
+    return logits.argmax(dim=-1)
+
+
+def next_token_accuracy(prediction: Any) -> dict[str, float]:
+    """The share of next tokens predicted right: position t's prediction against token t + 1."""
+    predicted, labels = prediction.predictions, prediction.label_ids
+    return {"accuracy": float((predicted[:, :-1] == labels[:, 1:]).mean())}
 
 
 def train(config_name: str, seed: int, output_dir: str,
@@ -322,5 +337,5 @@ def train(config_name: str, seed: int, output_dir: str,
 __all__ = [
     "VOCAB_SIZE", "SEQ_LEN", "LOG_VOCAB", "RunConfig", "HEALTHY", "CONFIGS", "config_diff",
     "make_sequences", "shuffle_labels", "build_datasets", "markov_table", "SeqDataset",
-    "model_config", "build_model", "n_params", "make_trainer", "train",
+    "model_config", "build_model", "n_params", "make_trainer", "train", "predicted_tokens", "next_token_accuracy",
 ]

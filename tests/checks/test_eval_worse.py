@@ -118,7 +118,7 @@ def test_too_few_evaluations_after_the_best_is_not_judged_worse_and_too_short_a_
     assert finding(s) is None
     assert finding(subject_of(eval_only([0.9, 0.8, 0.52, 0.95, 0.96, 0.96]))) is not None  # three after it
     short = subject_of(eval_only([0.52, 0.9, 0.95], EVAL_STEPS[:3]))
-    assert skipped(short) == "fewer than 4 finite evaluations in every eval set"
+    assert skipped(short) == "fewer than 4 finite evaluations in every eval series"
 
 
 def test_a_rise_below_eval_worse_rise_does_not_fire_and_lowering_it_does():

@@ -57,6 +57,10 @@ def assert_same_run(a: Run, b: Run) -> None:
     assert list(a.eval_losses) == list(b.eval_losses)
     for name in a.eval_losses:
         _same_series(a.eval_losses[name], b.eval_losses[name], name)
+    assert list(a.eval_metrics) == list(b.eval_metrics)
+    assert dict(a.metric_goals) == dict(b.metric_goals)
+    for name in a.eval_metrics:
+        _same_series(a.eval_metrics[name], b.eval_metrics[name], name)
     lines = lambda run: run.step_lines.as_dict() if hasattr(run.step_lines, "as_dict") else dict(run.step_lines)  # noqa: E731
     assert lines(a) == lines(b)
     for field in ("path", "format", "loss_name", "notes", "step_unit", "max_steps", "runtime_s", "checkpoints"):

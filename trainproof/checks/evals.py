@@ -1,8 +1,8 @@
-"""Rules about evaluation loss: against training loss, and on its own."""
+"""Rules about evaluation loss and metrics: against training loss, and on their own."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -11,6 +11,7 @@ import numpy as np
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
 from trainproof.checks.sentences import nearest_checkpoint
+from trainproof.model import Series
 from trainproof.stats import Profile, median, robust_sigma
 from trainproof.thresholds import Thresholds
 
@@ -19,7 +20,9 @@ _R = TypeVar("_R", bound="_Rise")
 
 @dataclass(frozen=True)
 class _Rise:
-    """How one eval set ended above its best (lowest) evaluation."""
+    """How one eval series ended worse than its best evaluation: for a loss (or a metric where lower is better),
+    above its lowest; for a metric where higher is better (``goal`` ``max``), below its highest. ``rise`` is how much
+    worse, as the rise of the series (of its reciprocal for a ``max`` metric), so the two kinds rank together."""
 
     rise: float
     name: str
@@ -29,11 +32,26 @@ class _Rise:
     evals_after: int
     last_step: int
 
+    goal = "min"
+
+    @property
+    def change(self) -> float:
+        """The end against the best, as a signed share of the best (+0.85 is 85% higher, -0.25 25% lower)."""
+        return self.end / self.best - 1
+
+    @property
+    def extreme(self) -> str:
+        return "lowest" if self.goal == "min" else "highest"
+
+    @property
+    def worse(self) -> str:
+        return "higher" if self.goal == "min" else "lower"
+
     def evidence(self) -> str:
         return (
             f"{self.name}: best {figures.num(self.best)} at step {figures.step(self.best_step)}, {self.evals_after} evaluation"
-            f"{'s' if self.evals_after > 1 else ''} after it, {self._detail()}ends {figures.num(self.end)} (+{figures.pct(self.rise)})"
-            f"{self._note()}"
+            f"{'s' if self.evals_after > 1 else ''} after it, {self._detail()}ends {figures.num(self.end)} "
+            f"({'+' if self.change >= 0 else '-'}{figures.pct(abs(self.change))}){self._note()}"
         )
 
     def _detail(self) -> str:
@@ -50,14 +68,15 @@ class _Climb(_Rise):
 
 @dataclass(frozen=True)
 class _Worse(_Rise):
-    low: float
+    low: float  # the best of the last evaluations (the lowest of a loss, the highest of a max metric)
     sigmas: float | None
+    goal: str = "min"  # type: ignore[misc]  # a field here, a class default on _Rise
 
     def _detail(self) -> str:
-        return f"the last at least {figures.num(self.low)}, "
+        return f"the last at {'least' if self.goal == 'min' else 'most'} {figures.num(self.low)}, "
 
     def _note(self) -> str:
-        return f", {self.sigmas:.1f} noise sigmas above the best" if self.sigmas is not None else ""
+        return f", {self.sigmas:.1f} noise sigmas {'above' if self.goal == 'min' else 'below'} the best" if self.sigmas is not None else ""
 
 
 @dataclass(frozen=True)
@@ -93,13 +112,13 @@ def _need_eval_loss(ctx: RunContext) -> None:
         raise NotApplicable("the log has no eval loss")
 
 
-def _flagged_eval_sets(ctx: RunContext, needed: int, judge_one: Callable[[str, np.ndarray, np.ndarray], _R | None]) -> list[_R]:
-    """Judge every eval set with at least ``needed`` finite evaluations with ``judge_one(name, steps, values)``;
-    the ones it flagged, largest rise first. NotApplicable when no eval set has enough evaluations."""
+def _flagged(series: Mapping[str, Series], needed: int, judge_one: Callable[[str, np.ndarray, np.ndarray], _R | None], what: str) -> list[_R]:
+    """Judge every series with at least ``needed`` finite evaluations with ``judge_one(name, steps, values)``; the
+    ones it flagged, worst first. NotApplicable when none has enough evaluations (``what`` names the series)."""
     judged = 0
     flagged = []
-    for name, series in ctx.run.eval_losses.items():
-        part = series.finite_part()
+    for name, values in series.items():
+        part = values.finite_part()
         if len(part) < needed:
             continue
         judged += 1
@@ -107,7 +126,7 @@ def _flagged_eval_sets(ctx: RunContext, needed: int, judge_one: Callable[[str, n
         if found is not None:
             flagged.append(found)
     if not judged:
-        raise NotApplicable(f"fewer than {needed} finite evaluations in every eval set")
+        raise NotApplicable(f"fewer than {needed} finite evaluations in every {what}")
     flagged.sort(key=lambda r: (-r.rise, r.name))
     return flagged
 
@@ -122,27 +141,30 @@ def _rise_hit(
     middle: str,
     values: dict,
     evidence_tail: str = "",
+    noun: str = "eval set",
 ) -> Hit:
-    """The finding for the eval sets in ``flagged`` (worst first): ``title`` opens the message, ``middle`` follows its
-    "ends ... higher (...)", ``others_verb`` says what the other eval sets did, ``values`` go after the shared ones."""
+    """The finding for the eval series in ``flagged`` (worst first): ``title`` opens the message, ``middle`` follows
+    its "ends ... higher (...)", ``others_verb`` says what the other series (``noun``) did, ``values`` go after the
+    shared ones."""
     worst = flagged[0]
     keep, keep_values = nearest_checkpoint(ctx.run, worst.best_step)
     more = len(flagged) - 1
-    others = f" {more} more eval set{'s' if more > 1 else ''} {others_verb} too." if more else ""
+    others = f" {more} more {noun}{'s' if more > 1 else ''} {others_verb} too." if more else ""
+    metric = ctx.run.metric_goals.get(worst.name) if worst.name not in ctx.run.eval_losses else None
     values_out: dict = {
-        "eval_set": worst.name,
+        **({"eval_metric": worst.name, "goal": metric} if metric else {"eval_set": worst.name}),
         count_key: len(flagged),
         "best_eval": worst.best,
         "best_eval_step": worst.best_step,
         "end_eval": worst.end,
-        "rise": round(worst.rise, 4),
+        ("rise" if worst.change >= 0 else "fall"): round(abs(worst.change), 4),
         **values,
         **keep_values,
     }
     return Hit(
         message=(
-            f"{title}: {worst.name} was lowest at step {figures.step(worst.best_step)} ({figures.num(worst.best)}) and ends "
-            f"{figures.pct(worst.rise)} higher ({figures.num(worst.end)}){middle}.{others}{keep}"
+            f"{title}: {worst.name} was {worst.extreme} at step {figures.step(worst.best_step)} ({figures.num(worst.best)}) and "
+            f"ends {figures.pct(abs(worst.change))} {worst.worse} ({figures.num(worst.end)}){middle}.{others}{keep}"
         ),
         evidence="; ".join(r.evidence() for r in flagged[:5]) + evidence_tail,
         values=values_out,
@@ -173,7 +195,7 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
     _need_eval_loss(ctx)
     prof = ctx.curve()
     t = ctx.t
-    climbed = _flagged_eval_sets(ctx, t.OVERFIT_MIN_EVALS, lambda name, steps, values: _climb(name, steps, values, prof, t))
+    climbed = _flagged(ctx.run.eval_losses, t.OVERFIT_MIN_EVALS, lambda name, steps, values: _climb(name, steps, values, prof, t), "eval set")
     if climbed:
         worst = climbed[0]
         yield _rise_hit(
@@ -212,18 +234,23 @@ def _train_level_at(prof: Profile, step: int) -> tuple[float, int] | None:
 
 
 def eval_worse(ctx: RunContext) -> Iterator[Hit]:
-    """Eval loss ends well above its best and stays there, whatever the training loss does.
+    """Eval loss, or an eval metric, ends well worse than its best and stays there, whatever the training loss does.
 
-    What it detects: for each eval set, the evaluations after its best
-    (lowest) one number at least EVAL_WORSE_MIN_EVALS_AFTER_BEST, and each of
-    its last (up to) EVAL_WORSE_END_EVALS evaluations is at least
-    EVAL_WORSE_RISE above the best, and the lowest of them is above it by
-    more than EVAL_WORSE_SIGMAS + sqrt(2 ln n) robust noise sigmas of the
-    series' n evaluations (the noise from its own first differences of log
-    loss, see NOISE_FALLBACK_QUANTILE; sqrt(2 ln n) sigmas is how far the
-    lowest of n noisy evaluations falls below their level by chance). The
-    end level named is the median of those last evaluations. It reads only
-    the eval series, so it judges a log whose training loss is too short (or
+    What it detects: for each eval set's loss and each eval metric whose
+    better direction is known (lower: wer, cer, perplexity, error, ...;
+    higher: accuracy, f1, bleu, rouge, exact_match, ...; any other named
+    with --metric NAME=min|max), the evaluations after its best one number
+    at least EVAL_WORSE_MIN_EVALS_AFTER_BEST, and each of its last (up to)
+    EVAL_WORSE_END_EVALS evaluations is at least EVAL_WORSE_RISE worse than
+    the best, and the best of them is worse than it by more than
+    EVAL_WORSE_SIGMAS + sqrt(2 ln n) robust noise sigmas of the series' n
+    evaluations (the noise from its own first differences of log values,
+    see NOISE_FALLBACK_QUANTILE; sqrt(2 ln n) sigmas is how far the best of
+    n noisy evaluations lands from their level by chance). A metric where
+    higher is better is judged by its reciprocal, so "EVAL_WORSE_RISE worse"
+    is a fall of 1 - 1/(1 + EVAL_WORSE_RISE) (17% at the default). The end
+    level named is the median of those last evaluations. It reads only the
+    eval series, so it judges a log whose training loss is too short (or
     absent) to judge.
     Why it matters: the model the run ends with is worse on held-out data
     than one it already had, whether the cause is memorising (see
@@ -234,36 +261,56 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
     Fires on: a fine-tune whose eval loss is lowest at its first evaluation
     (0.52) and ends at 0.96, 85% higher, five evaluations later, while the
     training loss rises for a while and partly recovers (the learning rate
-    warmed up to a peak too high for fine-tuning).
-    Does not fire on: eval loss that keeps improving; a noisy eval series
-    whose end is within its own noise of its lowest point; an eval loss
-    that rises for a while and comes back down. It stays quiet when
-    TP-OVERFIT fired (the training loss fell meanwhile: overfitting is the
-    sharper diagnosis), when TP-DIVERGE fired, and when TP-EVAL-NONFINITE did.
-    Does not mean: task metrics (accuracy, WER) got worse; they can lag the
-    loss, and they are not read from the log.
+    warmed up to a peak too high for fine-tuning); a speech-recognition
+    fine-tune whose eval_wer goes from 0.177 to 0.28-0.31.
+    Does not fire on: eval loss or WER that keeps improving, accuracy that
+    keeps rising; a noisy eval series whose end is within its own noise of
+    its best point; a series that gets worse for a while and comes back;
+    a metric whose better direction is unknown (named in a note instead). It
+    stays quiet when TP-OVERFIT fired (the training loss fell meanwhile:
+    overfitting is the sharper diagnosis), when TP-DIVERGE fired, and when
+    TP-EVAL-NONFINITE did.
+    Does not mean: the model is useless; it was better earlier, and may
+    still be better than where it started.
     """
-    _need_eval_loss(ctx)
+    run = ctx.run
+    if not run.eval_losses and not run.eval_metrics:
+        raise NotApplicable("the log has no eval loss, nor an eval metric whose better direction is known")
     t = ctx.t
-    worse = _flagged_eval_sets(ctx, t.EVAL_WORSE_MIN_EVALS_AFTER_BEST + 1, lambda name, steps, values: _worse(name, steps, values, t))
+    goals = {name: "min" for name in run.eval_losses} | {name: run.metric_goals.get(name, "min") for name in run.eval_metrics}
+    judged = {name: _as_lower_is_better(series, goals[name]) for name, series in {**run.eval_losses, **run.eval_metrics}.items()}
+    needed = t.EVAL_WORSE_MIN_EVALS_AFTER_BEST + 1
+    worse = _flagged(judged, needed, lambda name, steps, values: _worse(name, steps, values, t, goals[name]), "eval series")
     if worse:
         w = worse[0]
+        what = "Eval loss" if w.name in run.eval_losses else "An eval metric"
         yield _rise_hit(
             ctx,
             worse,
-            title="Eval loss got worse",
-            count_key="eval_sets_worse",
+            title=f"{what} got worse",
+            count_key="eval_series_worse",
             others_verb="ended worse",
             middle=(
-                ", still above it over its last evaluations; the model at the end is worse on held-out data than the one at "
-                f"step {figures.step(w.best_step)}"
+                f", still {'above' if w.goal == 'min' else 'below'} it over its last evaluations; the model at the end is worse "
+                f"on held-out data than the one at step {figures.step(w.best_step)}"
             ),
             values={"evals_after_best": w.evals_after, **({"noise_sigmas": round(w.sigmas, 2)} if w.sigmas is not None else {})},
+            noun="eval series",
         )
 
 
-def _worse(name: str, steps: np.ndarray, values: np.ndarray, t: Thresholds) -> _Worse | None:
-    """How one eval set ended above its best evaluation, or None when it did not (or noise cannot tell)."""
+def _as_lower_is_better(series: Series, goal: str) -> Series:
+    """The series itself when lower is better; its reciprocal (positive values only) when higher is."""
+    if goal == "min":
+        return series
+    keep = series.values > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return Series(series.steps[keep], 1 / series.values[keep])
+
+
+def _worse(name: str, steps: np.ndarray, values: np.ndarray, t: Thresholds, goal: str = "min") -> _Worse | None:
+    """How one eval series (lower is better: a ``max`` metric comes as its reciprocal) ended worse than its best
+    evaluation, or None when it did not (or noise cannot tell). The figures it names are in the metric's own units."""
     b = _after_best(steps, values, t.EVAL_WORSE_MIN_EVALS_AFTER_BEST, t.EVAL_WORSE_END_EVALS)
     if b is None:
         return None
@@ -277,4 +324,5 @@ def _worse(name: str, steps: np.ndarray, values: np.ndarray, t: Thresholds) -> _
     if not gap > (t.EVAL_WORSE_SIGMAS + float(np.sqrt(2 * np.log(values.size)))) * noise:
         return None  # within the series' own noise
     sigmas = float(gap / noise) if noise > 0 else None
-    return _Worse(b.rise, name, b.best, b.best_step, b.end, int(b.after.size), int(steps[-1]), low, sigmas)
+    best, end, low = (b.best, b.end, low) if goal == "min" else (1 / b.best, 1 / b.end, 1 / low)
+    return _Worse(b.rise, name, best, b.best_step, end, int(b.after.size), int(steps[-1]), low, sigmas, goal)

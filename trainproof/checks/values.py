@@ -167,7 +167,7 @@ def loss_flat(ctx: RunContext) -> Iterator[Hit]:
     loss = ctx.series("loss", "training loss")
     values = loss.finite_part().values
     if values.size < ctx.t.MIN_TREND_POINTS:
-        raise NotApplicable(f"only {values.size} finite training-loss points (needs {ctx.t.MIN_TREND_POINTS})")
+        raise NotApplicable(f"only {values.size} finite training-loss point{'s' if values.size != 1 else ''} (needs {ctx.t.MIN_TREND_POINTS})")
     uniques, counts = np.unique(values, return_counts=True)
     top = int(np.argmax(counts))
     value, count = float(uniques[top]), int(counts[top])

@@ -30,6 +30,13 @@ def add_input_options(parser: argparse.ArgumentParser, formats: bool = True) -> 
             help="the name the log writes for a series (loss, eval_loss, learning_rate, grad_norm, step, epoch, "
             "wall_time, step_time, loader_time), over the names trainproof knows; repeatable",
         )
+        parser.add_argument(
+            "--metric",
+            action="append",
+            metavar="NAME=min|max",
+            help="an eval metric to judge and which way is better (min: lower is better, like wer; max: higher, like "
+            "accuracy), for a name whose words do not say; repeatable",
+        )
     parser.add_argument("--config", metavar="PATH", help="configuration file (default: nearest .trainproof.toml or pyproject.toml [tool.trainproof])")
     parser.add_argument("--fail-on", choices=FAIL_ON, help="what exits 1: fail (default), warn (WARN too), never")
 
@@ -89,7 +96,7 @@ def add_judging_command(
 def settings_from(args: argparse.Namespace) -> Settings:
     from trainproof.config import load
 
-    return load(args.config).with_fail_on(args.fail_on).with_map(getattr(args, "map", None))
+    return load(args.config).with_fail_on(args.fail_on).with_map(getattr(args, "map", None)).with_metrics(getattr(args, "metric", None))
 
 
 def check_outputs(args: argparse.Namespace, name: str = "epoch") -> None:

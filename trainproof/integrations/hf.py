@@ -56,7 +56,7 @@ from trainproof.config import Settings, load
 from trainproof.judge import judge
 from trainproof.live import LiveJudge
 from trainproof.readers.base import RunBuilder
-from trainproof.readers.hf import add_entry, ordered_evals
+from trainproof.readers.hf import EvalKeys, add_entry
 from trainproof.render import RENDERERS, render
 from trainproof.render.text import finding_lines
 from trainproof.report import Level, Report
@@ -95,7 +95,7 @@ class TrainproofCallback(TrainerCallback):
 
     def _reset(self, path: str) -> None:
         self.builder = RunBuilder(path, "hf")
-        self.eval_names: dict[str, str] = {}
+        self.evals = EvalKeys()
         self.judge = LiveJudge(self.settings)
         self.points = 0
 
@@ -111,7 +111,7 @@ class TrainproofCallback(TrainerCallback):
             return
         entry = dict(logs)
         entry.setdefault("step", state.global_step)
-        add_entry(self.builder, entry, self.eval_names)
+        add_entry(self.builder, entry, self.evals, names=self.settings.names)
         if "loss" in entry:
             self.points += 1
         stop = False
@@ -147,7 +147,7 @@ class TrainproofCallback(TrainerCallback):
 
     def _snapshot(self, copy: bool, max_steps: int | None):  # noqa: ANN202 - a Run
         self.builder.max_steps = max_steps if max_steps and max_steps > 0 else None
-        return self.builder.build(eval_names=ordered_evals(self.eval_names), copy=copy)
+        return self.evals.build(self.builder, copy=copy)
 
     def _announce_stop(self, args: Any, state: Any) -> None:
         step, total = state.global_step, state.max_steps

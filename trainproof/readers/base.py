@@ -17,6 +17,7 @@ import numpy as np
 
 from trainproof.errors import InputError
 from trainproof.model import Checkpoint, Run, Series, StepLines
+from trainproof.readers.names import unjudged_note
 
 if TYPE_CHECKING:
     from trainproof.readers.names import Names
@@ -287,6 +288,7 @@ class RunBuilder:
         loss: str = "loss",
         loss_name: str | None = None,
         eval_names: Mapping[str, str] | None = None,
+        metrics: Mapping[str, tuple[str, str]] | None = None,
         sources: Mapping[str, str] | None = None,
         labels: Mapping[str, str] | None = None,
         copy: bool = True,
@@ -308,8 +310,12 @@ class RunBuilder:
         note. One with numbers among its words keeps the words as NaN evidence.
         """
         keys = dict(sources or {})
-        names = {**dict(labels or {}), **dict(eval_names or {}), loss: loss_name or loss}
+        metrics = dict(metrics or {})
+        names = {**dict(labels or {}), **dict(eval_names or {}), **{k: label for k, (label, _) in metrics.items()}, loss: loss_name or loss}
         notes = list(self.notes)
+        unjudged = unjudged_note(label for label, goal in metrics.values() if goal == "unknown")
+        if unjudged:
+            notes.append(unjudged)
 
         def get(field: str) -> Series | None:
             key = keys.get(field, field)
@@ -328,6 +334,8 @@ class RunBuilder:
             wall = Series(wall.steps, wall.values - float(wall.values.min()))
         loss_series = get(loss)
         evals = {label: s for key, label in (eval_names or {}).items() if (s := get(key)) is not None}
+        judged = {key: (label, goal) for key, (label, goal) in sorted(metrics.items(), key=lambda kv: kv[1]) if goal != "unknown"}
+        eval_metrics = {label: s for key, (label, _) in judged.items() if (s := get(key)) is not None}
         meta.setdefault("runtime_s", self.runtime_s)
         meta.setdefault("max_steps", self.max_steps)
         return Run(
@@ -335,6 +343,8 @@ class RunBuilder:
             format=self.format,
             loss=loss_series,
             eval_losses=evals,
+            eval_metrics=eval_metrics,
+            metric_goals={label: goal for label, goal in judged.values() if label in eval_metrics},
             learning_rate=get("learning_rate"),
             grad_norm=get("grad_norm"),
             wall_time=wall,

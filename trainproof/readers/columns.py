@@ -8,11 +8,13 @@ metrics, and a missing cell is simply not a point. The step axis is
 ``step``, else ``epoch`` (Keras), else the record number, decided by the
 first record and kept; a step that is there but is not a whole int64 number
 is an error naming its line (see :func:`trainproof.readers.base.parse_step`).
+Eval metrics (``eval_wer``, ``val_acc``) are read from the columns whose
+names say which way is better (see :meth:`Names.metric_goal`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from trainproof.errors import InputError
 from trainproof.model import Run
@@ -21,6 +23,13 @@ from trainproof.readers.names import DEFAULT_NAMES, Names
 
 METRICS = ("loss", "eval_loss", "learning_rate", "grad_norm", "step_time", "loader_time")
 """The series a record's columns feed; ``epoch`` is not one of them, only an axis (Keras logs count epochs, not steps)."""
+
+
+def metric_columns(names: Names, columns: Iterable[str], mapping: Mapping[str, str]) -> dict[str, str]:
+    """The eval-metric columns among ``columns`` (those no series of ``mapping`` takes) to their goal: ``min``,
+    ``max`` or ``unknown``."""
+    taken = set(mapping.values())
+    return {column: goal for column in columns if column not in taken and (goal := names.metric_goal(column)) is not None}
 
 
 class RecordParser:
@@ -33,7 +42,9 @@ class RecordParser:
         self.loss_column: str | None = None
         self.eval_column: str | None = None
         self.columns: dict[str, None] = {}
-        self._mappings: dict[tuple[str, ...], dict[str, str]] = {}
+        self._mappings: dict[tuple[str, ...], tuple[dict[str, str], dict[str, str]]] = {}
+        self.metrics: dict[str, str] = {}
+        """Each eval-metric column seen, to its goal."""
         self._records = 0
         self._loss_named: str | None = None
         self.labels: dict[str, str] = {}
@@ -42,11 +53,14 @@ class RecordParser:
     def feed(self, record: Mapping[str, object], line: int | None = None, where: str | None = None) -> None:
         """One record; ``line`` is its line in the file, ``where`` says where it is when it has none (``record 3``)."""
         keys = tuple(record)
-        mapping = self._mappings.get(keys)
-        if mapping is None:
-            mapping = self._mappings[keys] = self.names.resolve(keys)
+        known = self._mappings.get(keys)
+        if known is None:
+            resolved = self.names.resolve(keys)
+            known = self._mappings[keys] = (resolved, metric_columns(self.names, keys, resolved))
+            self.metrics.update(known[1])
             self.columns.update(dict.fromkeys(keys))
-            self._loss_named = self._loss_named or mapping.get("loss")
+            self._loss_named = self._loss_named or resolved.get("loss")
+        mapping, metrics = known
         index = self._records
         self._records += 1
         if self.step_unit is None:
@@ -73,13 +87,16 @@ class RecordParser:
                     self.loss_column = key
                 elif canonical == "eval_loss" and self.eval_column is None:
                     self.eval_column = key
+        for key, goal in metrics.items():
+            if goal != "unknown":
+                self.builder.add("metric:" + key, step, record.get(key))
         time_key = mapping.get("wall_time")
         if time_key is not None:
             self.builder.add_time(step, parse_timestamp(record.get(time_key)))
 
     def build(self, copy: bool = True) -> Run:
         """The Run so far; an InputError when no record carried a loss."""
-        return finish(self.builder, self.loss_column, self.eval_column, self._loss_named, self.columns, self.labels, self.step_unit, copy)
+        return finish(self.builder, self.loss_column, self.eval_column, self._loss_named, self.columns, self.labels, self.step_unit, copy, self.metrics)
 
 
 def finish(
@@ -91,8 +108,10 @@ def finish(
     labels: Mapping[str, str],
     step_unit: str | None,
     copy: bool = True,
+    metrics: Mapping[str, str] | None = None,
 ) -> Run:
-    """The Run of named-column records (read one at a time or as columns); an InputError when none carried a loss."""
+    """The Run of named-column records (read one at a time or as columns); an InputError when none carried a loss.
+    ``metrics`` maps each eval-metric column to its goal."""
     if loss_column is None and eval_column is None:
         if loss_named is not None:
             raise InputError(builder.path, f"has a loss column ({loss_named}) with no values in it")
@@ -104,6 +123,7 @@ def finish(
         loss="loss",
         loss_name=loss_column or "loss",
         eval_names={"eval_loss": eval_column} if eval_column else None,
+        metrics={"metric:" + column: (column, goal) for column, goal in (metrics or {}).items()},
         labels=labels,
         step_unit=step_unit or "step",
         copy=copy,

@@ -2,8 +2,9 @@
 
 ``log_history`` mixes three kinds of entries, told apart by their keys:
 training entries (``loss``, ``learning_rate`` or ``lr``, ``grad_norm``),
-evaluation entries (``eval_loss``, or ``eval_<set>_loss`` per eval set) and the
-final summary (``train_runtime``, ``train_loss``, the mean over the whole
+evaluation entries (``eval_loss``, or ``eval_<set>_loss`` per eval set, and
+metrics such as ``eval_wer``, read when :mod:`trainproof.readers.names` knows
+which way is better) and the final summary (``train_runtime``, ``train_loss``, the mean over the whole
 run, which is not a point of the curve).
 
 The file is read whole, up to MAX_DOCUMENT_BYTES. A large one (LARGE_BYTES or
@@ -19,6 +20,7 @@ import math
 import operator
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -75,11 +77,44 @@ def keys_of(names: Names) -> tuple[str, str, str, str]:
     )
 
 
-def add_entry(builder: RunBuilder, entry: object, eval_names: dict[str, str], where: str = "", names: Names = DEFAULT_NAMES) -> None:
+@dataclass
+class EvalKeys:
+    """The eval series of an HF log seen so far, by builder key: eval sets' losses and other eval metrics."""
+
+    losses: dict[str, str] = field(default_factory=dict)
+    """Builder key (``eval:eval_loss``) to the eval set's name."""
+    metrics: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Builder key (``metric:eval_wer``) to the metric's name and goal (``min``, ``max``, ``unknown``)."""
+    _targets: dict[str, str | None] = field(default_factory=dict)
+
+    def target(self, key: str, names: Names = DEFAULT_NAMES) -> str | None:
+        """The builder key an entry's ``key`` feeds when it is an eval series, None otherwise (and for a metric whose
+        better direction is unknown: it is only named in a note)."""
+        if key in self._targets:
+            return self._targets[key]
+        found: str | None = None
+        if _is_eval(key, keys_of(names)[3]):
+            found = "eval:" + key
+            self.losses[found] = key
+        else:
+            goal = names.metric_goal(key)
+            if goal is not None:
+                self.metrics["metric:" + key] = (key, goal)
+                found = "metric:" + key if goal != "unknown" else None
+        self._targets[key] = found
+        return found
+
+    def build(self, builder: RunBuilder, copy: bool = True) -> Run:
+        """The builder's Run with these eval series: the default eval set first, then named ones alphabetically."""
+        losses = dict(sorted(self.losses.items(), key=lambda kv: (kv[1] != "eval_loss", kv[1])))
+        return builder.build(eval_names=losses, metrics=self.metrics, copy=copy)
+
+
+def add_entry(builder: RunBuilder, entry: object, evals: EvalKeys, where: str = "", names: Names = DEFAULT_NAMES) -> None:
     """One ``log_history`` entry (or one ``on_log`` record of a live Trainer) into the builder.
 
     Training entries carry ``loss``; evaluation entries ``eval_loss`` or
-    ``eval_<set>_loss``; the summary entry ``train_runtime`` (its
+    ``eval_<set>_loss`` and metrics; the summary entry ``train_runtime`` (its
     ``train_loss`` is the run's mean, not a point of the curve). An entry
     without a numeric step is not a point; a numeric step that is not a whole
     int64 number is an InputError naming ``where`` (``log_history entry 3``).
@@ -90,16 +125,16 @@ def add_entry(builder: RunBuilder, entry: object, eval_names: dict[str, str], wh
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return
     step: int = parse_step(value, builder.path, where)  # type: ignore[assignment]  # a number is never missing
-    loss, lr, grad, evals = keys_of(names)
+    loss, lr, grad, _ = keys_of(names)
     if loss not in entry and any(k in entry for k in _SUMMARY_KEYS):
         runtime = entry.get("train_runtime")
         if isinstance(runtime, (int, float)) and not isinstance(runtime, bool) and math.isfinite(runtime):
             builder.runtime_s = float(runtime)
         return
     for key, value in entry.items():
-        if _is_eval(key, evals):
-            eval_names.setdefault("eval:" + key, key)
-            builder.add("eval:" + key, step, value)
+        target = evals.target(key, names)
+        if target is not None:
+            builder.add(target, step, value)
     if loss in entry:
         builder.add("loss", step, entry[loss])
         builder.add("learning_rate", step, entry.get(lr, entry.get("lr")))
@@ -110,24 +145,19 @@ def _is_eval(key: str, evals: str) -> bool:
     return key == evals or (evals == "eval_loss" and _EVAL_LOSS.match(key) is not None)
 
 
-def ordered_evals(eval_names: dict[str, str]) -> dict[str, str]:
-    """The default eval set first, then named ones alphabetically."""
-    return dict(sorted(eval_names.items(), key=lambda kv: (kv[1] != "eval_loss", kv[1])))
-
-
 def parse_state(path: Path, state: dict, history: list, text: str = "", names: Names = DEFAULT_NAMES) -> Run:
     builder = RunBuilder(path, name)
     for number, line in enumerate(text.splitlines(), start=1):
         for match in _STEP_KEY.finditer(line):
             if len(match.group(1)) <= 18:  # a longer one is refused with its entry below
                 builder.mark_line(int(match.group(1)), number)
-    eval_names: dict[str, str] = {}
+    evals = EvalKeys()
     for index, entry in enumerate(history, start=1):
-        add_entry(builder, entry, eval_names, f"log_history entry {index}", names)
-    return _finish(path, builder, state, eval_names)
+        add_entry(builder, entry, evals, f"log_history entry {index}", names)
+    return _finish(path, builder, state, evals)
 
 
-def _finish(path: Path, builder: RunBuilder, state: dict, eval_names: dict[str, str]) -> Run:
+def _finish(path: Path, builder: RunBuilder, state: dict, evals: EvalKeys) -> Run:
     best = state.get("best_model_checkpoint")
     if isinstance(best, str) and best:
         match = _CHECKPOINT_STEP.search(best)
@@ -143,7 +173,7 @@ def _finish(path: Path, builder: RunBuilder, state: dict, eval_names: dict[str, 
     if isinstance(max_steps, (int, float)) and not isinstance(max_steps, bool):
         count = parse_step(max_steps, path, what="max_steps")
         builder.max_steps = count if count is not None and count > 0 else None
-    return builder.build(eval_names=ordered_evals(eval_names))
+    return evals.build(builder)
 
 
 _STEP_OF = operator.itemgetter("step")
@@ -176,10 +206,10 @@ def _read_columns(path: Path, names: Names) -> Run | None:
     if lines is None:
         return None
     builder.step_lines = lines
-    eval_names: dict[str, str] = {}
-    if not _columns(builder, history, eval_names, names):
+    evals = EvalKeys()
+    if not _columns(builder, history, evals, names):
         return None
-    return _finish(path, builder, state, eval_names)
+    return _finish(path, builder, state, evals)
 
 
 def _step_lines(data: bytes) -> StepLines | None:
@@ -225,10 +255,10 @@ def _numbers(values: Sequence[object]) -> tuple[np.ndarray, np.ndarray, dict[int
     return numbers, points, raw
 
 
-def _columns(builder: RunBuilder, history: list, eval_names: dict[str, str], names: Names) -> bool:
+def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) -> bool:
     """add_entry over every entry, a kind of entry (its keys) at a time; False for a step of a kind this path does
     not read exactly (the text path reads the file)."""
-    loss, lr, grad, evals = keys_of(names)
+    loss, lr, grad, _ = keys_of(names)
     every = list(map(tuple, history))
     kinds = {keys: k for k, keys in enumerate(dict.fromkeys(every))}
     kind_of = np.fromiter(map(kinds.__getitem__, every), dtype=np.int64, count=len(every))
@@ -269,12 +299,10 @@ def _columns(builder: RunBuilder, history: list, eval_names: dict[str, str], nam
                         runtime = max(runtime or (i, float(value)), (i, float(value)))
                         break
             continue
-        wanted = [("eval:" + key, key) for key in keys if _is_eval(key, evals)]
+        wanted = [(target, key) for key in keys if (target := evals.target(key, names)) is not None]
         if loss in keys:
             wanted += [("loss", loss), ("learning_rate", lr if lr in keys else "lr"), ("grad_norm", grad)]
         for target, key in wanted:
-            if target.startswith("eval:"):
-                eval_names.setdefault(target, key)
             if key not in keys:
                 continue
             numbers, points, raw = _numbers(list(map(operator.itemgetter(key), entries)))

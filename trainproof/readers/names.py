@@ -13,6 +13,12 @@ and ``train_loss_epoch``) is judged on the first. Names are compared after
 ``--map SERIES=NAME`` (repeatable) and the configuration's ``map`` table name
 a series the table does not know; a name the user maps is that series' only
 name, and no other series takes it.
+
+Eval metrics other than loss (``eval_wer``, ``val/accuracy``) are read when
+their name says which way is better: :data:`GOALS` lists the words of lower-
+and higher-is-better metrics; ``--metric NAME=min|max`` and the
+configuration's ``metrics`` table name the others (and any metric, eval
+prefix or not, the user wants judged).
 """
 
 from __future__ import annotations
@@ -118,6 +124,45 @@ _EVAL_SET = re.compile(r"(?:eval|validation|val)[/_](.+)_loss")
 """A named eval set's loss: HF's ``eval_<set>_loss``, ``eval/<set>_loss`` in TensorBoard."""
 _VALIDATION_FOLDER = ("validation", "eval", "val")
 
+GOALS: Mapping[str, tuple[str, ...]] = {
+    "min": ("loss", "perplexity", "ppl", "wer", "cer", "ter", "der", "per", "error", "error_rate", "err", "mae", "mse", "rmse"),
+    "max": (
+        "accuracy",
+        "acc",
+        "f1",
+        "bleu",
+        "sacrebleu",
+        "rouge",
+        "rouge1",
+        "rouge2",
+        "rougel",
+        "rougelsum",
+        "exact_match",
+        "em",
+        "precision",
+        "recall",
+        "auc",
+        "auroc",
+        "chrf",
+        "meteor",
+        "mcc",
+        "matthews_correlation",
+        "iou",
+        "io_u",  # Keras MeanIoU, as val_mean_io_u
+        "miou",
+        "dice",
+    ),
+}
+"""Which way is better for an eval metric, by the words of its name after the eval prefix (``eval_wer``: lower;
+``val/accuracy``: higher). A name with words of both kinds, or neither, has no known goal."""
+
+_EVAL_METRIC = re.compile(r"(?:eval|validation|valid|val)[/_](.+)")
+"""An eval metric's name: HF's ``eval_<metric>``, ``eval/<metric>`` in TensorBoard, Lightning's ``val_<metric>``."""
+_BOOKKEEPING = frozenset(("runtime", "samples_per_second", "steps_per_second", "epoch", "step", "global_step", "time", "num_samples", "samples", "num_tokens", "tokens", "batch_size", "gen_len"))
+"""What an evaluation logs about itself, not about the model: never a metric to judge, nor worth a note."""
+_BOOKKEEPING_ENDS = ("_loss", "_time", "_runtime", "per_second", "_samples", "_tokens")
+_WORDS = re.compile(r"[/_.]")
+
 
 class MapError(TrainproofError):
     """A ``--map`` or configuration ``map`` entry that names no series or no name (exit 2)."""
@@ -141,6 +186,8 @@ class Names:
     """
 
     overrides: Mapping[str, str] = field(default_factory=dict)
+    goals: Mapping[str, str] = field(default_factory=dict)
+    """The user's eval metrics (``--metric``), by normalised name, to ``min`` or ``max``."""
 
     def candidates(self, names: Iterable[str], validation: bool = False) -> dict[str, list[str]]:
         """Per series, the names among ``names`` that could carry it, preferred first.
@@ -180,7 +227,49 @@ class Names:
         return {series: chosen[0] for series, chosen in self.candidates(names, validation).items()}
 
 
+    def metric_goal(self, name: str) -> str | None:
+        """``min`` or ``max`` for an eval metric whose better direction is known (the user's, else its words'),
+        ``unknown`` for one whose is not, None for a name that is no eval metric (a loss, the eval's runtime).
+
+        Eval losses are read as eval sets, not here: this is for the other metrics.
+        """
+        key = normal(name)
+        goal = self.goals.get(key)
+        if goal is not None:
+            return goal
+        match = _EVAL_METRIC.fullmatch(key)
+        if match is None or eval_set(name) is not None or key in NAMES["eval_loss"] or key in map(normal, self.overrides.values()):
+            return None
+        rest = match.group(1)
+        if rest in _BOOKKEEPING or rest.endswith(_BOOKKEEPING_ENDS) or rest == "loss":
+            return None
+        words = "/" + _WORDS.sub("/", rest) + "/"
+        found = {goal for goal, spellings in GOALS.items() if any(f"/{_WORDS.sub('/', s)}/" in words for s in spellings)}
+        return found.pop() if len(found) == 1 else "unknown"
+
+
 DEFAULT_NAMES = Names()
+
+
+def unjudged_note(names: Iterable[str]) -> str | None:
+    """The note a log gets for its eval metrics of unknown direction, None when it has none."""
+    shown = sorted(set(names))
+    if not shown:
+        return None
+    listed = ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else "")
+    return f"eval metrics not judged, their better direction unknown: {listed} (name it with --metric NAME=min or NAME=max)"
+
+
+def parse_goals(entries: Iterable[str], source: str = "--metric") -> dict[str, str]:
+    """``NAME=min|max`` entries as ``{normalised name: goal}``; anything else is a MapError."""
+    out: dict[str, str] = {}
+    for entry in entries:
+        name, sep, goal = entry.rpartition("=")
+        name, goal = name.strip(), goal.strip().lower()
+        if not sep or not name or goal not in ("min", "max"):
+            raise MapError(f"{source}: '{entry}' is not NAME=min or NAME=max (for example eval_wer=min)")
+        out[normal(name)] = goal
+    return out
 
 
 def in_validation_folder(parts: Sequence[str]) -> bool:

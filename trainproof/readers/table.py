@@ -23,7 +23,7 @@ import numpy as np
 
 from trainproof.model import Run, Series, StepLines
 from trainproof.readers.base import RunBuilder, parse_number, parse_step, parse_timestamp
-from trainproof.readers.columns import METRICS, finish
+from trainproof.readers.columns import METRICS, finish, metric_columns
 from trainproof.readers.names import Names
 
 LARGE_BYTES = 4 * 2**20
@@ -185,6 +185,8 @@ class ColumnarRun:
         self.columns: dict[str, None] = {}
         self.labels: dict[str, str] = {}
         self.loss_named: str | None = None
+        self.metrics: dict[str, str] = {}
+        """Each eval-metric column seen, to its goal."""
         self._records = 0
         self._parts: dict[str, _Part] = {}
         self._capacity = 0
@@ -222,6 +224,11 @@ class ColumnarRun:
         for series in (*METRICS, "wall_time"):
             if series in chosen:
                 self._series(series, block, candidates[series], chosen[series], steps, valid, at_steps)
+        metrics = metric_columns(self.names, block.columns, {series: names[0] for series, names in candidates.items()})
+        self.metrics.update(metrics)
+        for column, goal in metrics.items():
+            if goal != "unknown":
+                self._series("metric:" + column, block, [column], _first_present([column], block.columns, n), steps, valid, at_steps)
         self._record_steps.extend(at_steps)
 
     def _steps(self, block: Block, candidates: Mapping[str, list[str]], chosen: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -357,7 +364,7 @@ class ColumnarRun:
             self.loss_named = next(iter(self.names.candidates(self.columns).get("loss", ())), None)
         loss = self.labels.get("loss")
         evals = self.labels.get("eval_loss")
-        return finish(self.builder, loss, evals, self.loss_named, self.columns, self.labels, self.step_unit, copy)
+        return finish(self.builder, loss, evals, self.loss_named, self.columns, self.labels, self.step_unit, copy, self.metrics)
 
 
 def _first_present(names: Sequence[str], columns: Mapping[str, Column], n: int) -> np.ndarray:

@@ -1,0 +1,265 @@
+"""Eval metrics other than loss: which names are read and which way is better, and TP-EVAL-WORSE judging them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.checks.cases import noisy
+from tests.helpers import make_run, series
+from trainproof.cli import main
+from trainproof.config import ConfigError, Settings, parse
+from trainproof.judge import judge_epoch
+from trainproof.model import Checkpoint
+from trainproof.readers import read_run
+from trainproof.readers.names import Names
+from trainproof.report import Verdict
+
+EVAL_STEPS = [20, 40, 60, 80, 100, 120, 140]
+ISSUE_WER = [17.7, 21.0, 26.0, 28.0, 29.5, 31.0, 30.2]
+"""The issue's speech-recognition fine-tune: word error rate from 17.7 to 28-31, in percent as many scripts log it."""
+
+
+def with_metrics(run, metrics: dict[str, tuple[str, list[float]]], steps=EVAL_STEPS):
+    """``run`` with eval metrics ``{name: (goal, values)}`` logged at ``steps``."""
+    return replace(
+        run,
+        eval_metrics={name: series(values, steps) for name, (_, values) in metrics.items()},
+        metric_goals={name: goal for name, (goal, _) in metrics.items()},
+    )
+
+
+def flat_training(seed: int = 3):
+    return make_run(noisy(np.full(140, 1.0), 0.05, seed), steps=list(range(1, 141)))
+
+
+def subject_of(run, settings: Settings | None = None):
+    return judge_epoch([run], settings=settings or Settings()).subjects[0]
+
+
+def finding(subject, rule_id="TP-EVAL-WORSE"):
+    return next((f for f in subject.findings if f.rule_id == rule_id), None)
+
+
+# --- which names are eval metrics, and which way is better ---------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "goal"),
+    [
+        ("eval_wer", "min"),
+        ("eval_cer", "min"),
+        ("eval/wer", "min"),
+        ("eval_g0_wer", "min"),
+        ("eval_perplexity", "min"),
+        ("val_epoch_perplexity", "min"),
+        ("eval_accuracy", "max"),
+        ("val_acc", "max"),
+        ("val/accuracy_epoch", "max"),
+        ("validation/epoch_accuracy", "max"),
+        ("eval_f1", "max"),
+        ("eval_bleu", "max"),
+        ("eval_rouge-1", "max"),
+        ("eval_rougeLsum", "max"),
+        ("eval_exact_match", "max"),
+        ("val_mean_io_u", "max"),
+        ("eval_bar", "unknown"),
+        ("eval_f1_error", "unknown"),  # words of both kinds: no direction is guessed
+        ("eval_loss", None),  # an eval set's loss, read as one
+        ("eval_g0_loss", None),
+        ("val_loss", None),
+        ("eval_runtime", None),
+        ("eval_samples_per_second", None),
+        ("eval_model_preparation_time", None),
+        ("eval_gen_len", None),
+        ("epoch", None),
+        ("loss", None),
+        ("accuracy", None),  # a training-set metric: no eval prefix
+    ],
+)
+def test_the_goal_of_a_name(name, goal):
+    assert Names().metric_goal(name) == goal
+
+
+def test_the_users_goal_wins_and_names_a_metric_without_an_eval_prefix():
+    names = Names(goals={"eval_bar": "max", "wer": "min", "eval_wer": "max"})
+    assert names.metric_goal("eval_bar") == "max"
+    assert names.metric_goal("WER") == "min"
+    assert names.metric_goal("eval_wer") == "max"
+
+
+# --- the rule ----------------------------------------------------------------------
+
+
+def test_a_word_error_rate_that_climbs_fires_even_while_eval_loss_holds():
+    run = make_run(noisy(np.full(140, 1.0), 0.05, 3), steps=list(range(1, 141)), evals={"eval_loss": (EVAL_STEPS, [0.5, 0.51, 0.49, 0.5, 0.5, 0.51, 0.5])})
+    run = replace(with_metrics(run, {"eval_wer": ("min", ISSUE_WER)}), checkpoints=(Checkpoint(20, "out/checkpoint-20"),))
+    f = finding(subject_of(run))
+    assert f is not None
+    assert f.message.startswith("An eval metric got worse: eval_wer was lowest at step 20 (17.7) and ends 71% higher (30.2)")
+    assert "out/checkpoint-20" in f.message
+    assert f.values["eval_metric"] == "eval_wer"
+    assert f.values["goal"] == "min"
+    assert f.values["best_eval_step"] == 20
+    assert f.values["rise"] == pytest.approx(30.2 / 17.7 - 1, abs=1e-4)
+    assert f.steps == (20, 140)
+
+
+def test_an_accuracy_that_falls_fires_and_is_named_as_a_fall():
+    run = with_metrics(flat_training(), {"eval_accuracy": ("max", [0.82, 0.7, 0.61, 0.6, 0.58, 0.6, 0.59])})
+    f = finding(subject_of(run))
+    assert f is not None
+    assert "eval_accuracy was highest at step 20 (0.82) and ends 28% lower (0.59)" in f.message
+    assert "still below it" in f.message
+    assert "the last at most 0.6" in f.evidence
+    assert "noise sigmas below the best" in f.evidence
+    assert f.values["fall"] == pytest.approx(1 - 0.59 / 0.82, abs=1e-4)
+    assert f.values["best_eval"] == pytest.approx(0.82)
+    assert f.values["end_eval"] == pytest.approx(0.59)
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        {"eval_wer": ("min", [31.0, 28.0, 25.0, 22.0, 20.0, 19.0, 18.5])},  # improving
+        {"eval_accuracy": ("max", [0.5, 0.6, 0.7, 0.75, 0.8, 0.81, 0.82])},  # improving
+        {"eval_accuracy": ("max", [0.5, 0.6, 0.7, 0.75, 0.8, 0.78, 0.69])},  # a 14% fall: short of 1 - 1/1.2
+        {"eval_wer": ("min", [17.7, 28.0, 30.0, 29.0, 19.0, 18.0, 18.2])},  # worse for a while, then back
+    ],
+)
+def test_metrics_that_improve_or_come_back_never_fire(metrics):
+    s = subject_of(with_metrics(flat_training(), metrics))
+    assert "TP-EVAL-WORSE" in s.ran
+    assert finding(s) is None
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_noisy_flat_accuracy_never_fires(seed):
+    values = np.clip(noisy(np.full(30, 0.6), 0.08, 100 + seed), 0.01, 1.0)
+    run = with_metrics(flat_training(seed), {"eval_accuracy": ("max", list(values))}, steps=list(range(5, 151, 5)))
+    s = subject_of(run)
+    assert "TP-EVAL-WORSE" in s.ran
+    assert finding(s) is None
+
+
+def test_zero_and_negative_values_of_a_max_metric_are_left_out_not_a_crash():
+    run = with_metrics(flat_training(), {"eval_accuracy": ("max", [0.0, 0.82, 0.7, 0.61, 0.6, 0.58, 0.6])})
+    f = finding(subject_of(run))
+    assert f is not None
+    assert "highest at step 40 (0.82)" in f.message
+
+
+def test_a_metric_alone_is_enough_to_judge_and_too_short_a_one_is_not_applicable():
+    only = with_metrics(make_run([2.0], steps=[1]), {"eval_wer": ("min", ISSUE_WER)})
+    s = subject_of(only)
+    assert s.verdict is Verdict.WARN
+    assert finding(s) is not None
+    short = with_metrics(make_run([2.0], steps=[1]), {"eval_wer": ("min", ISSUE_WER[:3])}, steps=EVAL_STEPS[:3])
+    assert next(r.reason for r in subject_of(short).skipped if r.rule_id == "TP-EVAL-WORSE") == "fewer than 4 finite evaluations in every eval series"
+
+
+def test_eval_loss_and_metrics_worse_together_make_one_finding_worst_first():
+    run = make_run(noisy(np.full(140, 1.0), 0.05, 3), steps=list(range(1, 141)), evals={"eval_loss": (EVAL_STEPS, [0.5, 0.6, 0.7, 0.75, 0.76, 0.75, 0.76])})
+    run = with_metrics(run, {"eval_wer": ("min", ISSUE_WER)})
+    found = [f for f in subject_of(run).findings if f.rule_id == "TP-EVAL-WORSE"]
+    assert len(found) == 1
+    assert "eval_wer was lowest" in found[0].message  # +71% beats +52%
+    assert "1 more eval series ended worse too" in found[0].message
+    assert found[0].values["eval_series_worse"] == 2
+
+
+# --- reading them: every reader, the user's --metric and the configuration ----------
+
+
+def _trainer_state(path: Path, extra_key: str = "eval_bar") -> Path:
+    rng = np.random.default_rng(0)
+    history: list[dict] = []
+    for step in range(1, 141):
+        history.append({"step": step, "loss": float(1.0 + 0.05 * rng.standard_normal()), "learning_rate": 1e-4, "epoch": step / 140})
+        if step % 20 == 0:
+            k = step // 20 - 1
+            history.append({"step": step, "eval_loss": 0.5, "eval_wer": ISSUE_WER[k], extra_key: float(k), "eval_runtime": 1.5, "eval_samples_per_second": 9.0})
+    path.write_text(json.dumps({"log_history": history, "max_steps": 140}))
+    return path
+
+
+@pytest.mark.parametrize("columnar", [False, True])
+def test_a_trainer_state_gives_its_eval_metrics_and_notes_the_ones_of_unknown_direction(tmp_path, columnar):
+    from trainproof.readers import hf
+
+    run = hf.read(_trainer_state(tmp_path / "trainer_state.json"), columnar=columnar)
+    assert list(run.eval_losses) == ["eval_loss"]
+    assert list(run.eval_metrics) == ["eval_wer"]
+    assert run.metric_goals == {"eval_wer": "min"}
+    assert run.eval_metrics["eval_wer"].values.tolist() == ISSUE_WER
+    assert any("eval_bar" in note and "--metric" in note for note in run.notes)
+    named = hf.read(tmp_path / "trainer_state.json", names=Names(goals={"eval_bar": "max"}), columnar=columnar)
+    assert named.metric_goals == {"eval_bar": "max", "eval_wer": "min"}
+    assert not any("eval_bar" in note for note in named.notes)
+
+
+@pytest.mark.parametrize("columnar", [False, True])
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_named_columns_give_their_eval_metrics(tmp_path, columnar, suffix):
+    from trainproof.readers import csv as csv_reader
+    from trainproof.readers import jsonl
+
+    records = [{"step": s, "train_loss": 1.0} for s in range(1, 141)]
+    records += [{"step": s, "val_loss": 0.5, "val_wer": w, "val/acc": 0.9 - w / 100} for s, w in zip(EVAL_STEPS, ISSUE_WER)]
+    path = tmp_path / f"metrics{suffix}"
+    if suffix == ".jsonl":
+        path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+        run = jsonl.read(path, columnar=columnar)
+    else:
+        keys = ["step", "train_loss", "val_loss", "val_wer", "val/acc"]
+        path.write_text("\n".join([",".join(keys)] + [",".join(str(r.get(k, "")) for k in keys) for r in records]) + "\n")
+        run = csv_reader.read(path, columnar=columnar)
+    assert run.metric_goals == {"val/acc": "max", "val_wer": "min"}
+    assert run.eval_metrics["val_wer"].steps.tolist() == EVAL_STEPS
+
+
+def test_tensorboard_tags_give_their_eval_metrics(tmp_path):
+    tensorboardX = pytest.importorskip("tensorboardX")
+    writer = tensorboardX.SummaryWriter(str(tmp_path))
+    for step in range(1, 141):
+        writer.add_scalar("train/loss", 1.0, step)
+    for step, wer in zip(EVAL_STEPS, ISSUE_WER):
+        writer.add_scalar("eval/loss", 0.5, step)
+        writer.add_scalar("eval/wer", wer, step)
+        writer.add_scalar("eval/bar", 1.0, step)
+    writer.close()
+    run = read_run(tmp_path)
+    assert run.metric_goals == {"eval/wer": "min"}
+    assert run.eval_metrics["eval/wer"].values.tolist() == pytest.approx(ISSUE_WER)
+    assert any("eval/bar" in note for note in run.notes)
+
+
+def test_the_command_line_judges_a_metric_the_user_names_and_refuses_a_bad_goal(tmp_path, capsys):
+    path = _trainer_state(tmp_path / "trainer_state.json", extra_key="eval_mos")
+    assert main(["epoch", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    subject = report["subjects"][0]
+    assert subject["summary"]["eval_metrics"] == "eval_wer (lower is better)"
+    assert "TP-EVAL-WORSE" in [f["id"] for f in subject["findings"]]
+    assert main(["epoch", str(path), "--json", "--metric", "eval_mos=max"]) == 0
+    summary = json.loads(capsys.readouterr().out)["subjects"][0]["summary"]
+    assert summary["eval_metrics"] == "eval_mos (higher is better), eval_wer (lower is better)"
+    assert main(["epoch", str(path), "--metric", "eval_mos=up"]) == 2
+    err = capsys.readouterr().err
+    assert "'eval_mos=up' is not NAME=min or NAME=max" in err
+    assert "Traceback" not in err
+
+
+def test_the_configuration_metrics_table():
+    settings = parse({"metrics": {"eval_mos": "max"}, "map": {"loss": "total"}}, "cfg.toml")
+    assert settings.names.goals == {"eval_mos": "max"}
+    assert settings.names.overrides == {"loss": "total"}
+    assert settings.with_map(["eval_loss=dev_loss"]).names.goals == {"eval_mos": "max"}  # --map keeps the goals
+    with pytest.raises(ConfigError, match="'metrics'"):
+        parse({"metrics": {"eval_mos": "higher"}}, "cfg.toml")
+    with pytest.raises(ConfigError, match="'metrics'"):
+        parse({"metrics": ["eval_mos"]}, "cfg.toml")
