@@ -306,6 +306,22 @@ def test_the_speaking_rate_histogram_marks_the_swapped_transcripts(clean, tmp_pa
     assert any(label.startswith("median") for _, label in rate.limits)
 
 
+def test_a_swapped_transcript_fails_only_where_the_measurement_proves_it(clean, tmp_path):
+    """Burden of proof: the 1.5 s clip given the 6 s clip's text reads so fast that no edge-silence error or small-group
+    spread explains it (FAIL); the 6 s clip given the short text is past the FAIL line as measured, but not with the
+    group's sigma from 24 clips allowed its standard error: a WARN that says why, never a FAIL."""
+    corpus = clean("nemo", 24).copy(tmp_path)
+    FAULTS["swapped_transcripts"](corpus)
+    subject = judged(corpus)
+    fired = [f for f in subject.findings if f.rule_id == "TP-DATA-TEXT-RATE"]
+    assert sorted((f.level, "not a FAIL" in f.message) for f in fired) == [(Level.WARN, True), (Level.FAIL, False)]
+    warned = next(f for f in fired if f.level is Level.WARN)
+    assert "sigma from 24 clips" in warned.message
+    assert subject.verdict.value == "FAIL"
+    rate = _histograms(subject)["Characters per second of speech"]
+    assert (int(rate.failed.sum()), int(rate.warned.sum())) == (1, 1)  # the histogram levels clips as the rule does
+
+
 def test_a_clean_corpus_has_histograms_with_nothing_flagged(clean):
     subject = judged(clean("nemo", 24))
     charts = _histograms(subject)

@@ -18,6 +18,8 @@ from functools import cached_property, lru_cache
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, rules_of
 from trainproof.data.model import ClipRecord, Manifest
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MAD_TO_SIGMA = 1.4826
+MAD_SE = 1.1664
+"""A MAD-based sigma from n normal values has an asymptotic variance of about 1.36 sigma**2 / n: a standard error of
+MAD_SE * sigma / sqrt(n)."""
 
 
 @dataclass(frozen=True)
@@ -490,10 +495,10 @@ def empty_text(ctx: DataContext) -> Iterator[Hit]:
 def text_rate(ctx: DataContext) -> Iterator[Hit]:
     """A transcript does not fit its audio: characters per second far from the corpus's (or the speaker's).
 
-    What it detects: characters per second of speech (transcript letters over the clip's duration minus its edge silences) more than DATA_CPS_WARN_Z robust sigmas (MAD x 1.4826) from the median of the corpus, or of the speaker when speakers are known with at least DATA_CPS_MIN_CLIPS clips each; a FAIL beyond DATA_CPS_FAIL_Z.
+    What it detects: characters per second of speech (transcript letters over the clip's duration minus its edge silences) more than DATA_CPS_WARN_Z robust sigmas (MAD x 1.4826) from the median of the corpus, or of the speaker when speakers are known with at least DATA_CPS_MIN_CLIPS clips each. A FAIL only when the clip is beyond DATA_CPS_FAIL_Z even at the edge of what the measurement allows: its speech taken DATA_CPS_EDGE_S longer or shorter (whichever brings it nearer the median; edge silence is found to a 10 ms frame at each end), and the group's sigma widened by DATA_CPS_SIGMA_SE standard errors of a MAD estimate from its n clips (1.17 sigma / sqrt(n) each). Beyond DATA_CPS_FAIL_Z as measured but not at that edge (a very short clip, a small group) is a WARN that says why.
     Why it matters: a transcript paired with the wrong audio (a shifted manifest, swapped files) teaches the model nonsense and ruins alignment.
     Fires on: two transcripts swapped between a 1.5 s and a 6 s clip.
-    Does not fire on: a corpus with fewer than DATA_CPS_MIN_CLIPS clips, or naturally fast and slow sentences within the spread.
+    Does not fire on: a corpus with fewer than DATA_CPS_MIN_CLIPS clips, or naturally fast and slow sentences within the spread; and never FAILs a clip whose speech is too short, or a group too small, to tell it from the spread.
     Does not mean: which of a swapped pair is wrong; both lines are worth a look.
     """
     t = ctx.t
@@ -506,14 +511,26 @@ def text_rate(ctx: DataContext) -> Iterator[Hit]:
         ),
         rows.itertuples(index=False),
     ):  # fmt: skip
-        yield replace(hit, level=None if abs(row.z) > t.DATA_CPS_FAIL_Z else Level.WARN)
+        if abs(row.z_bound) > t.DATA_CPS_FAIL_Z:
+            yield hit  # the rule's own level, FAIL
+        elif abs(row.z) > t.DATA_CPS_FAIL_Z:
+            why = (
+                f" Beyond the FAIL line (robust z {figures.num(t.DATA_CPS_FAIL_Z)}) as measured, but not beyond it allowing for "
+                f"{figures.num(t.DATA_CPS_EDGE_S)} s of edge-silence error and a sigma from {int(row.group_clips)} clips (z at least "
+                f"{figures.num(abs(row.z_bound))}): a WARN, not a FAIL."
+            )
+            yield replace(hit, level=Level.WARN, message=hit.message + why)
+        else:
+            yield replace(hit, level=Level.WARN)
 
 
 def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     """The readable clips with a transcript, with their characters per second of speech and its robust z-score.
 
     Columns added: ``cps``, ``median_cps`` and ``sigma_cps`` (MAD x 1.4826)
-    of the clip's group, ``z`` (NaN in a group with no spread). The group is
+    of the clip's group, ``z`` (NaN in a group with no spread), ``group_clips``
+    (the clips of its group) and ``z_bound``: the z nearest the median that the
+    measurement allows (see :func:`text_rate`). The group is
     the clip's speaker when every speaker has at least DATA_CPS_MIN_CLIPS
     clips (the bool returned says so), else the corpus. NotApplicable under
     DATA_CPS_MIN_CLIPS readable clips. TP-DATA-TEXT-RATE and the report's
@@ -537,7 +554,13 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
         median = cps * 0 + cps.median()
         sigma = cps * 0 + MAD_TO_SIGMA * (cps - cps.median()).abs().median()
     z = ((cps - median) / sigma).where(sigma > 0)
-    return frame.assign(median_cps=median, sigma_cps=sigma, z=z), by_speaker
+    clips = speakers.groupby(speakers, sort=False).transform("size") if by_speaker else cps * 0 + len(cps)
+    speech = speech[letters > 0]
+    nearer = (speech + t.DATA_CPS_EDGE_S).where(cps > median, (speech - t.DATA_CPS_EDGE_S).clip(lower=0.05))
+    wide = sigma * (1 + t.DATA_CPS_SIGMA_SE * MAD_SE / np.sqrt(clips))
+    bound = (letters[letters > 0] / nearer - median) / wide
+    bound = bound.where(np.sign(bound) == np.sign(z), 0.0).where(sigma > 0)  # moved past the median: no deviation it can prove
+    return frame.assign(median_cps=median, sigma_cps=sigma, z=z, group_clips=clips, z_bound=bound), by_speaker
 
 
 _DIGIT = re.compile(r"\d+")

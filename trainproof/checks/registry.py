@@ -19,6 +19,15 @@ the noise is too large to decide, it reports at WARN (or INFO), naming the
 noise level and what more logging would settle it. Each FAIL rule is tested at
 its boundary: a clear failure FAILs, clear health passes, and the noisy
 undecidable middle never FAILs (tests/checks/test_burden_of_proof.py).
+
+The same holds for datasets, tokenizers and text. Most of their FAIL rules
+count facts with no noise in them (a missing file, a NaN sample, a line
+that is not JSON, a transcript with no letters): the fact is the proof.
+One that measures and compares (TP-DATA-TEXT-RATE: a clip's speaking rate
+against its group's spread) FAILs only when the clip is past the line even
+at the edge of what the measurement allows (its speech duration's error,
+the spread's standard error from the group's size), and says so at WARN
+otherwise.
 """
 
 from __future__ import annotations

@@ -82,7 +82,9 @@ def speaking_rate(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | 
     t = ctx.t
     z = np.abs(rates["z"].to_numpy(dtype=float))
     z = np.where(np.isfinite(z), z, 0.0)
-    levels = np.where(z > t.DATA_CPS_FAIL_Z, 2, np.where(z > t.DATA_CPS_WARN_Z, 1, 0))
+    bound = np.abs(rates["z_bound"].to_numpy(dtype=float))
+    bound = np.where(np.isfinite(bound), bound, 0.0)
+    levels = np.where(bound > t.DATA_CPS_FAIL_Z, 2, np.where(z > t.DATA_CPS_WARN_Z, 1, 0))  # as TP-DATA-TEXT-RATE levels them
     if not _fired(findings, "TP-DATA-TEXT-RATE"):
         levels = np.zeros(values.size, dtype=int)
     limits: tuple[tuple[float, str], ...] = ()
