@@ -125,7 +125,8 @@ def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thre
     for i, (name, series) in enumerate(run.eval_metrics.items()):
         goal = _GOALS.get(run.metric_goals.get(name, ""), "")
         line = Line(name, series.steps, series.values, f"eval eval{(len(run.eval_losses) + i) % 6}")
-        out.append(_chart(f"Eval {name}" + (f" ({goal})" if goal else ""), [line], _markers(findings, by_id, "eval"), span, unit, name))
+        about = [finding for finding in findings if finding.values.get("eval_metric") == name]  # a finding names its metric
+        out.append(_chart(f"Eval {name}" + (f" ({goal})" if goal else ""), [line], _markers(about, by_id, "eval"), span, unit, name))
     if run.learning_rate is not None:
         lr = run.learning_rate
         out.append(_chart("Learning rate", [Line("learning rate", lr.steps, lr.values, "lr")], _markers(findings, by_id, "lr"), span, unit, "learning rate", log_y=False))

@@ -263,3 +263,18 @@ def test_the_configuration_metrics_table():
         parse({"metrics": {"eval_mos": "higher"}}, "cfg.toml")
     with pytest.raises(ConfigError, match="'metrics'"):
         parse({"metrics": ["eval_mos"]}, "cfg.toml")
+
+
+def test_each_judged_metric_gets_its_own_chart_with_the_finding_marked():
+    from trainproof.render import render
+
+    run = with_metrics(flat_training(), {"eval_wer": ("min", ISSUE_WER), "eval_accuracy": ("max", [0.5, 0.6, 0.7, 0.75, 0.8, 0.81, 0.82])})
+    report = judge_epoch([run])
+    charts = {chart.title: chart for chart in report.subjects[0].charts}
+    wer = charts["Eval eval_wer (lower is better)"]
+    assert wer.y_label == "eval_wer"
+    assert wer.lines[0].values.tolist() == ISSUE_WER
+    assert [(m.label, m.step) for m in wer.markers] == [("TP-EVAL-WORSE", 20), ("TP-EVAL-WORSE", 140)]
+    assert charts["Eval eval_accuracy (higher is better)"].markers == ()  # the finding is about eval_wer
+    html = render("html", report)
+    assert "Eval eval_wer (lower is better)" in html
