@@ -278,3 +278,20 @@ def test_each_judged_metric_gets_its_own_chart_with_the_finding_marked():
     assert charts["Eval eval_accuracy (higher is better)"].markers == ()  # the finding is about eval_wer
     html = render("html", report)
     assert "Eval eval_wer (lower is better)" in html
+
+
+def test_overfitting_says_how_the_eval_metrics_moved_since_the_best_evaluation():
+    """A speech fine-tune's eval loss often climbs while its WER keeps improving (the corpus's Whisper run does): the
+    finding says so, since the checkpoint to keep depends on what the user selects by."""
+    from tests.checks.cases import overfitting
+
+    steps = list(range(15, 301, 15))  # the eval steps of the case; its eval loss is lowest at step 30
+    wer = list(np.linspace(40.0, 30.0, len(steps)))
+    accuracy = list(np.linspace(0.8, 0.6, len(steps)))
+    f = finding(subject_of(with_metrics(overfitting(), {"eval_wer": ("min", wer), "eval_accuracy": ("max", accuracy)}, steps)), "TP-OVERFIT")
+    assert f is not None
+    assert "Meanwhile eval_wer improved from 39.47 to 30: if you pick checkpoints by that metric, the later ones are the better ones." in f.message
+    assert "Worse since then too: eval_accuracy got worse from 0.7895 to 0.6." in f.message
+    assert f.values["metrics_improved"] == 1
+    plain = finding(subject_of(overfitting()), "TP-OVERFIT")
+    assert "Meanwhile" not in plain.message and "metrics_improved" not in plain.values

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
@@ -11,7 +11,7 @@ import numpy as np
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
 from trainproof.checks.sentences import nearest_checkpoint
-from trainproof.model import Series
+from trainproof.model import Run, Series
 from trainproof.stats import Profile, median, robust_sigma
 from trainproof.thresholds import Thresholds
 
@@ -190,7 +190,10 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
     Does not fire on: eval loss that keeps improving, however low the
     training loss goes; and it stays quiet when TP-DIVERGE fired, since a
     blown-up model's eval loss climbs for another reason than memorising.
-    Does not mean: task metrics (accuracy, WER) got worse; they can lag the loss.
+    Does not mean: task metrics (accuracy, WER) got worse; they can lag the
+    loss, and a speech model's WER often keeps improving while its eval loss
+    climbs. When the log has eval metrics, the message says how each moved
+    since the best evaluation.
     """
     _need_eval_loss(ctx)
     prof = ctx.curve()
@@ -198,7 +201,7 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
     climbed = _flagged(ctx.run.eval_losses, t.OVERFIT_MIN_EVALS, lambda name, steps, values: _climb(name, steps, values, prof, t), "eval set")
     if climbed:
         worst = climbed[0]
-        yield _rise_hit(
+        hit = _rise_hit(
             ctx,
             climbed,
             title="Overfitting",
@@ -208,6 +211,35 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
             values={"train_at_best_eval": worst.train_then, "train_end": prof.end},
             evidence_tail=f"; training loss {figures.num(worst.train_then)} at the best evaluation, {figures.num(prof.end)} at the end",
         )
+        improved, worsened = _metrics_since(ctx.run, worst.best_step)
+        if improved:
+            hit = replace(
+                hit,
+                message=hit.message + f" Meanwhile {'; '.join(improved)}: if you pick checkpoints by "
+                f"{'that metric' if len(improved) == 1 else 'these metrics'}, the later ones are the better ones.",
+                values={**hit.values, "metrics_improved": len(improved)},
+            )
+        if worsened:
+            hit = replace(hit, message=hit.message + f" Worse since then too: {'; '.join(worsened)}.")
+        yield hit
+
+
+def _metrics_since(run: Run, step: int) -> tuple[list[str], list[str]]:
+    """How each judged eval metric moved from its evaluation at (or last before) ``step`` to its last one: the
+    phrases for those that got better, and for those that got worse."""
+    improved, worsened = [], []
+    for name, series in run.eval_metrics.items():
+        part = series.finite_part()
+        before = part.values[part.steps <= step]
+        if not before.size or part.steps[-1] <= step:
+            continue
+        then, end = float(before[-1]), float(part.values[-1])
+        if end == then:
+            continue
+        better = end < then if run.metric_goals.get(name, "min") == "min" else end > then
+        phrase = f"{name} {'improved' if better else 'got worse'} from {figures.num(then)} to {figures.num(end)}"
+        (improved if better else worsened).append(phrase)
+    return improved, worsened
 
 
 def _climb(name: str, steps: np.ndarray, values: np.ndarray, prof: Profile, t: Thresholds) -> _Climb | None:
