@@ -24,12 +24,21 @@ Three targets, each printed as one line (measured, target, OK/MISSED):
     case of the duplicate rules) with its cold run timed in this process,
     then the 100 clips added.
 
+(r) the Ray engine: ``--engine ray`` on a local Ray cluster of J CPUs against
+    the local engine with J processes, on the issue's 20,000-clip corpus of
+    (c) (--memory-large links to the clips of (a)), each in a fresh
+    interpreter with a cold cache, the cluster's start-up included. Target:
+    within 1.5x of local. Also printed: the driver's peak RSS on each engine,
+    the cluster's start-up time, and the bytes a clip costs on the wire (its
+    reference out, its packed record back). Needs the [ray] extra; not in
+    the default --parts.
+
 Each clip's manifest line carries a transcript of its own; manifests are
 written before the clock starts. The figures are ratios measured in this
 run; the machine's other load moves the absolute numbers.
 ``run_trainproof`` is what is measured for "trainproof data" (see its doc).
 
-    python benchmarks/bench_data.py [--clips 2000] [--jobs N] [--repeat 3] [--parts abc]
+    python benchmarks/bench_data.py [--clips 2000] [--jobs N] [--repeat 3] [--parts abc] [--parts r]
 
 Below POOL_MIN_BYTES of audio the engine decodes inline, without workers:
 reduced sizes (--clips 300) exercise that path, not the pool.
@@ -50,6 +59,7 @@ from pathlib import Path
 SPEED_TARGET = 1.5
 MEMORY_TARGET = 1.3
 INCREMENTAL_TARGET = 0.10
+RAY_TARGET = 1.5
 RATE = 22050
 
 
@@ -69,7 +79,7 @@ def write_manifest(paths: list[str], where: Path) -> str:
     return str(where)
 
 
-def run_trainproof(manifest: str, jobs: int, cache_dir: str | None) -> None:
+def run_trainproof(manifest: str, jobs: int, cache_dir: str | None, engine: str = "local") -> None:
     """What (a), (b) and (c) measure as "trainproof data": the whole command, in this process.
 
     ``trainproof data MANIFEST --jobs J`` as the library runs it: the
@@ -78,7 +88,7 @@ def run_trainproof(manifest: str, jobs: int, cache_dir: str | None) -> None:
     """
     from trainproof.judge import judge
 
-    judge("data", [manifest], jobs=jobs, cache_dir=cache_dir, no_cache=cache_dir is None, progress=False)
+    judge("data", [manifest], jobs=jobs, cache_dir=cache_dir, no_cache=cache_dir is None, progress=False, engine=engine)
 
 
 # --- the corpus -------------------------------------------------------------------
@@ -276,10 +286,15 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", default="abc", help="which of the measurements to run (default: abc)")
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
+    parser.add_argument("--engine-child", help=argparse.SUPPRESS)
+    parser.add_argument("--manifest", help=argparse.SUPPRESS)
     parser.add_argument("--cache-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.memory_child, args.jobs, args.cache_dir)
+        return 0
+    if args.engine_child:
+        engine_child(args.manifest, args.jobs, args.cache_dir, args.engine_child)
         return 0
 
     lines = []
@@ -295,6 +310,8 @@ def main() -> int:
             speed_and_increment(args, work, paths, lines)
         if "b" in args.parts or "c" in args.parts:  # (c) is measured on both corpora
             memory_and_large_increment(args, work, paths, lines)
+        if "r" in args.parts:
+            ray_against_local(args, work, paths, lines)
     print("\n".join(lines))
     return 0
 
@@ -370,6 +387,67 @@ def memory_and_large_increment(args: argparse.Namespace, work: Path, paths: list
         warm = timed(run_trainproof, write_manifest(large + more, work / "large_added.jsonl"), args.jobs, cache_dir)
         lines.append(verdict(f"(c) same, {len(large):,} clips of 2-6 s", f"{warm / cold:.1%} ({warm:.2f} s vs cold {cold:.2f} s)",
                              f"< {INCREMENTAL_TARGET:.0%}", warm / cold < INCREMENTAL_TARGET))  # fmt: skip
+
+
+# --- (r) the Ray engine -----------------------------------------------------------
+
+
+def engine_child(manifest: str, jobs: int, cache_dir: str, engine: str) -> None:
+    """In a fresh interpreter: the whole run on one engine (a local Ray cluster of ``jobs`` CPUs started inside the clock);
+    print its seconds, the cluster's start-up seconds and this process's (the driver's) peak RSS in MiB."""
+    began = time.perf_counter()
+    startup = 0.0
+    if engine == "ray":
+        from trainproof.data import ray_engine
+
+        ray_engine.connect(jobs=jobs)
+        startup = time.perf_counter() - began
+    run_trainproof(manifest, jobs, cache_dir, engine)
+    seconds = time.perf_counter() - began
+    again = time.perf_counter()  # the same run on the running cluster (or pool start-up again), into another cold cache
+    run_trainproof(manifest, jobs, tempfile.mkdtemp(dir=os.path.dirname(cache_dir), prefix=f"again_{engine}"), engine)
+    again = time.perf_counter() - again
+    print(json.dumps({"seconds": seconds, "startup_s": startup, "again_s": again, "driver_mib": own_peak_mib()}))
+
+
+def wire_bytes(paths: list[str]) -> tuple[float, float]:
+    """Bytes per clip of a block of references sent to a Ray task, and of the packed records it returns (Arrow buffers)."""
+    import pyarrow as pa
+
+    from trainproof.data.ray_engine import _task
+
+    refs = pa.table({"i": pa.array(range(len(paths)), pa.int64()), "audio": pa.array(paths, pa.string()),
+                     "offset": pa.array([None] * len(paths), pa.float64()), "duration": pa.array([None] * len(paths), pa.float64())})  # fmt: skip
+    records = _task(refs, None)
+    return refs.nbytes / len(paths), records.nbytes / len(paths)
+
+
+def ray_against_local(args: argparse.Namespace, work: Path, paths: list[str], lines: list[str]) -> None:
+    large = link_corpus(paths, work / "ray_links", args.memory_large)
+    manifest = write_manifest(large, work / "ray.jsonl")
+    results = {}
+    for engine in ("local", "ray"):
+        cache_dir = tempfile.mkdtemp(dir=work, prefix=f"cache_{engine}")
+        command = [sys.executable, __file__, "--engine-child", engine, "--manifest", manifest, "--jobs", str(args.jobs)]
+        command += ["--cache-dir", cache_dir]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"(r) the {engine} engine's run failed:\n{done.stderr}")
+        results[engine] = json.loads(done.stdout.strip().splitlines()[-1])
+    local, ray = results["local"], results["ray"]
+    out, back = wire_bytes(large[:1000])
+    print(f"(r) local engine {local['seconds']:.1f} s, driver peak {local['driver_mib']:.0f} MiB; Ray engine {ray['seconds']:.1f} s "
+          f"(of which {ray['startup_s']:.1f} s starting the cluster), driver peak {ray['driver_mib']:.0f} MiB; "
+          f"{len(large) / local['seconds']:.0f} vs {len(large) / ray['seconds']:.0f} clips/s on {args.jobs} CPUs", file=sys.stderr)  # fmt: skip
+    print(f"(r) the same run again in the same process: local {local['again_s']:.1f} s, Ray on its running cluster {ray['again_s']:.1f} s "
+          f"({len(large) / local['again_s']:.0f} vs {len(large) / ray['again_s']:.0f} clips/s)", file=sys.stderr)  # fmt: skip
+    print(f"(r) on the wire per clip: {out:.0f} bytes of reference out, {back:.0f} bytes of packed record back", file=sys.stderr)
+    ratio = ray["seconds"] / local["seconds"]
+    lines.append(verdict(f"(r) {len(large):,} clips, Ray (cluster start incl.) vs local", f"{ratio:.2f}x ({ray['seconds']:.1f} s vs {local['seconds']:.1f} s)",
+                         f"<= {RAY_TARGET}x", ratio <= RAY_TARGET))  # fmt: skip
+    ratio = ray["again_s"] / local["again_s"]
+    lines.append(verdict("(r) same, on a running cluster (--ray-address)", f"{ratio:.2f}x ({ray['again_s']:.1f} s vs {local['again_s']:.1f} s)",
+                         f"<= {RAY_TARGET}x", ratio <= RAY_TARGET))  # fmt: skip
 
 
 if __name__ == "__main__":

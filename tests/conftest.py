@@ -42,3 +42,16 @@ else:
         "long", max_examples=20 * FUZZ_EXAMPLES, derandomize=False, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
     )
     settings.load_profile("ci")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster of 2 CPUs for every Ray test of the session, started the way the CLI starts one, shut down
+    at the end of the session (the tests that need it skip without ray)."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.data")
+    from trainproof.data import ray_engine
+
+    ray_engine.connect(jobs=2)
+    yield ray
+    ray.shutdown()

@@ -6,7 +6,7 @@ import sys
 
 from tests.helpers import REPO, hf_entries, write_hf_state
 
-HEAVY = ("torch", "transformers", "sentencepiece", "soundfile", "pandas", "xxhash", "jinja2", "markdown", "tensorflow")
+HEAVY = ("torch", "transformers", "sentencepiece", "soundfile", "pandas", "xxhash", "jinja2", "markdown", "tensorflow", "ray", "pyarrow")
 
 PROBE = """
 import json, sys
@@ -50,3 +50,18 @@ def test_epoch_imports_no_other_commands_checks_or_readers(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", probe, "epoch", str(path)], capture_output=True, text=True, cwd=REPO)
     assert result.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_data_on_the_local_engine_imports_no_ray(tmp_path):
+    """Only --engine ray imports ray; the default engine never does (pyarrow may come in with pandas, which loads it when installed)."""
+    import pytest
+
+    pytest.importorskip("soundfile")
+    import numpy as np
+    import soundfile as sf
+
+    sf.write(tmp_path / "a.wav", np.zeros(1600), 16000)
+    (tmp_path / "m.jsonl").write_text(json.dumps({"audio_filepath": str(tmp_path / "a.wav"), "text": "hello"}) + "\n")
+    loaded = loaded_by("data", str(tmp_path / "m.jsonl"), "--no-cache", "--jobs", "1")
+    assert "soundfile" in loaded, "the probe sees what the data command loads"
+    assert not [m for m in loaded if m.split(".")[0] == "ray"]

@@ -27,6 +27,10 @@ class UsageError(TrainproofError):
     """The command line asks for something impossible."""
 
 
+class ClusterError(TrainproofError):
+    """A compute cluster asked for (``--engine ray``) cannot be reached, or cannot run the analysis."""
+
+
 class MissingDependencyError(TrainproofError, ImportError):
     """An optional extra is needed for this input or integration and is not installed.
 

@@ -21,7 +21,7 @@ from trainproof import __version__
 from trainproof.checks.base import Context, NotApplicable, Rule
 from trainproof.checks.registry import RULES
 from trainproof.config import DEFAULT_SETTINGS, Settings
-from trainproof.errors import InputError, MissingDependencyError
+from trainproof.errors import ClusterError, InputError, MissingDependencyError
 from trainproof.report import Finding, Folder, Level, Report, Skipped, Subject, Table
 
 
@@ -201,7 +201,7 @@ def read_input(cmd: Command, source: Any, options: Mapping[str, Any]) -> Any:
     """
     try:
         return cmd.read(source, options)
-    except (InputError, MissingDependencyError):  # a missing extra is about the installation, not this input
+    except (InputError, MissingDependencyError, ClusterError):  # a missing extra or cluster is about the installation, not this input
         raise
     except (OSError, RecursionError, MemoryError) as exc:
         raise InputError(source, f"cannot be read: {getattr(exc, 'strerror', None) or type(exc).__name__}") from None

@@ -23,11 +23,31 @@ def _positive(kind: type) -> Any:
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("dataset")
-    group.add_argument("--root", metavar="DIR", help="resolve every relative audio path against DIR (overrides each layout's own rule)")
+    group.add_argument(
+        "--root",
+        metavar="DIR",
+        help="resolve every relative audio path against DIR, or a URI (s3://, gs://, file://) (overrides each layout's own rule)",
+    )
     group.add_argument("--audio-dir", metavar="DIR", help="where an LJSpeech-style metadata.csv's clips are (default: wavs/ or audio/ beside it)")
     group.add_argument("--sample-rate", type=_positive(int), metavar="HZ", help="the sample rate the clips must have (default: one rate, whichever)")
     group.add_argument("--channels", type=_positive(int), metavar="N", help="the channel count the clips must have (default: one count, whichever)")
-    group.add_argument("--jobs", type=_positive(int), metavar="N", help="decoding processes (default: every core)")
+    group.add_argument(
+        "--jobs",
+        type=_positive(int),
+        metavar="N",
+        help="decoding processes (default: every core); with --engine ray and no address, the local Ray cluster's CPUs",
+    )
+    group.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where clips are decoded: this machine's cores (local, the default) or a Ray cluster's (ray: needs the [ray] extra)",
+    )
+    group.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --engine ray: the cluster to join (auto, host:port, or ray://host:port; default: start a local one)",
+    )
     group.add_argument("--no-cache", action="store_true", help="decode every clip; read and write no cache")
     group.add_argument("--cache-dir", metavar="DIR", help="where per-clip records are cached (default: .trainproof_cache)")
 
@@ -39,6 +59,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "sample_rate": args.sample_rate,
         "channels": args.channels,
         "jobs": args.jobs,
+        "engine": args.engine,
+        "ray_address": args.ray_address,
         "no_cache": args.no_cache,
         "cache_dir": args.cache_dir,
         "progress": not args.json,

@@ -71,6 +71,10 @@ _PYTHON_TYPE = {"int": int, "float": float, "str": str, "str | None": (str, type
 _CHECKS = tuple(_PYTHON_TYPE[_TYPES[name]] for name in _COLUMNS)
 _FLOATS = tuple(i for i, name in enumerate(_COLUMNS) if _TYPES[name] == "float")
 
+ROW = (*((name, _TYPES[name]) for name in _COLUMNS), ("extra", "str | None"))
+"""The values of a record's row (:func:`dumps`), in order, as (field, type): every field but the path, then ``extra`` as
+JSON text (None when empty). Also the wire format of the Ray engine (a column each)."""
+
 
 class CacheKey(NamedTuple):
     """What a cached record is valid for: the file (absolute path, size, mtime in ns) and the segment asked for."""

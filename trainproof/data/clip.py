@@ -47,6 +47,10 @@ How the numbers are computed (the field docs are in :class:`ClipRecord`):
 - Non-finite samples (NaN, +-inf in a float file) are counted and then read
   as 0 for every other number.
 
+A clip named by URI (``s3://``, ``gs://``, ``file://``) is stat'ed and read
+through its pyarrow filesystem (:mod:`trainproof.data.uri`), as a file
+object, with the same record and the same errors as a file.
+
 A segment (``ref.offset`` / ``ref.duration``, seconds) is read by seeking to
 ``round(offset * rate)`` and reading ``round(duration * rate)`` frames; the
 record describes the segment (``frames``, ``duration_s``), ``size`` the file.
@@ -88,6 +92,7 @@ import re
 import stat
 
 from trainproof.data.model import ClipRecord, ClipRef
+from trainproof.data.uri import is_uri
 
 FRAME_S = 0.01
 """Seconds per analysis frame (10 ms)."""
@@ -137,6 +142,8 @@ def _failed(ref: ClipRef, kind: str, message: str, **fields: object) -> ClipReco
 
 def analyze(ref: ClipRef) -> ClipRecord:
     """The record of one clip (or segment of a file); never raises for a bad file (see the module doc)."""
+    if is_uri(ref.audio):
+        return _analyze_uri(ref)
     try:
         info = os.stat(ref.audio)
     except (FileNotFoundError, NotADirectoryError):
@@ -156,11 +163,37 @@ def analyze(ref: ClipRef) -> ClipRecord:
         return _failed(ref, "unreadable", "out of memory while decoding", size=info.st_size)
 
 
-def _decode(ref: ClipRef, size: int) -> ClipRecord:
+def _analyze_uri(ref: ClipRef) -> ClipRecord:
+    """A clip named by URI: stat'ed and read through its pyarrow filesystem (:mod:`trainproof.data.uri`), else as a file."""
+    from trainproof.data import uri
+
+    try:
+        info = uri.stat(ref.audio)
+    except OSError as exc:
+        return _failed(ref, "unreadable", f"cannot stat the file: {exc}")
+    if info.kind == "missing":
+        return _failed(ref, "missing", "the file does not exist")
+    if info.kind != "file":
+        return _failed(ref, "unreadable", f"the path is {'a folder' if info.kind == 'folder' else 'not a regular file'}", size=0)
+    if info.size == 0:
+        return _failed(ref, "empty", "the file is empty (0 bytes)")
+    try:
+        source = uri.open_input(ref.audio)
+    except OSError as exc:
+        return _failed(ref, "unreadable", f"cannot open the file: {exc}", size=info.size)
+    try:
+        with source:
+            return _decode(ref, info.size, source)
+    except MemoryError:
+        return _failed(ref, "unreadable", "out of memory while decoding", size=info.size)
+
+
+def _decode(ref: ClipRef, size: int, source: object = None) -> ClipRecord:
+    """Decode ``ref.audio`` (or ``source``, a file object of its bytes) into its record."""
     import soundfile as sf
 
     try:
-        handle = sf.SoundFile(ref.audio)
+        handle = sf.SoundFile(ref.audio if source is None else source)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         return _failed(ref, "unreadable", f"libsndfile: {_message(exc) or 'cannot open it'}", size=size)
     except OSError as exc:

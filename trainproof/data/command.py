@@ -1,7 +1,8 @@
 """``trainproof data``: the command that judges a speech dataset, as a :class:`trainproof.judge.Command`.
 
 Reading a dataset is reading its manifest and reducing every listed clip to
-a record of numbers (on this machine's cores, through the cache); the rules
+a record of numbers (on this machine's cores, or a Ray cluster's with
+``engine="ray"``, through the cache); the rules
 judge the manifest and the table of records. What a dataset shows: its
 summary (clips, hours, sample rates, speakers, duration percentiles).
 """
@@ -17,7 +18,8 @@ from trainproof import figures
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
 from trainproof.data.model import ClipRecord, ClipRef, Manifest
-from trainproof.errors import MissingDependencyError
+from trainproof.data.uri import is_uri
+from trainproof.errors import MissingDependencyError, UsageError
 from trainproof.judge import Command, Prepared, Stage
 from trainproof.progress import terminal_progress
 from trainproof.report import Subject
@@ -49,15 +51,52 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
 
     manifest = read_manifest(source, root=options.get("root"), audio_dir=options.get("audio_dir"))
     refs = [ClipRef(entry.audio, entry.offset, entry.duration if entry.offset is not None else None) for entry in manifest.entries]
+    if any(is_uri(ref.audio) for ref in refs):
+        _require_uri_support()
     cache = _cache(options)
+    progress = terminal_progress(options, "data", "clips decoded")
+    if _engine(options) == "ray":
+        from trainproof.data import ray_engine
+
+        def run(cache: Any) -> list[ClipRecord]:
+            return ray_engine.analyze_all(
+                refs, cache, progress=progress is not None, address=options.get("ray_address"), jobs=options.get("jobs")
+            )
+    else:
+
+        def run(cache: Any) -> list[ClipRecord]:
+            return analyze_all(refs, jobs=options.get("jobs"), cache=cache, progress=progress)
+
     if cache is None:
-        records = analyze_all(refs, jobs=options.get("jobs"), progress=terminal_progress(options, "data", "clips decoded"))
+        records = run(None)
     else:
         with cache:
-            records = analyze_all(refs, jobs=options.get("jobs"), cache=cache, progress=terminal_progress(options, "data", "clips decoded"))
+            records = run(cache)
         if cache.notes:
             manifest = replace(manifest, notes=manifest.notes + tuple(cache.notes))
     return Dataset(manifest, tuple(records))
+
+
+ENGINES = ("local", "ray")
+"""Where clips are decoded: this machine's cores (:mod:`trainproof.data.engine`), or a Ray cluster's (:mod:`trainproof.data.ray_engine`)."""
+
+
+def _engine(options: Mapping[str, Any]) -> str:
+    """The engine asked for (default local); UsageError for an unknown one, or a Ray address without the Ray engine."""
+    engine = options.get("engine") or "local"
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
+    if options.get("ray_address") and engine != "ray":
+        raise UsageError("--ray-address needs --engine ray")
+    return engine
+
+
+def _require_uri_support() -> None:
+    """Clips named by URI are read through pyarrow's filesystems: a missing pyarrow is exit 2 naming the extra that has it."""
+    try:
+        import pyarrow.fs  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError("pyarrow", "ray", "reading clips named by URI (s3://, gs://, file://)") from None
 
 
 def _cache(options: Mapping[str, Any]) -> Any:
@@ -126,6 +165,10 @@ class Data(Command):
         return (Stage(RULES["data"], ctx),)
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
+        if _engine(options) == "ray":  # before any manifest is read: ray installed, the cluster's address reachable
+            from trainproof.data import ray_engine
+
+            ray_engine.check(options.get("ray_address"))
         return Prepared(shared=dict(options))
 
     def present(self, dataset: Dataset, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:

@@ -3,7 +3,11 @@
 :func:`analyze_all` returns one record per reference, in order. The parent
 stats each file once: a missing one gets its record at once (no worker round
 trip); the others are looked up in the cache by (path, size, mtime, segment,
-analysis version), and only the misses are decoded. Misses are decoded in
+analysis version), and only the misses are decoded. That lookup, and the
+cache writes as records arrive, are :class:`Work`, which the Ray engine
+(:mod:`trainproof.data.ray_engine`) shares. A clip named by URI
+(:mod:`trainproof.data.uri`) is stat'ed through its filesystem,
+URI_STAT_THREADS at a time, and cached under the URI. Misses are decoded in
 worker processes, fed in chunks of CHUNK clips with at most IN_FLIGHT chunks
 per worker queued at any time, so memory holds the records and a bounded
 window of work, whatever the clip count; records reach the cache every
@@ -47,6 +51,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from trainproof.data.model import ClipRecord, ClipRef
+from trainproof.data.uri import is_uri
 
 if TYPE_CHECKING:
     from trainproof.data.cache import Cache, CacheKey
@@ -65,12 +70,18 @@ IN_FLIGHT = 4
 LOOKUP_BATCH = 4096
 """Clips stat'ed and looked up in the cache at a time (bounds the keys held for clips found in the cache)."""
 
+URI_STAT_THREADS = 32
+"""Clips named by URI stat'ed at once (threads: each stat is a request to the object store, which waits, not computes)."""
+
 CACHE_BATCH = 512
 """Records written to the cache per transaction."""
 
 POOL_MIN_BYTES = 64 * 1024 * 1024
 """Bytes of audio to decode below which worker processes are not worth starting (starting them costs about 0.3 s;
 this is about 0.2 s of one core's work on 16-bit WAV, more on compressed formats)."""
+
+CRASHED = "decoding it crashed the worker process"
+"""The error of a clip whose worker died decoding it, alone (every engine's words)."""
 
 START_METHOD = "forkserver" if sys.platform.startswith("linux") else "spawn"
 """How worker processes start (see the module doc for why never fork)."""
@@ -101,50 +112,13 @@ def analyze_all(
     ``analyze``: the per-clip function, a picklable top-level function
     (default :func:`trainproof.data.clip.analyze`).
     """
-    from dataclasses import replace
-
-    total = len(refs)
-    cwd = os.getcwd()
     jobs = default_jobs() if jobs is None else max(1, int(jobs))
-    records: list[ClipRecord | None] = [None] * total
-    keys: dict[int, CacheKey] = {}  # only the clips still to decode, and only with a cache
-    todo: list[int] = []
-    todo_bytes = 0
-    for start in range(0, total, LOOKUP_BATCH):
-        batch: dict[int, CacheKey] = {}
-        for i in range(start, min(start + LOOKUP_BATCH, total)):
-            key = _key(refs[i], cwd)
-            if key is None:
-                records[i] = _inline(refs[i], analyze)  # missing (or not statable): the worker would say the same, at once
-            else:
-                batch[i] = key
-        hits = cache.get_many(batch.values()) if cache is not None and batch else {}
-        for i, key in batch.items():
-            hit = hits.get(key)
-            if hit is not None:
-                records[i] = hit if hit.audio == refs[i].audio else replace(hit, audio=refs[i].audio)
-                continue
-            todo.append(i)
-            todo_bytes += key.size
-            if cache is not None:
-                keys[i] = key
-        del batch, hits
-    done = total - len(todo)
+    work = Work(refs, cache, analyze)
+    todo, done, total = work.todo, work.found, len(refs)
     if progress is not None and total:
         progress(done, total)
-
-    pending: list[tuple[CacheKey, ClipRecord]] = []
-
-    def store(i: int, record: ClipRecord) -> None:
-        records[i] = record
-        if cache is not None:
-            pending.append((keys.pop(i), record))
-            if len(pending) >= CACHE_BATCH:
-                cache.put_many(pending)
-                pending.clear()
-
     try:
-        if jobs == 1 or len(todo) <= 1 or todo_bytes < POOL_MIN_BYTES or not _workers_can_start():
+        if jobs == 1 or len(todo) <= 1 or work.todo_bytes < POOL_MIN_BYTES or not _workers_can_start():
             results: Iterator[tuple[int, ClipRecord]] = ((i, _inline(refs[i], analyze)) for i in todo)
             step = CHUNK
         else:
@@ -154,19 +128,80 @@ def analyze_all(
         with closing(results):  # stopping early (Ctrl-C) closes the generator, which stops the workers
             try:
                 for n, (i, record) in enumerate(results, 1):
-                    store(i, record)
+                    work.store(i, record)
                     if progress is not None and (n % step == 0 or n == len(todo)):
                         progress(done + n, total)
             except _NoWorkers:  # not one worker could start: the rest is decoded here
-                rest = [i for i in todo if records[i] is None]
+                rest = [i for i in todo if work.records[i] is None]
                 for n, i in enumerate(rest, len(todo) - len(rest) + 1):
-                    store(i, _inline(refs[i], analyze))
+                    work.store(i, _inline(refs[i], analyze))
                     if progress is not None and (n % CHUNK == 0 or n == len(todo)):
                         progress(done + n, total)
     finally:
-        if cache is not None and pending:
-            cache.put_many(pending)
-    return records  # type: ignore[return-value]
+        work.flush()
+    return work.records  # type: ignore[return-value]
+
+
+class Work:
+    """One run's records as they are filled in, shared by every engine: what the cache already holds, then the rest.
+
+    On construction, every file is stat'ed once (LOOKUP_BATCH at a time) and
+    looked up in the cache: a hit is its record (with the caller's path
+    string), a file that cannot be stat'ed (missing) is its record at once
+    (``analyze`` says so without decoding), and the rest are :attr:`todo`,
+    in order, with :attr:`todo_bytes` of audio. An engine decodes the todo
+    clips however it likes and hands each record to :meth:`store`, which
+    writes them to the cache CACHE_BATCH at a time; :meth:`flush` writes
+    the remainder (call it in a ``finally``, so an interrupted run keeps
+    what it decoded).
+    """
+
+    def __init__(self, refs: Sequence[ClipRef], cache: Cache | None = None, analyze: Analyze | None = None) -> None:
+        from dataclasses import replace
+
+        total = len(refs)
+        cwd = os.getcwd()
+        self.cache = cache
+        self.records: list[ClipRecord | None] = [None] * total
+        self.todo: list[int] = []
+        self.todo_bytes = 0
+        self._keys: dict[int, CacheKey] = {}  # only the clips still to decode, and only with a cache
+        self._pending: list[tuple[CacheKey, ClipRecord]] = []
+        for start in range(0, total, LOOKUP_BATCH):
+            batch: dict[int, CacheKey] = {}
+            indices = range(start, min(start + LOOKUP_BATCH, total))
+            for i, key in zip(indices, _keys([refs[i] for i in indices], cwd)):
+                if key is None:
+                    self.records[i] = _inline(refs[i], analyze)  # missing (or not statable): a worker would say the same, at once
+                else:
+                    batch[i] = key
+            hits = cache.get_many(batch.values()) if cache is not None and batch else {}
+            for i, key in batch.items():
+                hit = hits.get(key)
+                if hit is not None:
+                    self.records[i] = hit if hit.audio == refs[i].audio else replace(hit, audio=refs[i].audio)
+                    continue
+                self.todo.append(i)
+                self.todo_bytes += key.size
+                if cache is not None:
+                    self._keys[i] = key
+            del batch, hits
+        self.found = total - len(self.todo)
+        """How many records were known without decoding (cached, or missing files)."""
+
+    def store(self, i: int, record: ClipRecord) -> None:
+        """The record of clip ``i`` (one of :attr:`todo`), cached with the next batch."""
+        self.records[i] = record
+        if self.cache is not None:
+            self._pending.append((self._keys.pop(i), record))
+            if len(self._pending) >= CACHE_BATCH:
+                self.flush()
+
+    def flush(self) -> None:
+        """Write the records stored since the last write to the cache."""
+        if self.cache is not None and self._pending:
+            self.cache.put_many(self._pending)
+            self._pending.clear()
 
 
 class _NoWorkers(Exception):
@@ -194,6 +229,30 @@ def _workers_can_start() -> bool:
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     return path is None or os.path.exists(path)
+
+
+def _keys(refs: Sequence[ClipRef], cwd: str) -> list[CacheKey | None]:
+    """Each file's cache key (:func:`_key`); clips named by URI are stat'ed URI_STAT_THREADS at a time (each is a
+    round trip to the store), under the URI itself as the key's path."""
+    keys = [None if is_uri(ref.audio) else _key(ref, cwd) for ref in refs]
+    remote = [i for i, ref in enumerate(refs) if is_uri(ref.audio)]
+    if remote:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from trainproof.data import uri
+        from trainproof.data.cache import CacheKey
+
+        def stat(ref: ClipRef) -> CacheKey | None:
+            try:
+                info = uri.stat(ref.audio)
+            except OSError:
+                return None  # the clip's own analysis says why, as its record
+            return CacheKey(ref.audio, info.size, info.mtime_ns, ref.offset, ref.duration) if info.kind == "file" else None
+
+        with ThreadPoolExecutor(min(URI_STAT_THREADS, len(remote))) as pool:
+            for i, key in zip(remote, pool.map(stat, [refs[i] for i in remote])):
+                keys[i] = key
+    return keys
 
 
 def _key(ref: ClipRef, cwd: str) -> CacheKey | None:
@@ -325,7 +384,7 @@ def _isolate(refs: Sequence[ClipRef], suspects: list[int], analyze: Analyze | No
             except BrokenProcessPool:
                 executor.shutdown(wait=True)
                 executor = None
-                record = ClipRecord(audio=refs[i].audio, error="decoding it crashed the worker process", error_kind="unreadable")
+                record = ClipRecord(audio=refs[i].audio, error=CRASHED, error_kind="unreadable")
             yield i, record
     except BaseException:
         if executor is not None:

@@ -42,7 +42,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainproof.data import uri
 from trainproof.data.model import Entry, Manifest, Problem
+from trainproof.data.uri import is_uri
 from trainproof.errors import InputError
 from trainproof.readers.base import BLOCK_BYTES, EmptyLog, iter_lines, open_log, read_block
 
@@ -319,7 +321,12 @@ def _count_crlf(path: str) -> tuple[int, int | None]:
 
 
 def _join(base: str, listed: str) -> str:
-    """``listed`` joined to ``base`` (an absolute ``listed`` stays itself), normalised but not resolved."""
+    """``listed`` joined to ``base`` (an absolute ``listed`` stays itself), normalised but not resolved; a URI
+    (``s3://``, ``gs://``, ``file://``) is kept as written, and a relative path under a URI base is joined with ``/``."""
+    if is_uri(listed):
+        return listed
+    if is_uri(base):
+        return uri.join(base, listed)
     return os.path.normpath(os.path.join(base, listed))
 
 
@@ -382,8 +389,8 @@ class _PathResolver:
         self.from_manifest = 0
 
     def __call__(self, listed: str) -> str:
-        if os.path.isabs(listed):
-            return os.path.normpath(listed)
+        if os.path.isabs(listed) or is_uri(listed):
+            return _join("", listed)
         if self.ctx.root is not None:
             return _join(self.ctx.root, listed)
         here = _join(self.ctx.cwd or "", listed)

@@ -1,0 +1,90 @@
+"""Clips named by URI: told apart from paths, kept as written by the manifest reader, stat'ed and read through pyarrow."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("soundfile")
+pytest.importorskip("pyarrow")
+
+from tests.datasets.test_engine import corpus  # noqa: E402
+from trainproof.data import uri  # noqa: E402
+from trainproof.data.clip import analyze  # noqa: E402
+from trainproof.data.manifest import read_manifest  # noqa: E402
+from trainproof.data.model import ClipRef  # noqa: E402
+
+
+def test_a_uri_is_told_apart_from_a_path():
+    assert uri.is_uri("s3://bucket/a.wav")
+    assert uri.is_uri("file:///tmp/a.wav")
+    assert not uri.is_uri("/tmp/a.wav")
+    assert not uri.is_uri("audio/a.wav")
+    assert not uri.is_uri("C://a.wav"), "a drive letter is not a scheme"
+
+
+def test_a_relative_path_joins_a_uri_with_slashes():
+    assert uri.join("s3://b/corpus", "wavs/../clips/a.wav") == "s3://b/corpus/clips/a.wav"
+    assert uri.join("file:///data", "a.wav") == "file:///data/a.wav"
+    assert uri.join("s3://b/corpus", "gs://other/a.wav") == "gs://other/a.wav"
+
+
+def test_a_manifest_keeps_uris_as_written_and_joins_a_uri_root(tmp_path):
+    manifest = tmp_path / "m.jsonl"
+    rows = [{"audio_filepath": "s3://bucket/a/x.wav", "text": "one"}, {"audio_filepath": "b/../y.wav", "text": "two"}]
+    manifest.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    rooted = read_manifest(manifest, root="gs://corpus/clips").entries
+    assert [e.audio for e in rooted] == ["s3://bucket/a/x.wav", "gs://corpus/clips/y.wav"]
+    assert read_manifest(manifest).entries[0].audio == "s3://bucket/a/x.wav"
+    metadata = tmp_path / "lj" / "metadata.csv"
+    metadata.parent.mkdir()
+    metadata.write_text("a01|hello there\n")
+    assert read_manifest(metadata.parent, root="s3://bucket/lj").entries[0].audio == "s3://bucket/lj/wavs/a01.wav"
+
+
+def test_a_file_uri_is_analysed_like_its_path(tmp_path):
+    paths = corpus(tmp_path / "c", 4)
+    for path in paths:
+        address = Path(path).as_uri()
+        assert analyze(ClipRef(address)) == replace(analyze(ClipRef(path)), audio=address)
+    segment = ClipRef(Path(paths[0]).as_uri(), 0.1, 0.3)
+    assert analyze(segment) == replace(analyze(ClipRef(paths[0], 0.1, 0.3)), audio=segment.audio)
+    info = uri.stat(Path(paths[0]).as_uri())
+    assert (info.kind, info.size) == ("file", Path(paths[0]).stat().st_size)
+
+
+def test_what_is_wrong_with_a_uri_is_the_clips_record(tmp_path):
+    (tmp_path / "empty.wav").write_bytes(b"")
+    (tmp_path / "text.wav").write_text("not audio")
+    kinds = {name: analyze(ClipRef((tmp_path / name).as_uri())) for name in ("gone.wav", "empty.wav", "text.wav")}
+    kinds["folder"] = analyze(ClipRef(tmp_path.as_uri()))
+    assert {name: r.error_kind for name, r in kinds.items()} == {
+        "gone.wav": "missing",
+        "empty.wav": "empty",
+        "text.wav": "unreadable",
+        "folder": "unreadable",
+    }
+    assert kinds["text.wav"].error.startswith("libsndfile: ")
+
+
+def test_a_scheme_pyarrow_does_not_know_is_unreadable_and_asked_once(monkeypatch):
+    import pyarrow.fs
+
+    calls = []
+    real = pyarrow.fs.FileSystem
+
+    class Counted:
+        @staticmethod
+        def from_uri(address):
+            calls.append(address)
+            return real.from_uri(address)
+
+    monkeypatch.setattr(pyarrow.fs, "FileSystem", Counted)
+    monkeypatch.setattr(uri, "_UNRESOLVED", {})
+    records = [analyze(ClipRef(f"nosuchscheme://host/clip{i}.wav")) for i in range(3)]
+    assert {r.error_kind for r in records} == {"unreadable"}
+    assert "cannot resolve the URI" in records[0].error
+    assert len(calls) == 1, "one failed resolution per scheme and host, not one per clip"
