@@ -684,3 +684,22 @@ def test_corpus_speechbrain_samples(corpus):
     document = read_manifest(base / "annotation" / "ASR_train.json")
     assert document.entries == ()
     assert [p.kind for p in document.problems] == ["unparsable"]
+
+
+def test_nemo_lines_read_alike_by_the_fast_and_the_standard_parser(tmp_path):
+    """Manifest lines go through orjson unless it would read them differently: a 19-digit id stays an exact integer,
+    NaN is read (and refused as a duration), and a broken line names its column as the standard parser does."""
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(
+        '{"audio_filepath": "/data/a.wav", "text": "one", "id": 1234567890123456789012}\n'
+        '{"audio_filepath": "/data/./b.wav", "text": "two", "duration": NaN}\n'
+        '{"audio_filepath": "/data//c.wav", "text": "three", "duration": 1e400}\n'
+        '{"audio_filepath": "/data/d.wav", "text": "four",}\n'
+    )
+    m = read_manifest(str(manifest))
+    assert [e.id for e in m.entries][:1] == ["1234567890123456789012"]
+    assert [e.audio for e in m.entries] == ["/data/a.wav", os.path.normpath("/data/./b.wav"), os.path.normpath("/data//c.wav")]
+    problems = {(p.line, p.kind): p.message for p in m.problems}
+    assert problems[2, "unparsable"] == "line 2: duration 'nan' is not a number of seconds"
+    assert problems[3, "unparsable"] == "line 3: duration 'inf' is not a number of seconds"
+    assert problems[4, "unparsable"] == "line 4 is not valid JSON: Expecting property name enclosed in double quotes at column 50"

@@ -9,7 +9,9 @@ summary (clips, hours, sample rates, speakers, duration percentiles).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,29 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
     if isinstance(source, Dataset):
         return source
     _require()
+    with collector_paused():
+        return _read_dataset(source, options)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a corpus's entries and records are built.
+
+    They are millions of small objects in no cycle, and every few thousand
+    allocations the collector walks all the objects alive (about a fifth
+    of a warm run of 20,000 clips). Reference counting frees them as
+    always; the collector runs again as soon as the block ends.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
     from trainproof.data.engine import analyze_all
     from trainproof.data.manifest import read_manifest
 

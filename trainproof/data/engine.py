@@ -234,8 +234,8 @@ def _workers_can_start() -> bool:
 def _keys(refs: Sequence[ClipRef], cwd: str) -> list[CacheKey | None]:
     """Each file's cache key (:func:`_key`); clips named by URI are stat'ed URI_STAT_THREADS at a time (each is a
     round trip to the store), under the URI itself as the key's path."""
-    keys = [None if is_uri(ref.audio) else _key(ref, cwd) for ref in refs]
     remote = [i for i, ref in enumerate(refs) if is_uri(ref.audio)]
+    keys = [_key(ref, cwd) for ref in refs] if not remote else [None if is_uri(ref.audio) else _key(ref, cwd) for ref in refs]
     if remote:
         from concurrent.futures import ThreadPoolExecutor
 

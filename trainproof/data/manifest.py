@@ -38,9 +38,12 @@ import csv
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import orjson
 
 from trainproof.data import uri
 from trainproof.data.model import Entry, Manifest, Problem
@@ -320,6 +323,12 @@ def _count_crlf(path: str) -> tuple[int, int | None]:
     return count, first
 
 
+def _is_normal(path: str) -> bool:
+    """Whether os.path.normpath would give a POSIX absolute path back unchanged (the common case, checked in C-level
+    string searches instead of normpath's split and join)."""
+    return os.sep == "/" and "//" not in path and "/." not in path and not path.endswith("/")
+
+
 def _join(base: str, listed: str) -> str:
     """``listed`` joined to ``base`` (an absolute ``listed`` stays itself), normalised but not resolved; a URI
     (``s3://``, ``gs://``, ``file://``) is kept as written, and a relative path under a URI base is joined with ``/``."""
@@ -389,8 +398,10 @@ class _PathResolver:
         self.from_manifest = 0
 
     def __call__(self, listed: str) -> str:
-        if os.path.isabs(listed) or is_uri(listed):
-            return _join("", listed)
+        if os.path.isabs(listed):
+            return listed if _is_normal(listed) else os.path.normpath(listed)
+        if is_uri(listed):
+            return listed
         if self.ctx.root is not None:
             return _join(self.ctx.root, listed)
         here = _join(self.ctx.cwd or "", listed)
@@ -469,7 +480,7 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
     known: dict[tuple[str, ...], _Columns] = {}  # the columns of each set of keys seen (records mostly share one)
     for number, text in _lines(path, builder):
         try:
-            record = json.loads(text)
+            record = _loads(text)
         except json.JSONDecodeError as exc:
             builder.problem("unparsable", f"line {number} is not valid JSON: {exc.msg} at column {exc.colno}", path, number)
             continue
@@ -490,6 +501,22 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
                 known[names] = columns
         _record(fields, columns, number, path, resolve, builder)
     resolve.note(builder)
+
+
+_LONG_DIGITS = re.compile(r"\d{19}")
+
+
+def _loads(text: str) -> object:
+    """One manifest line's JSON: parsed by orjson, several times faster; a line orjson refuses (NaN, a number past
+    float range, a lone surrogate, a syntax error), or reads differently (a whole number of 19 digits or more, which
+    orjson makes a float), by the standard parser, which accepts what JSON Lines writers emit and names the column of
+    a real error."""
+    if _LONG_DIGITS.search(text):
+        return json.loads(text)
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def _one_document(path: str) -> tuple[int, str] | None:
