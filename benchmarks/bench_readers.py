@@ -117,7 +117,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", default=",".join(CASES))
     parser.add_argument("--keep", metavar="DIR", help="write (and reuse) the generated logs here")
+    parser.add_argument("--write", nargs=2, metavar=("CASE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write:
+        name, path = args.write
+        _, power, write, _ = CASES[name]
+        write(Path(path), 10**power)
+        return 0
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="trainproof-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     ok = True
@@ -126,8 +132,10 @@ def main() -> int:
         fmt, power, write, filename = CASES[name]
         path = folder / name / filename
         if not path.exists():
+            # written by a child process: a child's peak RSS, as wait4 reports it, starts from its parent's at the
+            # fork, so a parent grown by building a million entries would be counted in every command measured after
             path.parent.mkdir(parents=True, exist_ok=True)
-            write(path, 10**power)
+            subprocess.run([sys.executable, __file__, "--write", name, str(path)], check=True)
         parse_cmd = [sys.executable, "-c", PARSE[fmt], str(path)]
         epoch_cmd = [sys.executable, "-m", "trainproof", "epoch", str(path), "--no-color"]
         parses, epochs = [], []
