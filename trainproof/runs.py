@@ -72,11 +72,13 @@ def headline(run: Run) -> str:
     return "; ".join(parts)
 
 
-def _markers(findings: Sequence[Finding], rules: Mapping[str, Rule], *charts: str) -> tuple[Marker, ...]:
+def _markers(findings: Sequence[Finding], rules: Mapping[str, Rule], *charts: str, metric: str | None = None) -> tuple[Marker, ...]:
+    """The steps of the findings whose rule draws on one of ``charts``; a finding about an eval metric (it names one in
+    its values) only on that metric's chart (``metric``), the others only on the rest."""
     out = []
     for finding in findings:
         rule = rules.get(finding.rule_id)
-        if rule is None or rule.chart not in charts:
+        if rule is None or rule.chart not in charts or finding.values.get("eval_metric") != metric:
             continue
         for step in finding.steps[:MAX_MARKERS]:
             out.append(Marker(int(step), finding.rule_id, finding.level.name, finding.title))
@@ -125,8 +127,7 @@ def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thre
     for i, (name, series) in enumerate(run.eval_metrics.items()):
         goal = _GOALS.get(run.metric_goals.get(name, ""), "")
         line = Line(name, series.steps, series.values, f"eval eval{(len(run.eval_losses) + i) % 6}")
-        about = [finding for finding in findings if finding.values.get("eval_metric") == name]  # a finding names its metric
-        out.append(_chart(f"Eval {name}" + (f" ({goal})" if goal else ""), [line], _markers(about, by_id, "eval"), span, unit, name))
+        out.append(_chart(f"Eval {name}" + (f" ({goal})" if goal else ""), [line], _markers(findings, by_id, "eval", metric=name), span, unit, name))
     if run.learning_rate is not None:
         lr = run.learning_rate
         out.append(_chart("Learning rate", [Line("learning rate", lr.steps, lr.values, "lr")], _markers(findings, by_id, "lr"), span, unit, "learning rate", log_y=False))

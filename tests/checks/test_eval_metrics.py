@@ -146,11 +146,24 @@ def test_a_noisy_flat_accuracy_never_fires(seed):
     assert finding(s) is None
 
 
-def test_zero_and_negative_values_of_a_max_metric_are_left_out_not_a_crash():
-    run = with_metrics(flat_training(), {"eval_accuracy": ("max", [0.0, 0.82, 0.7, 0.61, 0.6, 0.58, 0.6])})
-    f = finding(subject_of(run))
-    assert f is not None
-    assert "highest at step 40 (0.82)" in f.message
+def test_a_higher_is_better_metric_that_collapses_to_zero_or_below_fires_and_a_leading_zero_is_no_best():
+    collapsed = finding(subject_of(with_metrics(flat_training(), {"eval_accuracy": ("max", [0.5, 0.6, 0.7, 0.3, 0.0, 0.0, 0.0])})))
+    assert collapsed is not None
+    assert "eval_accuracy was highest at step 60 (0.7) and ends 100% lower (0)" in collapsed.message
+    mcc = finding(subject_of(with_metrics(flat_training(), {"eval_mcc": ("max", [0.3, 0.5, 0.55, 0.1, -0.2, -0.25, -0.2])})))
+    assert mcc is not None
+    assert "eval_mcc was highest at step 60 (0.55) and ends 136% lower (-0.2)" in mcc.message
+    leading = finding(subject_of(with_metrics(flat_training(), {"eval_accuracy": ("max", [0.0, 0.82, 0.81, 0.6, 0.58, 0.6, 0.59])})))
+    assert leading is not None
+    assert "highest at step 40 (0.82)" in leading.message
+    nan = with_metrics(flat_training(), {"eval_accuracy": ("max", [0.82, float("nan"), 0.83, 0.82, 0.84, 0.83, 0.82])})
+    assert finding(subject_of(nan)) is None  # a NaN evaluation is left out, never counted as a collapse
+
+
+def test_a_lower_is_better_metric_whose_best_is_zero_is_not_judged():
+    s = subject_of(with_metrics(flat_training(), {"eval_wer": ("min", [0.5, 0.3, 0.0, 0.3, 0.5, 0.6, 0.6])}))
+    assert "TP-EVAL-WORSE" in s.ran
+    assert finding(s) is None
 
 
 def test_a_metric_alone_is_enough_to_judge_and_too_short_a_one_is_not_applicable():
@@ -276,6 +289,7 @@ def test_each_judged_metric_gets_its_own_chart_with_the_finding_marked():
     assert wer.lines[0].values.tolist() == ISSUE_WER
     assert [(m.label, m.step) for m in wer.markers] == [("TP-EVAL-WORSE", 20), ("TP-EVAL-WORSE", 140)]
     assert charts["Eval eval_accuracy (higher is better)"].markers == ()  # the finding is about eval_wer
+    assert all(m.label != "TP-EVAL-WORSE" for m in charts["Loss"].markers)  # nor on the training loss's chart
     html = render("html", report)
     assert "Eval eval_wer (lower is better)" in html
 
@@ -290,9 +304,36 @@ def test_overfitting_says_how_the_eval_metrics_moved_since_the_best_evaluation()
     accuracy = list(np.linspace(0.8, 0.6, len(steps)))
     f = finding(subject_of(with_metrics(overfitting(), {"eval_wer": ("min", wer), "eval_accuracy": ("max", accuracy)}, steps)), "TP-OVERFIT")
     assert f is not None
-    assert "Meanwhile eval_wer improved from 39.47 to 30: if you pick checkpoints by that metric, the later ones are the better ones." in f.message
-    assert "Worse since then too: eval_accuracy got worse from 0.7895 to 0.6." in f.message
+    # from the evaluation at the best eval loss's step to the median of the last three
+    assert "Meanwhile eval_wer improved from 39.47 to 30.53: if you pick checkpoints by that metric, the later ones are the better ones." in f.message
+    assert "Worse since then too: eval_accuracy got worse from 0.7895 to 0.6105." in f.message
     assert f.values["metrics_improved"] == 1
+    still = list(0.8 + 1e-6 * np.arange(len(steps)))  # moved, but by less than its own noise (and the printed digits)
+    quiet = finding(subject_of(with_metrics(overfitting(), {"eval_accuracy": ("max", still)}, steps)), "TP-OVERFIT")
+    assert "Meanwhile" not in quiet.message
+    assert "Worse since then" not in quiet.message
     plain = finding(subject_of(overfitting()), "TP-OVERFIT")
     assert "Meanwhile" not in plain.message
     assert "metrics_improved" not in plain.values
+
+
+@pytest.mark.parametrize(
+    "name", ["eval_tokens_per_step", "eval_1-wer", "eval_wer_improvement", "eval_error_reduction", "eval_loss_delta"]
+)
+def test_names_whose_words_turn_the_direction_around_get_no_guess(name):
+    assert Names().metric_goal(name) in ("unknown", None)
+
+
+def test_a_goal_given_to_a_training_series_does_not_make_it_an_eval_metric(tmp_path, capsys):
+    """--metric loss=max names the training loss's own key: the HF reader leaves it the loss, as the others do."""
+    path = _trainer_state(tmp_path / "trainer_state.json")
+    assert main(["epoch", str(path), "--json", "--metric", "loss=max", "--metric", "learning_rate=min"]) == 0
+    summary = json.loads(capsys.readouterr().out)["subjects"][0]["summary"]
+    assert summary["eval_metrics"] == "eval_wer (lower is better)"
+
+
+def test_a_training_metric_the_user_names_is_not_called_held_out():
+    run = with_metrics(flat_training(), {"accuracy": ("max", [0.82, 0.7, 0.61, 0.6, 0.58, 0.6, 0.59])})
+    f = finding(subject_of(run))
+    assert f.message.startswith("A metric you named (--metric) got worse: accuracy was highest")
+    assert "held-out" not in f.message

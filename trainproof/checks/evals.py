@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TypeVar
@@ -12,6 +13,7 @@ from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
 from trainproof.checks.sentences import nearest_checkpoint
 from trainproof.model import Run, Series
+from trainproof.readers.names import is_eval_name
 from trainproof.stats import Profile, median, robust_sigma
 from trainproof.thresholds import Thresholds
 
@@ -211,7 +213,7 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
             values={"train_at_best_eval": worst.train_then, "train_end": prof.end},
             evidence_tail=f"; training loss {figures.num(worst.train_then)} at the best evaluation, {figures.num(prof.end)} at the end",
         )
-        improved, worsened = _metrics_since(ctx.run, worst.best_step)
+        improved, worsened = _metrics_since(ctx.run, worst.best_step, t)
         if improved:
             hit = replace(
                 hit,
@@ -224,17 +226,23 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
         yield hit
 
 
-def _metrics_since(run: Run, step: int) -> tuple[list[str], list[str]]:
-    """How each judged eval metric moved from its evaluation at (or last before) ``step`` to its last one: the
-    phrases for those that got better, and for those that got worse."""
+def _metrics_since(run: Run, step: int, t: Thresholds) -> tuple[list[str], list[str]]:
+    """How each judged eval metric moved from its evaluation at (or last before) ``step`` to its level at the end (the
+    median of its last, up to OVERFIT_END_EVALS, evaluations after it): the phrases for those that got better, and for
+    those that got worse, by more than NOISE_SIGMAS robust noise sigmas of the metric's log values. A metric with a value
+    at or below zero, or that moved within its noise, is not named."""
     improved, worsened = [], []
     for name, series in run.eval_metrics.items():
         part = series.finite_part()
-        before = part.values[part.steps <= step]
-        if not before.size or part.steps[-1] <= step:
+        if not len(part) or (part.values <= 0).any():
             continue
-        then, end = float(before[-1]), float(part.values[-1])
-        if end == then:
+        before = part.values[part.steps <= step]
+        after = part.values[part.steps > step]
+        if not before.size or not after.size:
+            continue
+        then, end = float(before[-1]), float(median(after[-t.OVERFIT_END_EVALS :]))
+        noise = robust_sigma(np.log(part.values), t.NOISE_FALLBACK_QUANTILE)
+        if not abs(np.log(end / then)) > t.NOISE_SIGMAS * noise or figures.num(end) == figures.num(then):
             continue
         better = end < then if run.metric_goals.get(name, "min") == "min" else end > then
         phrase = f"{name} {'improved' if better else 'got worse'} from {figures.num(then)} to {figures.num(end)}"
@@ -280,8 +288,10 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
     see NOISE_FALLBACK_QUANTILE; sqrt(2 ln n) sigmas is how far the best of
     n noisy evaluations lands from their level by chance). A metric where
     higher is better is judged by its reciprocal, so "EVAL_WORSE_RISE worse"
-    is a fall of 1 - 1/(1 + EVAL_WORSE_RISE) (17% at the default). The end
-    level named is the median of those last evaluations. It reads only the
+    is a fall of 1 - 1/(1 + EVAL_WORSE_RISE) (17% at the default), and a
+    value of it at or below zero (a collapse) counts as EVAL_METRIC_FLOOR of
+    its highest. A lower-is-better series whose best is zero or below is not
+    judged: no rise can be measured against it. The end level named is the median of those last evaluations. It reads only the
     eval series, so it judges a log whose training loss is too short (or
     absent) to judge.
     Why it matters: the model the run ends with is worse on held-out data
@@ -310,12 +320,19 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
         raise NotApplicable("the log has no eval loss, nor an eval metric whose better direction is known")
     t = ctx.t
     goals = {name: "min" for name in run.eval_losses} | {name: run.metric_goals.get(name, "min") for name in run.eval_metrics}
-    judged = {name: _as_lower_is_better(series, goals[name]) for name, series in {**run.eval_losses, **run.eval_metrics}.items()}
+    series = {**run.eval_losses, **run.eval_metrics}
+    judged = {name: _as_lower_is_better(values, goals[name], t) for name, values in series.items()}
     needed = t.EVAL_WORSE_MIN_EVALS_AFTER_BEST + 1
-    worse = _flagged(judged, needed, lambda name, steps, values: _worse(name, steps, values, t, goals[name]), "eval series")
+
+    def judge_one(name: str, steps: np.ndarray, values: np.ndarray) -> _Worse | None:
+        original = series[name].finite_part()
+        return _worse(name, steps, values, t, goals[name], original.values[np.isin(original.steps, steps)])
+
+    worse = _flagged(judged, needed, judge_one, "eval series")
     if worse:
         w = worse[0]
-        what = "Eval loss" if w.name in run.eval_losses else "An eval metric"
+        held_out = w.name in run.eval_losses or is_eval_name(w.name)  # a metric the user named may be a training one
+        what = "Eval loss" if w.name in run.eval_losses else "An eval metric" if held_out else "A metric you named (--metric)"
         yield _rise_hit(
             ctx,
             worse,
@@ -324,25 +341,34 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
             others_verb="ended worse",
             middle=(
                 f", still {'above' if w.goal == 'min' else 'below'} it over its last evaluations; the model at the end is worse "
-                f"on held-out data than the one at step {figures.step(w.best_step)}"
+                f"{'on held-out data ' if held_out else 'by it '}than the one at step {figures.step(w.best_step)}"
             ),
             values={"evals_after_best": w.evals_after, **({"noise_sigmas": round(w.sigmas, 2)} if w.sigmas is not None else {})},
             noun="eval series",
         )
 
 
-def _as_lower_is_better(series: Series, goal: str) -> Series:
-    """The series itself when lower is better; its reciprocal (positive values only) when higher is."""
+def _as_lower_is_better(series: Series, goal: str, t: Thresholds) -> Series:
+    """The series itself when lower is better; its reciprocal when higher is, a value at or below zero (an accuracy
+    collapsed to 0, an MCC gone negative) counted as EVAL_METRIC_FLOOR of the series' highest, so a collapse is a large
+    fall rather than a point left out. Nothing when no value is above zero."""
     if goal == "min":
         return series
-    keep = series.values > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return Series(series.steps[keep], 1 / series.values[keep])
+    values = series.values
+    finite = values[np.isfinite(values)]
+    top = float(finite.max()) if finite.size else math.nan
+    if not top > 0:
+        return Series(series.steps[:0], values[:0])
+    floored = np.where(np.isfinite(values) & ~(values > 0), t.EVAL_METRIC_FLOOR * top, values)  # NaN stays NaN
+    return Series(series.steps, 1 / floored)
 
 
-def _worse(name: str, steps: np.ndarray, values: np.ndarray, t: Thresholds, goal: str = "min") -> _Worse | None:
+def _worse(
+    name: str, steps: np.ndarray, values: np.ndarray, t: Thresholds, goal: str = "min", original: np.ndarray | None = None
+) -> _Worse | None:
     """How one eval series (lower is better: a ``max`` metric comes as its reciprocal) ended worse than its best
-    evaluation, or None when it did not (or noise cannot tell). The figures it names are in the metric's own units."""
+    evaluation, or None when it did not (or noise cannot tell). The figures it names are the ``original`` values, in
+    the metric's own units (a lower-is-better series is its own original)."""
     b = _after_best(steps, values, t.EVAL_WORSE_MIN_EVALS_AFTER_BEST, t.EVAL_WORSE_END_EVALS)
     if b is None:
         return None
@@ -356,5 +382,9 @@ def _worse(name: str, steps: np.ndarray, values: np.ndarray, t: Thresholds, goal
     if not gap > (t.EVAL_WORSE_SIGMAS + float(np.sqrt(2 * np.log(values.size)))) * noise:
         return None  # within the series' own noise
     sigmas = float(gap / noise) if noise > 0 else None
-    best, end, low = (b.best, b.end, low) if goal == "min" else (1 / b.best, 1 / b.end, 1 / low)
+    if goal == "min" or original is None:
+        best, end = b.best, b.end
+    else:
+        tail = original[b.best_i + 1 :][-t.EVAL_WORSE_END_EVALS :]
+        best, end, low = float(original[b.best_i]), float(median(tail)), float(tail.max())
     return _Worse(b.rise, name, best, b.best_step, end, int(b.after.size), int(steps[-1]), low, sigmas, goal)

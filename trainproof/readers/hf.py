@@ -93,10 +93,11 @@ class EvalKeys:
         if key in self._targets:
             return self._targets[key]
         found: str | None = None
-        if _is_eval(key, keys_of(names)[3]):
+        loss, lr, grad, evals = keys_of(names)
+        if _is_eval(key, evals):
             found = "eval:" + key
             self.losses[found] = key
-        else:
+        elif key not in (loss, lr, grad, "lr", "step"):  # a training entry's own series is never a metric
             goal = names.metric_goal(key)
             if goal is not None:
                 self.metrics["metric:" + key] = (key, goal)

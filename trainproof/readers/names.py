@@ -125,7 +125,7 @@ _EVAL_SET = re.compile(r"(?:eval|validation|val)[/_](.+)_loss")
 _VALIDATION_FOLDER = ("validation", "eval", "val")
 
 GOALS: Mapping[str, tuple[str, ...]] = {
-    "min": ("loss", "perplexity", "ppl", "wer", "cer", "ter", "der", "per", "error", "error_rate", "err", "mae", "mse", "rmse"),
+    "min": ("loss", "perplexity", "ppl", "wer", "cer", "ter", "der", "error", "error_rate", "err", "mae", "mse", "rmse"),
     "max": (
         "accuracy",
         "acc",
@@ -161,6 +161,8 @@ _EVAL_METRIC = re.compile(r"(?:eval|validation|valid|val)[/_](.+)")
 _BOOKKEEPING = frozenset(("runtime", "samples_per_second", "steps_per_second", "epoch", "step", "global_step", "time", "num_samples", "samples", "num_tokens", "tokens", "batch_size", "gen_len"))
 """What an evaluation logs about itself, not about the model: never a metric to judge, nor worth a note."""
 _BOOKKEEPING_ENDS = ("_loss", "_time", "_runtime", "per_second", "_samples", "_tokens")
+_TURNS = ("improvement", "reduction", "drop", "delta", "diff", "gain", "change")
+"""Words that turn a metric's direction around or make it a difference ("wer_reduction" is better higher): no guess."""
 _WORDS = re.compile(r"[/_.]")
 
 
@@ -243,12 +245,21 @@ class Names:
         rest = match.group(1)
         if rest in _BOOKKEEPING or rest.endswith(_BOOKKEEPING_ENDS) or rest == "loss":
             return None
+        if rest == "per":  # phone error rate; "per" between words is a rate ("tokens_per_step")
+            return "min"
         words = "/" + _WORDS.sub("/", rest) + "/"
+        if rest[0].isdigit() or any(f"/{word}/" in words for word in _TURNS) or "/per/" in words:
+            return "unknown"  # "1-wer" is an accuracy, "wer_improvement" a gain, "tokens_per_step" a rate: no guess
         found = {goal for goal, spellings in GOALS.items() if any(f"/{_WORDS.sub('/', s)}/" in words for s in spellings)}
         return found.pop() if len(found) == 1 else "unknown"
 
 
 DEFAULT_NAMES = Names()
+
+
+def is_eval_name(name: str) -> bool:
+    """Whether a name has an eval prefix (``eval_``, ``val/``, ...): a metric of held-out data."""
+    return _EVAL_METRIC.fullmatch(normal(name)) is not None
 
 
 def unjudged_note(names: Iterable[str]) -> str | None:
