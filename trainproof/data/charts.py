@@ -13,7 +13,7 @@ import numpy as np
 
 from trainproof import figures
 from trainproof.checks.base import NotApplicable
-from trainproof.checks.data import MAD_TO_SIGMA, DataContext
+from trainproof.checks.data import MAD_TO_SIGMA, DataContext, rate_levels
 from trainproof.report import Finding, Histogram, Level
 
 MAX_BINS = 40
@@ -80,11 +80,7 @@ def speaking_rate(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | 
     if values.size == 0:
         return None
     t = ctx.t
-    z = np.abs(rates["z"].to_numpy(dtype=float))
-    z = np.where(np.isfinite(z), z, 0.0)
-    bound = np.abs(rates["z_bound"].to_numpy(dtype=float))
-    bound = np.where(np.isfinite(bound), bound, 0.0)
-    levels = np.where(bound > t.DATA_CPS_FAIL_Z, 2, np.where(z > t.DATA_CPS_WARN_Z, 1, 0))  # as TP-DATA-TEXT-RATE levels them
+    levels = rate_levels(rates, t)
     if not _fired(findings, "TP-DATA-TEXT-RATE"):
         levels = np.zeros(values.size, dtype=int)
     limits: tuple[tuple[float, str], ...] = ()

@@ -42,11 +42,12 @@ script``).
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
@@ -142,6 +143,25 @@ def analyze_all(
     return work.records  # type: ignore[return-value]
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a corpus's entries and records are built.
+
+    They are hundreds of thousands of small objects in no cycle, and every
+    few thousand allocations the collector walks all the objects alive
+    (about a tenth of a warm run of 20,000 clips). Reference counting frees
+    them as always, and the collector is back on for the decoding (where a
+    cluster library may make cycles for hours) and the rules.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class Work:
     """One run's records as they are filled in, shared by every engine: what the cache already holds, then the rest.
 
@@ -157,16 +177,23 @@ class Work:
     """
 
     def __init__(self, refs: Sequence[ClipRef], cache: Cache | None = None, analyze: Analyze | None = None) -> None:
-        from dataclasses import replace
-
         total = len(refs)
-        cwd = os.getcwd()
         self.cache = cache
         self.records: list[ClipRecord | None] = [None] * total
         self.todo: list[int] = []
         self.todo_bytes = 0
         self._keys: dict[int, CacheKey] = {}  # only the clips still to decode, and only with a cache
         self._pending: list[tuple[CacheKey, ClipRecord]] = []
+        with collector_paused():
+            self._look_up(refs, cache, analyze)
+        self.found = total - len(self.todo)
+        """How many records were known without decoding (cached, or missing files)."""
+
+    def _look_up(self, refs: Sequence[ClipRef], cache: Cache | None, analyze: Analyze | None) -> None:
+        from dataclasses import replace
+
+        total = len(refs)
+        cwd = os.getcwd()
         for start in range(0, total, LOOKUP_BATCH):
             batch: dict[int, CacheKey] = {}
             indices = range(start, min(start + LOOKUP_BATCH, total))
@@ -186,8 +213,6 @@ class Work:
                 if cache is not None:
                     self._keys[i] = key
             del batch, hits
-        self.found = total - len(self.todo)
-        """How many records were known without decoding (cached, or missing files)."""
 
     def store(self, i: int, record: ClipRecord) -> None:
         """The record of clip ``i`` (one of :attr:`todo`), cached with the next batch."""

@@ -50,8 +50,10 @@ class Info(NamedTuple):
     mtime_ns: int = 0
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9._~/:@\-]*")
+"""A URI's rest that from_uri would take as written (no %-escape to decode, no ?query or #fragment, no space)."""
 _FILESYSTEMS: dict[str, tuple[Any, int]] = {}  # scheme://authority -> its filesystem, and how much of a URI's rest is not the path
-_UNRESOLVED: dict[str, str] = {}  # scheme://authority -> why it could not be resolved
+_UNRESOLVED: dict[str, str] = {}  # scheme://authority -> why its store could not be reached
 _RESOLVING = threading.Lock()
 
 
@@ -64,21 +66,24 @@ def _resolve(uri: str) -> tuple[Any, str]:
 
     scheme, rest = uri.split("://", 1)
     key = f"{scheme}://{rest.split('/', 1)[0]}"
-    known = _FILESYSTEMS.get(key) if "?" not in uri else None
+    plain = _PLAIN.fullmatch(rest) is not None  # no %-escape, query or fragment: the path is the rest as written
+    known = _FILESYSTEMS.get(key) if plain else None
     if known is not None:
         return known[0], rest[known[1] :]
     with _RESOLVING:  # threads stat'ing clips of one new bucket wait for one resolution, not one each
-        known = _FILESYSTEMS.get(key) if "?" not in uri else None
+        known = _FILESYSTEMS.get(key) if plain else None
         if known is not None:
             return known[0], rest[known[1] :]
         if key in _UNRESOLVED:
             raise OSError(_UNRESOLVED[key])
         try:
             fs, path = pyarrow.fs.FileSystem.from_uri(uri)
-        except Exception as exc:  # noqa: BLE001 -- pyarrow's ArrowInvalid (unknown scheme) or OSError (no region, no network)
+        except OSError as exc:  # the store cannot be reached (no region, no network): the same for every clip of it
             _UNRESOLVED[key] = f"cannot resolve the URI: {exc}"
             raise OSError(_UNRESOLVED[key]) from None
-        if "?" not in uri and rest.endswith(path):  # s3://b/k -> "b/k"; file:///a -> "/a"; hdfs://h:1/a -> "/a"
+        except Exception as exc:  # noqa: BLE001 -- pyarrow's ArrowInvalid: this URI does not parse (or its scheme is unknown)
+            raise OSError(f"cannot resolve the URI: {exc}") from None
+        if plain and rest.endswith(path):  # s3://b/k -> "b/k"; file:///a -> "/a"; hdfs://h:1/a -> "/a"
             _FILESYSTEMS[key] = (fs, len(rest) - len(path))
         return fs, path
 
