@@ -313,9 +313,6 @@ class RunBuilder:
         metrics = dict(metrics or {})
         names = {**dict(labels or {}), **dict(eval_names or {}), **{k: label for k, (label, _) in metrics.items()}, loss: loss_name or loss}
         notes = list(self.notes)
-        unjudged = unjudged_note(label for label, goal in metrics.values() if goal == "unknown")
-        if unjudged:
-            notes.append(unjudged)
 
         def get(field: str) -> Series | None:
             key = keys.get(field, field)
@@ -334,8 +331,8 @@ class RunBuilder:
             wall = Series(wall.steps, wall.values - float(wall.values.min()))
         loss_series = get(loss)
         evals = {label: s for key, label in (eval_names or {}).items() if (s := get(key)) is not None}
-        judged = {key: (label, goal) for key, (label, goal) in sorted(metrics.items(), key=lambda kv: kv[1]) if goal != "unknown"}
-        eval_metrics = {label: s for key, (label, _) in judged.items() if (s := get(key)) is not None}
+        eval_metrics, metric_goals, unjudged = metric_fields({label: (get(key) if goal != "unknown" else None, goal) for key, (label, goal) in metrics.items()})
+        notes.extend(unjudged)
         meta.setdefault("runtime_s", self.runtime_s)
         meta.setdefault("max_steps", self.max_steps)
         return Run(
@@ -344,7 +341,7 @@ class RunBuilder:
             loss=loss_series,
             eval_losses=evals,
             eval_metrics=eval_metrics,
-            metric_goals={label: goal for label, goal in judged.values() if label in eval_metrics},
+            metric_goals=metric_goals,
             learning_rate=get("learning_rate"),
             grad_norm=get("grad_norm"),
             wall_time=wall,
@@ -356,6 +353,14 @@ class RunBuilder:
             step_lines=(self.step_lines if self.step_lines is not None else StepLines.from_dict(self.lines)) if copy else self.lines,
             **meta,  # type: ignore[arg-type]
         )
+
+
+def metric_fields(found: Mapping[str, tuple[Series | None, str]]) -> tuple[dict[str, Series], dict[str, str], list[str]]:
+    """A Run's ``eval_metrics`` and ``metric_goals`` from each eval metric's name to its series (None when it has none)
+    and goal, sorted by name; and the note naming those whose goal is ``unknown`` (read by no rule), if any."""
+    judged = {name: pair for name, pair in sorted(found.items()) if pair[1] != "unknown" and pair[0] is not None}
+    note = unjudged_note(name for name, (_, goal) in found.items() if goal == "unknown")
+    return {name: series for name, (series, _) in judged.items()}, {name: goal for name, (_, goal) in judged.items()}, [note] if note else []  # type: ignore[misc]
 
 
 def _words(series: Series | None) -> str | None:

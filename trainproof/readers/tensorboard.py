@@ -46,7 +46,8 @@ import numpy as np
 from trainproof.errors import InputError
 from trainproof.model import Run, Series
 from trainproof.readers import tfrecord
-from trainproof.readers.names import DEFAULT_NAMES, Names, eval_set, in_validation_folder, normal, unjudged_note
+from trainproof.readers.base import metric_fields
+from trainproof.readers.names import DEFAULT_NAMES, Names, eval_set, in_validation_folder, normal
 from trainproof.safe import visible
 
 name = "tensorboard"
@@ -424,8 +425,9 @@ class _Scalars:
             if label is not None and key not in picked.values() and label not in evals:
                 evals[label] = Series(*columns(key)[:2])
         goals = {key: goal for key in tags if not key.validation and key not in picked.values() and (goal := names.metric_goal(key.tag)) is not None}
-        metrics = {key.tag: (Series(*columns(key)[:2]), goal) for key, goal in goals.items() if goal != "unknown"}
-        unjudged = unjudged_note(key.tag for key, goal in goals.items() if goal == "unknown")
+        metrics, metric_goals, unjudged = metric_fields(
+            {key.tag: (Series(*columns(key)[:2]) if goal != "unknown" else None, goal) for key, goal in goals.items()}
+        )
         loss, wall = picked.get("loss"), None
         if loss is not None:  # the run's clock is its loss events'
             steps, _, walls = columns(loss)
@@ -435,8 +437,8 @@ class _Scalars:
             format=name,
             loss=found.get("loss"),
             eval_losses=dict(sorted(evals.items(), key=lambda kv: (kv[0] != "eval_loss", kv[0]))),
-            eval_metrics={tag: series for tag, (series, _) in sorted(metrics.items())},
-            metric_goals={tag: goal for tag, (_, goal) in sorted(metrics.items())},
+            eval_metrics=metrics,
+            metric_goals=metric_goals,
             learning_rate=found.get("learning_rate"),
             grad_norm=found.get("grad_norm"),
             wall_time=wall,
@@ -445,7 +447,7 @@ class _Scalars:
             runtime_s=_runtime(tags, columns),
             step_unit="epoch" if any(normal(key.tag).startswith("epoch_") for key in picked.values()) else "step",
             loss_name=loss.tag if loss else "loss",
-            notes=(*self.notes, *([unjudged] if unjudged else [])),
+            notes=(*self.notes, *unjudged),
         )
 
     def _resolve(self, tags: list[_Tag], names: Names) -> dict[str, _Tag]:
