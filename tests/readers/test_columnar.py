@@ -252,6 +252,7 @@ CSV_CASES = {
     "no step column": "loss,acc\n2.0,1\n1.5,2\n",
     "repeated steps": "step,loss\n5,1\n5,2\n3,3\n7,x\n7,4\n",
     "a time column": "step,loss,time\n1,2.0,1700000000000\n2,1.5,2024-01-01T00:00:00Z\n",
+    "a column of true and false": "step,loss,val_acc\n1,2.0,true\n2,1.5,false\n3,1.2,true\n4,1.1,false\n",
 }
 
 

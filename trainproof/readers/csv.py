@@ -249,11 +249,14 @@ def _frame(data: bytes, header: list[str], delimiter: str) -> object | None:
         return None
     for typed in (True, False):
         try:
-            return pl.read_csv(
+            frame = pl.read_csv(
                 io.BytesIO(data), has_header=False, new_columns=header, separator=delimiter, infer_schema=typed, infer_schema_length=1000
             )
         except Exception:  # a typed column meeting text further down, or a longer row: again as text, or not at all
             continue
+        if typed and not all(dtype.is_numeric() or dtype in (pl.String, pl.Null) for dtype in frame.dtypes):
+            continue  # a column typed as something else (true/false as Boolean) keeps its cells' text, read as text
+        return frame
     return None
 
 
