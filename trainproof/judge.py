@@ -174,7 +174,9 @@ def apply_rules(rules: Iterable[Rule], ctx: Context, settings: Settings = DEFAUL
         ran.append(rule.id)
         for hit in hits:
             findings.append(ctx.locate(rule.stamp(hit, settings.levels.get(rule.id))))
-            if hit.level is not Level.INFO:  # a rule's own note (a rise within noise) explains nothing for the others
+            # a rule's own note (a rise within noise) explains nothing for the others; one the configuration sets to INFO
+            # still found what it found, and still explains it
+            if hit.level is not Level.INFO:
                 fired.add(rule.id)
     return Outcome(tuple(findings), tuple(ran), tuple(skipped))
 
@@ -256,8 +258,12 @@ def judge(
     only: frozenset[str] | None = None,
     **options: Any,
 ) -> Report:
-    """Judge every input by one command and return the Report every renderer draws."""
+    """Judge every input by one command and return the Report every renderer draws.
+
+    ``options`` go to the command's reader; ``names`` (which name of a log carries each series, and the eval
+    metrics' goals) is the settings' unless an option says otherwise."""
     cmd = command(name)
+    options = {"names": settings.names, **options}
     prepared = cmd.prepare(settings, options)
     judged: list[Subject] = []
     folders: list[Folder] = []

@@ -195,7 +195,7 @@ def _trainer_state(path: Path, extra_key: str = "eval_bar") -> Path:
         history.append({"step": step, "loss": float(1.0 + 0.05 * rng.standard_normal()), "learning_rate": 1e-4, "epoch": step / 140})
         if step % 20 == 0:
             k = step // 20 - 1
-            history.append({"step": step, "eval_loss": 0.5, "eval_wer": ISSUE_WER[k], extra_key: float(k), "eval_runtime": 1.5, "eval_samples_per_second": 9.0})
+            history.append({"step": step, "eval_loss": 0.5, "eval_wer": ISSUE_WER[k], extra_key: float(k + 1), "eval_runtime": 1.5, "eval_samples_per_second": 9.0})
     path.write_text(json.dumps({"log_history": history, "max_steps": 140}))
     return path
 
@@ -261,10 +261,33 @@ def test_the_command_line_judges_a_metric_the_user_names_and_refuses_a_bad_goal(
     assert main(["epoch", str(path), "--json", "--metric", "eval_mos=max"]) == 0
     summary = json.loads(capsys.readouterr().out)["subjects"][0]["summary"]
     assert summary["eval_metrics"] == "eval_mos (higher is better), eval_wer (lower is better)"
+    assert main(["epoch", str(path), "--json", "--metric", "eval_mos=min"]) == 0  # 1 to 7: now it got worse, the most
+    worse = next(f for f in json.loads(capsys.readouterr().out)["subjects"][0]["findings"] if f["id"] == "TP-EVAL-WORSE")
+    assert (worse["values"]["eval_metric"], worse["values"]["goal"], worse["values"]["best_eval"]) == ("eval_mos", "min", 1.0)
     assert main(["epoch", str(path), "--metric", "eval_mos=up"]) == 2
     err = capsys.readouterr().err
     assert "'eval_mos=up' is not NAME=min or NAME=max" in err
     assert "Traceback" not in err
+
+
+def test_the_configuration_alone_names_series_and_metrics_for_the_library(tmp_path):
+    """judge_epoch with settings from a configuration file, no command line: its map and metrics tables reach the reader."""
+    path = tmp_path / "log.jsonl"
+    rows = [{"step": s, "total": 1.0} for s in range(1, 141)] + [{"step": s, "dev_mos": 5.0 - k * 0.5} for k, s in enumerate(EVAL_STEPS)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    settings = parse({"map": {"loss": "total"}, "metrics": {"dev_mos": "max"}}, "cfg.toml")
+    subject = judge_epoch([str(path)], settings=settings).subjects[0]
+    assert subject.summary["loss"] == "total"
+    assert subject.summary["eval_metrics"] == "dev_mos (higher is better)"
+    assert finding(subject).values["eval_metric"] == "dev_mos"
+
+
+def test_a_max_metric_with_an_infinite_value_leaves_that_point_out():
+    """An infinite accuracy is no point (as NaN is), not the best one: its reciprocal 0 would have hidden the fall."""
+    values = [0.5, float("inf"), 0.80, 0.82, 0.81, 0.79, 0.5, 0.51, 0.5, 0.49, 0.5]
+    f = finding(subject_of(with_metrics(flat_training(), {"eval_accuracy": ("max", values)}, steps=list(range(10, 111, 10)))))
+    assert f is not None
+    assert "eval_accuracy was highest at step 40 (0.82) and ends 39% lower (0.5)" in f.message
 
 
 def test_the_configuration_metrics_table():
@@ -318,10 +341,18 @@ def test_overfitting_says_how_the_eval_metrics_moved_since_the_best_evaluation()
 
 
 @pytest.mark.parametrize(
-    "name", ["eval_tokens_per_step", "eval_1-wer", "eval_wer_improvement", "eval_error_reduction", "eval_loss_delta"]
+    ("name", "goal"),
+    [
+        ("eval_tokens_per_step", "unknown"),
+        ("eval_1-wer", "unknown"),
+        ("eval_wer_improvement", "unknown"),
+        ("eval_error_reduction", "unknown"),
+        ("eval_loss_delta", "unknown"),
+        ("eval_per", "min"),  # phone error rate, the whole name
+    ],
 )
-def test_names_whose_words_turn_the_direction_around_get_no_guess(name):
-    assert Names().metric_goal(name) in ("unknown", None)
+def test_names_whose_words_turn_the_direction_around_get_no_guess(name, goal):
+    assert Names().metric_goal(name) == goal
 
 
 def test_a_goal_given_to_a_training_series_does_not_make_it_an_eval_metric(tmp_path, capsys):
@@ -335,5 +366,5 @@ def test_a_goal_given_to_a_training_series_does_not_make_it_an_eval_metric(tmp_p
 def test_a_training_metric_the_user_names_is_not_called_held_out():
     run = with_metrics(flat_training(), {"accuracy": ("max", [0.82, 0.7, 0.61, 0.6, 0.58, 0.6, 0.59])})
     f = finding(subject_of(run))
-    assert f.message.startswith("A metric you named (--metric) got worse: accuracy was highest")
+    assert f.message.startswith("A metric you named got worse: accuracy was highest")
     assert "held-out" not in f.message

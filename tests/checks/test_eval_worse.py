@@ -128,3 +128,15 @@ def test_a_rise_below_eval_worse_rise_does_not_fire_and_lowering_it_does():
     assert finding(subject_of(built)) is None
     lowered = parse({"thresholds": {"EVAL_WORSE_RISE": 0.1}}, "test")
     assert finding(subject_of(built, lowered)) is not None
+
+
+@pytest.mark.parametrize(("dip", "fires"), [(0.8, False), (0.6, True)])
+def test_the_best_of_many_evaluations_is_weighed_with_its_selection_bias(dip, fires):
+    """30 evaluations zigzag between 1.0 and 1.03 (a noise sigma of 0.062 in log), one dips to ``dip``. Every later
+    evaluation is 20% or more above a dip to 0.8, and 0.223 in log above it: past EVAL_WORSE_SIGMAS (2.5) sigmas
+    (0.155), not past them plus sqrt(2 ln 30) (0.317), which is how low the best of 30 noisy values lands by chance.
+    A dip to 0.6 (0.511) is past both."""
+    values = [1.0 if i % 2 == 0 else 1.03 for i in range(30)]
+    values[2] = dip
+    f = finding(subject_of(eval_only(values, list(range(100, 3001, 100)))))
+    assert (f is not None) is fires

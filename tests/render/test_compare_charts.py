@@ -185,6 +185,16 @@ def test_the_baseline_keeps_its_own_charts_and_the_run_has_no_unpaired_copy(comp
         "Gradient norm: run against baseline",
     ]
     assert "run against baseline" not in " ".join(titles[4:])
+    report, _ = compare_html
+    run, baseline = report.subjects
+    assert [chart.title for chart in run.charts] == [
+        "Loss: run against baseline",
+        "Eval loss: run against baseline",
+        "Learning rate: run against baseline",
+        "Gradient norm: run against baseline",
+    ]  # the run's own, unpaired charts are not drawn beside the overlays
+    assert [chart.title for chart in baseline.charts][:2] == ["Loss", "Learning rate"]  # the baseline keeps its own
+    assert len(titles) == len(run.charts) + len(baseline.charts)
 
 
 def test_compare_markdown_carries_the_ratio_table(compare_html):

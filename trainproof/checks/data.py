@@ -503,15 +503,17 @@ def text_rate(ctx: DataContext) -> Iterator[Hit]:
     """
     t = ctx.t
     rates, _ = ctx.rates
-    rows = rates[rate_levels(rates, t) > 0]
-    for hit, row in zip(
+    levels = rate_levels(rates, t)
+    rows = rates[levels > 0]
+    for hit, row, level in zip(
         _examples(
             ctx, rows, "transcripts do not fit their audio",
             lambda r: (f"{_name(r)} reads at {figures.num(r.cps)} characters per second against a median of {figures.num(r.median_cps)}: the transcript may belong to other audio.", f"{figures.num(r.cps)} chars/s, robust z {figures.num(r.z)}; {len(r.text or '')} characters over {figures.num(r.duration_s)} s"),
         ),
         rows.itertuples(index=False),
+        levels[levels > 0],
     ):  # fmt: skip
-        if abs(row.z_bound) > t.DATA_CPS_FAIL_Z:  # level 2 of rate_levels
+        if level == 2:
             yield hit  # the rule's own level, FAIL
         elif abs(row.z) > t.DATA_CPS_FAIL_Z:
             why = (

@@ -152,9 +152,9 @@ def _rise_hit(
     keep, keep_values = nearest_checkpoint(ctx.run, worst.best_step)
     more = len(flagged) - 1
     others = f" {more} more {noun}{'s' if more > 1 else ''} {others_verb} too." if more else ""
-    metric = ctx.run.metric_goals.get(worst.name) if worst.name not in ctx.run.eval_losses else None
+    metric = worst.name not in ctx.run.eval_losses
     values_out: dict = {
-        **({"eval_metric": worst.name, "goal": metric} if metric else {"eval_set": worst.name}),
+        **({"eval_metric": worst.name, "goal": worst.goal} if metric else {"eval_set": worst.name}),
         count_key: len(flagged),
         "best_eval": worst.best,
         "best_eval_step": worst.best_step,
@@ -325,14 +325,14 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
     needed = t.EVAL_WORSE_MIN_EVALS_AFTER_BEST + 1
 
     def judge_one(name: str, steps: np.ndarray, values: np.ndarray) -> _Worse | None:
-        original = series[name].finite_part()
-        return _worse(name, steps, values, t, goals[name], original.values[np.isin(original.steps, steps)])
+        original = series[name].finite_part()  # the same points as the judged series: its transform keeps finiteness
+        return _worse(name, steps, values, t, goals[name], original.values)
 
     worse = _flagged(judged, needed, judge_one, "eval series")
     if worse:
         w = worse[0]
         held_out = w.name in run.eval_losses or is_eval_name(w.name)  # a metric the user named may be a training one
-        what = "Eval loss" if w.name in run.eval_losses else "An eval metric" if held_out else "A metric you named (--metric)"
+        what = "Eval loss" if w.name in run.eval_losses else "An eval metric" if held_out else "A metric you named"
         yield _rise_hit(
             ctx,
             worse,
@@ -355,11 +355,11 @@ def _as_lower_is_better(series: Series, goal: str, t: Thresholds) -> Series:
     if goal == "min":
         return series
     values = series.values
-    finite = values[np.isfinite(values)]
-    top = float(finite.max()) if finite.size else math.nan
+    finite = np.isfinite(values)
+    top = float(values[finite].max()) if finite.any() else math.nan
     if not top > 0:
         return Series(series.steps[:0], values[:0])
-    floored = np.where(np.isfinite(values) & ~(values > 0), t.EVAL_METRIC_FLOOR * top, values)  # NaN stays NaN
+    floored = np.where(finite & ~(values > 0), t.EVAL_METRIC_FLOOR * top, np.where(finite, values, np.nan))  # inf: no point
     return Series(series.steps, 1 / floored)
 
 

@@ -80,8 +80,7 @@ def add_judging_command(
         with searching_once():  # the folders checked against the outputs are judged as found, not searched again
             check_outputs(args, name)
             settings = settings_from(args)
-            names = {"names": settings.names} if formats else {}
-            report = judge(name, sources, settings, **options(args), **names, **extra)
+            report = judge(name, sources, settings, **options(args), **extra)
         return emit(report, args)
 
     parser = commands.add_parser(name, help=summary, description=description)
