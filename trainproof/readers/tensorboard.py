@@ -47,7 +47,9 @@ from trainproof.errors import InputError
 from trainproof.model import Run, Series
 from trainproof.readers import tfrecord
 from trainproof.readers.base import metric_fields
+from trainproof.readers.columns import METRICS
 from trainproof.readers.names import DEFAULT_NAMES, Names, eval_set, in_validation_folder, normal
+from trainproof.readers.table import last_of_each
 from trainproof.safe import visible
 
 name = "tensorboard"
@@ -61,7 +63,6 @@ _PATTERN = PREFIX + "*"
 _RUNTIME = "train/train_runtime"
 """HF's total training time, logged once at the end: the run's runtime, not a series."""
 _SHOWN_TAGS = 12
-_SERIES = ("loss", "eval_loss", "learning_rate", "grad_norm", "step_time", "loader_time")
 """The series a TensorBoard run has (its steps and wall times are the events' own)."""
 _DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64 = 1, 2, 3, 9
 _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
@@ -406,10 +407,9 @@ class _Scalars:
         if (np.diff(ordinals) < 0).any():  # records of several lengths were decoded a length at a time
             order = np.argsort(ordinals, kind="stable")
             steps, values, walls = steps[order], values[order], walls[order]
-        if (np.diff(steps) <= 0).any():
-            order = np.argsort(steps, kind="stable")
-            order = order[np.append(steps[order][1:] != steps[order][:-1], True)]
-            steps, values, walls = steps[order], values[order], walls[order]
+        keep = last_of_each(steps)
+        if keep is not None:
+            steps, values, walls = steps[keep], values[keep], walls[keep]
         return steps, values, walls
 
     def build(self, names: Names) -> Run:
@@ -454,7 +454,7 @@ class _Scalars:
         """The tag of each series, picked by the name table over all of the run's ``tags`` at once; under a validation
         folder only an eval loss is looked for (a training-loss tag there is one), and only when the rest has none."""
         main = [key.tag for key in tags if not key.validation]
-        picked = {series: _Tag(tag, False) for series, tag in names.resolve(_candidates(main, names)).items() if series in _SERIES}
+        picked = {series: _Tag(tag, False) for series, tag in names.resolve(_candidates(main, names)).items() if series in METRICS}
         if "eval_loss" not in picked:
             folder = [key.tag for key in tags if key.validation]
             own = Names({series: tag for series, tag in names.overrides.items() if series == "eval_loss"})
