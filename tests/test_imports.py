@@ -65,3 +65,14 @@ def test_data_on_the_local_engine_imports_no_ray(tmp_path):
     loaded = loaded_by("data", str(tmp_path / "m.jsonl"), "--no-cache", "--jobs", "1")
     assert "soundfile" in loaded, "the probe sees what the data command loads"
     assert not [m for m in loaded if m.split(".")[0] == "ray"]
+
+
+def test_epoch_loads_no_numpy_masked_arrays(tmp_path):
+    """numpy.ma costs a small log's `epoch` a tenth of its start (bench_startup.py): quantiles, medians and uniques
+    on the epoch path are computed without it."""
+    entries = hf_entries([2.0 * 0.97**i for i in range(60)])
+    path = write_hf_state(tmp_path / "trainer_state.json", entries)
+    probe = "import sys; from trainproof.cli import main; main(sys.argv[1:]); print('numpy.ma' in sys.modules, file=sys.stderr)"
+    for extra in ([], ["--json"], ["--markdown", str(tmp_path / "r.md")]):
+        result = subprocess.run([sys.executable, "-c", probe, "epoch", str(path), *extra], capture_output=True, text=True, cwd=REPO)
+        assert result.stderr.strip().splitlines()[-1] == "False", extra

@@ -68,6 +68,26 @@ def test_median_does_not_reorder_its_input():
     assert a.tolist() == [3.0, 1.0, 2.0, 5.0]
 
 
+QUANTILES = (0.0, 0.01, 0.1, 0.25, 0.5, 0.7, 0.9, 0.99, 1.0, 1 / 3)
+
+
+@pytest.mark.parametrize("values", ARRAYS.values(), ids=ARRAYS.keys())
+def test_quantile_is_numpys_to_the_last_bit(values):
+    a = np.array(values)
+    with np.errstate(invalid="ignore"):
+        for q in QUANTILES:
+            got = stats.quantile(a, q)
+            assert isinstance(got, float)
+            np.testing.assert_array_equal(got, np.quantile(a, q), err_msg=f"q={q}")
+        np.testing.assert_array_equal(stats.quantile(a, [0.01, 0.99]), np.quantile(a, [0.01, 0.99]))
+
+
+def test_quantile_does_not_reorder_its_input():
+    a = np.array([3.0, 1.0, 2.0, 5.0])
+    assert stats.quantile(a, 0.9) == pytest.approx(4.4)
+    assert a.tolist() == [3.0, 1.0, 2.0, 5.0]
+
+
 @pytest.mark.parametrize("shape", [(7, 5), (6, 4), (1, 3), (4, 1)])
 @pytest.mark.parametrize("axis", [0, 1, None])
 def test_median_along_an_axis_is_numpys(shape, axis):

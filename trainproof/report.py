@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainproof.errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK
+from trainproof.stats import quantile
 
 if TYPE_CHECKING:
     from trainproof.checks.base import Rule
@@ -111,7 +112,7 @@ def wants_log(*series: np.ndarray) -> bool:
     if ys.size == 0 or not bool((ys > 0).all()):
         return False
     with np.errstate(all="ignore"):  # extreme values overflow the quantiles' interpolation to inf, which reads as wide
-        lo_q, hi_q = np.quantile(ys, [0.01, 0.99]) if ys.size > 1 else (ys[0], ys[0])
+        lo_q, hi_q = quantile(ys, [0.01, 0.99]) if ys.size > 1 else (ys[0], ys[0])
         return bool(lo_q > 0 and hi_q / lo_q > 50)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
-from trainproof.stats import median, segment_bounds
+from trainproof.stats import median, quantile, segment_bounds
 
 
 def _seconds_per_step(ctx: RunContext) -> tuple[np.ndarray, np.ndarray, str]:
@@ -53,7 +53,7 @@ def step_time_cliff(ctx: RunContext) -> Iterator[Hit]:
         raise NotApplicable(f"only {per_step.size} timed points (needs {t.MIN_TIMED_POINTS})")
     bounds = segment_bounds(per_step.size, t.SEGMENTS, t.MIN_SEGMENT_POINTS)
     medians = np.array([median(per_step[a:b]) for a, b in bounds])
-    normal = float(np.quantile(medians, t.STEP_TIME_NORMAL_QUANTILE))
+    normal = float(quantile(medians, t.STEP_TIME_NORMAL_QUANTILE))
     if normal <= 0:
         return
     slow = medians >= t.STEP_TIME_CLIFF_RATIO * normal

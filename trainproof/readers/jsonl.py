@@ -196,7 +196,8 @@ def _record_lines(data: bytes, first: int, count: int, records: int) -> np.ndarr
         return np.arange(first, first + count, dtype=np.int64)
     content = np.frombuffer(data, dtype=np.uint8)
     ends = np.flatnonzero(content == 10)
-    filled = np.unique(np.searchsorted(ends, np.flatnonzero(~_BLANK[content])))
+    lines = np.searchsorted(ends, np.flatnonzero(~_BLANK[content]))  # sorted, one entry per non-blank byte
+    filled = lines[np.r_[True, lines[1:] != lines[:-1]]] if lines.size else lines  # np.unique would import numpy.ma
     if filled.size != records:
         return None
     return filled.astype(np.int64) + first
