@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import chain, repeat
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 MAD_TO_SIGMA = 1.4826
 _DIGITS = re.compile(r"[0-9]+")
-_NOT_DIGITS = bytes(c for c in range(256) if not 0x30 <= c <= 0x39)
+_DIGIT_FLAGS = bytes(1 if byte in b"0123456789" else 0 for byte in range(256))
+"""A translation table flagging each digit byte (see _NOT_PLAIN_FLAGS)."""
 WORD_MARKS = ("\u2581", "\u0120")
 """The marks a vocabulary's pieces carry at the start of a word: sentencepiece's and Metaspace's "▁", byte-level BPE's "Ġ"."""
 SPLIT_SHARE_LINES = 20_000
@@ -63,7 +64,12 @@ class TokenizerContext:
     @cached_property
     def unusual(self) -> set[int]:
         """The transcripts that are not plain printable ASCII with single spaces (see :func:`_unusual_lines`)."""
-        return _unusual_lines(self.text.texts)
+        return _unusual_lines(self.text.texts, self.joined)
+
+    @cached_property
+    def joined(self) -> _Joined | None:
+        """The bytes of all the transcripts, for searches over the whole text (None when a transcript holds a newline)."""
+        return _Joined.of(self.text.texts)
 
     @cached_property
     def words(self) -> np.ndarray:
@@ -245,14 +251,63 @@ _PLAIN_BYTES = bytes(c for c in range(0x20, 0x7F) if chr(c) not in "<>[]{}|")
 line is made of these alone."""
 
 
-def _unusual_lines(texts: Sequence[str]) -> set[int]:
+def _unusual_lines(texts: Sequence[str], joined: _Joined | None = None) -> set[int]:
     """The transcripts that are not plain printable ASCII with single spaces, or are empty (no word, where counting
-    spaces would say one); each test one C-level string operation, a vectorised pass over the bytes measured slower."""
-    return {
-        i for i, text in enumerate(texts)
-        if not text or not text.isascii() or text.encode("ascii").translate(None, _PLAIN_BYTES)
+    spaces would say one). Searched for in the bytes of all the text at once (:class:`_Joined`), a few array
+    operations whatever the lines hold; line by line when a transcript holds a newline."""
+    joined = joined or _Joined.of(texts)
+    if joined is None:
+        return {i for i, text in enumerate(texts) if _unusual(text)}
+    data, starts, ends = joined.array, joined.starts, joined.ends
+    filled = ends > starts
+    unusual = ~filled
+    unusual[filled] = (data[starts[filled]] == _SPACE) | (data[ends[filled] - 1] == _SPACE)  # a space at its start or end
+    space = data == _SPACE
+    marks = [np.flatnonzero(space[1:] & space[:-1])]  # a double space
+    if joined.data.translate(None, _PLAIN_BYTES + b"\n"):  # a character that is not plain (one C call says whether)
+        marks.append(np.flatnonzero(np.frombuffer(joined.data.translate(_NOT_PLAIN_FLAGS), dtype=np.bool_)))
+    for at in marks:
+        unusual[joined.lines_at(at)] = True
+    return set(np.flatnonzero(unusual).tolist())
+
+
+def _unusual(text: str) -> bool:
+    """One transcript's test of :func:`_unusual_lines`."""
+    return (
+        not text or not text.isascii() or bool(text.encode("ascii").translate(None, _PLAIN_BYTES))
         or "  " in text or text.startswith(" ") or text.endswith(" ")
-    }  # fmt: skip
+    )  # fmt: skip
+
+
+_SPACE = ord(" ")
+_NOT_PLAIN_FLAGS = bytes(0 if byte in _PLAIN_BYTES + b"\n" else 1 for byte in range(256))
+"""A translation table flagging each byte that makes a line unusual (a byte table: faster than indexing an array)."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Joined:
+    """The UTF-8 bytes of every transcript, one newline between each, and the [start, end) of each: a search over all
+    the text at once names the line of what it finds. Only for transcripts that hold no newline themselves."""
+
+    data: bytes
+    array: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> _Joined | None:
+        if not texts:
+            return None
+        data = "\n".join(texts).encode("utf-8", "surrogatepass")
+        array = np.frombuffer(data, dtype=np.uint8)
+        newlines = np.flatnonzero(array == ord("\n"))
+        if newlines.size != len(texts) - 1:
+            return None
+        return cls(data, array, np.concatenate(([0], newlines + 1)), np.concatenate((newlines, [array.size])))
+
+    def lines_at(self, positions: np.ndarray) -> np.ndarray:
+        """The index of the transcript holding each byte position."""
+        return np.searchsorted(self.starts, positions, side="right") - 1
 
 
 def round_trip(ctx: TokenizerContext) -> Iterator[Hit]:
@@ -410,6 +465,22 @@ def _split(ctx: TokenizerContext, strings: Sequence[str]) -> dict[str, tuple[str
     return out
 
 
+def _numbers_in(ctx: TokenizerContext) -> dict[str, int]:
+    """Each distinct digit string in the transcripts and the index of the first transcript it is in, in order of first
+    appearance. Only the lines that hold a digit are searched, found in all the text at once when it can be."""
+    texts, joined = ctx.text.texts, ctx.joined
+    if joined is None:
+        lines: Iterable[int] = range(len(texts))
+    else:
+        found = np.flatnonzero(np.frombuffer(joined.data.translate(_DIGIT_FLAGS), dtype=np.bool_))
+        lines = sorted(set(joined.lines_at(found).tolist()))
+    where: dict[str, int] = {}
+    for i in lines:
+        for match in _DIGITS.finditer(texts[i]):
+            where.setdefault(match.group(0), i)
+    return where
+
+
 def numbers(ctx: TokenizerContext) -> Iterator[Hit]:
     """Numbers of the same length are split into digit groups inconsistently.
 
@@ -419,11 +490,7 @@ def numbers(ctx: TokenizerContext) -> Iterator[Hit]:
     Does not fire on: a tokenizer that splits digits one by one, or one that keeps every number of a length whole.
     Does not mean: the transcripts are wrong; normalising numbers to words also avoids it.
     """
-    where: dict[str, int] = {}
-    for i, text in enumerate(ctx.text.texts):
-        if text.encode("utf-8", "surrogatepass").translate(None, _NOT_DIGITS):  # a line without digits costs one C call
-            for match in _DIGITS.finditer(text):
-                where.setdefault(match.group(0), i)
+    where = _numbers_in(ctx)
     strings = sorted(s for s in where if len(s) >= 2)
     if len(strings) < ctx.t.TOK_NUMBER_MIN:
         raise NotApplicable(f"only {len(strings)} distinct numbers of 2 digits or more (needs {ctx.t.TOK_NUMBER_MIN})")

@@ -419,6 +419,14 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
     worth of memory, not the file's; a file of nothing but whitespace "is
     empty".
     """
+    for first, texts, ended in iter_line_blocks(path):
+        for number, text in enumerate(texts, first):
+            yield number, text, ended
+
+
+def iter_line_blocks(path: Path) -> Iterator[tuple[int, list[str], bool]]:
+    """The lines of :func:`iter_lines`, a block at a time: ``(number of the first, texts, ended)``, for a reader that
+    handles lines in bulk (100,000 transcripts) rather than one by one."""
     number, pending, blank = 0, b"", True
     with open_log(path) as handle:
         while block := read_block(handle, BLOCK_BYTES, path):
@@ -432,9 +440,12 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
             if pieces:
                 # a block's lines decoded at once (a newline never falls inside a UTF-8 sequence, so bad bytes are
                 # replaced exactly as line by line): at 100,000 short lines, a decode per line was most of the reading
-                for text in b"\n".join(pieces).decode("utf-8", errors="replace").split("\n"):
-                    number += 1
-                    yield number, text.rstrip("\r"), True
+                decoded = b"\n".join(pieces).decode("utf-8", errors="replace")
+                texts = decoded.split("\n")
+                if "\r" in decoded:
+                    texts = [text.rstrip("\r") for text in texts]
+                yield number + 1, texts, True
+                number += len(texts)
             if over is not None:
                 raise _too_long(path, number + 1)
             if len(pending) > MAX_LINE_BYTES:
@@ -442,7 +453,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
     if blank:
         raise EmptyLog(path)
     if pending:
-        yield number + 1, pending.decode("utf-8", errors="replace").rstrip("\r"), False
+        yield number + 1, [pending.decode("utf-8", errors="replace").rstrip("\r")], False
 
 
 COLUMN_BLOCK_BYTES = 64 * 1024 * 1024

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainproof.errors import InputError
-from trainproof.readers.base import iter_lines
+from trainproof.readers.base import iter_line_blocks, iter_lines
 
 TEXT_KEYS = ("text", "transcript", "sentence", "normalized_text", "transcription")
 """JSONL fields read as the transcript, the first present."""
@@ -107,13 +107,20 @@ def _first_line(path: Path) -> str:
 
 
 def _plain(path: Path) -> Transcripts:
-    kept = [(number, text) for number, text, _ in iter_lines(path) if text.strip()]
-    if kept and kept[0][0] == 1:
-        kept[0] = (1, kept[0][1].lstrip("\ufeff"))
-        if not kept[0][1].strip():
-            kept.pop(0)
-    lines = [number for number, _ in kept]
-    texts = [text for _, text in kept]
+    lines: list[int] = []
+    texts: list[str] = []
+    for first, block, _ in iter_line_blocks(path):
+        if all(map(str.strip, block)):  # no blank line: the block as it is
+            lines.extend(range(first, first + len(block)))
+            texts.extend(block)
+        else:
+            kept = [(number, text) for number, text in enumerate(block, first) if text.strip()]
+            lines.extend(number for number, _ in kept)
+            texts.extend(text for _, text in kept)
+    if lines and lines[0] == 1:
+        texts[0] = texts[0].lstrip("\ufeff")
+        if not texts[0].strip():
+            del lines[0], texts[0]
     return _built(path, "text", lines, texts, [None] * len(texts), [])
 
 

@@ -1,0 +1,67 @@
+"""The tokenizer rules search all the transcripts at once; each search finds what a line-by-line one finds.
+
+Random transcripts drawn from the characters that matter (spaces, brackets,
+control and non-ASCII characters, digits, newlines inside a transcript) are
+searched both ways; the line-by-line reference is written here, plainly.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from trainproof.checks import tokenizer as rules
+
+PLAIN = set(chr(c) for c in range(0x20, 0x7F)) - set("<>[]{}|")
+ALPHABET = [*"ab c1<>[]{}|\t\r\x00é€~9", "\ud800", " ", "  ", "x", "42", "\n"]
+
+
+def unusual_line_by_line(texts: list[str]) -> set[int]:
+    return {i for i, text in enumerate(texts) if not text or set(text) - PLAIN or "  " in text or text[0] == " " or text[-1] == " "}
+
+
+def first_lines_line_by_line(texts: list[str], pattern: re.Pattern[str]) -> dict[str, int]:
+    where: dict[str, int] = {}
+    for i, text in enumerate(texts):
+        for match in pattern.finditer(text):
+            where.setdefault(match.group(0), i)
+    return where
+
+
+class Texts:
+    """Just what the searches read of a TokenizerContext."""
+
+    def __init__(self, texts):
+        self.text = type("T", (), {"texts": texts})()
+        self.joined = rules._Joined.of(texts)
+
+
+def random_texts(rng: random.Random, newlines: bool) -> list[str]:
+    alphabet = ALPHABET if newlines else ALPHABET[:-1]
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(1, 8))]
+
+
+@pytest.mark.parametrize("newlines", [False, True], ids=["one line each", "newlines inside"])
+def test_unusual_lines_are_those_a_line_by_line_test_finds(newlines):
+    rng = random.Random(7)
+    for _ in range(3000):
+        texts = random_texts(rng, newlines)
+        assert rules._unusual_lines(texts) == unusual_line_by_line(texts), texts
+
+
+@pytest.mark.parametrize("newlines", [False, True], ids=["one line each", "newlines inside"])
+def test_each_number_is_found_at_its_first_line(newlines):
+    rng = random.Random(11)
+    for _ in range(3000):
+        texts = random_texts(rng, newlines)
+        got = rules._numbers_in(Texts(texts))
+        assert got == first_lines_line_by_line(texts, re.compile("[0-9]+")), texts
+        assert list(got) == list(first_lines_line_by_line(texts, re.compile("[0-9]+"))), "in order of first appearance"
+
+
+def test_a_clean_text_has_no_unusual_line():
+    texts = ["the quiet river", "carried a small boat 1984", "past old stone bridges."]
+    assert rules._unusual_lines(texts) == set()
+    assert rules._unusual_lines(["ok", "", " lead", "trail ", "dou  ble", "tab\there", "<s> token", "café"]) == {1, 2, 3, 4, 5, 6, 7}
