@@ -167,9 +167,9 @@ def _eval_pairs(run: Run, base: Run) -> list[tuple[str, str | None]]:
 def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequence[Rule]) -> tuple[Chart, ...]:
     """What ``compare``'s HTML report plots for a run: each metric of the run overlaid on the baseline's.
 
-    One chart per metric the run has (loss; eval loss; learning rate; gradient norm), the baseline's curve beside the
-    run's on one step axis spanning both and one value scale decided from the union of their values (the learning rate
-    always linear); the baseline's lines carry the ``baseline`` class (drawn dashed), every label says whose line it is,
+    One chart per metric the run has (loss; eval loss; each eval metric such as WER; learning rate; gradient norm), the
+    baseline's curve (of the metric of the same name) beside the run's on one step axis spanning both and one value
+    scale decided from the union of their values (the learning rate always linear); the baseline's lines carry the ``baseline`` class (drawn dashed), every label says whose line it is,
     and the run's findings are marked where their rules point. The run's step time follows as its own chart.
     """
     by_id = {rule.id: rule for rule in rules}
@@ -196,6 +196,15 @@ def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequ
                 lines.append(Line(f"baseline: {other}", theirs.steps, theirs.values, css))
         label = pairs[0][0] if len(pairs) == 1 and pairs[0][1] in (None, pairs[0][0]) else "eval loss"
         out.append(_chart("Eval loss: run against baseline", lines, _markers(findings, by_id, "eval"), span, unit, label))
+    for i, (name, series) in enumerate(run.eval_metrics.items()):
+        goal = _GOALS.get(run.metric_goals.get(name, ""), "")
+        css = f"eval eval{(len(run.eval_losses) + i) % 6}"
+        lines = [Line(f"run: {name}", series.steps, series.values, css)]
+        theirs = base.eval_metrics.get(name)
+        if theirs is not None:
+            lines.append(Line(f"baseline: {name}", theirs.steps, theirs.values, "base baseline"))
+        title = f"Eval {name}" + (f" ({goal})" if goal else "") + ": run against baseline"
+        out.append(_chart(title, lines, _markers(findings, by_id, "eval", metric=name), span, unit, name))
     for title, attr, css, label, log_y, chart_name in (
         ("Learning rate", "learning_rate", "lr", "learning rate", False, "lr"),
         ("Gradient norm", "grad_norm", "grad", "gradient norm", None, "grad"),

@@ -368,3 +368,24 @@ def test_a_training_metric_the_user_names_is_not_called_held_out():
     f = finding(subject_of(run))
     assert f.message.startswith("A metric you named got worse: accuracy was highest")
     assert "held-out" not in f.message
+
+
+def test_compare_overlays_each_eval_metric_on_the_baseline_s_with_the_run_s_findings_marked():
+    from trainproof.judge import judge_compare
+    from trainproof.render import render
+
+    run = with_metrics(flat_training(), {"eval_wer": ("min", ISSUE_WER), "eval_mos": ("max", [3.0, 3.2, 3.4, 3.5, 3.6, 3.6, 3.7])})
+    base = with_metrics(flat_training(seed=4), {"eval_wer": ("min", [30.0, 25.0, 21.0, 19.0, 18.0, 17.5, 17.0])})
+    report = judge_compare([run], base)
+    charts = {chart.title: chart for chart in next(s for s in report.subjects if s.role == "run").charts}
+    wer = charts["Eval eval_wer (lower is better): run against baseline"]
+    assert [(line.label, line.values.tolist()) for line in wer.lines] == [
+        ("run: eval_wer", ISSUE_WER),
+        ("baseline: eval_wer", [30.0, 25.0, 21.0, 19.0, 18.0, 17.5, 17.0]),
+    ]
+    assert wer.lines[1].css == "base baseline"
+    assert ("TP-EVAL-WORSE", 140) in [(m.label, m.step) for m in wer.markers]
+    mos = charts["Eval eval_mos (higher is better): run against baseline"]
+    assert [line.label for line in mos.lines] == ["run: eval_mos"]  # the baseline has no such metric: nothing to overlay
+    assert mos.markers == ()
+    assert "Eval eval_wer (lower is better): run against baseline" in render("html", report)
