@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -104,6 +103,8 @@ def _write_through(target: Path, data: bytes, fifo: bool = False) -> None:
 
 
 def _replace(target: Path, data: bytes, mode: int | None) -> None:
+    import tempfile  # imported here: only a run that writes a file pays for it (and for random, which it imports)
+
     parent = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:64]}.", suffix=".tmp", dir=parent)
     try:

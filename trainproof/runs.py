@@ -18,15 +18,13 @@ from typing import Any
 import numpy as np
 
 from trainproof import figures
-from trainproof.checks.base import CompareContext, NotApplicable, Rule, RunContext
-from trainproof.checks.compare import ratios
+from trainproof.checks.base import NotApplicable, Rule, RunContext
 from trainproof.checks.registry import RULES
-from trainproof.checks.watching import WatchContext
 from trainproof.config import Settings
 from trainproof.errors import InputError
 from trainproof.judge import Command, Input, Inputs, Outcome, Prepared, Stage, judge_one, located, nothing_ran, read_input, unreadable
 from trainproof.model import Run
-from trainproof.readers import find_log, mlflow, read_run, tensorboard
+from trainproof.readers import find_log, read_run
 from trainproof.readers.discover import Search, find_runs, path_order
 from trainproof.readers.names import DEFAULT_NAMES
 from trainproof.report import Chart, Finding, Folder, Level, Line, Marker, Subject, Table, wants_log
@@ -310,6 +308,8 @@ def _log_files(target: Path) -> list[Path]:
         return [target]
     if not found.is_dir():
         return [found]
+    from trainproof.readers import mlflow, tensorboard  # a run folder read as a whole, by one of these two readers
+
     if mlflow.is_run_directory(found):
         return sorted(p for p in (found / "metrics").rglob("*") if p.is_file())
     return tensorboard.event_files(found)
@@ -406,6 +406,8 @@ class Compare(Epoch):
         return Inputs(tuple(items), search.folder(str(source)))
 
     def stages(self, run: Run, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
+        from trainproof.checks.compare import CompareContext
+
         ctx = RunContext(run, settings.thresholds)
         base: _Baseline = prepared.shared
         if base.ctx is None:
@@ -424,6 +426,8 @@ class Compare(Epoch):
         )
 
     def present(self, run: Run, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
+        from trainproof.checks.compare import CompareContext, ratios
+
         versus = stages[1].context
         metrics: dict = {}
         if isinstance(versus, CompareContext):
@@ -470,6 +474,8 @@ class Watch(Epoch):
         return Prepared(shared=(float(options.get("idle_s", 0.0)), options.get("stall_timeout_s")))
 
     def stages(self, run: Run, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
+        from trainproof.checks.watching import WatchContext
+
         ctx = RunContext(run, settings.thresholds)
         idle, timeout = prepared.shared
         return (Stage(RULES["epoch"], ctx), Stage(RULES["watch"], WatchContext(ctx, idle, timeout)))

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from trainproof.checks.registry import LIVE_RULES, WATCH_RULES
+from trainproof.checks.registry import LIVE_RULES
+from trainproof.checks.watching import WATCH_RULES
 from trainproof.config import DEFAULT_SETTINGS, Settings
 from trainproof.errors import InputError
 from trainproof.live import LiveJudge

@@ -91,21 +91,6 @@ class RunContext:
         return finding
 
 
-@dataclass(frozen=True)
-class CompareContext:
-    run: RunContext
-    baseline: RunContext
-    baseline_fails: tuple[Finding, ...]
-    topic = "this comparison"
-
-    @property
-    def t(self) -> Thresholds:
-        return self.run.t
-
-    def locate(self, finding: Finding) -> Finding:
-        return self.run.locate(finding)
-
-
 CheckFn = Callable[..., Iterable[Hit]]
 SECTIONS = ("What it detects", "Why it matters", "Fires on", "Does not fire on", "Does not mean", "Thresholds")
 _THRESHOLD_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b")

@@ -4,8 +4,9 @@
 findings are listed; ids are unique across every command. A rule may defer to
 earlier rules of its set (``defers_to``): it is skipped on a subject where one
 of them fired, because that one explains the symptom better. A command added
-later registers its rules with :func:`register`; the run commands' rules are
-here, and importing this module imports no other command's checks.
+later registers its rules with :func:`register`. ``epoch``'s rules are here;
+every other command's are named by module, with their ids, and imported when
+first asked for, so importing this module imports no other command's checks.
 
 A retired rule moves to ``REMOVED`` with a note; a renamed one keeps its old
 id in ``ALIASES``.
@@ -35,7 +36,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 
-from trainproof.checks import compare, evals, speed, spikes, trend, values, watching
+from trainproof.checks import evals, speed, spikes, trend, values
 from trainproof.checks.base import Rule
 from trainproof.report import Level
 
@@ -62,18 +63,6 @@ EPOCH_RULES: tuple[Rule, ...] = (
     Rule("TP-STEP-TIME-CLIFF", WARN, speed.step_time_cliff, "epoch", chart="time"),
     Rule("TP-LOADER-BOUND", WARN, speed.loader_bound, "epoch", chart="time"),
 )
-
-COMPARE_RULES: tuple[Rule, ...] = (
-    Rule("TP-CMP-FLOOR", FAIL, compare.floor, "compare", chart="loss"),
-    Rule("TP-CMP-WORSE-THAN-START", FAIL, compare.worse_than_start, "compare", chart="loss"),
-    Rule("TP-CMP-LR-ZERO", FAIL, compare.lr_zero, "compare", chart="lr"),
-    Rule("TP-CMP-END", WARN, compare.end, "compare", chart="loss"),
-    Rule("TP-CMP-IMPROVEMENT", WARN, compare.improved_less, "compare", chart="loss"),
-    Rule("TP-CMP-GRAD-SCALE", WARN, compare.grad_scale, "compare", chart="grad"),
-    Rule("TP-CMP-BASELINE-UNHEALTHY", WARN, compare.baseline_unhealthy, "compare", chart="loss"),
-)
-
-WATCH_RULES: tuple[Rule, ...] = (Rule("TP-LOG-STALLED", WARN, watching.stalled, "watch"),)
 
 # Rules whose verdict holds before a run has finished, and so may judge (and
 # stop) a run that is still growing. Left out: TP-NO-LEARNING and
@@ -158,8 +147,21 @@ class _Registry(Mapping[str, tuple[Rule, ...]]):
 
 RULES = _Registry()
 RULES.register("epoch", EPOCH_RULES)
-RULES.register("compare", COMPARE_RULES)
-RULES.register("watch", WATCH_RULES)
+# compare's and watch's rules are imported only when those commands judge: an `epoch` in a pre-commit hook loads neither.
+RULES.register(
+    "compare",
+    "trainproof.checks.compare:COMPARE_RULES",
+    ids=(
+        "TP-CMP-FLOOR",
+        "TP-CMP-WORSE-THAN-START",
+        "TP-CMP-LR-ZERO",
+        "TP-CMP-END",
+        "TP-CMP-IMPROVEMENT",
+        "TP-CMP-GRAD-SCALE",
+        "TP-CMP-BASELINE-UNHEALTHY",
+    ),
+)
+RULES.register("watch", "trainproof.checks.watching:WATCH_RULES", ids=("TP-LOG-STALLED",))
 # The data command's checks import pandas and its data model: registered by name, imported only when judged.
 RULES.register(
     "data",

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from trainproof import figures
-from trainproof.checks.base import Hit, NotApplicable, RunContext
-from trainproof.report import Finding
+from trainproof.checks.base import Hit, NotApplicable, Rule, RunContext
+from trainproof.report import Finding, Level
 from trainproof.thresholds import Thresholds
 
 
@@ -56,3 +56,7 @@ def stalled(ctx: WatchContext) -> Iterator[Hit]:
         evidence=f"no new bytes for {ctx.idle_s:.0f} s (--stall-timeout {ctx.stall_timeout_s:g} s)",
         values={"idle_s": round(ctx.idle_s, 1), "stall_timeout_s": ctx.stall_timeout_s},
     )
+
+
+WATCH_RULES: tuple[Rule, ...] = (Rule("TP-LOG-STALLED", Level.WARN, stalled, "watch"),)
+"""watch's own rules; :mod:`trainproof.checks.registry` names them, imported when watch judges."""

@@ -3,34 +3,53 @@
 ``READERS`` is the whole registry: a new log format is one module with
 ``name``, ``description``, ``line_parser``, ``sniff(path, head)`` and
 ``read(path) -> Run`` (the :class:`~trainproof.readers.base.Reader`
-protocol), added here. Detection looks at content first (the first 256 KiB), the file
-name second. Only regular files and directories are read: a FIFO, a device or
-a socket is refused before it is opened (opening a FIFO with no writer blocks
-forever, and ``/dev/zero`` never ends).
+protocol), named here. A reader's module is imported when it is first asked
+for, so judging an HF log imports no TensorBoard, MLflow or CSV reader.
+Detection looks at content first (the first 256 KiB), the file name second.
+Only regular files and directories are read: a FIFO, a device or a socket is
+refused before it is opened (opening a FIFO with no writer blocks forever, and
+``/dev/zero`` never ends).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import cast
 
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers import coqui, csv, hf, jsonl, mlflow, tensorboard
 from trainproof.readers.base import Reader
 from trainproof.readers.names import DEFAULT_NAMES, Names
 
-READERS: Mapping[str, Reader] = {
-    "hf": hf,
-    "coqui": coqui,
-    "jsonl": jsonl,
-    "csv": csv,
-    "tensorboard": tensorboard,
-    "mlflow": mlflow,
-}
+
+class _Readers(Mapping[str, Reader]):
+    """Format name -> its reader, the module ``trainproof.readers.<name>``, imported on first use."""
+
+    def __init__(self, *names: str) -> None:
+        self._names = names
+
+    def __getitem__(self, name: str) -> Reader:
+        if name not in self._names:
+            raise KeyError(name)
+        return cast(Reader, importlib.import_module(f"{__name__}.{name}"))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+READERS: Mapping[str, Reader] = _Readers("hf", "coqui", "jsonl", "csv", "tensorboard", "mlflow")
+"""The readers in the order their sniffs are tried."""
 
 SNIFF_BYTES = 256 * 1024
 
@@ -46,6 +65,8 @@ KNOWN_NAMES: tuple[tuple[str, str], ...] = (
 _BY_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv"}
 LOG_SUFFIXES = tuple(_BY_SUFFIX)
 """The suffixes of a log file read by its content alone (``*.jsonl``, ``*.csv``...)."""
+EVENT_FILE_PREFIX = "events.out.tfevents."
+"""How every TensorBoard event file's name starts."""
 LFS_POINTER = "version https://git-lfs.github.com/spec/v1"
 """How a Git LFS pointer, left in place of a log not fetched, starts."""
 _LFS = re.compile("^" + re.escape(LFS_POINTER) + r"\s+oid sha256:([0-9a-f]{64})\s+size (\d{1,19})(?!\d)", re.S)
@@ -71,7 +92,7 @@ def find_log(directory: Path, fmt: str | None = None) -> Path:
     candidates = _candidates(directory)
     if len(candidates) == 1:
         return candidates[0]
-    if mlflow.is_run_directory(directory) or tensorboard.event_files(directory):
+    if _is_mlflow_run(directory) or _event_files(directory):
         return directory  # an MLflow or TensorBoard run directory is read as a whole
     looked = ", ".join(name for name, _ in KNOWN_NAMES)
     if len(candidates) > 1:
@@ -95,6 +116,24 @@ def _latest_checkpoint(directory: Path) -> Path | None:
     return checkpoints[-1] if checkpoints else None
 
 
+def _is_mlflow_run(directory: Path) -> bool:
+    from trainproof.readers import mlflow
+
+    return mlflow.is_run_directory(directory)
+
+
+def _event_files(path: Path) -> list[Path]:
+    from trainproof.readers import tensorboard
+
+    return tensorboard.event_files(path)
+
+
+def _is_event_file(path: Path, head_bytes: bytes) -> bool:
+    from trainproof.readers import tensorboard
+
+    return tensorboard.sniff_binary(path, head_bytes)
+
+
 def _candidates(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.suffix in _BY_SUFFIX and p.is_file())
 
@@ -102,9 +141,9 @@ def _candidates(directory: Path) -> list[Path]:
 def _find_format(directory: Path, fmt: str) -> Path | None:
     """A run directory's log of one format, or None when it has none."""
     if fmt == "mlflow":
-        return directory if mlflow.is_run_directory(directory) else None
+        return directory if _is_mlflow_run(directory) else None
     if fmt == "tensorboard":
-        return directory if tensorboard.event_files(directory) else None
+        return directory if _event_files(directory) else None
     for filename, known in KNOWN_NAMES:
         if known == fmt and (directory / filename).is_file():
             return directory / filename
@@ -144,7 +183,7 @@ def _check_forced(path: Path, fmt: str, head: str, head_bytes: bytes) -> None:
     """
     if READERS[fmt].sniff(path, head):
         return
-    if fmt != "tensorboard" and tensorboard.sniff_binary(path, head_bytes):
+    if fmt != "tensorboard" and _is_event_file(path, head_bytes):
         raise _mismatch(path, fmt, "tensorboard")
     looks = next((other for other, reader in READERS.items() if other != fmt and reader.sniff(path, head)), None)
     if looks is not None:
@@ -179,7 +218,7 @@ def _read(path: Path, fmt: str | None, info: os.stat_result, names: Names) -> Ru
     if stat.S_ISDIR(info.st_mode):
         path = find_log(path, fmt)
         if path.is_dir():
-            found = "mlflow" if mlflow.is_run_directory(path) else "tensorboard"
+            found = "mlflow" if _is_mlflow_run(path) else "tensorboard"
             if fmt is not None and fmt != found and _find_format(path, fmt) is None:
                 raise _mismatch(path, fmt, found)
             return READERS[fmt or found].read(path, names=names)
@@ -204,7 +243,7 @@ def _read(path: Path, fmt: str | None, info: os.stat_result, names: Names) -> Ru
     if fmt is not None:
         _check_forced(path, fmt, head, head_bytes)
     if b"\x00" in head_bytes[:4096]:
-        if fmt is None and tensorboard.sniff_binary(path, head_bytes):
+        if fmt is None and _is_event_file(path, head_bytes):
             fmt = "tensorboard"
         elif fmt is None:
             raise InputError(path, "is a binary file, not a training log format trainproof knows")

@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainproof.errors import InputError
-from trainproof.readers import KNOWN_NAMES, LFS_POINTER, LOG_SUFFIXES, is_checkpoint_name, sniffed
+from trainproof.readers import EVENT_FILE_PREFIX, KNOWN_NAMES, LFS_POINTER, LOG_SUFFIXES, is_checkpoint_name, sniffed
 from trainproof.readers.names import _VALIDATION_FOLDER
-from trainproof.readers.tensorboard import PREFIX as _EVENTS
 from trainproof.report import Folder
 
 MAX_DEPTH = 6
@@ -141,7 +140,7 @@ def _skipped(folder: Path) -> bool:
 def _is_run_folder(folder: Path, entries: list[tuple[str, bool]]) -> bool:
     """Does ``folder`` hold one run's log, read with the folder as a whole?"""
     for name, is_dir in entries:
-        if not is_dir and (name in _NAMES or name.startswith(_EVENTS)) and (folder / name).is_file():
+        if not is_dir and (name in _NAMES or name.startswith(EVENT_FILE_PREFIX)) and (folder / name).is_file():
             return True
         if is_dir and is_checkpoint_name(name) and (folder / name / "trainer_state.json").is_file():
             return True
@@ -155,7 +154,7 @@ def _is_run_folder(folder: Path, entries: list[tuple[str, bool]]) -> bool:
 def _holds_events(folder: Path) -> bool:
     try:
         with os.scandir(folder) as scan:
-            return any(entry.name.startswith(_EVENTS) and entry.is_file() for entry in scan)
+            return any(entry.name.startswith(EVENT_FILE_PREFIX) and entry.is_file() for entry in scan)
     except OSError:
         return False
 

@@ -45,7 +45,7 @@ import numpy as np
 
 from trainproof.errors import InputError
 from trainproof.model import Run, Series
-from trainproof.readers import tfrecord
+from trainproof.readers import EVENT_FILE_PREFIX, tfrecord
 from trainproof.readers.base import metric_fields
 from trainproof.readers.columns import METRICS
 from trainproof.readers.names import DEFAULT_NAMES, Names, eval_set, in_validation_folder, normal
@@ -57,9 +57,7 @@ description = "TensorBoard event files (events.out.tfevents.*), or a run directo
 line_parser = None  # event files are binary records, read whole
 
 _MAGIC = b"brain.Event"
-PREFIX = "events.out.tfevents."
-"""How every event file's name starts."""
-_PATTERN = PREFIX + "*"
+_PATTERN = EVENT_FILE_PREFIX + "*"
 _RUNTIME = "train/train_runtime"
 """HF's total training time, logged once at the end: the run's runtime, not a series."""
 _SHOWN_TAGS = 12
