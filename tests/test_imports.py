@@ -76,3 +76,46 @@ def test_epoch_loads_no_numpy_masked_arrays(tmp_path):
     for extra in ([], ["--json"], ["--markdown", str(tmp_path / "r.md")]):
         result = subprocess.run([sys.executable, "-c", probe, "epoch", str(path), *extra], capture_output=True, text=True, cwd=REPO)
         assert result.stderr.strip().splitlines()[-1] == "False", extra
+
+
+def _readers_checks_and_tempfile_loaded_by(*argv):
+    probe = (
+        "import json, sys; from trainproof.cli import main; main(sys.argv[1:]); sys.stdout.flush(); "
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('trainproof.readers.', 'trainproof.checks.')) or m == 'tempfile')), file=sys.stderr)"
+    )
+    result = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, cwd=REPO)
+    return json.loads(result.stderr.strip().splitlines()[-1])
+
+
+def test_epoch_on_an_hf_log_imports_only_its_reader_and_rules(tmp_path):
+    """Each reader, compare's and watch's rules, and tempfile are imported on first use: an HF log's `epoch` (a pre-commit
+    hook's whole run, bench_startup.py) loads no other format's reader, no rule it does not apply, and writes no file."""
+    path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([2.0 * 0.97**i for i in range(60)]))
+    loaded = _readers_checks_and_tempfile_loaded_by("epoch", str(path))
+    assert "trainproof.readers.hf" in loaded, "the probe sees the reader the log needs"
+    others = {f"trainproof.readers.{name}" for name in ("coqui", "csv", "jsonl", "mlflow", "tensorboard", "tfrecord")}
+    assert not others.intersection(loaded)
+    assert "trainproof.checks.compare" not in loaded
+    assert "trainproof.checks.watching" not in loaded
+    assert "tempfile" not in loaded
+    assert "tempfile" in _readers_checks_and_tempfile_loaded_by("epoch", str(path), "--json-file", str(tmp_path / "r.json")), "a file written loads it"
+
+
+def test_a_reader_is_imported_when_its_format_is_read_or_named(tmp_path):
+    """The other side of lazy readers: the one a log's content picks, or the one ``--format`` names, is there."""
+    (tmp_path / "log.jsonl").write_text("".join(json.dumps({"step": 10 * i, "loss": 2.0 * 0.97**i}) + "\n" for i in range(1, 30)))
+    loaded = _readers_checks_and_tempfile_loaded_by("epoch", str(tmp_path / "log.jsonl"))
+    assert "trainproof.readers.jsonl" in loaded
+    assert "trainproof.readers.tensorboard" not in loaded
+    assert "trainproof.readers.tensorboard" in _readers_checks_and_tempfile_loaded_by("epoch", str(tmp_path / "log.jsonl"), "--format", "tensorboard")
+
+
+def test_the_cli_imports_numpy_before_the_modules_that_use_it():
+    """numpy imported deep in the import chain costs CPython 3.11 about 900 frame-stack munmap calls (15 ms of a small
+    log's epoch); trainproof.cli imports it first, at the top of the stack (see its comment)."""
+    probe = (
+        "import sys; from trainproof.cli import main; main(['rules']); order = list(sys.modules); "
+        "print([m for m in order[: order.index('numpy')] if m.startswith('trainproof.') and m != 'trainproof.cli'])"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
+    assert result.stdout.strip().splitlines()[-1] == "[]"
