@@ -120,13 +120,14 @@ def loads(audio: str, row: Sequence[object]) -> ClipRecord:
             values[j - 1] = sys.intern(values[j - 1])
     extra = row[-1]
     if extra is None:
-        return ClipRecord(audio, *values)
-    if not isinstance(extra, str):
+        decoded: dict = {}
+    elif not isinstance(extra, str):
         raise ValueError("a cached record with values of the wrong type")
-    decoded = json.loads(extra)
-    if not isinstance(decoded, dict):
-        raise ValueError("a cached record whose extra is not an object")
-    return ClipRecord(audio, *values, extra=decoded)
+    else:
+        decoded = json.loads(extra)
+        if not isinstance(decoded, dict):
+            raise ValueError("a cached record whose extra is not an object")
+    return ClipRecord.of_values({"audio": audio, **dict(zip(_COLUMNS, values)), "extra": decoded})
 
 
 class Cache:

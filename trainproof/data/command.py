@@ -164,9 +164,12 @@ class Data(Command):
 
     def stages(self, dataset: Dataset, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
         from trainproof.checks.data import DataContext
+        from trainproof.data.engine import collector_paused
 
         options = prepared.shared or {}
         ctx = DataContext(dataset.manifest, dataset.records, settings.thresholds, options.get("sample_rate"), options.get("channels"))
+        with collector_paused():  # the corpus table: a tuple per column of every clip's values, no cycles among them
+            ctx.table  # noqa: B018 -- built now, for the rules that read it
         return (Stage(RULES["data"], ctx),)
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:

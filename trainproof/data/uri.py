@@ -30,6 +30,8 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 def is_uri(path: str) -> bool:
     """Whether ``path`` is ``scheme://...`` (a Windows ``C:\\`` path is not: a scheme has two letters or more)."""
+    if "://" not in path:  # a plain path, told apart in C before the pattern is tried (twice a clip per run)
+        return False
     match = _SCHEME.match(path)
     return match is not None and match.end() > 4
 
