@@ -5,7 +5,7 @@ Readers build these; checks and renderers only read them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,6 +86,53 @@ class StepLines(Mapping[int, int]):
         return dict(zip(self.steps.tolist(), self.lines.tolist()))
 
 
+class DeferredStepLines(Mapping[int, int]):
+    """:class:`StepLines` worked out when asked for: a log's line of each step is evidence for findings only, and
+    indexing a trainer_state.json of a million entries costs a quarter of judging it. ``find(step)`` looks up one
+    step's line (a search of the text), for the first FINDS_BEFORE_INDEX steps asked about; ``index()`` makes the
+    whole StepLines, once, after that or for anything else (iterating, comparing)."""
+
+    FINDS_BEFORE_INDEX = 4
+
+    def __init__(self, index: Callable[[], StepLines], find: Callable[[int], int | None] | None = None) -> None:
+        self._index: Callable[[], StepLines] | None = index
+        self._find = find
+        self._finds = 0
+        self._lines: StepLines | None = None
+
+    @property
+    def lines(self) -> StepLines:
+        if self._lines is None:
+            assert self._index is not None
+            self._lines = self._index()
+            self._index = self._find = None  # their inputs (the log's bytes) freed with them
+        return self._lines
+
+    def get(self, step: int, default: int | None = None) -> int | None:  # type: ignore[override]
+        if self._lines is None and self._find is not None and self._finds < self.FINDS_BEFORE_INDEX:
+            self._finds += 1
+            found = self._find(int(step))
+            return default if found is None else found
+        return self.lines.get(step, default)
+
+    def __getitem__(self, step: int) -> int:
+        found = self.get(step)
+        if found is None:
+            raise KeyError(step)
+        return found
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.lines)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def __eq__(self, other: object) -> bool:
+        return self.lines == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     """A checkpoint the trainer says it wrote. ``best`` marks a best-model record."""
@@ -127,7 +174,7 @@ class Run:
     step_unit: str = "step"
     loss_name: str = "loss"
     notes: tuple[str, ...] = ()
-    step_lines: StepLines | Mapping[int, int] = field(default_factory=dict)
+    step_lines: StepLines | DeferredStepLines | Mapping[int, int] = field(default_factory=dict)
 
     def line_of(self, step: int) -> int | None:
         """The 1-based line of the log where the record of ``step`` starts, when the reader knows it."""

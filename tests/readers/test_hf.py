@@ -59,3 +59,46 @@ def test_broken_json_names_line_and_column(tmp_path):
     path.write_text('{"log_history": [\n {"loss": 1.0, "step": 5},\n {"loss": , "step": 10}\n ]}')
     with pytest.raises(InputError, match="line 3"):
         read_run(path)
+
+
+def test_the_line_of_each_step_is_indexed_only_when_many_findings_ask(tmp_path, monkeypatch):
+    """Indexing a trainer_state.json's lines is a quarter of judging a million entries on the column path: a run
+    without findings never does it, a finding's line is one search of the text, the same line the text path gives."""
+    from trainproof.judge import judge_run
+    from trainproof.readers import hf
+
+    calls = []
+    index = hf._index_step_lines
+    monkeypatch.setattr(hf, "_index_step_lines", lambda data: calls.append(1) or index(data))
+    healthy = write_hf_state(tmp_path / "healthy.json", hf_entries([2.0 * 0.97**i for i in range(60)]))
+    assert judge_run(hf.read(healthy, columnar=True)).findings == ()
+    broken = hf_entries([2.0 * 0.97**i for i in range(60)])
+    broken[40]["loss"] = math.nan
+    path = write_hf_state(tmp_path / "broken.json", broken)
+    finding = next(f for f in judge_run(hf.read(path, columnar=True)).findings if f.rule_id == "TP-LOSS-NONFINITE")
+    assert calls == []
+    assert finding.line == hf.read(path, columnar=False).line_of(broken[40]["step"])
+    assert f'"step": {broken[40]["step"]}' in path.read_text().splitlines()[finding.line - 1]
+    run = hf.read(path, columnar=True)
+    text_path = hf.read(path, columnar=False)
+    for step in [5, 10, 15, 20, 25, 30]:  # past FINDS_BEFORE_INDEX lookups, the whole index is made, once
+        assert run.line_of(step) == text_path.line_of(step)
+    assert calls == [1]
+
+
+STEP_TEXTS = {
+    "indented": '{"log_history": [\n  {"loss": 1.0, "step": 5},\n  {"eval_loss": 2.0, "step": 5},\n  {"loss": 0.5, "step": 10}\n]}',
+    "packed and tabbed": '{"log_history": [{"loss": 1.0, "step":5},\n{"loss": 1.0,\t"step"\t:\t10},\n{"step": 100, "loss": 2}]}',
+    "prefixes and floats": '{"log_history": [\n{"step": 100, "loss": 1},\n{"step": 10.0, "loss": 1},\n{"step": 1, "loss": 1},\n{"step": 10, "loss": 1}]}',
+    "a step inside a string": '{"note": "\\"step\\": 7 is fine",\n "log_history": [\n{"step": 7, "loss": 1}]}',
+}
+
+
+@pytest.mark.parametrize("name", list(STEP_TEXTS))
+def test_one_step_s_search_finds_the_line_the_whole_index_gives(name):
+    from trainproof.readers import hf
+
+    data = STEP_TEXTS[name].encode()
+    index = hf._index_step_lines(data)
+    for step in [*index, 0, 2, 3, 11, 99, 1000, -5, 10**19]:
+        assert hf._find_step_line(data, step) == index.get(step), step

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 import numpy as np
 
 from trainproof.errors import InputError
-from trainproof.model import Checkpoint, Run, Series, StepLines
+from trainproof.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
 from trainproof.readers.names import unjudged_note
 
 if TYPE_CHECKING:
@@ -236,7 +236,7 @@ class RunBuilder:
         self.checkpoints: list[Checkpoint] = []
         self.notes: list[str] = []
         self.lines: dict[int, int] = {}
-        self.step_lines: StepLines | None = None
+        self.step_lines: StepLines | DeferredStepLines | None = None
         """The lines of a columnar read, set whole (``lines`` is the record-at-a-time path's)."""
         self._frozen: dict[str, Series] = {}
         self.runtime_s: float | None = None

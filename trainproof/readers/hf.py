@@ -15,6 +15,7 @@ Python work per value.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -26,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from trainproof.errors import InputError
-from trainproof.model import Checkpoint, Run, Series, StepLines
+from trainproof.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
 from trainproof.readers.base import RunBuilder, load_json, parse_number, parse_step, read_document, read_document_bytes
 from trainproof.readers.names import DEFAULT_NAMES, Names
 from trainproof.readers.table import SPECIAL_FLOATS, as_columns, first_lines, last_of_each, moved
@@ -213,15 +214,29 @@ def _read_columns(path: Path, names: Names) -> Run | None:
     return _finish(path, builder, state, evals)
 
 
-def _step_lines(data: bytes) -> StepLines | None:
-    """The first line of each ``"step": N`` of the text, as parse_state marks them; None when a line could end at
-    another byte than a newline, which str.splitlines would count.
+def _step_lines(data: bytes) -> DeferredStepLines | None:
+    """The first line of each ``"step": N`` of the text, as parse_state marks them, indexed when first asked for (see
+    :class:`DeferredStepLines`); None when a line could end at another byte than a newline, which str.splitlines would
+    count.
 
     In JSON that orjson has parsed, raw control characters appear nowhere but as whitespace, so the only such bytes
     can be a carriage return, or U+0085, U+2028 or U+2029 inside a string (never in ASCII text).
     """
     if b"\r" in data or (not data.isascii() and _OTHER_LINE_BREAKS.search(data)):
         return None
+    return DeferredStepLines(functools.partial(_index_step_lines, data), functools.partial(_find_step_line, data))
+
+
+def _find_step_line(data: bytes, step: int) -> int | None:
+    """The line :func:`_index_step_lines` gives ``step``, by one search of the text (its first ``"step": N``)."""
+    digits = str(step)
+    if step < 0 or len(digits) > 18:
+        return None
+    found = re.search(rb'"step"[ \t]*:[ \t]*' + digits.encode() + rb"(?![0-9])", data)
+    return None if found is None else data.count(b"\n", 0, found.start()) + 1
+
+
+def _index_step_lines(data: bytes) -> StepLines:
     starts = list(map(re.Match.start, _STEP_BYTES.finditer(data)))
     digits = _STEP_BYTES.findall(data)
     if not digits:
