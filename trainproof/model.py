@@ -48,12 +48,8 @@ class Series:
         return cls(steps, values, dict(raw or {}))
 
 
-@dataclass(frozen=True, eq=False)
-class StepLines(Mapping[int, int]):
-    """The log line where each step's record starts, as two sorted arrays (a dict of ten million steps would take a GiB)."""
-
-    steps: np.ndarray
-    lines: np.ndarray
+class _LinesByStep(Mapping[int, int]):
+    """A mapping of step to line whose ``get`` does the work (a KeyError is a step it has no line for)."""
 
     def __getitem__(self, step: int) -> int:
         found = self.get(step)
@@ -61,13 +57,21 @@ class StepLines(Mapping[int, int]):
             raise KeyError(step)
         return found
 
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, eq=False)
+class StepLines(_LinesByStep):
+    """The log line where each step's record starts, as two sorted arrays (a dict of ten million steps would take a GiB)."""
+
+    steps: np.ndarray
+    lines: np.ndarray
+
     def __iter__(self) -> Iterator[int]:
         return iter(self.steps.tolist())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Mapping) and self.as_dict() == dict(other.items())
-
-    __hash__ = None  # type: ignore[assignment]
 
     @classmethod
     def from_dict(cls, lines: Mapping[int, int]) -> StepLines:
@@ -86,7 +90,7 @@ class StepLines(Mapping[int, int]):
         return dict(zip(self.steps.tolist(), self.lines.tolist()))
 
 
-class DeferredStepLines(Mapping[int, int]):
+class DeferredStepLines(_LinesByStep):
     """:class:`StepLines` worked out when asked for: a log's line of each step is evidence for findings only, and
     indexing a trainer_state.json of a million entries costs a quarter of judging it. ``find(step)`` looks up one
     step's line (a search of the text), for the first FINDS_BEFORE_INDEX steps asked about; ``index()`` makes the
@@ -115,12 +119,6 @@ class DeferredStepLines(Mapping[int, int]):
             return default if found is None else found
         return self.lines.get(step, default)
 
-    def __getitem__(self, step: int) -> int:
-        found = self.get(step)
-        if found is None:
-            raise KeyError(step)
-        return found
-
     def __iter__(self) -> Iterator[int]:
         return iter(self.lines)
 
@@ -129,8 +127,6 @@ class DeferredStepLines(Mapping[int, int]):
 
     def __eq__(self, other: object) -> bool:
         return self.lines == other
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
