@@ -391,34 +391,31 @@ def _seconds(values: np.ndarray) -> np.ndarray:
 
 def last_of_each(steps: np.ndarray) -> np.ndarray | None:
     """Positions keeping the last value of each step, steps ascending; None when the steps already rise strictly."""
-    if steps.size < 2:
-        return None
-    rise = np.diff(steps)
-    if bool(np.all(rise > 0)):
-        return None
-    if bool(np.all(rise >= 0)):  # repeats but no step back (an eval record beside the training one): no sort
-        return np.flatnonzero(np.append(rise != 0, True))
-    order = np.argsort(steps, kind="stable")
-    ordered = steps[order]
-    return order[np.append(ordered[1:] != ordered[:-1], True)]
+    return _one_of_each(steps, last=True)
 
 
 def first_lines(parts: list[tuple[np.ndarray, np.ndarray]]) -> StepLines:
     """The first line of each step, from (steps, lines) blocks in file order."""
     steps = np.concatenate([s for s, _ in parts]) if len(parts) != 1 else parts[0][0]
     lines = np.concatenate([found for _, found in parts]) if len(parts) != 1 else parts[0][1]
-    if steps.size > 1:
-        rise = np.diff(steps)
-        if bool(np.all(rise > 0)):
-            return StepLines(steps, lines)
-        if bool(np.all(rise >= 0)):
-            keep = np.flatnonzero(np.insert(rise != 0, 0, True))
-        else:
-            order = np.argsort(steps, kind="stable")
-            ordered = steps[order]
-            keep = order[np.insert(ordered[1:] != ordered[:-1], 0, True)]
-        steps, lines = steps[keep], lines[keep]
-    return StepLines(steps, lines)
+    keep = _one_of_each(steps, last=False)
+    return StepLines(steps, lines) if keep is None else StepLines(steps[keep], lines[keep])
+
+
+def _one_of_each(steps: np.ndarray, last: bool) -> np.ndarray | None:
+    """Positions keeping one entry of each step (its last, or its first, in the order given), steps ascending; None
+    when the steps already rise strictly. Repeats without a step back (an eval record beside the training one) need
+    no sort."""
+    if steps.size < 2:
+        return None
+    rise = np.diff(steps)
+    if bool(np.all(rise > 0)):
+        return None
+    order = None if bool(np.all(rise >= 0)) else np.argsort(steps, kind="stable")
+    ordered = steps if order is None else steps[order]
+    changes = ordered[1:] != ordered[:-1]
+    kept = np.append(changes, True) if last else np.insert(changes, 0, True)
+    return np.flatnonzero(kept) if order is None else order[kept]
 
 
 def column_of_frame(series: object) -> Column | None:
