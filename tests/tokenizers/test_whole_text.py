@@ -48,7 +48,7 @@ def test_unusual_lines_are_those_a_line_by_line_test_finds(newlines):
     rng = random.Random(7)
     for _ in range(3000):
         texts = random_texts(rng, newlines)
-        assert rules._unusual_lines(texts) == unusual_line_by_line(texts), texts
+        assert rules._unusual_lines(texts, rules._Joined.of(texts)) == unusual_line_by_line(texts), texts
 
 
 @pytest.mark.parametrize("newlines", [False, True], ids=["one line each", "newlines inside"])
@@ -63,5 +63,6 @@ def test_each_number_is_found_at_its_first_line(newlines):
 
 def test_a_clean_text_has_no_unusual_line():
     texts = ["the quiet river", "carried a small boat 1984", "past old stone bridges."]
-    assert rules._unusual_lines(texts) == set()
-    assert rules._unusual_lines(["ok", "", " lead", "trail ", "dou  ble", "tab\there", "<s> token", "café"]) == {1, 2, 3, 4, 5, 6, 7}
+    assert rules._unusual_lines(texts, rules._Joined.of(texts)) == set()
+    faults = ["ok", "", " lead", "trail ", "dou  ble", "tab\there", "<s> token", "café"]
+    assert rules._unusual_lines(faults, rules._Joined.of(faults)) == {1, 2, 3, 4, 5, 6, 7}

@@ -251,23 +251,23 @@ _PLAIN_BYTES = bytes(c for c in range(0x20, 0x7F) if chr(c) not in "<>[]{}|")
 line is made of these alone."""
 
 
-def _unusual_lines(texts: Sequence[str], joined: _Joined | None = None) -> set[int]:
+def _unusual_lines(texts: Sequence[str], joined: _Joined | None) -> set[int]:
     """The transcripts that are not plain printable ASCII with single spaces, or are empty (no word, where counting
-    spaces would say one). Searched for in the bytes of all the text at once (:class:`_Joined`), a few array
-    operations whatever the lines hold; line by line when a transcript holds a newline."""
-    joined = joined or _Joined.of(texts)
-    if joined is None:
+    spaces would say one). In ASCII text, searched for in the bytes of all of it at once (``joined``:
+    :class:`_Joined`), a few passes over them; line by line where a line's first non-ASCII character settles it at
+    once, or where a transcript holds a newline (``joined`` is None)."""
+    if joined is None or not joined.data.isascii():
         return {i for i, text in enumerate(texts) if _unusual(text)}
     data, starts, ends = joined.array, joined.starts, joined.ends
     filled = ends > starts
     unusual = ~filled
     unusual[filled] = (data[starts[filled]] == _SPACE) | (data[ends[filled] - 1] == _SPACE)  # a space at its start or end
     space = data == _SPACE
-    marks = [np.flatnonzero(space[1:] & space[:-1])]  # a double space
+    double = np.zeros(data.size, dtype=bool)
+    np.logical_and(space[:-1], space[1:], out=double[:-1])
+    unusual |= joined.lines_with(double)
     if joined.data.translate(None, _PLAIN_BYTES + b"\n"):  # a character that is not plain (one C call says whether)
-        marks.append(np.flatnonzero(np.frombuffer(joined.data.translate(_NOT_PLAIN_FLAGS), dtype=np.bool_)))
-    for at in marks:
-        unusual[joined.lines_at(at)] = True
+        unusual |= joined.lines_with(np.frombuffer(joined.data.translate(_NOT_PLAIN_FLAGS), dtype=np.bool_))
     return set(np.flatnonzero(unusual).tolist())
 
 
@@ -305,9 +305,14 @@ class _Joined:
             return None
         return cls(data, array, np.concatenate(([0], newlines + 1)), np.concatenate((newlines, [array.size])))
 
-    def lines_at(self, positions: np.ndarray) -> np.ndarray:
-        """The index of the transcript holding each byte position."""
-        return np.searchsorted(self.starts, positions, side="right") - 1
+    def lines_with(self, flags: np.ndarray) -> np.ndarray:
+        """Per transcript, whether any of its bytes is flagged (``flags``: one per byte of :attr:`data`, False at the
+        newlines between transcripts); one pass, whatever share of the bytes is flagged."""
+        found = np.zeros(self.starts.size, dtype=bool)
+        filled = self.ends > self.starts
+        if filled.any():  # each filled transcript's segment runs to the next one's start: newlines and empty ones add nothing
+            found[filled] = np.logical_or.reduceat(flags, self.starts[filled])
+        return found
 
 
 def round_trip(ctx: TokenizerContext) -> Iterator[Hit]:
@@ -472,8 +477,7 @@ def _numbers_in(ctx: TokenizerContext) -> dict[str, int]:
     if joined is None:
         lines: Iterable[int] = range(len(texts))
     else:
-        found = np.flatnonzero(np.frombuffer(joined.data.translate(_DIGIT_FLAGS), dtype=np.bool_))
-        lines = sorted(set(joined.lines_at(found).tolist()))
+        lines = np.flatnonzero(joined.lines_with(np.frombuffer(joined.data.translate(_DIGIT_FLAGS), dtype=np.bool_))).tolist()
     where: dict[str, int] = {}
     for i in lines:
         for match in _DIGITS.finditer(texts[i]):
