@@ -94,7 +94,10 @@ class DeferredStepLines(_LinesByStep):
     """:class:`StepLines` worked out when asked for: a log's line of each step is evidence for findings only, and
     indexing a trainer_state.json of a million entries costs a quarter of judging it. ``find(step)`` looks up one
     step's line (a search of the text), for the first FINDS_BEFORE_INDEX steps asked about; ``index()`` makes the
-    whole StepLines, once, after that or for anything else (iterating, comparing)."""
+    whole StepLines, once, after that or for anything else (iterating, comparing).
+
+    The one piece of a :class:`Run` that changes after it is built: what it answers never does, only how it finds it.
+    """
 
     FINDS_BEFORE_INDEX = 4
 
@@ -114,10 +117,15 @@ class DeferredStepLines(_LinesByStep):
 
     def get(self, step: int, default: int | None = None) -> int | None:  # type: ignore[override]
         if self._lines is None and self._find is not None and self._finds < self.FINDS_BEFORE_INDEX:
+            if step != int(step):  # no line is a fractional step's, as in the index
+                return default
             self._finds += 1
             found = self._find(int(step))
             return default if found is None else found
         return self.lines.get(step, default)
+
+    def __repr__(self) -> str:
+        return f"DeferredStepLines({self._lines!r})" if self._lines is not None else "DeferredStepLines(not indexed yet)"
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.lines)

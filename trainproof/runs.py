@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from trainproof.checks.registry import RULES
 from trainproof.config import Settings
 from trainproof.errors import InputError
 from trainproof.judge import Command, Input, Inputs, Outcome, Prepared, Stage, judge_one, located, nothing_ran, read_input, unreadable
-from trainproof.model import Run
+from trainproof.model import Run, Series
 from trainproof.readers import find_log, read_run
 from trainproof.readers.discover import Search, find_runs, path_order
 from trainproof.readers.names import DEFAULT_NAMES
@@ -122,10 +123,9 @@ def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thre
     if separate:
         label = separate[0].label if len(separate) == 1 else "eval loss"
         out.append(_chart("Eval loss", separate, _markers(findings, by_id, "eval"), span, unit, label))
-    for i, (name, series) in enumerate(run.eval_metrics.items()):
-        goal = _GOALS.get(run.metric_goals.get(name, ""), "")
-        line = Line(name, series.steps, series.values, f"eval eval{(len(run.eval_losses) + i) % 6}")
-        out.append(_chart(f"Eval {name}" + (f" ({goal})" if goal else ""), [line], _markers(findings, by_id, "eval", metric=name), span, unit, name))
+    for name, series, title, css in _metric_charts(run):
+        line = Line(name, series.steps, series.values, css)
+        out.append(_chart(title, [line], _markers(findings, by_id, "eval", metric=name), span, unit, name))
     if run.learning_rate is not None:
         lr = run.learning_rate
         out.append(_chart("Learning rate", [Line("learning rate", lr.steps, lr.values, "lr")], _markers(findings, by_id, "lr"), span, unit, "learning rate", log_y=False))
@@ -134,6 +134,14 @@ def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thre
         out.append(_chart("Gradient norm", [Line("gradient norm", grad.steps, grad.values, "grad")], _markers(findings, by_id, "grad"), span, unit, "gradient norm"))
     out.extend(_timing_chart(run, findings, by_id, span, unit))
     return tuple(out)
+
+
+def _metric_charts(run: Run) -> Iterator[tuple[str, Series, str, str]]:
+    """Each eval metric of the run with its chart's title (its goal said) and its line's CSS class (the colours after
+    the eval losses')."""
+    for i, (name, series) in enumerate(run.eval_metrics.items()):
+        goal = _GOALS.get(run.metric_goals.get(name, ""), "")
+        yield name, series, f"Eval {name}" + (f" ({goal})" if goal else ""), f"eval eval{(len(run.eval_losses) + i) % 6}"
 
 
 def _timing_chart(run: Run, findings: Sequence[Finding], by_id: Mapping[str, Rule], span: tuple[int, int] | None, unit: str) -> tuple[Chart, ...]:
@@ -194,15 +202,12 @@ def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequ
                 lines.append(Line(f"baseline: {other}", theirs.steps, theirs.values, css))
         label = pairs[0][0] if len(pairs) == 1 and pairs[0][1] in (None, pairs[0][0]) else "eval loss"
         out.append(_chart("Eval loss: run against baseline", lines, _markers(findings, by_id, "eval"), span, unit, label))
-    for i, (name, series) in enumerate(run.eval_metrics.items()):
-        goal = _GOALS.get(run.metric_goals.get(name, ""), "")
-        css = f"eval eval{(len(run.eval_losses) + i) % 6}"
+    for name, series, title, css in _metric_charts(run):
         lines = [Line(f"run: {name}", series.steps, series.values, css)]
         theirs = base.eval_metrics.get(name)
         if theirs is not None:
             lines.append(Line(f"baseline: {name}", theirs.steps, theirs.values, "base baseline"))
-        title = f"Eval {name}" + (f" ({goal})" if goal else "") + ": run against baseline"
-        out.append(_chart(title, lines, _markers(findings, by_id, "eval", metric=name), span, unit, name))
+        out.append(_chart(f"{title}: run against baseline", lines, _markers(findings, by_id, "eval", metric=name), span, unit, name))
     for title, attr, css, label, log_y, chart_name in (
         ("Learning rate", "learning_rate", "lr", "learning rate", False, "lr"),
         ("Gradient norm", "grad_norm", "grad", "gradient norm", None, "grad"),
@@ -489,7 +494,10 @@ def _judge_baseline(item: Input, settings: Settings, options: Mapping[str, Any],
     except InputError as error:
         subject, ctx = unreadable(item.source, error, role="baseline"), None
     else:
-        subject, ctx = judge_one(EPOCH, run, settings, options=options, role="baseline"), RunContext(run, settings.thresholds)
+        subject = judge_one(EPOCH, run, settings, options=options, role="baseline")
+        # kept for every run compared with it, which never asks the baseline's log lines (its own findings are located
+        # already): without them, not the log's bytes that a trainer_state.json's deferred line index holds
+        ctx = RunContext(replace(run, step_lines={}), settings.thresholds)
     subject = located(subject, folder, item)
     return Prepared(subjects=(subject,), shared=_Baseline(subject, ctx))
 

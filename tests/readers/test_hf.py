@@ -4,6 +4,7 @@ import pytest
 
 from tests.helpers import hf_entries, write_hf_state
 from trainproof.errors import InputError
+from trainproof.model import DeferredStepLines
 from trainproof.readers import read_run
 
 
@@ -102,3 +103,37 @@ def test_one_step_s_search_finds_the_line_the_whole_index_gives(name):
     index = hf._index_step_lines(data)
     for step in [*index, 0, 2, 3, 11, 99, 1000, -5, 10**19]:
         assert hf._find_step_line(data, step) == index.get(step), step
+
+
+def test_a_compare_baseline_is_kept_without_its_log_lines(tmp_path, monkeypatch):
+    """compare keeps the baseline's context for every run compared with it and never asks its lines; a deferred index
+    would keep the whole trainer_state.json's bytes alive that long."""
+    from trainproof.config import Settings
+    from trainproof.readers import hf, table
+    from trainproof.runs import COMPARE
+
+    monkeypatch.setattr(table, "LARGE_BYTES", 0)  # the baseline read as columns, its line index deferred
+    path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([2.0 * 0.97**i for i in range(60)]))
+    assert isinstance(hf.read(path).step_lines, DeferredStepLines)
+    assert hf.read(path).line_of(5) is not None, "the log's own lines are known"
+    prepared = COMPARE.prepare(Settings(), {"baseline": str(path)})
+    assert dict(prepared.shared.ctx.run.step_lines) == {}
+
+
+def test_a_deferred_line_index_answers_as_the_index_does_before_and_after_it_is_made():
+    import numpy as np
+
+    from trainproof.model import StepLines
+
+    index = StepLines(np.array([5, 10, 15]), np.array([3, 7, 11]))
+    searched = []
+    deferred = DeferredStepLines(lambda: index, lambda step: searched.append(step) or index.get(step))
+    asked = [10, 10.5, 4, 15, 10.0, 5, 99, 15]  # past FINDS_BEFORE_INDEX searches, the index answers
+    assert [deferred.get(step) for step in asked] == [index.get(step) for step in asked]
+    assert searched == [10, 4, 15, 10]
+    assert 10.5 not in deferred
+    assert deferred[5] == 3
+    with pytest.raises(KeyError):
+        deferred[6]
+    assert (deferred == {5: 3, 10: 7, 15: 11}, len(deferred), list(deferred)) == (True, 3, [5, 10, 15])
+    assert repr(deferred) == f"DeferredStepLines({index!r})"

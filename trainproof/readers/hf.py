@@ -179,7 +179,9 @@ def _finish(path: Path, builder: RunBuilder, state: dict, evals: EvalKeys) -> Ru
 
 
 _STEP_OF = operator.itemgetter("step")
-_STEP_BYTES = re.compile(rb'"step"[ \t]*:[ \t]*(\d+)')
+_STEP_KEY_BYTES = rb'"step"[ \t]*:[ \t]*'
+"""How a step's key is written in the text, up to its value: what the line index and a single step's search look for."""
+_STEP_BYTES = re.compile(_STEP_KEY_BYTES + rb"(\d+)")
 _OTHER_LINE_BREAKS = re.compile(b"\xc2\x85|\xe2\x80[\xa8\xa9]")
 """U+0085, U+2028 and U+2029 in UTF-8: line breaks to str.splitlines that JSON strings may hold raw."""
 
@@ -232,7 +234,7 @@ def _find_step_line(data: bytes, step: int) -> int | None:
     digits = str(step)
     if step < 0 or len(digits) > 18:
         return None
-    found = re.search(rb'"step"[ \t]*:[ \t]*' + digits.encode() + rb"(?![0-9])", data)
+    found = re.search(_STEP_KEY_BYTES + digits.encode() + rb"(?![0-9])", data)
     return None if found is None else data.count(b"\n", 0, found.start()) + 1
 
 
