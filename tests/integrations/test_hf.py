@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -135,11 +134,8 @@ def test_distributed_stop_reaches_every_rank_and_prints_once(tmp_path):
     script = tmp_path / "ddp.py"
     script.write_text(DDP_SCRIPT.format(repo=str(REPO)))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    with socket.socket() as probe:  # a port free now, not a fixed one another process on the machine may hold
-        probe.bind(("127.0.0.1", 0))
-        port = str(probe.getsockname()[1])
-    result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", port, str(script), str(tmp_path / "out")],
+    result = subprocess.run(  # --standalone: torchrun takes a free port itself, not a fixed one another process may hold
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script), str(tmp_path / "out")],
         capture_output=True, text=True, env=env, timeout=600,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
