@@ -695,10 +695,12 @@ def test_nemo_lines_read_alike_by_the_fast_and_the_standard_parser(tmp_path):
         '{"audio_filepath": "/data/./b.wav", "text": "two", "duration": NaN}\n'
         '{"audio_filepath": "/data//c.wav", "text": "three", "duration": 1e400}\n'
         '{"audio_filepath": "/data/d.wav", "text": "four",}\n'
+        '{"audio_filepath": "/data/e.wav", "text": "five", "id": -9223372036854775809}\n'
     )
     m = read_manifest(str(manifest))
     assert [e.id for e in m.entries][:1] == ["1234567890123456789012"]
-    assert [e.audio for e in m.entries] == ["/data/a.wav", os.path.normpath("/data/./b.wav"), os.path.normpath("/data//c.wav")]
+    assert m.entries[-1].id == "-9223372036854775809"  # one past int64: orjson's float is seen and read again
+    assert [e.audio for e in m.entries] == ["/data/a.wav", os.path.normpath("/data/./b.wav"), os.path.normpath("/data//c.wav"), "/data/e.wav"]
     problems = {(p.line, p.kind): p.message for p in m.problems}
     assert problems[2, "unparsable"] == "line 2: duration 'nan' is not a number of seconds"
     assert problems[3, "unparsable"] == "line 3: duration 'inf' is not a number of seconds"

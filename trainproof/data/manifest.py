@@ -38,7 +38,6 @@ import csv
 import json
 import math
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -503,20 +502,18 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
     resolve.note(builder)
 
 
-_LONG_DIGITS = re.compile(r"\d{19}")
-
-
 def _loads(text: str) -> object:
     """One manifest line's JSON: parsed by orjson, several times faster; a line orjson refuses (NaN, a number past
-    float range, a lone surrogate, a syntax error), or reads differently (a whole number of 19 digits or more, which
-    orjson makes a float), by the standard parser, which accepts what JSON Lines writers emit and names the column of
-    a real error."""
-    if _LONG_DIGITS.search(text):
-        return json.loads(text)
+    float range, a lone surrogate, a syntax error), or may have read differently (a whole number past 64 bits, which
+    orjson makes a float: seen as a field's float of that size), by the standard parser, which accepts what JSON
+    Lines writers emit and names the column of a real error. Only a record's own fields are read, not nested ones."""
     try:
-        return orjson.loads(text)
+        record = orjson.loads(text)
     except orjson.JSONDecodeError:
         return json.loads(text)
+    if type(record) is dict and any(type(value) is float and abs(value) >= 2.0**63 for value in record.values()):
+        return json.loads(text)
+    return record
 
 
 def _one_document(path: str) -> tuple[int, str] | None:
