@@ -384,12 +384,16 @@ def test_no_output_may_overwrite_the_tokenizer(built, tmp_path, clean_text, caps
     assert json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]
 
 
-def test_words_are_counted_per_transcript_an_empty_one_having_none():
+@pytest.mark.parametrize(
+    "last", ["plain end", "déjà vu", "two\nlines"], ids=["ASCII, searched whole", "non-ASCII, searched whole", "a newline, line by line"]
+)
+def test_words_are_counted_per_transcript_an_empty_one_having_none(last):
     from trainproof.checks.tokenizer import TokenizerContext
     from trainproof.thresholds import DEFAULTS
     from trainproof.tokenizer.transcripts import Transcripts
 
-    texts = ("two words", "", "one", "  spaced   out  ", "déjà vu")
+    texts = ("two words", "", "one", "  spaced   out  ", last)
     text = Transcripts("t.txt", "text", tuple(range(1, 6)), texts, (None,) * 5)
     ctx = TokenizerContext(None, text, ((),) * 5, DEFAULTS)  # type: ignore[arg-type]  # words need no tokenizer
+    assert (ctx.joined is None) == ("\n" in last)
     assert ctx.words.tolist() == [2, 0, 1, 2, 2]

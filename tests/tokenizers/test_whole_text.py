@@ -64,5 +64,7 @@ def test_each_number_is_found_at_its_first_line(newlines):
 def test_a_clean_text_has_no_unusual_line():
     texts = ["the quiet river", "carried a small boat 1984", "past old stone bridges."]
     assert rules._unusual_lines(texts, rules._Joined.of(texts)) == set()
-    faults = ["ok", "", " lead", "trail ", "dou  ble", "tab\there", "<s> token", "café"]
-    assert rules._unusual_lines(faults, rules._Joined.of(faults)) == {1, 2, 3, 4, 5, 6, 7}
+    faults = ["ok", "", " lead", "trail ", "dou  ble", "tab\there", "<s> token", "end"]
+    assert rules._unusual_lines(faults, rules._Joined.of(faults)) == {1, 2, 3, 4, 5, 6}  # ASCII: each fault its own search
+    accented = ["ok", "café", "fine"]
+    assert rules._unusual_lines(accented, rules._Joined.of(accented)) == {1}

@@ -31,6 +31,7 @@ MAD_TO_SIGMA = 1.4826
 _DIGITS = re.compile(r"[0-9]+")
 _DIGIT_FLAGS = bytes(1 if byte in b"0123456789" else 0 for byte in range(256))
 """A translation table flagging each digit byte (see _NOT_PLAIN_FLAGS)."""
+_NOT_DIGITS = bytes(byte for byte in range(256) if byte not in b"0123456789")
 WORD_MARKS = ("\u2581", "\u0120")
 """The marks a vocabulary's pieces carry at the start of a word: sentencepiece's and Metaspace's "▁", byte-level BPE's "Ġ"."""
 SPLIT_SHARE_LINES = 20_000
@@ -253,10 +254,10 @@ line is made of these alone."""
 
 def _unusual_lines(texts: Sequence[str], joined: _Joined | None) -> set[int]:
     """The transcripts that are not plain printable ASCII with single spaces, or are empty (no word, where counting
-    spaces would say one). In ASCII text, searched for in the bytes of all of it at once (``joined``:
-    :class:`_Joined`), a few passes over them; line by line where a line's first non-ASCII character settles it at
-    once, or where a transcript holds a newline (``joined`` is None)."""
-    if joined is None or not joined.data.isascii():
+    spaces would say one). Searched for in the bytes of all the text at once (``joined``: :class:`_Joined`), a few
+    passes over them (every byte of a non-ASCII character is flagged, and none is a space); line by line when a
+    transcript holds a newline (``joined`` is None)."""
+    if joined is None:
         return {i for i, text in enumerate(texts) if _unusual(text)}
     data, starts, ends = joined.array, joined.starts, joined.ends
     filled = ends > starts
@@ -474,8 +475,8 @@ def _numbers_in(ctx: TokenizerContext) -> dict[str, int]:
     """Each distinct digit string in the transcripts and the index of the first transcript it is in, in order of first
     appearance. Only the lines that hold a digit are searched, found in all the text at once when it can be."""
     texts, joined = ctx.text.texts, ctx.joined
-    if joined is None:
-        lines: Iterable[int] = range(len(texts))
+    if joined is None:  # a line without digits costs one C call
+        lines: Iterable[int] = (i for i, text in enumerate(texts) if text.encode("utf-8", "surrogatepass").translate(None, _NOT_DIGITS))
     else:
         lines = np.flatnonzero(joined.lines_with(np.frombuffer(joined.data.translate(_DIGIT_FLAGS), dtype=np.bool_))).tolist()
     where: dict[str, int] = {}
