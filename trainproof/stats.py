@@ -18,6 +18,9 @@ from trainproof.model import Series
 from trainproof.thresholds import Thresholds
 
 MAD_TO_SIGMA = 1.4826
+MAD_SE = 1.1664
+"""A MAD-based sigma from n normal values has an asymptotic variance of about 1.36 sigma**2 / n: a standard error of
+MAD_SE * sigma / sqrt(n)."""
 
 
 def median(values: np.ndarray, axis: int | None = None) -> np.ndarray | float:

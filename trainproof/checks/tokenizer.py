@@ -21,13 +21,13 @@ import numpy as np
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, rules_of
 from trainproof.report import Finding, Level
+from trainproof.stats import MAD_TO_SIGMA
 from trainproof.thresholds import Thresholds
 
 if TYPE_CHECKING:
     from trainproof.tokenizer.load import Tokenizer
     from trainproof.tokenizer.transcripts import Transcripts
 
-MAD_TO_SIGMA = 1.4826
 _DIGITS = re.compile(r"[0-9]+")
 _DIGIT_FLAGS = bytes(1 if byte in b"0123456789" else 0 for byte in range(256))
 """A translation table flagging each digit byte (see _NOT_PLAIN_FLAGS)."""
