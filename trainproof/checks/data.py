@@ -22,17 +22,14 @@ import numpy as np
 
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, rules_of
+from trainproof.collector import collector_paused
 from trainproof.data.model import ClipRecord, Manifest
 from trainproof.report import Finding, Level
+from trainproof.stats import MAD_SE, MAD_TO_SIGMA
 from trainproof.thresholds import Thresholds
 
 if TYPE_CHECKING:
     import pandas as pd
-
-MAD_TO_SIGMA = 1.4826
-MAD_SE = 1.1664
-"""A MAD-based sigma from n normal values has an asymptotic variance of about 1.36 sigma**2 / n: a standard error of
-MAD_SE * sigma / sqrt(n)."""
 
 
 @dataclass(frozen=True)
@@ -54,27 +51,28 @@ class DataContext:
     @cached_property
     def table(self) -> pd.DataFrame:
         """One row per listed clip, in manifest order: the entry's claims and the record's numbers."""
-        import pandas as pd
+        with collector_paused():  # a tuple per column of every clip's values, no cycles among them
+            import pandas as pd
 
-        entries, records = self.manifest.entries, self.records
-        of_entries = {"line": "line", "id": "id", "audio": "audio", "listed": "listed", "text": "text", "manifest": "manifest",
-                      "speaker": "speaker", "claimed_s": "duration"}  # fmt: skip
-        of_records = {"error_kind": "error_kind", "error": "error", "sample_rate": "sample_rate", "channels": "channels",
-                      "subtype": "subtype", "duration_s": "duration_s", "frames": "frames", "clipped": "clipped_samples",
-                      "clip_run": "longest_clipped_run", "dc": "dc_offset", "level_db": "level_db", "lead_s": "lead_silence_s",
-                      "trail_s": "trail_silence_s", "first_db": "first_frame_db", "last_db": "last_frame_db", "hash": "audio_hash",
-                      "nonfinite": "nonfinite_samples"}  # fmt: skip
-        if entries:  # column by column (a dict per row was most of a warm run's table)
-            columns = dict(zip(of_entries, zip(*map(attrgetter(*of_entries.values()), entries))))
-            columns.update(zip(of_records, zip(*map(attrgetter(*of_records.values()), records))))
-            table = pd.DataFrame(columns)
-        else:
-            table = pd.DataFrame({name: pd.Series([], dtype=object) for name in [*of_entries, *of_records]})
-        for name in ("claimed_s", "duration_s", "dc", "level_db", "lead_s", "trail_s", "first_db", "last_db"):
-            table[name] = table[name].astype("float64")
-        # for comparing transcripts: case and runs of whitespace folded (a list comprehension: Series.map costs twice as much)
-        table["folded"] = pd.Series([" ".join(e.text.casefold().split()) if e.text else "" for e in entries], index=table.index, dtype=object)
-        return table
+            entries, records = self.manifest.entries, self.records
+            of_entries = {"line": "line", "id": "id", "audio": "audio", "listed": "listed", "text": "text", "manifest": "manifest",
+                          "speaker": "speaker", "claimed_s": "duration"}  # fmt: skip
+            of_records = {"error_kind": "error_kind", "error": "error", "sample_rate": "sample_rate", "channels": "channels",
+                          "subtype": "subtype", "duration_s": "duration_s", "frames": "frames", "clipped": "clipped_samples",
+                          "clip_run": "longest_clipped_run", "dc": "dc_offset", "level_db": "level_db", "lead_s": "lead_silence_s",
+                          "trail_s": "trail_silence_s", "first_db": "first_frame_db", "last_db": "last_frame_db", "hash": "audio_hash",
+                          "nonfinite": "nonfinite_samples"}  # fmt: skip
+            if entries:  # column by column (a dict per row was most of a warm run's table)
+                columns = dict(zip(of_entries, zip(*map(attrgetter(*of_entries.values()), entries))))
+                columns.update(zip(of_records, zip(*map(attrgetter(*of_records.values()), records))))
+                table = pd.DataFrame(columns)
+            else:
+                table = pd.DataFrame({name: pd.Series([], dtype=object) for name in [*of_entries, *of_records]})
+            for name in ("claimed_s", "duration_s", "dc", "level_db", "lead_s", "trail_s", "first_db", "last_db"):
+                table[name] = table[name].astype("float64")
+            # for comparing transcripts: case and runs of whitespace folded (a list comprehension: Series.map costs twice as much)
+            table["folded"] = pd.Series([" ".join(e.text.casefold().split()) if e.text else "" for e in entries], index=table.index, dtype=object)
+            return table
 
     @cached_property
     def characters(self) -> frozenset[str]:
@@ -555,7 +553,9 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     speech = (decoded["duration_s"] - decoded["lead_s"] - decoded["trail_s"]).clip(lower=0.05)
     drop = {ord(ch): None for ch in ctx.characters if not ch.isalnum()}
     letters = decoded["text"].fillna("").map(lambda s: len(s.translate(drop)))
-    frame = decoded.assign(cps=letters / speech)[letters > 0]
+    spoken = letters > 0
+    letters, speech = letters[spoken], speech[spoken]
+    frame = decoded[spoken].assign(cps=letters / speech)
     speakers = frame["speaker"].fillna("")
     by_speaker = bool(speakers.nunique() > 1 and speakers.value_counts().min() >= t.DATA_CPS_MIN_CLIPS)
     cps = frame["cps"]
@@ -567,10 +567,9 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
         sigma = cps * 0 + MAD_TO_SIGMA * (cps - cps.median()).abs().median()
     z = ((cps - median) / sigma).where(sigma > 0)
     clips = speakers.groupby(speakers, sort=False).transform("size") if by_speaker else cps * 0 + len(cps)
-    speech = speech[letters > 0]
     nearer = (speech + t.DATA_CPS_EDGE_S).where(cps > median, (speech - t.DATA_CPS_EDGE_S).clip(lower=0.05))
     wide = sigma * (1 + t.DATA_CPS_SIGMA_SE * MAD_SE / np.sqrt(clips))
-    bound = (letters[letters > 0] / nearer - median) / wide
+    bound = (letters / nearer - median) / wide
     bound = bound.where(np.sign(bound) == np.sign(z), 0.0).where(sigma > 0)  # moved past the median: no deviation it can prove
     return frame.assign(median_cps=median, sigma_cps=sigma, z=z, group_clips=clips, z_bound=bound), by_speaker
 

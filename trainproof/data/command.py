@@ -46,11 +46,7 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
     if isinstance(source, Dataset):
         return source
     _require()
-    return _read_dataset(source, options)
-
-
-def _read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
-    from trainproof.data.engine import analyze_all, collector_paused
+    from trainproof.collector import collector_paused
     from trainproof.data.manifest import read_manifest
 
     with collector_paused():
@@ -59,27 +55,26 @@ def _read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
     if any(is_uri(ref.audio) for ref in refs):
         _require_uri_support()
     cache = _cache(options)
+    if cache is None:
+        records = _decode(refs, None, options)
+    else:
+        with cache:
+            records = _decode(refs, cache, options)
+        if cache.notes:
+            manifest = replace(manifest, notes=manifest.notes + tuple(cache.notes))
+    return Dataset(manifest, tuple(records))
+
+
+def _decode(refs: list[ClipRef], cache: Any, options: Mapping[str, Any]) -> list[ClipRecord]:
+    """Every clip's record, in order, on the engine asked for."""
     progress = terminal_progress(options, "data", "clips decoded")
     if _engine(options) == "ray":
         from trainproof.data import ray_engine
 
-        def run(cache: Any) -> list[ClipRecord]:
-            return ray_engine.analyze_all(
-                refs, cache, progress=progress is not None, address=options.get("ray_address"), jobs=options.get("jobs")
-            )
-    else:
+        return ray_engine.analyze_all(refs, cache, progress=progress is not None, address=options.get("ray_address"), jobs=options.get("jobs"))
+    from trainproof.data.engine import analyze_all
 
-        def run(cache: Any) -> list[ClipRecord]:
-            return analyze_all(refs, jobs=options.get("jobs"), cache=cache, progress=progress)
-
-    if cache is None:
-        records = run(None)
-    else:
-        with cache:
-            records = run(cache)
-        if cache.notes:
-            manifest = replace(manifest, notes=manifest.notes + tuple(cache.notes))
-    return Dataset(manifest, tuple(records))
+    return analyze_all(refs, jobs=options.get("jobs"), cache=cache, progress=progress)
 
 
 ENGINES = ("local", "ray")
@@ -164,12 +159,8 @@ class Data(Command):
 
     def stages(self, dataset: Dataset, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
         from trainproof.checks.data import DataContext
-        from trainproof.data.engine import collector_paused
-
         options = prepared.shared or {}
         ctx = DataContext(dataset.manifest, dataset.records, settings.thresholds, options.get("sample_rate"), options.get("channels"))
-        with collector_paused():  # the corpus table: a tuple per column of every clip's values, no cycles among them
-            ctx.table  # noqa: B018 -- built now, for the rules that read it
         return (Stage(RULES["data"], ctx),)
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:

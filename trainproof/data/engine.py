@@ -42,15 +42,15 @@ script``).
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
+from trainproof.collector import collector_paused
 from trainproof.data.model import ClipRecord, ClipRef
 from trainproof.data.uri import is_uri
 
@@ -82,7 +82,7 @@ POOL_MIN_BYTES = 64 * 1024 * 1024
 this is about 0.2 s of one core's work on 16-bit WAV, more on compressed formats)."""
 
 CRASHED = "decoding it crashed the worker process"
-"""The error of a clip whose worker died decoding it, alone (every engine's words)."""
+"""The error of a clip whose worker died decoding it, alone (every engine's words, see :func:`crashed`)."""
 
 START_METHOD = "forkserver" if sys.platform.startswith("linux") else "spawn"
 """How worker processes start (see the module doc for why never fork)."""
@@ -141,25 +141,6 @@ def analyze_all(
     finally:
         work.flush()
     return work.records  # type: ignore[return-value]
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while a corpus's entries and records are built.
-
-    They are hundreds of thousands of small objects in no cycle, and every
-    few thousand allocations the collector walks all the objects alive
-    (about a tenth of a warm run of 20,000 clips). Reference counting frees
-    them as always, and the collector is back on for the decoding (where a
-    cluster library may make cycles for hours) and the rules.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class Work:
@@ -260,7 +241,7 @@ def _keys(refs: Sequence[ClipRef], cwd: str) -> list[CacheKey | None]:
     """Each file's cache key (:func:`_key`); clips named by URI are stat'ed URI_STAT_THREADS at a time (each is a
     round trip to the store), under the URI itself as the key's path."""
     remote = [i for i, ref in enumerate(refs) if is_uri(ref.audio)]
-    keys = [_key(ref, cwd) for ref in refs] if not remote else [None if is_uri(ref.audio) else _key(ref, cwd) for ref in refs]
+    keys = [_key(ref, cwd) for ref in refs]  # a URI is no file here: None, replaced below
     if remote:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -290,6 +271,11 @@ def _key(ref: ClipRef, cwd: str) -> CacheKey | None:
         return None
     path = ref.audio if ref.audio.startswith(_ROOT) or os.path.isabs(ref.audio) else os.path.join(cwd, ref.audio)
     return CacheKey(path, stat.st_size, stat.st_mtime_ns, ref.offset, ref.duration)
+
+
+def crashed(ref: ClipRef) -> ClipRecord:
+    """The record of a clip whose worker died decoding it, alone."""
+    return ClipRecord(audio=ref.audio, error=CRASHED, error_kind="unreadable")
 
 
 def _inline(ref: ClipRef, analyze: Analyze | None) -> ClipRecord:
@@ -409,7 +395,7 @@ def _isolate(refs: Sequence[ClipRef], suspects: list[int], analyze: Analyze | No
             except BrokenProcessPool:
                 executor.shutdown(wait=True)
                 executor = None
-                record = ClipRecord(audio=refs[i].audio, error=CRASHED, error_kind="unreadable")
+                record = crashed(refs[i])
             yield i, record
     except BaseException:
         if executor is not None:

@@ -82,7 +82,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainproof.data import model
 from trainproof.data.cache import ROW
-from trainproof.data.engine import CRASHED, Analyze, Work, _inline
+from trainproof.data.engine import Analyze, Work, _inline, crashed
 from trainproof.data.model import ClipRecord, ClipRef
 from trainproof.errors import ClusterError, MissingDependencyError
 
@@ -276,7 +276,7 @@ def analyze_all(
         if left:
             left = _run(ray, work, refs, left, 1, analyze)
         for i in left:
-            work.store(i, ClipRecord(audio=refs[i].audio, error=CRASHED, error_kind="unreadable"))
+            work.store(i, crashed(refs[i]))
     finally:
         _restore(ray, saved)
         work.flush()
