@@ -412,12 +412,10 @@ def engine_child(manifest: str, jobs: int, cache_dir: str, engine: str) -> None:
 
 def wire_bytes(paths: list[str]) -> tuple[float, float]:
     """Bytes per clip of a block of references sent to a Ray task, and of the packed records it returns (Arrow buffers)."""
-    import pyarrow as pa
+    from trainproof.data.model import ClipRef
+    from trainproof.data.ray_engine import _references, _task
 
-    from trainproof.data.ray_engine import _task
-
-    refs = pa.table({"i": pa.array(range(len(paths)), pa.int64()), "audio": pa.array(paths, pa.string()),
-                     "offset": pa.array([None] * len(paths), pa.float64()), "duration": pa.array([None] * len(paths), pa.float64())})  # fmt: skip
+    refs = _references([ClipRef(path) for path in paths], list(range(len(paths))))
     records = _task(refs, None)
     return refs.nbytes / len(paths), records.nbytes / len(paths)
 

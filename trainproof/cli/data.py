@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from trainproof.cli.common import add_judging_command
+from trainproof.data.command import ENGINES
 
 
 def _positive(kind: type) -> Any:
@@ -39,7 +40,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--engine",
-        choices=("local", "ray"),
+        choices=ENGINES,
         default="local",
         help="where clips are decoded: this machine's cores (local, the default) or a Ray cluster's (ray: needs the [ray] extra)",
     )
