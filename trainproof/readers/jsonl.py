@@ -185,19 +185,25 @@ def _parsed(data: bytes) -> tuple[object, int] | None:
     return None
 
 
-_BLANK = np.zeros(256, dtype=bool)
-_BLANK[[9, 10, 11, 12, 13, 32]] = True
+_NOT_BLANK_FLAGS = bytes(0 if byte in b"\t\n\v\f\r " else 1 for byte in range(256))
+"""A translation table flagging each byte that makes a line not blank."""
 
 
 def _record_lines(data: bytes, first: int, count: int, records: int) -> np.ndarray | None:
     """The line number of each record of a block of ``count`` lines: one per line that is not blank; None when the
-    count disagrees."""
+    count disagrees. Each line is marked by one pass over the bytes (a reduceat from each line's start, its newline
+    unflagged), not by the position of every byte."""
     if records == count:
         return np.arange(first, first + count, dtype=np.int64)
     content = np.frombuffer(data, dtype=np.uint8)
     ends = np.flatnonzero(content == 10)
-    lines = np.searchsorted(ends, np.flatnonzero(~_BLANK[content]))  # sorted, one entry per non-blank byte
-    filled = lines[np.r_[True, lines[1:] != lines[:-1]]] if lines.size else lines  # np.unique would import numpy.ma
+    starts = np.concatenate(([0], ends + 1))[:count]
+    stops = np.append(ends, content.size)[:count]
+    marked = np.zeros(starts.size, dtype=bool)
+    some = stops > starts
+    if some.any():
+        marked[some] = np.logical_or.reduceat(np.frombuffer(data.translate(_NOT_BLANK_FLAGS), dtype=np.bool_), starts[some])
+    filled = np.flatnonzero(marked)
     if filled.size != records:
         return None
     return filled.astype(np.int64) + first
