@@ -57,8 +57,6 @@ def quantile(values: np.ndarray, q: float | list[float]) -> np.ndarray | float:
     gamma = virtual - below
     low = np.clip(below, 0, n - 1).astype(np.intp)
     high = np.clip(below + 1, 0, n - 1).astype(np.intp)
-    at_top = virtual >= n - 1
-    low, high = np.where(at_top, n - 1, low), np.where(at_top, n - 1, high)
     lo, hi = a[low], a[high]
     step = hi - lo
     result = np.where(gamma >= 0.5, hi - step * (1 - gamma), lo + step * gamma)

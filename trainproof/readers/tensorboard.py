@@ -61,7 +61,7 @@ _PATTERN = EVENT_FILE_PREFIX + "*"
 _RUNTIME = "train/train_runtime"
 """HF's total training time, logged once at the end: the run's runtime, not a series."""
 _SHOWN_TAGS = 12
-"""The series a TensorBoard run has (its steps and wall times are the events' own)."""
+"""Tags named, at most, in the error of a run none of whose tags is a series trainproof reads."""
 _DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64 = 1, 2, 3, 9
 _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
 
