@@ -389,3 +389,15 @@ def test_compare_overlays_each_eval_metric_on_the_baseline_s_with_the_run_s_find
     assert [line.label for line in mos.lines] == ["run: eval_mos"]  # the baseline has no such metric: nothing to overlay
     assert mos.markers == ()
     assert "Eval eval_wer (lower is better): run against baseline" in render("html", report)
+
+
+def test_a_higher_is_better_value_too_small_to_invert_counts_as_the_floor_like_a_zero():
+    """1 / 1e-310 overflows: counted as EVAL_METRIC_FLOOR of the highest, as a 0 is, the judged series keeps the point
+    and the finding names the same figures as for a collapse to 0 (it said "highest at ... (1e-310) and ends inf% lower")."""
+    shape = [0.5, 0.6, 0.82, 0.8, None, None, None]
+    tiny, zero = ([v if v is not None else fill for v in shape] for fill in (1e-310, 0.0))
+    found = [finding(subject_of(with_metrics(flat_training(), {"eval_accuracy": ("max", values)})), "TP-EVAL-WORSE") for values in (tiny, zero)]
+    assert found[1] is not None
+    assert found[0].message == found[1].message.replace("(0)", "(1e-310)")
+    assert "inf" not in found[0].message
+    assert "eval_accuracy was highest at step 60 (0.82)" in found[0].message

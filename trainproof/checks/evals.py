@@ -349,9 +349,10 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
 
 
 def _as_lower_is_better(series: Series, goal: str, t: Thresholds) -> Series:
-    """The series itself when lower is better; its reciprocal when higher is, a value at or below zero (an accuracy
-    collapsed to 0, an MCC gone negative) counted as EVAL_METRIC_FLOOR of the series' highest, so a collapse is a large
-    fall rather than a point left out. Nothing when no value is above zero."""
+    """The series itself when lower is better; its reciprocal when higher is, a value below EVAL_METRIC_FLOOR of the
+    series' highest (an accuracy collapsed to 0, an MCC gone negative, a value whose reciprocal would overflow)
+    counted as that floor, so a collapse is a large fall rather than a point left out, and the judged series has a
+    point wherever the original has a finite one. Nothing when no value is above zero."""
     if goal == "min":
         return series
     values = series.values
@@ -359,7 +360,8 @@ def _as_lower_is_better(series: Series, goal: str, t: Thresholds) -> Series:
     top = float(values[finite].max()) if finite.any() else math.nan
     if not top > 0:
         return Series(series.steps[:0], values[:0])
-    floored = np.where(finite & ~(values > 0), t.EVAL_METRIC_FLOOR * top, np.where(finite, values, np.nan))  # inf: no point
+    floor = t.EVAL_METRIC_FLOOR * top
+    floored = np.where(finite & ~(values >= floor), floor, np.where(finite, values, np.nan))  # inf: no point
     return Series(series.steps, 1 / floored)
 
 
