@@ -335,6 +335,13 @@ def test_overfitting_says_how_the_eval_metrics_moved_since_the_best_evaluation()
     quiet = finding(subject_of(with_metrics(overfitting(), {"eval_accuracy": ("max", still)}, steps)), "TP-OVERFIT")
     assert "Meanwhile" not in quiet.message
     assert "Worse since then" not in quiet.message
+    noisy = list(0.7 * np.exp(np.random.default_rng(0).normal(0, 0.05, len(steps))))  # flat: moves by its own noise only
+    flat = finding(subject_of(with_metrics(overfitting(), {"eval_accuracy": ("max", noisy)}, steps)), "TP-OVERFIT")
+    assert "Meanwhile" not in flat.message
+    assert "Worse since then" not in flat.message
+    mcc = list(np.linspace(0.5, -0.2, len(steps)))  # falls past zero: no log scale to measure its noise on
+    signed = finding(subject_of(with_metrics(overfitting(), {"eval_mcc": ("max", mcc)}, steps)), "TP-OVERFIT")
+    assert "eval_mcc" not in signed.message
     plain = finding(subject_of(overfitting()), "TP-OVERFIT")
     assert "Meanwhile" not in plain.message
     assert "metrics_improved" not in plain.values
