@@ -273,10 +273,11 @@ def _search(source: Any) -> Search | None:
     if isinstance(source, Run):
         return None
     path = Path(source)
+    memo = _SEARCHES.get()
     try:
         if not path.is_dir():
             return None
-        memo, key = _SEARCHES.get(), (str(path), path.resolve())
+        key = (str(path), path.resolve()) if memo is not None else None  # resolved only where a search is kept (not each poll of watch)
     except (OSError, RuntimeError, ValueError):
         return None
     if memo is None:

@@ -331,7 +331,7 @@ class RunBuilder:
             wall = Series(wall.steps, wall.values - float(wall.values.min()))
         loss_series = get(loss)
         evals = {label: s for key, label in (eval_names or {}).items() if (s := get(key)) is not None}
-        eval_metrics, metric_goals, unjudged = metric_fields({label: (get(key) if goal != "unknown" else None, goal) for key, (label, goal) in metrics.items()})
+        eval_metrics, metric_goals, unjudged = metric_fields({label: (get(key), goal) for key, (label, goal) in metrics.items()})
         notes.extend(unjudged)
         meta.setdefault("runtime_s", self.runtime_s)
         meta.setdefault("max_steps", self.max_steps)

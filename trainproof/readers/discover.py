@@ -30,7 +30,7 @@ from pathlib import Path
 
 from trainproof.errors import InputError
 from trainproof.readers import EVENT_FILE_PREFIX, KNOWN_NAMES, LFS_POINTER, LOG_SUFFIXES, is_checkpoint_name, sniffed
-from trainproof.readers.names import _VALIDATION_FOLDER
+from trainproof.readers.names import VALIDATION_FOLDERS
 from trainproof.report import Folder
 
 MAX_DEPTH = 6
@@ -43,7 +43,7 @@ HEAD_BYTES = 16 * 1024
 """What is read of a ``*.jsonl`` or ``*.csv`` file to tell whether a reader takes it (a first line is enough)."""
 
 SKIPPED = frozenset({"__pycache__", "node_modules"})
-KERAS_FOLDERS = frozenset({"train", *_VALIDATION_FOLDER})
+KERAS_FOLDERS = frozenset({"train", *VALIDATION_FOLDERS})
 _NAMES = frozenset(name for name, _ in KNOWN_NAMES)
 
 

@@ -122,7 +122,8 @@ _LIGHTNING_LR = re.compile(r"lr_[a-z][a-z0-9_]*(?:/pg\d+)?")
 """Lightning's LearningRateMonitor: ``lr-<Optimizer>``, ``lr-<Optimizer>/pg<N>`` per parameter group."""
 _EVAL_SET = re.compile(r"(?:eval|validation|val)[/_](.+)_loss")
 """A named eval set's loss: HF's ``eval_<set>_loss``, ``eval/<set>_loss`` in TensorBoard."""
-_VALIDATION_FOLDER = ("validation", "eval", "val")
+VALIDATION_FOLDERS = ("validation", "eval", "val")
+"""Folder names (Lightning's and Keras's TensorBoard subfolders) whose tags are held-out data's."""
 
 GOALS: Mapping[str, tuple[str, ...]] = {
     "min": ("loss", "perplexity", "ppl", "wer", "cer", "ter", "der", "error", "error_rate", "err", "mae", "mse", "rmse"),
@@ -228,7 +229,6 @@ class Names:
         """Each series to the name that carries it, for the names one record (or one log) has."""
         return {series: chosen[0] for series, chosen in self.candidates(names, validation).items()}
 
-
     def metric_goal(self, name: str) -> str | None:
         """``min`` or ``max`` for an eval metric whose better direction is known (the user's, else its words'),
         ``unknown`` for one whose is not, None for a name that is no eval metric (a loss, the eval's runtime).
@@ -285,7 +285,7 @@ def parse_goals(entries: Iterable[str], source: str = "--metric") -> dict[str, s
 
 def in_validation_folder(parts: Sequence[str]) -> bool:
     """Whether a file's folders (relative to its run) put it under ``validation/`` (``eval/``, ``val/``), as Keras does."""
-    return any(part.lower() in _VALIDATION_FOLDER for part in parts)
+    return any(part.lower() in VALIDATION_FOLDERS for part in parts)
 
 
 def parse_map(entries: Iterable[str], source: str = "--map") -> dict[str, str]:
