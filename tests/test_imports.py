@@ -13,14 +13,19 @@ import json, sys
 from trainproof.cli import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
-print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {heavy})), file=sys.stderr)
+print(json.dumps(list(sys.modules)), file=sys.stderr)
 """
 
 
-def loaded_by(*argv):
-    script = PROBE.format(heavy=set(HEAVY))
-    result = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=REPO)
+def modules_after(*argv: str) -> list[str]:
+    """Every module a ``trainproof`` process has loaded once ``main(argv)`` returns, in the order they were loaded."""
+    result = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=REPO)
     return json.loads(result.stderr.strip().splitlines()[-1])
+
+
+def loaded_by(*argv: str) -> list[str]:
+    """The heavy optional packages' modules a ``trainproof`` process loaded, sorted."""
+    return sorted(m for m in modules_after(*argv) if m.split(".")[0] in HEAVY)
 
 
 def test_epoch_text_and_json_import_nothing_heavy(tmp_path):
@@ -44,12 +49,9 @@ def test_html_loads_its_template_engine_only_when_asked(tmp_path):
 
 def test_epoch_imports_no_other_commands_checks_or_readers(tmp_path):
     path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([2.0, 1.8, 1.5, 1.3, 1.2, 1.1]))
-    probe = (
-        "import sys; from trainproof.cli import main; main(sys.argv[1:]); "
-        "print(sorted(m for m in sys.modules if m.startswith(('trainproof.data', 'trainproof.checks.data', 'trainproof.cli.data'))), file=sys.stderr)"
-    )
-    result = subprocess.run([sys.executable, "-c", probe, "epoch", str(path)], capture_output=True, text=True, cwd=REPO)
-    assert result.stderr.strip().splitlines()[-1] == "[]"
+    loaded = modules_after("epoch", str(path))
+    assert "trainproof.readers.hf" in loaded, "the probe sees what epoch loads"
+    assert [m for m in loaded if m.startswith(("trainproof.data", "trainproof.checks.data", "trainproof.cli.data"))] == []
 
 
 def test_data_on_the_local_engine_imports_no_ray(tmp_path):
@@ -72,19 +74,14 @@ def test_epoch_loads_no_numpy_masked_arrays(tmp_path):
     on the epoch path are computed without it."""
     entries = hf_entries([2.0 * 0.97**i for i in range(60)])
     path = write_hf_state(tmp_path / "trainer_state.json", entries)
-    probe = "import sys; from trainproof.cli import main; main(sys.argv[1:]); print('numpy.ma' in sys.modules, file=sys.stderr)"
     for extra in ([], ["--json"], ["--markdown", str(tmp_path / "r.md")]):
-        result = subprocess.run([sys.executable, "-c", probe, "epoch", str(path), *extra], capture_output=True, text=True, cwd=REPO)
-        assert result.stderr.strip().splitlines()[-1] == "False", extra
+        loaded = modules_after("epoch", str(path), *extra)
+        assert "numpy" in loaded, "the probe sees what epoch loads"
+        assert "numpy.ma" not in loaded, extra
 
 
-def _readers_checks_and_tempfile_loaded_by(*argv):
-    probe = (
-        "import json, sys; from trainproof.cli import main; main(sys.argv[1:]); sys.stdout.flush(); "
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('trainproof.readers.', 'trainproof.checks.')) or m == 'tempfile')), file=sys.stderr)"
-    )
-    result = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, cwd=REPO)
-    return json.loads(result.stderr.strip().splitlines()[-1])
+def _readers_checks_and_tempfile_loaded_by(*argv: str) -> list[str]:
+    return [m for m in modules_after(*argv) if m.startswith(("trainproof.readers.", "trainproof.checks.")) or m == "tempfile"]
 
 
 def test_epoch_on_an_hf_log_imports_only_its_reader_and_rules(tmp_path):
@@ -113,9 +110,6 @@ def test_a_reader_is_imported_when_its_format_is_read_or_named(tmp_path):
 def test_the_cli_imports_numpy_before_the_modules_that_use_it():
     """numpy imported deep in the import chain costs CPython 3.11 about 900 frame-stack munmap calls (15 ms of a small
     log's epoch); trainproof.cli imports it first, at the top of the stack (see its comment)."""
-    probe = (
-        "import sys; from trainproof.cli import main; main(['rules']); order = list(sys.modules); "
-        "print([m for m in order[: order.index('numpy')] if m.startswith('trainproof.') and m != 'trainproof.cli'])"
-    )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
-    assert result.stdout.strip().splitlines()[-1] == "[]"
+    order = modules_after("rules")
+    assert "trainproof.checks.registry" in order, "the probe sees what rules loads"
+    assert [m for m in order[: order.index("numpy")] if m.startswith("trainproof.") and m != "trainproof.cli"] == []
