@@ -18,6 +18,8 @@ from trainproof.model import Series
 from trainproof.thresholds import Thresholds
 
 MAD_TO_SIGMA = 1.4826
+MEDIAN_SE = 1.2533
+"""The median of k normal values has a standard error of about MEDIAN_SE * sigma / sqrt(k) (sqrt(pi / 2))."""
 MAD_SE = 1.1664
 """A MAD-based sigma from n normal values has an asymptotic variance of about 1.36 sigma**2 / n: a standard error of
 MAD_SE * sigma / sqrt(n)."""
@@ -157,14 +159,14 @@ class Profile:
     @staticmethod
     def difference_error(points_a: int, points_b: int) -> float:
         """The standard error of the difference of two medians of ``points_a`` and ``points_b`` points, in sigmas."""
-        return float(1.2533 * np.sqrt(1.0 / max(points_a, 1) + 1.0 / max(points_b, 1)))
+        return float(MEDIAN_SE * np.sqrt(1.0 / max(points_a, 1) + 1.0 / max(points_b, 1)))
 
     def shifted(self, level: float, points: int, z: float) -> float:
         """A median of ``points`` points moved ``z`` of its standard errors up (down for a negative ``z``), on the
         scale ``above`` compares on: by a factor for a positive loss, by a difference otherwise."""
         if self.log_noise is not None and level > 0:
-            return float(level * np.exp(z * 1.2533 * self.log_noise / np.sqrt(max(points, 1))))
-        return float(level + z * 1.2533 * self.noise / np.sqrt(max(points, 1)))
+            return float(level * np.exp(z * MEDIAN_SE * self.log_noise / np.sqrt(max(points, 1))))
+        return float(level + z * MEDIAN_SE * self.noise / np.sqrt(max(points, 1)))
 
     def start_points(self, head_points: int) -> int:
         """How many points the start level is the median of (one, when it is the first point alone)."""

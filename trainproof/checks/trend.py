@@ -10,7 +10,7 @@ from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
 from trainproof.checks.sentences import nearest_checkpoint
 from trainproof.report import Level
-from trainproof.stats import Profile, rolling_median3, share_after, trend_t
+from trainproof.stats import MEDIAN_SE, Profile, rolling_median3, share_after, trend_t
 from trainproof.thresholds import Thresholds
 
 
@@ -207,8 +207,8 @@ def _improvement_bound(prof: Profile, head: float, z: float) -> tuple[float, flo
 def _points_to_settle(relative_noise: float, t: Thresholds) -> int:
     """Logged points that would make the head and end windows' medians tell a DEAD_MIN_IMPROVEMENT change from noise:
     PROOF_Z standard errors of their difference within half of it."""
-    # the difference of two medians of k points each has a standard error of difference_error(k, k) = 1.25 sqrt(2 / k)
-    per_window = 2.0 * (t.PROOF_Z * Profile.difference_error(1, 1) / np.sqrt(2.0) * relative_noise / (0.5 * t.DEAD_MIN_IMPROVEMENT)) ** 2
+    # the difference of two medians of k points each has a standard error of MEDIAN_SE * sqrt(2 / k)
+    per_window = 2.0 * (t.PROOF_Z * MEDIAN_SE * relative_noise / (0.5 * t.DEAD_MIN_IMPROVEMENT)) ** 2
     return int(np.ceil(per_window / t.TAIL_SHARE))
 
 
