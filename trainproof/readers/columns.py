@@ -42,7 +42,7 @@ class RecordParser:
         self.loss_column: str | None = None
         self.eval_column: str | None = None
         self.columns: dict[str, None] = {}
-        self._mappings: dict[tuple[str, ...], tuple[dict[str, str], dict[str, str]]] = {}
+        self._mappings: dict[tuple[str, ...], tuple[dict[str, str], tuple[tuple[str, str], ...]]] = {}
         self.metrics: dict[str, str] = {}
         """Each eval-metric column seen, to its goal."""
         self._records = 0
@@ -56,11 +56,13 @@ class RecordParser:
         known = self._mappings.get(keys)
         if known is None:
             resolved = self.names.resolve(keys)
-            known = self._mappings[keys] = (resolved, metric_columns(self.names, keys, resolved))
-            self.metrics.update(known[1])
+            metrics = metric_columns(self.names, keys, resolved)
+            judged = tuple(("metric:" + key, key) for key, goal in metrics.items() if goal != "unknown")
+            known = self._mappings[keys] = (resolved, judged)
+            self.metrics.update(metrics)
             self.columns.update(dict.fromkeys(keys))
             self._loss_named = self._loss_named or resolved.get("loss")
-        mapping, metrics = known
+        mapping, judged = known
         index = self._records
         self._records += 1
         if self.step_unit is None:
@@ -87,9 +89,8 @@ class RecordParser:
                     self.loss_column = key
                 elif canonical == "eval_loss" and self.eval_column is None:
                     self.eval_column = key
-        for key, goal in metrics.items():
-            if goal != "unknown":
-                self.builder.add("metric:" + key, step, record.get(key))
+        for series, key in judged:  # the eval metrics whose direction is known, named once per set of keys
+            self.builder.add(series, step, record.get(key))
         time_key = mapping.get("wall_time")
         if time_key is not None:
             self.builder.add_time(step, parse_timestamp(record.get(time_key)))
