@@ -370,6 +370,34 @@ def test_a_goal_given_to_a_training_series_does_not_make_it_an_eval_metric(tmp_p
     assert summary["eval_metrics"] == "eval_wer (lower is better)"
 
 
+@pytest.mark.parametrize("columnar", [False, True])
+@pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv"])
+def test_every_reader_leaves_a_training_series_with_a_goal_its_series(tmp_path, columnar, suffix):
+    """The same on every reader of columns, both ways: a goal on the loss's or the learning rate's key keeps them the
+    run's loss and learning rate, and only the eval metric is one."""
+    from trainproof.readers import csv as csv_reader
+    from trainproof.readers import hf, jsonl
+
+    names = Names(goals={"loss": "max", "learning_rate": "min"})
+    records = [{"step": s, "loss": 1.0, "learning_rate": 1e-4} for s in range(1, 141)]
+    records += [{"step": s, "eval_loss": 0.5, "eval_wer": w} for s, w in zip(EVAL_STEPS, ISSUE_WER)]
+    path = tmp_path / f"log{suffix}"
+    if suffix == ".json":
+        path = _trainer_state(tmp_path / "trainer_state.json")
+        run = hf.read(path, names=names, columnar=columnar)
+    elif suffix == ".jsonl":
+        path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+        run = jsonl.read(path, names=names, columnar=columnar)
+    else:
+        keys = ["step", "loss", "learning_rate", "eval_loss", "eval_wer"]
+        path.write_text("\n".join([",".join(keys)] + [",".join(str(r.get(k, "")) for k in keys) for r in records]) + "\n")
+        run = csv_reader.read(path, names=names, columnar=columnar)
+    assert list(run.eval_metrics) == ["eval_wer"]
+    assert run.loss_name == "loss"
+    assert run.loss is not None
+    assert run.learning_rate is not None
+
+
 def test_a_training_metric_the_user_names_is_not_called_held_out():
     run = with_metrics(flat_training(), {"accuracy": ("max", [0.82, 0.7, 0.61, 0.6, 0.58, 0.6, 0.59])})
     f = finding(subject_of(run))
