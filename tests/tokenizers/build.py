@@ -105,6 +105,7 @@ def sentencepiece_model(
     vocab_size: int = 1000,
     model_type: str = "unigram",
     pad_is_eos: bool = False,
+    user_defined: tuple[str, ...] = (),
 ) -> Path:
     """A sentencepiece model trained on :func:`training_lines`, written to ``folder/tokenizer.model``.
 
@@ -115,6 +116,7 @@ def sentencepiece_model(
     without a piece of its own, and ``pad_id()`` looks its piece up: eos. The
     model then has no "<pad>" piece. ``character_coverage=1.0`` keeps every
     character of the training text, so every English line is covered.
+    ``user_defined`` are pieces the model matches whole in any text.
     """
     import sentencepiece
 
@@ -135,6 +137,7 @@ def sentencepiece_model(
             eos_id=EOS,
             num_threads=1,
             minloglevel=2,
+            user_defined_symbols=list(user_defined),
             **pad,
         )
     return path

@@ -25,6 +25,7 @@ VARIANTS = {
     "sentencepiece-bpe": ("sentencepiece", {"model_type": "bpe"}),
     "sentencepiece-pad-is-eos": ("sentencepiece", {"pad_is_eos": True}),
     "sentencepiece-split-digits": ("sentencepiece", {"split_digits": True}),
+    "sentencepiece-user-defined": ("sentencepiece", {"user_defined": ("<sep>", "[laugh]")}),
     "bpe": ("bpe", {}),
     "bpe-bytes": ("bpe", {"byte_fallback": True}),
     "bpe-byte-level": ("bpe", {"byte_level": True}),
@@ -103,6 +104,17 @@ def test_byte_ids_exactly_with_byte_fallback(case):
         assert sorted(tokenizer.piece(i) for i in tokenizer.byte_ids) == [f"<0x{byte:02X}>" for byte in range(256)]
     else:
         assert tokenizer.byte_ids == frozenset()
+
+
+def test_matched_strings_are_the_added_tokens_or_the_user_defined_pieces(case):
+    """What the library finds whole in a text: a tokenizers pipeline's added tokens (the special ones here), a
+    sentencepiece model's user-defined pieces (never its control pieces: "<s>" in a text is three pieces)."""
+    tokenizer = case.tokenizer
+    user_defined = set(case.options.get("user_defined", ()))
+    assert tokenizer.matched == (set(build.SPECIAL_TOKENS) if case.name in ("bpe", "hf") else user_defined)
+    for text in tokenizer.matched:
+        ids = tokenizer.encode_batch([f"say{text}now"])[0]
+        assert text in {tokenizer.piece(i) for i in ids}
 
 
 def test_encode_batch_is_encoding_one_by_one(case):

@@ -144,6 +144,25 @@ def test_a_tokenizer_without_a_decoder_does_not_round_trip(built, tmp_path):
     assert found[0].values["count"] == len(changed)
 
 
+def test_a_line_holding_an_added_token_is_checked_outside_the_sample(built, tmp_path):
+    """A pipeline that prepends "▁" to every segment (Metaspace "always") gives "<s>the river" back as "<s> the
+    river": only lines holding the added token fail, so the sample of plain lines cannot speak for them. Line 1,235 is
+    past the first thousand and off the stride; other brackets make no line fail."""
+    document = json.loads(built("bpe").read_text(encoding="utf-8"))
+    document["pre_tokenizer"]["prepend_scheme"] = "always"
+    for decoder in document["decoder"]["decoders"]:
+        if decoder["type"] == "Metaspace":
+            decoder["prepend_scheme"] = "always"
+    always = tmp_path / "tokenizer.json"
+    always.write_text(json.dumps(document), encoding="utf-8")
+    english = build.english_lines()
+    lines = [english[i % len(english)] for i in range(1500)]
+    lines[1234] = "<s>" + lines[1234]
+    lines[1300] = "a [bracketed] <word> | here"
+    found = hits(judged(always, write_text(tmp_path / "t.txt", lines)), "TP-TOK-ROUND-TRIP")
+    assert [(f.line, f.values["count"]) for f in found] == [(1235, 1)]
+
+
 def test_lines_that_decode_to_themselves_round_trip(built, clean_text):
     assert hits(judged(built("bpe"), clean_text), "TP-TOK-ROUND-TRIP") == []
 

@@ -14,12 +14,20 @@ import pytest
 
 from trainproof.checks import tokenizer as rules
 
-PLAIN = set(chr(c) for c in range(0x20, 0x7F)) - set("<>[]{}|")
+PRINTABLE = set(chr(c) for c in range(0x20, 0x7F))
 ALPHABET = [*"ab c1<>[]{}|\t\r\x00é€~9", "\ud800", " ", "  ", "x", "42", "\n"]
 
 
-def unusual_line_by_line(texts: list[str]) -> set[int]:
-    return {i for i, text in enumerate(texts) if not text or set(text) - PLAIN or "  " in text or text[0] == " " or text[-1] == " "}
+NEEDLES = ["<s>", "</s>", "<|x|>", "|", "é", "\n", "ab", "<0x41>"]
+"""Strings a tokenizer could match whole: added tokens, a non-ASCII one, one holding a newline, a plain word."""
+
+
+def irregular_line_by_line(texts: list[str]) -> set[int]:
+    return {i for i, text in enumerate(texts) if not text or set(text) - PRINTABLE or "  " in text or text[0] == " " or text[-1] == " "}
+
+
+def holding_line_by_line(texts: list[str], needles: list[str]) -> set[int]:
+    return {i for i, text in enumerate(texts) if any(needle in text for needle in needles)}
 
 
 def first_lines_line_by_line(texts: list[str], pattern: re.Pattern[str]) -> dict[str, int]:
@@ -44,11 +52,35 @@ def random_texts(rng: random.Random, newlines: bool) -> list[str]:
 
 
 @pytest.mark.parametrize("newlines", [False, True], ids=["one line each", "newlines inside"])
-def test_unusual_lines_are_those_a_line_by_line_test_finds(newlines):
+def test_irregular_lines_are_those_a_line_by_line_test_finds(newlines):
     rng = random.Random(7)
     for _ in range(3000):
         texts = random_texts(rng, newlines)
-        assert rules._unusual_lines(texts, rules._Joined.of(texts)) == unusual_line_by_line(texts), texts
+        assert rules._irregular_lines(texts, rules._Joined.of(texts)) == irregular_line_by_line(texts), texts
+
+
+@pytest.mark.parametrize("newlines", [False, True], ids=["one line each", "newlines inside"])
+def test_lines_holding_a_matched_string_are_those_a_line_by_line_test_finds(newlines):
+    rng = random.Random(5)
+    for _ in range(3000):
+        texts = random_texts(rng, newlines)
+        needles = rng.sample(NEEDLES, rng.randint(0, 4))
+        assert rules._lines_holding(texts, rules._Joined.of(texts), needles) == holding_line_by_line(texts, needles), (texts, needles)
+
+
+def test_hundreds_of_reserved_tokens_are_each_found_at_their_line():
+    reserved = [f"<|reserved_{n}|>" for n in range(300)]
+    texts = [f"line {i} says <|reserved_{i * 7}|> once" if i % 10 == 0 else f"line {i} <| is not a token |>" for i in range(400)]
+    assert rules._lines_holding(texts, rules._Joined.of(texts), reserved) == {i for i in range(0, 400, 10) if i * 7 < 300}
+
+
+@pytest.mark.parametrize("newlines", [False, True], ids=["one line each", "newlines inside"])
+def test_words_are_what_splitting_each_line_finds(newlines):
+    rng = random.Random(3)
+    for _ in range(3000):
+        texts = random_texts(rng, newlines)
+        context = rules.TokenizerContext(None, Texts(texts).text, (), None)  # type: ignore[arg-type]
+        assert context.words.tolist() == [len(text.split()) for text in texts], texts
 
 
 @pytest.mark.parametrize("newlines", [False, True], ids=["one line each", "newlines inside"])
@@ -61,10 +93,11 @@ def test_each_number_is_found_at_its_first_line(newlines):
         assert list(got) == list(first_lines_line_by_line(texts, re.compile("[0-9]+"))), "in order of first appearance"
 
 
-def test_a_clean_text_has_no_unusual_line():
-    texts = ["the quiet river", "carried a small boat 1984", "past old stone bridges."]
-    assert rules._unusual_lines(texts, rules._Joined.of(texts)) == set()
+def test_a_clean_text_has_no_irregular_line():
+    texts = ["the quiet river", "carried a small boat 1984", "past old stone bridges [1] <b>."]
+    assert rules._irregular_lines(texts, rules._Joined.of(texts)) == set()
     faults = ["ok", "", " lead", "trail ", "dou  ble", "tab\there", "<s> token", "end"]
-    assert rules._unusual_lines(faults, rules._Joined.of(faults)) == {1, 2, 3, 4, 5, 6}  # ASCII: each fault its own search
+    assert rules._irregular_lines(faults, rules._Joined.of(faults)) == {1, 2, 3, 4, 5}  # ASCII: each fault its own search
+    assert rules._lines_holding(faults, rules._Joined.of(faults), ["<s>"]) == {6}
     accented = ["ok", "café", "fine"]
-    assert rules._unusual_lines(accented, rules._Joined.of(accented)) == {1}
+    assert rules._irregular_lines(accented, rules._Joined.of(accented)) == {1}

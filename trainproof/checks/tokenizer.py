@@ -9,11 +9,12 @@ file order, each at its line, and counts the rest.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from itertools import chain, repeat
+from itertools import accumulate, chain, repeat
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 _DIGITS = re.compile(r"[0-9]+")
 _DIGIT_FLAGS = bytes(1 if byte in b"0123456789" else 0 for byte in range(256))
-"""A translation table flagging each digit byte (see _NOT_PLAIN_FLAGS)."""
+"""A translation table flagging each digit byte (see _NOT_PRINTABLE_FLAGS)."""
 _NOT_DIGITS = bytes(byte for byte in range(256) if byte not in b"0123456789")
 WORD_MARKS = ("\u2581", "\u0120")
 """The marks a vocabulary's pieces carry at the start of a word: sentencepiece's and Metaspace's "▁", byte-level BPE's "Ġ"."""
@@ -63,9 +64,15 @@ class TokenizerContext:
         return int(self.lengths.sum())
 
     @cached_property
+    def irregular(self) -> set[int]:
+        """The transcripts that are not printable ASCII with single spaces (see :func:`_irregular_lines`)."""
+        return _irregular_lines(self.text.texts, self.joined)
+
+    @cached_property
     def unusual(self) -> set[int]:
-        """The transcripts that are not plain printable ASCII with single spaces (see :func:`_unusual_lines`)."""
-        return _unusual_lines(self.text.texts, self.joined)
+        """The transcripts a sample of the others does not speak for: the irregular ones, and those holding a string
+        the tokenizer matches whole (``Tokenizer.matched``: an added token such as "<s>")."""
+        return self.irregular | _lines_holding(self.text.texts, self.joined, self.tokenizer.matched)
 
     @cached_property
     def joined(self) -> _Joined | None:
@@ -75,9 +82,12 @@ class TokenizerContext:
     @cached_property
     def words(self) -> np.ndarray:
         """Whitespace-separated words per transcript (a plain line's spaces counted, the others split)."""
-        texts = self.text.texts
-        words = np.fromiter(map(str.count, texts, repeat(" ")), dtype=np.int64, count=len(texts)) + 1
-        for i in self.unusual:
+        texts, joined = self.text.texts, self.joined
+        if joined is None:
+            words = np.fromiter(map(str.count, texts, repeat(" ")), dtype=np.int64, count=len(texts)) + 1
+        else:
+            words = joined.count_per_line(joined.spaces) + 1
+        for i in self.irregular:
             words[i] = len(texts[i].split())
         return words
 
@@ -247,42 +257,66 @@ def byte_fallback(ctx: TokenizerContext) -> Iterator[Hit]:
 
 ROUND_TRIP_SAMPLE = 1000
 ROUND_TRIP_STRIDE = 50
-_PLAIN_BYTES = bytes(c for c in range(0x20, 0x7F) if chr(c) not in "<>[]{}|")
-"""Printable ASCII but the brackets that special tokens are written with ("<s>", "[CLS]", "<|endoftext|>"): a plain
-line is made of these alone."""
+_PRINTABLE = bytes(range(0x20, 0x7F))
 
 
-def _unusual_lines(texts: Sequence[str], joined: _Joined | None) -> set[int]:
-    """The transcripts that are not plain printable ASCII with single spaces, or are empty (no word, where counting
-    spaces would say one). Searched for in the bytes of all the text at once (``joined``: :class:`_Joined`), a few
-    passes over them (every byte of a non-ASCII character is flagged, and none is a space); line by line when a
-    transcript holds a newline (``joined`` is None)."""
+def _irregular_lines(texts: Sequence[str], joined: _Joined | None) -> set[int]:
+    """The transcripts that are not printable ASCII with single spaces, or are empty (no word, where counting spaces
+    would say one). Searched for in the bytes of all the text at once (``joined``: :class:`_Joined`), a few passes
+    over them (every byte of a non-ASCII character is flagged, and none is a space); line by line when a transcript
+    holds a newline (``joined`` is None)."""
     if joined is None:
-        return {i for i, text in enumerate(texts) if _unusual(text)}
+        return {i for i, text in enumerate(texts) if _irregular(text)}
     data, starts, ends = joined.array, joined.starts, joined.ends
     filled = ends > starts
-    unusual = ~filled
-    unusual[filled] = (data[starts[filled]] == _SPACE) | (data[ends[filled] - 1] == _SPACE)  # a space at its start or end
-    space = data == _SPACE
+    irregular = ~filled
+    irregular[filled] = (data[starts[filled]] == _SPACE) | (data[ends[filled] - 1] == _SPACE)  # a space at its start or end
+    space = joined.spaces
     double = np.zeros(data.size, dtype=bool)
     np.logical_and(space[:-1], space[1:], out=double[:-1])
-    unusual |= joined.lines_with(double)
-    if joined.data.translate(None, _PLAIN_BYTES + b"\n"):  # a character that is not plain (one C call says whether)
-        unusual |= joined.lines_with(np.frombuffer(joined.data.translate(_NOT_PLAIN_FLAGS), dtype=np.bool_))
-    return set(np.flatnonzero(unusual).tolist())
+    irregular |= joined.lines_with(double)
+    if joined.data.translate(None, _PRINTABLE + b"\n"):  # a byte that is not printable ASCII (one C call says whether)
+        irregular |= joined.lines_with(np.frombuffer(joined.data.translate(_NOT_PRINTABLE_FLAGS), dtype=np.bool_))
+    return set(np.flatnonzero(irregular).tolist())
 
 
-def _unusual(text: str) -> bool:
-    """One transcript's test of :func:`_unusual_lines`."""
+def _irregular(text: str) -> bool:
+    """One transcript's test of :func:`_irregular_lines`."""
     return (
-        not text or not text.isascii() or bool(text.encode("ascii").translate(None, _PLAIN_BYTES))
+        not text or not text.isascii() or bool(text.encode("ascii").translate(None, _PRINTABLE))
         or "  " in text or text.startswith(" ") or text.endswith(" ")
     )  # fmt: skip
 
 
 _SPACE = ord(" ")
-_NOT_PLAIN_FLAGS = bytes(0 if byte in _PLAIN_BYTES + b"\n" else 1 for byte in range(256))
-"""A translation table flagging each byte that makes a line unusual (a byte table: faster than indexing an array)."""
+_NOT_PRINTABLE_FLAGS = bytes(0 if byte in _PRINTABLE + b"\n" else 1 for byte in range(256))
+"""A translation table flagging each byte that makes a line irregular (a byte table: faster than indexing an array)."""
+
+
+def _lines_holding(texts: Sequence[str], joined: _Joined | None, needles: Iterable[str]) -> set[int]:
+    """The transcripts that hold any of ``needles``. With the whole text's bytes (``joined``), only the lines holding
+    a needle's first byte are searched, as one string: a pass per needle over them, however many needles a
+    tokenizer adds (hundreds of reserved tokens, all starting "<|")."""
+    wanted = sorted(n for n in needles if n and (joined is None or "\n" not in n))  # joined: no line holds a newline
+    if not wanted:
+        return set()
+    if joined is None:
+        return {i for i, text in enumerate(texts) if any(n in text for n in wanted)}
+    firsts = {n.encode("utf-8", "surrogatepass")[0] for n in wanted}
+    flags = np.frombuffer(joined.data.translate(bytes(1 if b in firsts else 0 for b in range(256))), dtype=np.bool_)
+    candidates = np.flatnonzero(joined.lines_with(flags)).tolist()
+    if not candidates:
+        return set()
+    chunk = "\n".join(texts[i] for i in candidates)
+    starts = list(accumulate((len(texts[i]) + 1 for i in candidates[:-1]), initial=0))
+    found: set[int] = set()
+    for needle in wanted:
+        at = chunk.find(needle)
+        while at != -1:
+            line = bisect_right(starts, at) - 1
+            found.add(candidates[line])
+            at = chunk.find(needle, starts[line + 1]) if line + 1 < len(starts) else -1
+    return found
 
 
 @dataclass(frozen=True, eq=False)
@@ -306,6 +340,20 @@ class _Joined:
             return None
         return cls(data, array, np.concatenate(([0], newlines + 1)), np.concatenate((newlines, [array.size])))
 
+    @cached_property
+    def spaces(self) -> np.ndarray:
+        """Per byte, whether it is a space."""
+        return self.array == _SPACE
+
+    def count_per_line(self, flags: np.ndarray) -> np.ndarray:
+        """Per transcript, how many of its bytes are flagged (``flags`` as in :meth:`lines_with`)."""
+        counts = np.zeros(self.starts.size, dtype=np.int64)
+        filled = self.ends > self.starts
+        if filled.any():
+            wide = np.int32 if flags.size < 2**31 else np.int64  # a narrower sum is twice as fast
+            counts[filled] = np.add.reduceat(flags.view(np.uint8), self.starts[filled], dtype=wide)
+        return counts
+
     def lines_with(self, flags: np.ndarray) -> np.ndarray:
         """Per transcript, whether any of its bytes is flagged (``flags``: one per byte of :attr:`data`, False at the
         newlines between transcripts); one pass, whatever share of the bytes is flagged."""
@@ -319,7 +367,7 @@ class _Joined:
 def round_trip(ctx: TokenizerContext) -> Iterator[Hit]:
     """Decoding a line's tokens does not give the line back.
 
-    What it detects: lines whose decoded encoding is neither the line itself nor the line as the tokenizer's own normaliser makes it (lines holding unknown tokens are left to TP-TOK-UNKNOWN). Every line with a character outside printable ASCII, a bracket of the kind special tokens are written with, or irregular whitespace is checked; of the plain lines, the first thousand and every fiftieth, and all of them as soon as one of those fails (a plain line fails only when the pipeline fails every line alike, as with a lost decoder).
+    What it detects: lines whose decoded encoding is neither the line itself nor the line as the tokenizer's own normaliser makes it (lines holding unknown tokens are left to TP-TOK-UNKNOWN). Every line with a character outside printable ASCII, irregular whitespace, or a string the tokenizer matches whole (an added token such as "<s>", a sentencepiece user-defined symbol) is checked; of the plain lines, the first thousand and every fiftieth, and all of them as soon as one of those fails (a plain line fails only when the pipeline fails every line alike, as with a lost decoder).
     Why it matters: what the model is trained to produce is not what the transcript says: dropped characters, merged spaces, or a normaliser that rewrites text (a TTS model then reads "½" as whatever "1/2" became).
     Fires on: a tokenizer whose normaliser strips accents, on French text; text with characters the decoder drops.
     Does not fire on: lines that decode to their own normalised form.

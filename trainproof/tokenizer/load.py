@@ -57,7 +57,7 @@ import re
 import stat
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -117,7 +117,10 @@ class Tokenizer(ABC):
     ``vocab_size`` is one more than the largest id the tokenizer has, added
     tokens included: the rows an embedding matrix needs. ``byte_ids`` are the
     ids whose piece is a byte-fallback piece (``<0x41>``), empty when the
-    vocabulary has none. ``chat_template`` is set only for a transformers
+    vocabulary has none. ``matched`` are the strings the library finds whole
+    in a text before its pipeline sees the rest (added tokens; sentencepiece's
+    user-defined symbols): a text holding one may not round-trip as
+    :meth:`normalize` says. ``chat_template`` is set only for a transformers
     folder that has one. Ids outside ``0 .. vocab_size - 1`` are a ValueError
     in :meth:`decode` and :meth:`piece`, whatever the library would do.
     """
@@ -125,11 +128,20 @@ class Tokenizer(ABC):
     kind: ClassVar[str]
     """"sentencepiece", "tokenizers" or "transformers": the library that loaded it."""
 
-    def __init__(self, path: str, vocab_size: int, specials: Specials, byte_ids: frozenset[int], chat_template: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        vocab_size: int,
+        specials: Specials,
+        byte_ids: frozenset[int],
+        matched: frozenset[str],
+        chat_template: str | None = None,
+    ) -> None:
         self.path = path
         self.vocab_size = vocab_size
         self.specials = specials
         self.byte_ids = byte_ids
+        self.matched = matched
         self.chat_template = chat_template
 
     def __repr__(self) -> str:
@@ -232,7 +244,7 @@ class SentencePieceTokenizer(Tokenizer):
             return (token_id, pieces[token_id]) if 0 <= token_id < size else (None, None)
 
         found = {role: special(getattr(processor, f"{role}_id")()) for role in ROLES}
-        super().__init__(path, size, _specials(found), _byte_ids(enumerate(pieces)))
+        super().__init__(path, size, _specials(found), _byte_ids(enumerate(pieces)), frozenset(pieces[i] for i in _user_defined(processor)))
         self._dummy_space = _adds_dummy_space(processor)
 
     def _encode_batch(self, texts: list[str]) -> list[list[int]]:
@@ -282,7 +294,9 @@ class TokenizersTokenizer(Tokenizer):
         backend.no_padding()
         backend.no_truncation()
         size = max(max(vocab.values(), default=-1) + 1, backend.get_vocab_size(with_added_tokens=True))
-        super().__init__(path, size, specials, _byte_ids((i, piece) for piece, i in vocab.items()))
+        super().__init__(
+            path, size, specials, _byte_ids((i, piece) for piece, i in vocab.items()), _added(backend.get_added_tokens_decoder())
+        )
 
     def _encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [encoding.ids for encoding in self._backend.encode_batch(texts, add_special_tokens=False)]
@@ -324,7 +338,8 @@ class TransformersTokenizer(Tokenizer):
             text = getattr(tokenizer, f"{role}_token", None)
             found[role] = (getattr(tokenizer, f"{role}_token_id", None), None if text is None else str(text))
         size = max(max(vocab.values(), default=-1) + 1, len(tokenizer))
-        super().__init__(path, size, _specials(found), _byte_ids((i, piece) for piece, i in vocab.items()), _template(tokenizer))
+        added = _added(getattr(tokenizer, "added_tokens_decoder", None) or {})
+        super().__init__(path, size, _specials(found), _byte_ids((i, piece) for piece, i in vocab.items()), added, _template(tokenizer))
 
     def _encode_batch(self, texts: list[str]) -> list[list[int]]:
         encoded = self._tokenizer(texts, add_special_tokens=False, truncation=False, return_attention_mask=False, verbose=False)
@@ -506,6 +521,34 @@ def _is_model_proto(data: bytes) -> bool:
     return pos is not None and {1, 3} <= seen
 
 
+class _Unwalkable(Exception):
+    """The bytes end inside a field, or hold a field number 0 or a wire type protobuf does not have."""
+
+
+def _fields(message: bytes) -> Iterator[tuple[int, int | bytes | None]]:
+    """Each field of a protobuf message: its number and value (an int for a varint, the bytes of a length-delimited
+    field, None for a fixed-width one), raising _Unwalkable where the bytes do not walk as a message."""
+    pos: int | None = 0
+    while pos < len(message):
+        tag, pos = _varint(message, pos)
+        if pos is None or tag >> 3 == 0:
+            raise _Unwalkable
+        wire, value = tag & 7, None
+        if wire == 0:
+            value, pos = _varint(message, pos)
+        elif wire == 2:
+            length, pos = _varint(message, pos)
+            if pos is not None:
+                value, pos = message[pos : pos + length], pos + length
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        else:
+            raise _Unwalkable
+        if pos is None or pos > len(message):
+            raise _Unwalkable
+        yield tag >> 3, value
+
+
 def _varint(data: bytes, pos: int) -> tuple[int, int | None]:
     """A protobuf varint at ``pos`` and the position after it; (0, None) when the bytes end inside it."""
     value = shift = 0
@@ -625,6 +668,44 @@ def _specials(found: Mapping[str, tuple[int | None, str | None]]) -> Specials:
 
 def _byte_ids(pairs: Iterable[tuple[int, str]]) -> frozenset[int]:
     return frozenset(token_id for token_id, piece in pairs if _BYTE_PIECE.fullmatch(piece))
+
+
+def _added(decoder: Mapping[int, Any]) -> frozenset[str]:
+    """The text of each added token (``tokenizers``' AddedToken, or a plain string)."""
+    return frozenset(text for token in decoder.values() if (text := str(getattr(token, "content", token))))
+
+
+_USER_DEFINED_TYPE = b"\x18\x04"
+"""A sentencepiece piece's field 3 (type) set to USER_DEFINED (4), as its ModelProto serialises it."""
+
+
+def _user_defined(processor: Any) -> list[int]:
+    """The ids of a sentencepiece model's user-defined pieces, read off its serialised ModelProto (the library has no
+    call for it): the pieces come first, each field 1 of the model in id order, and a piece's own field 3 is its type.
+    One search of the bytes says when there is none, as in most models; only a piece holding the bytes is parsed."""
+    data = processor.serialized_model_proto()
+    if _USER_DEFINED_TYPE not in data:
+        return []
+    found: list[int] = []
+    pos: int | None = 0
+    index = 0
+    while pos is not None and pos < len(data) and data[pos] == 0x0A:  # field 1, length-delimited: a piece
+        length, pos = _varint(data, pos + 1)
+        if pos is None:
+            break
+        end = pos + length
+        if data.find(_USER_DEFINED_TYPE, pos, end) != -1 and _type_of(data[pos:end]) == 4:
+            found.append(index)
+        pos, index = end, index + 1
+    return found
+
+
+def _type_of(piece: bytes) -> int | None:
+    """Field 3 (the type) of a serialised sentencepiece piece; None when absent or the bytes do not walk."""
+    try:
+        return next((value for field, value in _fields(piece) if field == 3 and isinstance(value, int)), None)
+    except _Unwalkable:
+        return None
 
 
 def _library_specials(backend: Any, spec: Mapping[str, Any]) -> dict[str, str]:
