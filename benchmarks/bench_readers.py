@@ -3,8 +3,9 @@
 Targets (issue 11): the whole `trainproof epoch` process within 2x of a process that only parses the file with the
 fastest parser there is for it (polars for JSON Lines and CSV, orjson for a trainer_state.json), at 1e6 and 1e7
 steps; peak RSS under 1 GiB at 1e6 and under 2 GiB at 1e7. Both commands run as fresh processes, alternating, and
-the medians are compared; each process's peak RSS comes from wait4. The small-log cold start is
-benchmarks/bench_startup.py's.
+the medians are compared; each process's peak RSS comes from wait4. The package's bytecode is compiled first, as
+`pip install` does, so that an environment with PYTHONDONTWRITEBYTECODE set does not time the compiler. The small-log
+cold start is benchmarks/bench_startup.py's.
 
     python benchmarks/bench_readers.py [--repeat 3] [--only jsonl-1e6,...] [--keep DIR]
 """
@@ -124,6 +125,9 @@ def main() -> int:
         _, power, write, _ = CASES[name]
         write(Path(path), 10**power)
         return 0
+    import trainproof
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(trainproof.__file__).parent)], check=True)
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="trainproof-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     ok = True
