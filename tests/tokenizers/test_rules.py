@@ -163,6 +163,34 @@ def test_a_line_holding_an_added_token_is_checked_outside_the_sample(built, tmp_
     assert [(f.line, f.values["count"]) for f in found] == [(1235, 1)]
 
 
+def test_an_added_token_matched_after_lowercasing_is_found_in_any_case(tmp_path):
+    """An uncased pipeline (BertNormalizer lowercasing, a WordPiece decoder) with an added token "[laughter]", matched
+    in the lowercased text: "the [Laughter] boat" comes back "the [laughter] boat" where the normaliser alone says
+    "the [ laughter ] boat". Line 1,235 holds it in another case than the token's and must still be checked."""
+    import random
+    import string
+
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    rng = random.Random(0)
+    words = ["the", "river", "boat", "stone", "bridge", "old", "quiet", "small", "carried", "past", "and", "a", "of"]
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.decoder = decoders.WordPiece()
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=200, special_tokens=["[UNK]"], initial_alphabet=[*string.ascii_lowercase, "[", "]"], show_progress=False
+    )
+    tokenizer.train_from_iterator([" ".join(rng.choice(words) for _ in range(8)) for _ in range(300)], trainer)
+    tokenizer.add_tokens(["[laughter]"])  # not special: normalized=True, the library's default
+    path = tmp_path / "tokenizer.json"
+    path.write_text(tokenizer.to_str(), encoding="utf-8")
+    lines = [" ".join(rng.choice(words) for _ in range(6)) for _ in range(1500)]
+    lines[1234] = "the [Laughter] boat"
+    found = hits(judged(path, write_text(tmp_path / "t.txt", lines)), "TP-TOK-ROUND-TRIP")
+    assert [f.line for f in found] == [1235]
+
+
 def test_lines_that_decode_to_themselves_round_trip(built, clean_text):
     assert hits(judged(built("bpe"), clean_text), "TP-TOK-ROUND-TRIP") == []
 

@@ -15,11 +15,12 @@ import pytest
 from trainproof.checks import tokenizer as rules
 
 PRINTABLE = set(chr(c) for c in range(0x20, 0x7F))
-ALPHABET = [*"ab c1<>[]{}|\t\r\x00é€~9", "\ud800", " ", "  ", "x", "42", "\n"]
+ALPHABET = [*"ab c1<>[]{}|\t\r\x00é€~9", "\ud800", " ", "  ", "x", "42", "AB", "[c]", "É", "İ", "\n"]
 
 
-NEEDLES = ["<s>", "</s>", "<|x|>", "|", "é", "\n", "ab", "<0x41>"]
-"""Strings a tokenizer could match whole: added tokens, a non-ASCII one, one holding a newline, a plain word."""
+NEEDLES = ["<s>", "</s>", "<|x|>", "|", "é", "É", "\n", "ab", "aB", "[C]", "<0x41>", "İ"]
+"""Strings a tokenizer could match whole: added tokens, non-ASCII ones (İ lowercases to two characters), one holding a
+newline, plain words in two cases."""
 
 
 def irregular_line_by_line(texts: list[str]) -> set[int]:
@@ -27,7 +28,7 @@ def irregular_line_by_line(texts: list[str]) -> set[int]:
 
 
 def holding_line_by_line(texts: list[str], needles: list[str]) -> set[int]:
-    return {i for i, text in enumerate(texts) if any(needle in text for needle in needles)}
+    return {i for i, text in enumerate(texts) if any(needle.lower() in text.lower() for needle in needles)}
 
 
 def first_lines_line_by_line(texts: list[str], pattern: re.Pattern[str]) -> dict[str, int]:

@@ -71,7 +71,7 @@ class TokenizerContext:
     @cached_property
     def unusual(self) -> set[int]:
         """The transcripts a sample of the others does not speak for: the irregular ones, and those holding a string
-        the tokenizer matches whole (``Tokenizer.matched``: an added token such as "<s>")."""
+        the tokenizer matches whole (``Tokenizer.matched``: an added token such as "<s>"), in any letter case."""
         return self.irregular | _lines_holding(self.text.texts, self.joined, self.tokenizer.matched)
 
     @cached_property
@@ -294,21 +294,23 @@ _NOT_PRINTABLE_FLAGS = bytes(0 if byte in _PRINTABLE + b"\n" else 1 for byte in 
 
 
 def _lines_holding(texts: Sequence[str], joined: _Joined | None, needles: Iterable[str]) -> set[int]:
-    """The transcripts that hold any of ``needles``. With the whole text's bytes (``joined``), only the lines holding
-    a needle's first byte are searched, as one string: a pass per needle over them, however many needles a
-    tokenizer adds (hundreds of reserved tokens, all starting "<|")."""
-    wanted = sorted(n for n in needles if n and (joined is None or "\n" not in n))  # joined: no line holds a newline
+    """The transcripts that hold any of ``needles`` in any letter case (a tokenizer may match an added token in the
+    text as its normaliser leaves it, lowercased). With the whole text's bytes (``joined``), only the lines holding a
+    needle's first byte (in either case) or a non-ASCII character are searched, as one string: a pass per needle
+    over them, however many needles a tokenizer adds (hundreds of reserved tokens, all starting "<|")."""
+    wanted = sorted({n.lower() for n in needles if n and (joined is None or "\n" not in n)})  # joined: no line holds one
     if not wanted:
         return set()
     if joined is None:
-        return {i for i, text in enumerate(texts) if any(n in text for n in wanted)}
-    firsts = {n.encode("utf-8", "surrogatepass")[0] for n in wanted}
-    flags = np.frombuffer(joined.data.translate(bytes(1 if b in firsts else 0 for b in range(256))), dtype=np.bool_)
-    candidates = np.flatnonzero(joined.lines_with(flags)).tolist()
+        return {i for i, text in enumerate(texts) if any(n in text.lower() for n in wanted)}
+    firsts = {ord(c) for n in wanted for c in {n[0], n[0].upper()} if c.isascii()}
+    flags = bytes(1 if b in firsts or b >= 0x80 else 0 for b in range(256))
+    candidates = np.flatnonzero(joined.lines_with(np.frombuffer(joined.data.translate(flags), dtype=np.bool_))).tolist()
     if not candidates:
         return set()
-    chunk = "\n".join(texts[i] for i in candidates)
-    starts = list(accumulate((len(texts[i]) + 1 for i in candidates[:-1]), initial=0))
+    lowered = [texts[i].lower() for i in candidates]
+    chunk = "\n".join(lowered)
+    starts = list(accumulate((len(text) + 1 for text in lowered[:-1]), initial=0))
     found: set[int] = set()
     for needle in wanted:
         at = chunk.find(needle)

@@ -118,9 +118,10 @@ class Tokenizer(ABC):
     tokens included: the rows an embedding matrix needs. ``byte_ids`` are the
     ids whose piece is a byte-fallback piece (``<0x41>``), empty when the
     vocabulary has none. ``matched`` are the strings the library finds whole
-    in a text before its pipeline sees the rest (added tokens; sentencepiece's
-    user-defined symbols): a text holding one may not round-trip as
-    :meth:`normalize` says. ``chat_template`` is set only for a transformers
+    in a text (or in the text as its normaliser leaves it, lowercased) before
+    its pipeline sees the rest: added tokens (for a transformers folder, those
+    its ``added_tokens_decoder`` lists), a sentencepiece model's user-defined
+    pieces. A text holding one may not round-trip as :meth:`normalize` says. ``chat_template`` is set only for a transformers
     folder that has one. Ids outside ``0 .. vocab_size - 1`` are a ValueError
     in :meth:`decode` and :meth:`piece`, whatever the library would do.
     """
