@@ -64,6 +64,14 @@ class TokenizerContext:
         return int(self.lengths.sum())
 
     @cached_property
+    def chars(self) -> np.ndarray:
+        """Characters per transcript: for ASCII text, its bytes, which the whole text's line bounds already say."""
+        joined = self.joined
+        if joined is not None and joined.data.isascii():
+            return joined.ends - joined.starts
+        return np.fromiter(map(len, self.text.texts), dtype=np.int64, count=len(self.text.texts))
+
+    @cached_property
     def irregular(self) -> set[int]:
         """The transcripts that are not printable ASCII with single spaces (see :func:`_irregular_lines`)."""
         return _irregular_lines(self.text.texts, self.joined)
@@ -428,7 +436,7 @@ def fertility(ctx: TokenizerContext) -> Iterator[Hit]:
     worst = int(np.argmax(ctx.lengths / np.maximum(ctx.words, 1)))
     yield Hit(
         message=f"The text averages {figures.num(rate)} tokens per word (limit {figures.num(ctx.t.TOK_FERTILITY_WARN)}); line {ctx.text.lines[worst]} is split finest: {_snippet(ctx.text.texts[worst])}.",
-        evidence=f"{ctx.total:,} tokens for {words:,} words ({figures.num(ctx.total / max(sum(map(len, ctx.text.texts)), 1))} per character); "
+        evidence=f"{ctx.total:,} tokens for {words:,} words ({figures.num(ctx.total / max(int(ctx.chars.sum()), 1))} per character); "
         f"{figures.pct(ctx.split_share or 0)} of words split into several pieces"
         f"{f' (in the first {SPLIT_SHARE_LINES:,} lines)' if len(ctx.text.texts) > SPLIT_SHARE_LINES else ''}",
         values={"tokens_per_word": rate, "tokens": ctx.total, "words": words, "split_share": ctx.split_share},
@@ -454,7 +462,7 @@ def dense_lines(ctx: TokenizerContext) -> Iterator[Hit]:
     Does not fire on: a text under TOK_MIN_LINES lines, or lines within the spread.
     Does not mean: the line is wrong; check what it is.
     """
-    chars = np.maximum(np.fromiter(map(len, ctx.text.texts), dtype=float, count=len(ctx.text.texts)), 1.0)
+    chars = np.maximum(ctx.chars, 1).astype(np.float64)
     if len(chars) < ctx.t.TOK_MIN_LINES:
         raise NotApplicable(f"only {len(chars)} lines (needs {ctx.t.TOK_MIN_LINES})")
     rates = ctx.lengths / chars
@@ -525,6 +533,8 @@ def _numbers_in(ctx: TokenizerContext) -> dict[str, int]:
     """Each distinct digit string in the transcripts and the index of the first transcript it is in, in order of first
     appearance. Only the lines that hold a digit are searched, found in all the text at once when it can be."""
     texts, joined = ctx.text.texts, ctx.joined
+    if joined is not None and not joined.data.translate(None, _NOT_DIGITS):  # no digit anywhere: one C call says so
+        return {}
     if joined is None:  # a line without digits costs one C call
         lines: Iterable[int] = (i for i, text in enumerate(texts) if text.encode("utf-8", "surrogatepass").translate(None, _NOT_DIGITS))
     else:

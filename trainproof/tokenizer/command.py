@@ -52,7 +52,7 @@ def encode(tokenizer: Any, text: Transcripts, progress: Callable[[int, int], Non
 def summarize(tokenizer: Any, encoded: EncodedText, ctx: Any) -> dict:
     lengths = ctx.lengths
     words = int(ctx.words.sum())
-    chars = sum(map(len, encoded.text.texts))
+    chars = int(ctx.chars.sum())
     out: dict = {
         "tokenizer": tokenizer.path,
         "tokenizer_kind": tokenizer.kind,
