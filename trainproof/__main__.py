@@ -1,3 +1,3 @@
-from trainproof.cli import main
+from trainproof.cli import process_main
 
-raise SystemExit(main())
+raise SystemExit(process_main())

@@ -59,6 +59,46 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
+def process_main() -> int:
+    """The ``trainproof`` process (the console script and ``python -m trainproof``): :func:`main`, with the allocator
+    set for a short process that builds and drops arrays of a million points (see :func:`keep_freed_memory`)."""
+    keep_freed_memory()
+    return main()
+
+
+KEPT_FREED_BYTES = 1 << 30
+"""Freed heap memory glibc keeps for reuse instead of returning it to the kernel (M_TRIM_THRESHOLD)."""
+HEAP_ARRAY_BYTES = 32 << 20
+"""Allocations up to this size come from the heap, not a mapping of their own (M_MMAP_THRESHOLD; glibc's maximum)."""
+
+
+def keep_freed_memory() -> None:
+    """Make glibc reuse the memory a large log's arrays free, rather than hand it back and fault it in again.
+
+    Reading a million-step log and judging it allocates and frees dozens of
+    arrays of 8 MB. By default glibc maps each such array on its own and
+    unmaps it when freed, or trims the heap top, so the next array touches
+    fresh pages: on a virtual machine a page fault costs microseconds, and
+    they were 0.15-0.3 s of a 1 s ``trainproof epoch`` of a 1e6-step JSONL
+    (benchmarks/bench_readers.py). Only the CLI's own process is set so: a
+    library caller or the training process of the HF callback keeps its
+    allocator as it is. Elsewhere than glibc, nothing is done.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes  # already imported by numpy
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 -- glibc, whose mallopt these parameters are
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    mallopt(m_trim_threshold, KEPT_FREED_BYTES)
+    mallopt(m_mmap_threshold, HEAP_ARRAY_BYTES)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_command_in(argv))
