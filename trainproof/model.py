@@ -37,7 +37,11 @@ class Series:
         return np.isfinite(self.values)
 
     def finite_part(self) -> Series:
+        """The finite points; the series itself when every point is one (rules ask for it often, and a million points
+        copied twice each time add up)."""
         keep = self.finite
+        if not self.raw and bool(keep.all()):
+            return self
         return Series(self.steps[keep], self.values[keep])
 
     @classmethod
