@@ -147,12 +147,14 @@ def no_learning(ctx: RunContext) -> Iterator[Hit]:
     if head <= 0:
         raise NotApplicable("the loss's head level is not positive")
     end_gain = (head - prof.end) / head
-    trend = trend_t(prof.values)
-    learned_by_end = end_gain >= t.DEAD_MIN_IMPROVEMENT and trend <= -t.DEAD_TREND_T
     best_gain = (head - prof.best) / head
     best_segment = int(prof.seg_size[prof.best_segment])
     best_is_real = best_gain >= t.DEAD_MIN_IMPROVEMENT and prof.above(head, prof.best, t.NOISE_SIGMAS, prof.head_window_points, best_segment)
-    if learned_by_end or best_is_real:
+    if best_is_real:  # learned at some point: the trend (a sort of every point) is not needed to say so
+        return
+    trend = trend_t(prof.values)
+    learned_by_end = end_gain >= t.DEAD_MIN_IMPROVEMENT and trend <= -t.DEAD_TREND_T
+    if learned_by_end:
         return
     change = f"{figures.pct(end_gain)} below" if end_gain >= 0 else f"{figures.pct(-end_gain)} above"
     bound, relative_noise = _improvement_bound(prof, head, t.PROOF_Z)

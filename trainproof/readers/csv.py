@@ -214,14 +214,16 @@ def _block(data: bytes, first: int, header: list[str], delimiter: str) -> Block 
     frame = _frame(data, header, delimiter)
     if frame is None:
         return None
-    content = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(content == 10)
-    if frame.height != ends.size:
+    lines = data.count(b"\n")
+    if frame.height != lines:
         return None
-    if data.count(delimiter.encode()) == (len(header) - 1) * ends.size:  # polars refused longer rows: none is short
-        cells = np.full(ends.size, len(header), dtype=np.int64)
+    whole = data.count(delimiter.encode()) == (len(header) - 1) * lines  # polars refused longer rows: none is short
+    if whole:
+        cells = np.full(lines, len(header), dtype=np.int64)
     else:
-        cells = np.bincount(np.searchsorted(ends, np.flatnonzero(content == ord(delimiter))), minlength=ends.size) + 1
+        content = np.frombuffer(data, dtype=np.uint8)
+        ends = np.flatnonzero(content == 10)
+        cells = np.bincount(np.searchsorted(ends, np.flatnonzero(content == ord(delimiter))), minlength=lines) + 1
     columns = [_Cells(frame.to_series(j)) for j in range(len(header))]
     empty = np.ones(frame.height, dtype=bool)
     for column in columns:
@@ -232,6 +234,8 @@ def _block(data: bytes, first: int, header: list[str], delimiter: str) -> Block 
         for column, title in zip(columns, header):
             repeated &= (column.texts == title).fill_null(False).to_numpy()  # type: ignore[union-attr]
         keep &= ~repeated
+    if whole and bool(keep.all()):  # every row is one, with every cell: the columns as they are
+        return Block(np.arange(first, first + lines, dtype=np.int64), {title: column.column for title, column in zip(header, columns)})
     rows = np.flatnonzero(keep)
     out = {}
     for j, (title, column) in enumerate(zip(header, columns)):
@@ -285,8 +289,13 @@ class _Cells:
             self.texts = None
             has = np.ones(s.len(), dtype=bool)
             empty = s.is_null().to_numpy()
-            numbers = s.cast(pl.Float64).fill_null(np.nan).to_numpy()
-            ints = s.fill_null(0).cast(pl.Int64).to_numpy() if s.dtype.is_integer() else None
+            nulls = bool(empty.any())  # without any, a column of the right type is handed over without a copy
+            floats = s if s.dtype == pl.Float64 else s.cast(pl.Float64)
+            numbers = (floats.fill_null(np.nan) if nulls else floats).to_numpy()
+            ints = None
+            if s.dtype.is_integer():
+                whole = s if s.dtype == pl.Int64 else s.cast(pl.Int64)
+                ints = (whole.fill_null(0) if nulls else whole).to_numpy()
             self.column = Column(has=has, numbers=numbers, ints=ints, odd={}, empty=empty)
         self.empty = self.column.empty
 
