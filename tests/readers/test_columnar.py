@@ -284,6 +284,37 @@ def test_a_series_missing_from_a_whole_block_keeps_its_steps(tmp_path: Path, mon
     assert 25 not in column.grad_norm.steps.tolist()
 
 
+def test_series_that_share_their_points_in_some_blocks_and_not_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random logs in blocks of random sizes: each series is logged on its own random share of the records, per
+    block, so series share their steps for a while, part, meet again, skip whole blocks and appear late. The column
+    path (which shares one steps buffer among series with the same points) must build the line path's Run."""
+    import random
+
+    rng = random.Random(13)
+    series = ("loss", "learning_rate", "grad_norm", "eval_loss")
+    for case in range(60):
+        size = rng.choice((3, 7, 20))
+        monkeypatch.setattr(jsonl, "iter_blocks", lambda path, size=size: _blocks(path, size))
+        rows, step = [], 0
+        for _ in range(rng.randint(1, 6)):  # stretches of records, each with its own pattern of what is logged
+            share = {name: rng.choice((0.0, 0.5, 1.0)) for name in series}
+            together = rng.random() < 0.5  # the series logged together, or each on its own draw
+            for _ in range(rng.randint(1, 25)):
+                step += rng.choice((1, 1, 1, 0))  # a step logged again now and then
+                draw = rng.random()
+                row: dict[str, object] = {"step": step}
+                for name in series:
+                    if (draw if together else rng.random()) < share[name]:
+                        row[name] = round(rng.random(), 3)
+                rows.append(row)
+        path = _jsonl(tmp_path, "".join(json.dumps(r) + "\n" for r in rows))
+        line, column = _both(path, "jsonl")
+        if isinstance(line, str) or isinstance(column, str):
+            assert line == column, case
+        else:
+            assert_same_run(line, column)
+
+
 def _blocks(path: Path, lines_per_block: int):
     lines = path.read_bytes().splitlines(keepends=True)
     for at in range(0, len(lines), lines_per_block):

@@ -157,22 +157,55 @@ class _Growing:
 
 class _Part:
     """The points of one series: values, and their steps, which are the records' own (``steps is None``) while the
-    series has a point on every record with a step; the text of values that were no number, by position."""
+    series has a point on every record with a step; the text of values that were no number, by position.
 
-    def __init__(self, capacity: int, records: _Growing) -> None:
+    Series with the same points (loss, learning rate and gradient norm on the training records, between evaluation
+    records) share one steps buffer: at ten million steps each copy would be 80 MB, written and faulted in for nothing.
+    """
+
+    def __init__(self, capacity: int) -> None:
         self.values = _Growing(np.float64, capacity)
-        self.steps: _Growing | None = None if records.n == 0 else _Growing(np.int64, capacity)
+        self.steps: _Growing | None = None
         self.raw: dict[int, str] = {}
 
-    def add(self, steps: np.ndarray, values: np.ndarray, raw: Mapping[int, str], every: bool, records: _Growing) -> None:
-        if self.steps is None and (not every or self.values.n != records.n):  # a point missing here, or a block passed over
-            self.steps = _Growing(np.int64, self.values.data.size)
-            self.steps.extend(records.view()[: self.values.n])
+    def add(self, steps: np.ndarray, rows: np.ndarray, values: np.ndarray, raw: Mapping[int, str], every: bool, records: _Growing, block: list[_Extended]) -> None:
+        """The block's points: their ``steps``, their ``rows`` in the block, their ``values``. ``block`` lists the steps
+        buffers extended in this block so far, which a series with the same points and the same steps before takes."""
+        before = self.values.n
+        if self.steps is not None or not every or before != records.n:  # a point missing here, or a block passed over
+            self.steps = _steps_for(self.steps, before, rows, steps, records, block)
         for at, text in raw.items():
-            self.raw[self.values.n + at] = text
+            self.raw[before + at] = text
         self.values.extend(values)
-        if self.steps is not None:
-            self.steps.extend(steps)
+
+
+@dataclass(frozen=True, eq=False)
+class _Extended:
+    """A steps buffer extended in the current block: what it held before (the records' first ``before`` steps, or
+    ``source``'s), the block's ``rows`` it took steps from, and the buffer."""
+
+    source: _Growing | None
+    before: int
+    rows: np.ndarray
+    buffer: _Growing
+
+
+def _steps_for(current: _Growing | None, before: int, rows: np.ndarray, steps: np.ndarray, records: _Growing, block: list[_Extended]) -> _Growing:
+    """The steps buffer of a series whose ``before`` steps are ``current``'s (the records' when None), once the block's
+    ``steps`` (at ``rows``) are added: one another series already made this block from the same, else ``current``
+    extended (if no other series extended it this block), else a new one."""
+    for done in block:
+        if done.source is current and done.before == before and done.rows.size == rows.size and np.array_equal(done.rows, rows):
+            return done.buffer
+    if current is not None and current.n == before and not any(done.buffer is current for done in block):
+        block.append(_Extended(current, before, rows, current))
+        current.extend(steps)
+        return current
+    buffer = _Growing(np.int64, max(before + steps.size, records.data.size))
+    buffer.extend(records.view()[:before] if current is None else current.view()[:before])
+    buffer.extend(steps)
+    block.append(_Extended(current, before, rows, buffer))
+    return buffer
 
 
 class ColumnarRun:
@@ -190,6 +223,8 @@ class ColumnarRun:
         self._records = 0
         self._parts: dict[str, _Part] = {}
         self._capacity = 0
+        self._block: list[_Extended] = []
+        """The steps buffers extended in the block being fed (see _steps_for)."""
         self._record_steps: _Growing | None = None
         self._lines: _Growing | None = None
 
@@ -204,6 +239,7 @@ class ColumnarRun:
         n = block.rows
         if n == 0:
             return
+        self._block = []
         self.columns.update(dict.fromkeys(block.columns))
         candidates = self.names.candidates(block.columns)
         chosen = {series: _first_present(names, block.columns, n) for series, names in candidates.items()}
@@ -335,8 +371,8 @@ class ColumnarRun:
         every = rows.size == at_steps.size
         part = self._parts.get(series)
         if part is None:
-            part = self._parts[series] = _Part(self._capacity, records)
-        part.add(at_steps if every else steps[rows], values, moved(raw, rows), every, records)
+            part = self._parts[series] = _Part(self._capacity)
+        part.add(at_steps if every else steps[rows], rows, values, moved(raw, rows), every, records, self._block)
 
     def build(self, copy: bool = True) -> Run:
         records = self._record_steps.view() if self._record_steps is not None else np.empty(0, dtype=np.int64)
@@ -345,7 +381,7 @@ class ColumnarRun:
         for series in list(self._parts):
             part = self._parts.pop(series)
             values = part.values.view()
-            steps = records[: values.size] if part.steps is None else part.steps.view()
+            steps = (records if part.steps is None else part.steps.view())[: values.size]  # a shared buffer may run on
             keep = last_of_each(steps)
             if keep is not None:
                 steps, values = steps[keep], values[keep]
