@@ -294,8 +294,11 @@ class _Cells:
             numbers = (floats.fill_null(np.nan) if nulls else floats).to_numpy()
             ints = None
             if s.dtype.is_integer():
-                whole = s if s.dtype == pl.Int64 else s.cast(pl.Int64)
-                ints = (whole.fill_null(0) if nulls else whole).to_numpy()
+                try:
+                    exact = s if s.dtype == pl.Int64 else s.cast(pl.Int64)
+                except pl.exceptions.InvalidOperationError:  # past int64 (Int128): read as floats, which a step refuses
+                    exact = None
+                ints = None if exact is None else (exact.fill_null(0) if nulls else exact).to_numpy()
             self.column = Column(has=has, numbers=numbers, ints=ints, odd={}, empty=empty)
         self.empty = self.column.empty
 

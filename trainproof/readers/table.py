@@ -286,6 +286,8 @@ class ColumnarRun:
                 continue
             column = block.columns[name]
             if column.ints is not None:
+                if column.empty is not None:  # an empty cell is no step, not the 0 it was filled with
+                    rows = rows[~column.empty[rows]]
                 steps[rows] = column.ints[rows]
                 valid[rows] = True
                 continue
