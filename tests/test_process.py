@@ -12,7 +12,8 @@ import pytest
 from tests.helpers import REPO
 
 FAULTS = """
-import resource, sys
+import ctypes, resource, sys
+ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)  # PR_SET_THP_DISABLE: 4 KiB pages whatever the kernel's huge-page setting
 import numpy as np
 from trainproof.cli import keep_freed_memory
 if sys.argv[1] == "kept":
@@ -27,10 +28,39 @@ for _ in range(3):
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
+PROBE = """
+import sys
+import trainproof.cli as cli
+def refuse():
+    raise SystemExit("keep_freed_memory was called")
+cli.keep_freed_memory = refuse
+sys.argv = ["trainproof", *sys.argv[1:]]
+sys.exit(cli.process_main() if sys.argv[1] != "library" else cli.main(["rules"]))
+"""
+"""Runs a command with keep_freed_memory replaced by one that ends the process, to tell where it is called."""
+
+
+def _clean_env() -> dict[str, str]:
+    """This environment without the user's allocator settings, which keep_freed_memory leaves alone."""
+    names = ("GLIBC_TUNABLES", "LD_PRELOAD", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
+    return {k: v for k, v in os.environ.items() if k not in names} | {"NUMPY_MADVISE_HUGEPAGE": "0"}
+
+
+def _probe(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=REPO, env=_clean_env())
+
 
 def test_the_console_script_and_python_m_run_the_process_entry():
     assert 'trainproof = "trainproof.cli:process_main"' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert "process_main()" in (REPO / "trainproof" / "__main__.py").read_text(encoding="utf-8")
+
+
+def test_the_process_sets_the_allocator_but_not_for_watch_and_not_for_a_library_caller():
+    assert "keep_freed_memory was called" in _probe("rules").stderr
+    watch = _probe("watch", "--help")
+    assert watch.returncode == 0, watch.stderr
+    library = _probe("library")
+    assert library.returncode == 0, library.stderr
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the setting is glibc's")
@@ -40,17 +70,23 @@ def test_the_process_reuses_freed_arrays_instead_of_faulting_in_fresh_pages():
     (15,400)."""
 
     def faults(mode: str) -> int:
-        # numpy's transparent huge pages, when the kernel has some to give, fault 2 MiB at a time: counts would vary
-        env = {**os.environ, "NUMPY_MADVISE_HUGEPAGE": "0"}
-        out = subprocess.run([sys.executable, "-c", FAULTS, mode], capture_output=True, text=True, check=True, cwd=REPO, env=env)
+        out = subprocess.run([sys.executable, "-c", FAULTS, mode], capture_output=True, text=True, check=True, cwd=REPO, env=_clean_env())
         return int(out.stdout)
 
     default, kept = faults("default"), faults("kept")
     assert kept < default * 0.7
 
 
-def test_the_library_leaves_the_allocator_alone():
-    """Importing trainproof or calling main() (what a library caller and the HF callback's process do) sets nothing."""
-    source = (REPO / "trainproof" / "cli" / "__init__.py").read_text(encoding="utf-8")
-    main_body = source.split("def main(", 1)[1]
-    assert "keep_freed_memory" not in main_body
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the setting is glibc's")
+def test_an_allocator_the_user_set_is_left_as_it_is():
+    env = _clean_env() | {"MALLOC_TRIM_THRESHOLD_": "131072"}
+    out = subprocess.run([sys.executable, "-c", FAULTS, "kept"], capture_output=True, text=True, check=True, cwd=REPO, env=env)
+    default = subprocess.run([sys.executable, "-c", FAULTS, "default"], capture_output=True, text=True, check=True, cwd=REPO, env=env)
+    assert int(out.stdout) == int(default.stdout)
+
+
+def test_without_ctypes_the_command_still_runs():
+    code = "import sys; sys.modules['ctypes'] = None; sys.argv = ['trainproof', '--version']; from trainproof.cli import process_main; process_main()"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=_clean_env())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("trainproof ")

@@ -9,6 +9,7 @@ import pytest
 
 from tests.helpers import series
 from trainproof import stats
+from trainproof.model import Series
 from trainproof.thresholds import DEFAULTS, Thresholds
 
 RNG = np.random.default_rng(20240611)
@@ -109,6 +110,19 @@ def test_median_of_the_finite_part_is_numpys_nanmedian():
     finite = series(values).finite_part().values
     assert finite.size == 36
     assert stats.median(finite) == np.nanmedian(np.where(np.isfinite(values), values, np.nan))
+
+
+def test_the_finite_part_of_a_finite_series_is_the_series_itself_and_otherwise_a_copy():
+    whole = series(RNG.normal(2, 1, 40))
+    assert whole.finite_part() is whole
+    holed = series(np.array([1.0, np.nan, 3.0]))
+    part = holed.finite_part()
+    assert part is not holed
+    assert part.values.tolist() == [1.0, 3.0]
+    assert part.steps.tolist() == holed.steps[[0, 2]].tolist()
+    texted = Series(np.array([1, 2]), np.array([1.0, 2.0]), {2: "2.0"})  # a kept text goes with the copy, not the part
+    assert texted.finite_part() is not texted
+    assert texted.finite_part().raw == {}
 
 
 # --- robust_sigma --------------------------------------------------------------

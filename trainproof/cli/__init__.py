@@ -61,42 +61,52 @@ def _command_in(argv: Sequence[str]) -> str | None:
 
 def process_main() -> int:
     """The ``trainproof`` process (the console script and ``python -m trainproof``): :func:`main`, with the allocator
-    set for a short process that builds and drops arrays of a million points (see :func:`keep_freed_memory`)."""
-    keep_freed_memory()
+    set for a short process that builds and drops arrays of a million points (see :func:`keep_freed_memory`); not for
+    ``watch``, which runs beside a training job for as long as it does."""
+    if _command_in(sys.argv[1:]) != "watch":
+        keep_freed_memory()
     return main()
 
 
 KEPT_FREED_BYTES = 1 << 30
 """Freed heap memory glibc keeps for reuse instead of returning it to the kernel (M_TRIM_THRESHOLD)."""
 HEAP_ARRAY_BYTES = 32 << 20
-"""Allocations up to this size come from the heap, not a mapping of their own (M_MMAP_THRESHOLD; glibc's maximum)."""
+"""Allocations up to this size come from the heap, not a mapping of their own (M_MMAP_THRESHOLD; glibc's maximum
+on 64-bit)."""
+_USERS_OWN = ("GLIBC_TUNABLES", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
+"""Environment variables by which a user sets glibc's allocator: when one is set, it is left as they set it."""
 
 
 def keep_freed_memory() -> None:
     """Make glibc reuse the memory a large log's arrays free, rather than hand it back and fault it in again.
 
     Reading a million-step log and judging it allocates and frees dozens of
-    arrays of 8 MB. By default glibc maps each such array on its own and
-    unmaps it when freed, or trims the heap top, so the next array touches
-    fresh pages: on a virtual machine a page fault costs microseconds, and
-    they were 0.15-0.3 s of a 1 s ``trainproof epoch`` of a 1e6-step JSONL
-    (benchmarks/bench_readers.py). Only the CLI's own process is set so: a
-    library caller or the training process of the HF callback keeps its
-    allocator as it is. Elsewhere than glibc, nothing is done.
+    arrays of 1-40 MB. glibc maps a large array on its own and unmaps it when
+    it is freed, or trims the heap top under it; its thresholds adapt, but not
+    to a run of growing temporaries, so the next array touches fresh pages. On
+    a virtual machine a page fault costs microseconds: 0.15-0.3 s of a 1 s
+    ``trainproof epoch`` of a 1e6-step JSONL (benchmarks/bench_readers.py).
+    Only the CLI's own process is set so (a library caller, or the training
+    process of the HF callback, keeps its allocator), and nothing is done
+    elsewhere than glibc, or when the user set the allocator themselves. It
+    is an optimisation: whatever fails, the command runs as it would have.
     """
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes  # already imported by numpy
+    import os
 
+    if not sys.platform.startswith("linux") or any(name in os.environ for name in _USERS_OWN):
+        return
     try:
+        import ctypes
+
         libc = ctypes.CDLL(None)
         libc.gnu_get_libc_version  # noqa: B018 -- glibc, whose mallopt these parameters are
         mallopt = libc.mallopt
-    except (OSError, AttributeError):
+        mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        mallopt(m_trim_threshold, KEPT_FREED_BYTES)
+        mallopt(m_mmap_threshold, HEAP_ARRAY_BYTES)
+    except Exception:  # noqa: BLE001 -- no ctypes, another libc, a refused value: the allocator stays as it was
         return
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    mallopt(m_trim_threshold, KEPT_FREED_BYTES)
-    mallopt(m_mmap_threshold, HEAP_ARRAY_BYTES)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -217,10 +217,9 @@ def _block(data: bytes, first: int, header: list[str], delimiter: str) -> Block 
     lines = data.count(b"\n")
     if frame.height != lines:
         return None
-    whole = data.count(delimiter.encode()) == (len(header) - 1) * lines  # polars refused longer rows: none is short
-    if whole:
-        cells = np.full(lines, len(header), dtype=np.int64)
-    else:
+    full_rows = data.count(delimiter.encode()) == (len(header) - 1) * lines  # polars refused longer rows: none is short
+    cells: np.ndarray | None = None  # per row, its cells; None when every row has them all
+    if not full_rows:
         content = np.frombuffer(data, dtype=np.uint8)
         ends = np.flatnonzero(content == 10)
         cells = np.bincount(np.searchsorted(ends, np.flatnonzero(content == ord(delimiter))), minlength=lines) + 1
@@ -230,18 +229,18 @@ def _block(data: bytes, first: int, header: list[str], delimiter: str) -> Block 
         empty &= column.empty  # type: ignore[arg-type]
     keep = ~empty
     if all(column.texts is not None for column in columns):  # only text columns can hold the header again
-        repeated = cells == len(header)
+        repeated = np.ones(lines, dtype=bool) if cells is None else cells == len(header)
         for column, title in zip(columns, header):
             repeated &= (column.texts == title).fill_null(False).to_numpy()  # type: ignore[union-attr]
         keep &= ~repeated
-    if whole and bool(keep.all()):  # every row is one, with every cell: the columns as they are
+    if cells is None and bool(keep.all()):  # every row is one, with every cell: the columns as they are
         return Block(np.arange(first, first + lines, dtype=np.int64), {title: column.column for title, column in zip(header, columns)})
     rows = np.flatnonzero(keep)
     out = {}
     for j, (title, column) in enumerate(zip(header, columns)):
-        present = cells[rows] > j
         picked = column.take(rows)
-        if not present.all():
+        present = None if cells is None else cells[rows] > j
+        if present is not None and not present.all():
             picked = Column(has=present, numbers=picked.numbers, ints=picked.ints, odd=picked.odd, empty=picked.empty | ~present)  # type: ignore[operator]
         out[title] = picked
     return Block(rows.astype(np.int64) + first, out)

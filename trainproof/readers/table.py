@@ -168,12 +168,15 @@ class _Part:
         self.steps: _Growing | None = None
         self.raw: dict[int, str] = {}
 
-    def add(self, steps: np.ndarray, rows: np.ndarray, values: np.ndarray, raw: Mapping[int, str], every: bool, records: _Growing, block: list[_Extended]) -> None:
-        """The block's points: their ``steps``, their ``rows`` in the block, their ``values``. ``block`` lists the steps
-        buffers extended in this block so far, which a series with the same points and the same steps before takes."""
+    def add(
+        self, steps: np.ndarray, rows: np.ndarray, values: np.ndarray, raw: Mapping[int, str], every: bool, records: _Growing, extended: list[_Extended]
+    ) -> None:
+        """The block's points: their ``steps``, their ``rows`` in the block, their ``values``. ``extended`` lists the
+        steps buffers extended in this block so far, which a series with the same points and the same steps before
+        takes."""
         before = self.values.n
         if self.steps is not None or not every or before != records.n:  # a point missing here, or a block passed over
-            self.steps = _steps_for(self.steps, before, rows, steps, records, block)
+            self.steps = _steps_for(self.steps, before, rows, steps, records, extended)
         for at, text in raw.items():
             self.raw[before + at] = text
         self.values.extend(values)
@@ -190,21 +193,21 @@ class _Extended:
     buffer: _Growing
 
 
-def _steps_for(current: _Growing | None, before: int, rows: np.ndarray, steps: np.ndarray, records: _Growing, block: list[_Extended]) -> _Growing:
+def _steps_for(current: _Growing | None, before: int, rows: np.ndarray, steps: np.ndarray, records: _Growing, extended: list[_Extended]) -> _Growing:
     """The steps buffer of a series whose ``before`` steps are ``current``'s (the records' when None), once the block's
     ``steps`` (at ``rows``) are added: one another series already made this block from the same, else ``current``
     extended (if no other series extended it this block), else a new one."""
-    for done in block:
-        if done.source is current and done.before == before and done.rows.size == rows.size and np.array_equal(done.rows, rows):
+    for done in extended:
+        if done.source is current and done.before == before and np.array_equal(done.rows, rows):
             return done.buffer
-    if current is not None and current.n == before and not any(done.buffer is current for done in block):
-        block.append(_Extended(current, before, rows, current))
+    if current is not None and current.n == before and not any(done.buffer is current for done in extended):
+        extended.append(_Extended(current, before, rows, current))
         current.extend(steps)
         return current
     buffer = _Growing(np.int64, max(before + steps.size, records.data.size))
     buffer.extend(records.view()[:before] if current is None else current.view()[:before])
     buffer.extend(steps)
-    block.append(_Extended(current, before, rows, buffer))
+    extended.append(_Extended(current, before, rows, buffer))
     return buffer
 
 
@@ -223,7 +226,7 @@ class ColumnarRun:
         self._records = 0
         self._parts: dict[str, _Part] = {}
         self._capacity = 0
-        self._block: list[_Extended] = []
+        self._extended: list[_Extended] = []
         """The steps buffers extended in the block being fed (see _steps_for)."""
         self._record_steps: _Growing | None = None
         self._lines: _Growing | None = None
@@ -239,7 +242,7 @@ class ColumnarRun:
         n = block.rows
         if n == 0:
             return
-        self._block = []
+        self._extended = []
         self.columns.update(dict.fromkeys(block.columns))
         candidates = self.names.candidates(block.columns)
         chosen = {series: _first_present(names, block.columns, n) for series, names in candidates.items()}
@@ -374,7 +377,7 @@ class ColumnarRun:
         part = self._parts.get(series)
         if part is None:
             part = self._parts[series] = _Part(self._capacity)
-        part.add(at_steps if every else steps[rows], rows, values, moved(raw, rows), every, records, self._block)
+        part.add(at_steps if every else steps[rows], rows, values, moved(raw, rows), every, records, self._extended)
 
     def build(self, copy: bool = True) -> Run:
         records = self._record_steps.view() if self._record_steps is not None else np.empty(0, dtype=np.int64)
