@@ -277,12 +277,14 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
     """add_entry over every entry, a kind of entry (its keys) at a time; False for a step of a kind this path does
     not read exactly (the text path reads the file)."""
     loss, lr, grad, _ = keys_of(names)
-    every = list(map(tuple, history))
-    kinds = {keys: k for k, keys in enumerate(dict.fromkeys(every))}
-    kind_of = np.fromiter(map(kinds.__getitem__, every), dtype=np.int64, count=len(every))
-    del every
+    # each entry's kind (its keys), numbered by the index of the first entry of that kind, in one pass: setdefault
+    # keeps the number a kind got when first seen, so the numbers rise in the order the kinds are first seen
+    first: dict[tuple[str, ...], int] = {}
+    kind_of = np.fromiter(map(first.setdefault, map(tuple, history), itertools.count()), dtype=np.int64, count=len(history))
     order = np.argsort(kind_of, kind="stable")
-    bounds = np.searchsorted(kind_of[order], np.arange(len(kinds) + 1))
+    firsts = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+    bounds = np.searchsorted(kind_of[order], np.append(firsts, len(history)))
+    kinds = {keys: k for k, keys in enumerate(first)}
     series: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]]] = {}
     runtime: tuple[int, float] | None = None
     problem: int | None = None
