@@ -257,7 +257,7 @@ def _numbers(values: Sequence[object]) -> tuple[np.ndarray, np.ndarray, dict[int
     that are no number, by position."""
     if not set(map(type, values)) - {int, float}:
         try:
-            return np.array(values, dtype=np.float64), np.ones(len(values), dtype=bool), {}
+            return np.fromiter(values, dtype=np.float64, count=len(values)), np.ones(len(values), dtype=bool), {}
         except OverflowError:
             pass
     numbers = np.empty(len(values), dtype=np.float64)
@@ -298,8 +298,8 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
         if types - {int, float}:
             return False  # a step of another kind (a quoted NaN too): skipped or refused entry by entry, as the text path does
         try:
-            ints = np.array(raw_steps, dtype=np.int64) if types == {int} else None
-            floats = None if ints is not None else np.array(raw_steps, dtype=np.float64)
+            ints = np.fromiter(raw_steps, dtype=np.int64, count=len(raw_steps)) if types == {int} else None
+            floats = None if ints is not None else np.fromiter(raw_steps, dtype=np.float64, count=len(raw_steps))
         except OverflowError:
             return False
         if floats is not None:
