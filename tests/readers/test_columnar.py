@@ -232,6 +232,46 @@ def test_the_column_path_is_taken_on_a_trainer_state(tmp_path: Path, monkeypatch
         assert run.loss.raw == {3: "n/a"}
 
 
+def test_random_trainer_states_read_the_same_both_ways(tmp_path: Path) -> None:
+    """Random log histories: training entries with and without a learning rate or gradient norm, eval entries of two
+    sets, summary entries, entries without a step, steps that repeat or step back, and values that are text, NaN,
+    null or booleans, in the entries' own key orders."""
+    import random
+
+    rng = random.Random(31)
+    for case in range(120):
+        history: list[dict[str, object]] = []
+        step = 0
+        for _ in range(rng.randint(1, 40)):
+            step += rng.choice((1, 1, 2, 0, -3))
+
+            def value() -> object:
+                return round(rng.random() + 0.1, 4) if rng.random() > 0.05 else rng.choice(("n/a", "NaN", None, True, 7))
+
+            kind = rng.choice(("train", "train", "train", "eval", "eval", "summary", "no step"))
+            if kind == "train":
+                entry = {"loss": value(), "step": step, **({"learning_rate": value()} if rng.random() < 0.8 else {})}
+                if rng.random() < 0.7:
+                    entry["grad_norm"] = value()
+            elif kind == "eval":
+                prefix = rng.choice(("eval", "eval_g1"))
+                entry = {f"{prefix}_loss": value(), f"{prefix}_runtime": 1.5, "step": step}
+            elif kind == "summary":
+                entry = {"train_runtime": round(rng.random() * 100, 2), "train_loss": value(), "step": step}
+            else:
+                entry = {"loss": value()}
+            if rng.random() < 0.3:
+                entry = dict(reversed(list(entry.items())))
+            history.append(entry)
+        path = tmp_path / "trainer_state.json"
+        path.write_text(json.dumps({"global_step": max(step, 0), "log_history": history}, indent=2))
+        line, column = _both(path, "hf")
+        if isinstance(line, str) or isinstance(column, str):
+            assert line == column, case
+        else:
+            assert_same_run(line, column)
+
+
 CSV_CASES = {
     "Lightning rows": "epoch,step,train_loss_step,val_loss,lr-AdamW\n0,1,2.0,,0.1\n0,1,,2.5,\n0,2,1.8,,0.1\n1,3,1.7,,0.1\n",
     "Keras epochs": "epoch,loss,val_loss,lr\n0,2.0,2.1,0.01\n1,1.5,1.9,0.01\n2,1.2,2.0,0.001\n",
