@@ -95,3 +95,23 @@ def test_escaped_and_unparsable_uris_read_the_same_whatever_comes_first(tmp_path
     with pytest.raises(OSError, match="cannot resolve the URI"):
         uri.stat(f"{base}/a b.wav")
     assert uri.stat(f"{base}/x.wav").kind == "file"  # a URI that does not parse spoils nothing for its neighbours
+
+
+def test_the_engine_asks_the_store_about_each_uri_once_when_that_decides_the_clip(tmp_path, monkeypatch):
+    """A missing, empty or folder URI is decided by the engine's own (threaded) stat, not stat'ed again one clip after
+    another to say so: on an object store each stat is a round trip. The records are the ones the per-clip
+    analysis gives, and the clips that are files are decoded as before."""
+    from trainproof.data.engine import analyze_all
+
+    good = corpus(tmp_path / "c", 2)
+    (tmp_path / "empty.wav").write_bytes(b"")
+    addresses = [Path(p).as_uri() for p in good] + [(tmp_path / f"gone{i}.wav").as_uri() for i in range(5)]
+    addresses += [(tmp_path / "empty.wav").as_uri(), tmp_path.as_uri()]
+    expected = [analyze(ClipRef(a)) for a in addresses]
+    asked: list[str] = []
+    real = uri.stat
+    monkeypatch.setattr(uri, "stat", lambda address: asked.append(address) or real(address))
+    records = analyze_all([ClipRef(a) for a in addresses], jobs=1)
+    assert records == expected
+    decided = addresses[len(good) :]
+    assert sorted(a for a in asked if a in decided) == sorted(decided), "one stat each for the clips the stat decides"

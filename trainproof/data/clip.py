@@ -92,7 +92,7 @@ import re
 import stat
 
 from trainproof.data.model import ClipRecord, ClipRef
-from trainproof.data.uri import is_uri
+from trainproof.data.uri import Info, is_uri
 
 FRAME_S = 0.01
 """Seconds per analysis frame (10 ms)."""
@@ -163,20 +163,32 @@ def analyze(ref: ClipRef) -> ClipRecord:
         return _failed(ref, "unreadable", "out of memory while decoding", size=info.st_size)
 
 
-def _analyze_uri(ref: ClipRef) -> ClipRecord:
-    """A clip named by URI: stat'ed and read through its pyarrow filesystem (:mod:`trainproof.data.uri`), else as a file."""
+def stat_uri(ref: ClipRef) -> tuple[Info | None, ClipRecord | None]:
+    """A clip named by URI, stat'ed through its pyarrow filesystem (:mod:`trainproof.data.uri`): what the store says
+    of it, and the clip's record when that alone decides it (missing, not a file, empty, or the store refused).
+    The engine stats every URI before it decides what to decode; a clip decided here is not asked about again."""
     from trainproof.data import uri
 
     try:
         info = uri.stat(ref.audio)
     except OSError as exc:
-        return _failed(ref, "unreadable", f"cannot stat the file: {exc}")
+        return None, _failed(ref, "unreadable", f"cannot stat the file: {exc}")
     if info.kind == "missing":
-        return _failed(ref, "missing", "the file does not exist")
+        return info, _failed(ref, "missing", "the file does not exist")
     if info.kind != "file":
-        return _failed(ref, "unreadable", f"the path is {'a folder' if info.kind == 'folder' else 'not a regular file'}", size=0)
+        return info, _failed(ref, "unreadable", f"the path is {'a folder' if info.kind == 'folder' else 'not a regular file'}", size=0)
     if info.size == 0:
-        return _failed(ref, "empty", "the file is empty (0 bytes)")
+        return info, _failed(ref, "empty", "the file is empty (0 bytes)")
+    return info, None
+
+
+def _analyze_uri(ref: ClipRef) -> ClipRecord:
+    """A clip named by URI: stat'ed and read through its pyarrow filesystem (:mod:`trainproof.data.uri`), else as a file."""
+    from trainproof.data import uri
+
+    info, decided = stat_uri(ref)
+    if decided is not None or info is None:
+        return decided  # type: ignore[return-value]
     try:
         source = uri.open_input(ref.audio)
     except OSError as exc:

@@ -7,7 +7,9 @@ analysis version), and only the misses are decoded. That lookup, and the
 cache writes as records arrive, are :class:`Work`, which the Ray engine
 (:mod:`trainproof.data.ray_engine`) shares. A clip named by URI
 (:mod:`trainproof.data.uri`) is stat'ed through its filesystem,
-URI_STAT_THREADS at a time, and cached under the URI. Misses are decoded in
+URI_STAT_THREADS at a time, and cached under the URI; one the stat decides
+(missing, not a file, empty) gets its record from that stat, not from a
+second round trip to the store. Misses are decoded in
 worker processes, fed in chunks of CHUNK clips with at most IN_FLIGHT chunks
 per worker queued at any time, so memory holds the records and a bounded
 window of work, whatever the clip count; records reach the cache every
@@ -149,8 +151,9 @@ class Work:
     On construction, every file is stat'ed once (LOOKUP_BATCH at a time) and
     looked up in the cache: a hit is its record (with the caller's path
     string), a file that cannot be stat'ed (missing) is its record at once
-    (``analyze`` says so without decoding), and the rest are :attr:`todo`,
-    in order, with :attr:`todo_bytes` of audio. An engine decodes the todo
+    (``analyze`` says so without decoding; for a URI, the stat itself), and
+    the rest are :attr:`todo`, in order, with :attr:`todo_bytes` of audio.
+    An engine decodes the todo
     clips however it likes and hands each record to :meth:`store`, which
     writes them to the cache CACHE_BATCH at a time; :meth:`flush` writes
     the remainder (call it in a ``finally``, so an interrupted run keeps
@@ -178,9 +181,10 @@ class Work:
         for start in range(0, total, LOOKUP_BATCH):
             batch: dict[int, CacheKey] = {}
             indices = range(start, min(start + LOOKUP_BATCH, total))
-            for i, key in zip(indices, _keys([refs[i] for i in indices], cwd)):
-                if key is None:
-                    self.records[i] = _inline(refs[i], analyze)  # missing (or not statable): a worker would say the same, at once
+            keys, decided = _keys([refs[i] for i in indices], cwd)
+            for i, key, known in zip(indices, keys, decided):
+                if key is None:  # missing (or not statable): a worker would say the same, at once
+                    self.records[i] = known if known is not None and analyze is None else _inline(refs[i], analyze)
                 else:
                     batch[i] = key
             hits = cache.get_many(batch.values()) if cache is not None and batch else {}
@@ -237,28 +241,26 @@ def _workers_can_start() -> bool:
     return path is None or os.path.exists(path)
 
 
-def _keys(refs: Sequence[ClipRef], cwd: str) -> list[CacheKey | None]:
-    """Each file's cache key (:func:`_key`); clips named by URI are stat'ed URI_STAT_THREADS at a time (each is a
-    round trip to the store), under the URI itself as the key's path."""
+def _keys(refs: Sequence[ClipRef], cwd: str) -> tuple[list[CacheKey | None], list[ClipRecord | None]]:
+    """Each file's cache key (:func:`_key`), and for a clip named by URI whose stat already decides it (missing, not a
+    file, empty) its record. URIs are stat'ed URI_STAT_THREADS at a time (each is a round trip to the store), under
+    the URI itself as the key's path; a clip decided so is not stat'ed again, one after another, to say so."""
     remote = [i for i, ref in enumerate(refs) if is_uri(ref.audio)]
     keys = [_key(ref, cwd) for ref in refs]  # a URI is no file here: None, replaced below
+    decided: list[ClipRecord | None] = [None] * len(refs)
     if remote:
         from concurrent.futures import ThreadPoolExecutor
 
-        from trainproof.data import uri
         from trainproof.data.cache import CacheKey
-
-        def stat(ref: ClipRef) -> CacheKey | None:
-            try:
-                info = uri.stat(ref.audio)
-            except OSError:
-                return None  # the clip's own analysis says why, as its record
-            return CacheKey(ref.audio, info.size, info.mtime_ns, ref.offset, ref.duration) if info.kind == "file" else None
+        from trainproof.data.clip import stat_uri
 
         with ThreadPoolExecutor(min(URI_STAT_THREADS, len(remote))) as pool:
-            for i, key in zip(remote, pool.map(stat, [refs[i] for i in remote])):
-                keys[i] = key
-    return keys
+            for i, (info, record) in zip(remote, pool.map(stat_uri, [refs[i] for i in remote])):
+                ref = refs[i]
+                if record is None and info is not None:
+                    keys[i] = CacheKey(ref.audio, info.size, info.mtime_ns, ref.offset, ref.duration)
+                decided[i] = record
+    return keys, decided
 
 
 def _key(ref: ClipRef, cwd: str) -> CacheKey | None:
