@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -73,10 +72,11 @@ def ratios(ctx: CompareContext) -> Ratios:
 
 def _ratio_beyond_noise(run: Profile, base: Profile, z: float) -> float:
     """run.best / base.best with the run's best moved ``z`` standard errors down and the baseline's ``z`` up, each on
-    its own scale."""
+    its own scale. Only for a positive ``base.best`` (floor() judges no other), which ``z >= 0`` (PROOF_Z is never
+    negative) can only raise."""
     low = run.shifted(run.best, int(run.seg_size[run.best_segment]), -z)
     high = base.shifted(base.best, int(base.seg_size[base.best_segment]), z)
-    return low / high if high > 0 else math.inf
+    return low / high
 
 
 def floor(ctx: CompareContext) -> Iterator[Hit]:
