@@ -215,6 +215,12 @@ def _ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     return tuple(sorted(findings, key=lambda f: -f.level))
 
 
+def reading_options(settings: Settings, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` for a command's reader, with the settings' ``names`` (which name of a log carries each series, and
+    the eval metrics' goals) unless an option says otherwise."""
+    return {"names": settings.names, **options}
+
+
 def judge_one(
     cmd: Command,
     source: Any,
@@ -225,7 +231,7 @@ def judge_one(
     only: frozenset[str] | None = None,
 ) -> Subject:
     """One input through one command: read, every stage's rules (``only`` these ids, when given), presented."""
-    options = options or {}
+    options = reading_options(settings, options or {})
     try:
         thing = read_input(cmd, source, options)
     except InputError as error:
@@ -260,10 +266,9 @@ def judge(
 ) -> Report:
     """Judge every input by one command and return the Report every renderer draws.
 
-    ``options`` go to the command's reader; ``names`` (which name of a log carries each series, and the eval
-    metrics' goals) is the settings' unless an option says otherwise."""
+    ``options`` go to the command's reader (see :func:`reading_options`)."""
     cmd = command(name)
-    options = {"names": settings.names, **options}
+    options = reading_options(settings, options)
     prepared = cmd.prepare(settings, options)
     judged: list[Subject] = []
     folders: list[Folder] = []
@@ -334,5 +339,5 @@ def judge_run(run: Any, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[R
 def judge_against(run: Any, baseline: Any, settings: Settings = DEFAULT_SETTINGS) -> Subject:
     """One Run by the single-run rules and the compare rules against a baseline Run."""
     cmd = command("compare")
-    options = {"baseline": baseline}
+    options = reading_options(settings, {"baseline": baseline})
     return judge_one(cmd, run, settings, cmd.prepare(settings, options), options)

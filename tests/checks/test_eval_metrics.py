@@ -13,7 +13,7 @@ from tests.checks.cases import noisy
 from tests.helpers import make_run, series
 from trainproof.cli import main
 from trainproof.config import ConfigError, Settings, parse
-from trainproof.judge import judge_epoch
+from trainproof.judge import judge_against, judge_epoch, judge_run
 from trainproof.model import Checkpoint
 from trainproof.readers import read_run
 from trainproof.readers.names import Names
@@ -280,6 +280,10 @@ def test_the_configuration_alone_names_series_and_metrics_for_the_library(tmp_pa
     assert subject.summary["loss"] == "total"
     assert subject.summary["eval_metrics"] == "dev_mos (higher is better)"
     assert finding(subject).values["eval_metric"] == "dev_mos"
+    for other in (judge_run(str(path), settings), judge_against(str(path), str(path), settings)):  # the other library calls
+        assert other.unjudged is None
+        assert other.summary["loss"] == "total"
+        assert finding(other).values["eval_metric"] == "dev_mos"
 
 
 def test_a_max_metric_with_an_infinite_value_leaves_that_point_out():
