@@ -9,18 +9,18 @@ file order, each at its line, and counts the rest.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from itertools import accumulate, chain, repeat
+from itertools import chain, repeat
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, rules_of
+from trainproof.readers.base import lines_flagged
 from trainproof.report import Finding, Level
 from trainproof.stats import MAD_TO_SIGMA
 from trainproof.thresholds import Thresholds
@@ -65,10 +65,7 @@ class TokenizerContext:
 
     @cached_property
     def chars(self) -> np.ndarray:
-        """Characters per transcript: for ASCII text, its bytes, which the whole text's line bounds already say."""
-        joined = self.joined
-        if joined is not None and joined.data.isascii():
-            return joined.ends - joined.starts
+        """Characters per transcript."""
         return np.fromiter(map(len, self.text.texts), dtype=np.int64, count=len(self.text.texts))
 
     @cached_property
@@ -275,16 +272,15 @@ def _irregular_lines(texts: Sequence[str], joined: _Joined | None) -> set[int]:
     holds a newline (``joined`` is None)."""
     if joined is None:
         return {i for i, text in enumerate(texts) if _irregular(text)}
-    data, starts, ends = joined.array, joined.starts, joined.ends
-    filled = ends > starts
+    data, starts, ends, filled = joined.array, joined.starts, joined.ends, joined.filled
     irregular = ~filled
     irregular[filled] = (data[starts[filled]] == _SPACE) | (data[ends[filled] - 1] == _SPACE)  # a space at its start or end
-    space = joined.spaces
-    double = np.zeros(data.size, dtype=bool)
-    np.logical_and(space[:-1], space[1:], out=double[:-1])
-    irregular |= joined.lines_with(double)
+    if b"  " in joined.data:  # a double space somewhere (one C call says whether)
+        space, double = joined.spaces, np.zeros(data.size, dtype=bool)
+        np.logical_and(space[:-1], space[1:], out=double[:-1])  # per byte: it and the next are spaces
+        irregular |= joined.count_per_line(double) > 0
     if joined.data.translate(None, _PRINTABLE + b"\n"):  # a byte that is not printable ASCII (one C call says whether)
-        irregular |= joined.lines_with(np.frombuffer(joined.data.translate(_NOT_PRINTABLE_FLAGS), dtype=np.bool_))
+        irregular |= joined.lines_flagged(_NOT_PRINTABLE_FLAGS)
     return set(np.flatnonzero(irregular).tolist())
 
 
@@ -303,30 +299,18 @@ _NOT_PRINTABLE_FLAGS = bytes(0 if byte in _PRINTABLE + b"\n" else 1 for byte in 
 
 def _lines_holding(texts: Sequence[str], joined: _Joined | None, needles: Iterable[str]) -> set[int]:
     """The transcripts that hold any of ``needles`` in any letter case (a tokenizer may match an added token in the
-    text as its normaliser leaves it, lowercased). With the whole text's bytes (``joined``), only the lines holding a
-    needle's first byte (in either case) or a non-ASCII character are searched, as one string: a pass per needle
-    over them, however many needles a tokenizer adds (hundreds of reserved tokens, all starting "<|")."""
+    text as its normaliser leaves it, lowercased), by one search for them all (a tokenizer may add hundreds: reserved
+    tokens, timestamps). With the whole text's bytes (``joined``), only the lines holding a needle's first byte (in
+    either case) or a non-ASCII character are searched."""
     wanted = sorted({n.lower() for n in needles if n and (joined is None or "\n" not in n)})  # joined: no line holds one
     if not wanted:
         return set()
+    pattern = re.compile("|".join(map(re.escape, wanted)))
     if joined is None:
-        return {i for i, text in enumerate(texts) if any(n in text.lower() for n in wanted)}
+        return {i for i, text in enumerate(texts) if pattern.search(text.lower())}
     firsts = {ord(c) for n in wanted for c in {n[0], n[0].upper()} if c.isascii()}
-    flags = bytes(1 if b in firsts or b >= 0x80 else 0 for b in range(256))
-    candidates = np.flatnonzero(joined.lines_with(np.frombuffer(joined.data.translate(flags), dtype=np.bool_))).tolist()
-    if not candidates:
-        return set()
-    lowered = [texts[i].lower() for i in candidates]
-    chunk = "\n".join(lowered)
-    starts = list(accumulate((len(text) + 1 for text in lowered[:-1]), initial=0))
-    found: set[int] = set()
-    for needle in wanted:
-        at = chunk.find(needle)
-        while at != -1:
-            line = bisect_right(starts, at) - 1
-            found.add(candidates[line])
-            at = chunk.find(needle, starts[line + 1]) if line + 1 < len(starts) else -1
-    return found
+    candidates = np.flatnonzero(joined.lines_flagged(bytes(1 if b in firsts or b >= 0x80 else 0 for b in range(256))))
+    return {i for i in candidates.tolist() if pattern.search(texts[i].lower())}
 
 
 @dataclass(frozen=True, eq=False)
@@ -355,23 +339,24 @@ class _Joined:
         """Per byte, whether it is a space."""
         return self.array == _SPACE
 
+    @cached_property
+    def filled(self) -> np.ndarray:
+        """Per transcript, whether it holds a byte."""
+        return self.ends > self.starts
+
     def count_per_line(self, flags: np.ndarray) -> np.ndarray:
-        """Per transcript, how many of its bytes are flagged (``flags`` as in :meth:`lines_with`)."""
+        """Per transcript, how many of its bytes are flagged (``flags``: one per byte of :attr:`data`, False at the
+        newlines between transcripts)."""
         counts = np.zeros(self.starts.size, dtype=np.int64)
-        filled = self.ends > self.starts
-        if filled.any():
+        if self.filled.any():  # each filled transcript's segment runs to the next one's start
             wide = np.int32 if flags.size < 2**31 else np.int64  # a narrower sum is twice as fast
-            counts[filled] = np.add.reduceat(flags.view(np.uint8), self.starts[filled], dtype=wide)
+            counts[self.filled] = np.add.reduceat(flags.view(np.uint8), self.starts[self.filled], dtype=wide)
         return counts
 
-    def lines_with(self, flags: np.ndarray) -> np.ndarray:
-        """Per transcript, whether any of its bytes is flagged (``flags``: one per byte of :attr:`data`, False at the
-        newlines between transcripts); one pass, whatever share of the bytes is flagged."""
-        found = np.zeros(self.starts.size, dtype=bool)
-        filled = self.ends > self.starts
-        if filled.any():  # each filled transcript's segment runs to the next one's start: newlines and empty ones add nothing
-            found[filled] = np.logical_or.reduceat(flags, self.starts[filled])
-        return found
+    def lines_flagged(self, table: bytes) -> np.ndarray:
+        """Per transcript, whether any of its bytes is flagged by the translation ``table`` (see
+        :func:`~trainproof.readers.base.lines_flagged`)."""
+        return lines_flagged(self.data, table, self.starts, self.ends)
 
 
 def round_trip(ctx: TokenizerContext) -> Iterator[Hit]:
@@ -538,7 +523,7 @@ def _numbers_in(ctx: TokenizerContext) -> dict[str, int]:
     if joined is None:  # a line without digits costs one C call
         lines: Iterable[int] = (i for i, text in enumerate(texts) if text.encode("utf-8", "surrogatepass").translate(None, _NOT_DIGITS))
     else:
-        lines = np.flatnonzero(joined.lines_with(np.frombuffer(joined.data.translate(_DIGIT_FLAGS), dtype=np.bool_))).tolist()
+        lines = np.flatnonzero(joined.lines_flagged(_DIGIT_FLAGS)).tolist()
     where: dict[str, int] = {}
     for i in lines:
         for match in _DIGITS.finditer(texts[i]):

@@ -424,6 +424,17 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
             yield number, text, ended
 
 
+def lines_flagged(data: bytes, table: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per line [start, end) of ``data``, whether any of its bytes is flagged by the translation ``table`` (256 bytes,
+    1 for a flagged byte, 0 for a newline): one pass over the bytes (a ``translate``, then a reduceat from each line's
+    start), not the position of every flagged byte, whatever share of them is flagged."""
+    found = np.zeros(starts.size, dtype=bool)
+    filled = ends > starts
+    if filled.any():  # each filled line's segment runs to the next one's start: newlines and empty lines add nothing
+        found[filled] = np.logical_or.reduceat(np.frombuffer(data.translate(table), dtype=np.bool_), starts[filled])
+    return found
+
+
 def iter_line_blocks(path: Path) -> Iterator[tuple[int, list[str], bool]]:
     """The lines of :func:`iter_lines`, a block at a time: ``(number of the first, texts, ended)``, for a reader that
     handles lines in bulk (100,000 transcripts) rather than one by one."""

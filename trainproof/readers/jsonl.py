@@ -24,7 +24,7 @@ import numpy as np
 
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers.base import RunBuilder, iter_blocks, iter_lines, load_json, open_log, read_block, read_document
+from trainproof.readers.base import RunBuilder, iter_blocks, iter_lines, lines_flagged, load_json, open_log, read_block, read_document
 from trainproof.readers.columns import RecordParser
 from trainproof.readers.names import DEFAULT_NAMES, Names
 from trainproof.readers.table import SPECIAL_FLOATS, Block, ColumnarRun, as_columns, block_of_records, column_of_frame, importable, size_of
@@ -191,19 +191,13 @@ _NOT_BLANK_FLAGS = bytes(0 if byte in b"\t\n\v\f\r " else 1 for byte in range(25
 
 def _record_lines(data: bytes, first: int, count: int, records: int) -> np.ndarray | None:
     """The line number of each record of a block of ``count`` lines: one per line that is not blank; None when the
-    count disagrees. Each line is marked by one pass over the bytes (a reduceat from each line's start, its newline
-    unflagged), not by the position of every byte."""
+    count disagrees (see :func:`~trainproof.readers.base.lines_flagged`)."""
     if records == count:
         return np.arange(first, first + count, dtype=np.int64)
-    content = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(content == 10)
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
     starts = np.concatenate(([0], ends + 1))[:count]
-    stops = np.append(ends, content.size)[:count]
-    marked = np.zeros(starts.size, dtype=bool)
-    some = stops > starts
-    if some.any():
-        marked[some] = np.logical_or.reduceat(np.frombuffer(data.translate(_NOT_BLANK_FLAGS), dtype=np.bool_), starts[some])
-    filled = np.flatnonzero(marked)
+    stops = np.append(ends, len(data))[:count]
+    filled = np.flatnonzero(lines_flagged(data, _NOT_BLANK_FLAGS, starts, stops))
     if filled.size != records:
         return None
     return filled.astype(np.int64) + first
