@@ -236,7 +236,8 @@ class SentencePieceTokenizer(Tokenizer):
 
     kind = "sentencepiece"
 
-    def __init__(self, path: str, processor: Any) -> None:
+    def __init__(self, path: str, processor: Any, user_defined: Sequence[int] = ()) -> None:
+        """``user_defined``: the ids of the model's user-defined pieces (see :func:`_user_defined`)."""
         self._processor = processor
         size = processor.get_piece_size()
         pieces = processor.id_to_piece(list(range(size)))
@@ -245,7 +246,7 @@ class SentencePieceTokenizer(Tokenizer):
             return (token_id, pieces[token_id]) if 0 <= token_id < size else (None, None)
 
         found = {role: special(getattr(processor, f"{role}_id")()) for role in ROLES}
-        super().__init__(path, size, _specials(found), _byte_ids(enumerate(pieces)), frozenset(pieces[i] for i in _user_defined(processor)))
+        super().__init__(path, size, _specials(found), _byte_ids(enumerate(pieces)), frozenset(pieces[i] for i in user_defined))
         self._dummy_space = _adds_dummy_space(processor)
 
     def _encode_batch(self, texts: list[str]) -> list[list[int]]:
@@ -464,7 +465,8 @@ def _load_tokenizer_json(file: str, shown: str) -> TokenizersTokenizer:
 
 
 def _load_sentencepiece(file: str, shown: str) -> SentencePieceTokenizer:
-    if not _is_model_proto(_read(file)):
+    pieces = _model_pieces(_read(file))
+    if pieces is None:
         raise InputError(
             file, "is a truncated or corrupt sentencepiece model (its protobuf does not parse to the end, or lacks the normalizer spec)"
         )
@@ -473,7 +475,7 @@ def _load_sentencepiece(file: str, shown: str) -> SentencePieceTokenizer:
         processor = sentencepiece.SentencePieceProcessor(model_file=file)
     except Exception as exc:  # RuntimeError or OSError, with sentencepiece's status text
         raise InputError(file, f"is not a sentencepiece model sentencepiece can load: {_said(exc)}") from None
-    return SentencePieceTokenizer(shown, processor)
+    return SentencePieceTokenizer(shown, processor, _user_defined(pieces))
 
 
 def _read(path: str, limit: int = -1) -> bytes:
@@ -492,34 +494,23 @@ def _starts_like_model_proto(head: bytes) -> bool:
     return pos is not None and head[pos : pos + 1] == b"\x0a"
 
 
-def _is_model_proto(data: bytes) -> bool:
-    """Whether ``data`` walks as one whole protobuf message with pieces (field 1) and a normalizer spec (field 3).
+def _model_pieces(data: bytes) -> list[bytes] | None:
+    """The serialised pieces (field 1, in id order) of a whole ModelProto; None when ``data`` does not walk as one
+    whole protobuf message with pieces and a normalizer spec (field 3).
 
     Protobuf writes fields in number order, so a model cut anywhere in its
     pieces or trainer spec ends mid-field or lacks field 3.
     """
+    pieces: list[bytes] = []
     seen: set[int] = set()
-    pos: int | None = 0
-    while pos is not None and pos < len(data):
-        tag, pos = _varint(data, pos)
-        if pos is None or tag >> 3 == 0:
-            return False
-        wire = tag & 7
-        if wire == 0:
-            _, pos = _varint(data, pos)
-        elif wire == 1:
-            pos += 8
-        elif wire == 2:
-            length, pos = _varint(data, pos)
-            pos = None if pos is None else pos + length
-        elif wire == 5:
-            pos += 4
-        else:
-            return False
-        if pos is not None and pos > len(data):
-            return False
-        seen.add(tag >> 3)
-    return pos is not None and {1, 3} <= seen
+    try:
+        for field, value in _fields(data):
+            seen.add(field)
+            if field == 1 and isinstance(value, bytes):
+                pieces.append(value)
+    except _Unwalkable:
+        return None
+    return pieces if {1, 3} <= seen else None
 
 
 class _Unwalkable(Exception):
@@ -680,25 +671,10 @@ _USER_DEFINED_TYPE = b"\x18\x04"
 """A sentencepiece piece's field 3 (type) set to USER_DEFINED (4), as its ModelProto serialises it."""
 
 
-def _user_defined(processor: Any) -> list[int]:
-    """The ids of a sentencepiece model's user-defined pieces, read off its serialised ModelProto (the library has no
-    call for it): the pieces come first, each field 1 of the model in id order, and a piece's own field 3 is its type.
-    One search of the bytes says when there is none, as in most models; only a piece holding the bytes is parsed."""
-    data = processor.serialized_model_proto()
-    if _USER_DEFINED_TYPE not in data:
-        return []
-    found: list[int] = []
-    pos: int | None = 0
-    index = 0
-    while pos is not None and pos < len(data) and data[pos] == 0x0A:  # field 1, length-delimited: a piece
-        length, pos = _varint(data, pos + 1)
-        if pos is None:
-            break
-        end = pos + length
-        if data.find(_USER_DEFINED_TYPE, pos, end) != -1 and _type_of(data[pos:end]) == 4:
-            found.append(index)
-        pos, index = end, index + 1
-    return found
+def _user_defined(pieces: Sequence[bytes]) -> list[int]:
+    """The ids of a sentencepiece model's user-defined pieces (the library has no call for it), from its serialised
+    pieces: a piece's own field 3 is its type. Only a piece holding the type's bytes is parsed."""
+    return [i for i, piece in enumerate(pieces) if _USER_DEFINED_TYPE in piece and _type_of(piece) == 4]
 
 
 def _type_of(piece: bytes) -> int | None:
