@@ -71,13 +71,26 @@ def test_data_on_the_local_engine_imports_no_ray(tmp_path):
 
 def test_epoch_loads_no_numpy_masked_arrays(tmp_path):
     """numpy.ma costs a small log's `epoch` a tenth of its start (bench_startup.py): quantiles, medians and uniques
-    on the epoch path are computed without it."""
+    on the epoch path are computed without it. Three logs reach the three quantiles: the report's log-scale choice,
+    the noise of a loss printed with two decimals (robust_sigma's fallback), and a step-time column (its cliff)."""
     entries = hf_entries([2.0 * 0.97**i for i in range(60)])
     path = write_hf_state(tmp_path / "trainer_state.json", entries)
-    for extra in ([], ["--json"], ["--markdown", str(tmp_path / "r.md")]):
-        loaded = modules_after("epoch", str(path), *extra)
+    (tmp_path / "rounded").mkdir()
+    rounded = write_hf_state(tmp_path / "rounded" / "trainer_state.json", hf_entries([round(2.0 - 0.01 * i, 2) for i in range(60)]))
+    timed = tmp_path / "timed.jsonl"
+    timed.write_text("".join(json.dumps({"step": i, "loss": 2.0 * 0.97**i, "step_time": 0.5}) + "\n" for i in range(1, 61)))
+    for argv in ([path], [path, "--json"], [path, "--markdown", str(tmp_path / "r.md")], [rounded], [timed]):
+        loaded = modules_after("epoch", *map(str, argv))
         assert "numpy" in loaded, "the probe sees what epoch loads"
-        assert "numpy.ma" not in loaded, extra
+        assert "numpy.ma" not in loaded, argv
+
+
+def test_the_data_commands_options_are_listed_without_loading_the_command():
+    """`trainproof data --help` (and every hook run that builds the parser) needs the engines' names only."""
+    code = "import json, sys; from trainproof.cli import build_parser; build_parser('data'); print(json.dumps(list(sys.modules)))"
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout)
+    assert "trainproof.cli.data" in loaded
+    assert [m for m in loaded if m.startswith(("trainproof.judge", "trainproof.checks", "trainproof.data."))] == []
 
 
 def _readers_checks_and_tempfile_loaded_by(*argv: str) -> list[str]:

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from trainproof.cli.common import add_judging_command
-from trainproof.data.command import ENGINES
+from trainproof.data import ENGINES
 
 
 def _positive(kind: type) -> Any:

@@ -9,3 +9,7 @@ same cache (the only module that imports ray); ``uri`` reads clips named by
 ``s3://``, ``gs://`` or ``file://`` URIs; the rules judge the table of records.
 Heavy imports (soundfile, pandas, xxhash, ray, pyarrow) happen inside the functions that need them.
 """
+
+ENGINES = ("local", "ray")
+"""Where clips are decoded: this machine's cores (:mod:`trainproof.data.engine`), or a Ray cluster's
+(:mod:`trainproof.data.ray_engine`). Here, so that the command line lists them without importing the command."""

@@ -17,6 +17,7 @@ from typing import Any
 from trainproof import figures
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
+from trainproof.data import ENGINES
 from trainproof.data.model import ClipRecord, ClipRef, Manifest
 from trainproof.data.uri import is_uri
 from trainproof.errors import MissingDependencyError, UsageError
@@ -75,10 +76,6 @@ def _decode(refs: list[ClipRef], cache: Any, options: Mapping[str, Any]) -> list
     from trainproof.data.engine import analyze_all
 
     return analyze_all(refs, jobs=options.get("jobs"), cache=cache, progress=progress)
-
-
-ENGINES = ("local", "ray")
-"""Where clips are decoded: this machine's cores (:mod:`trainproof.data.engine`), or a Ray cluster's (:mod:`trainproof.data.ray_engine`)."""
 
 
 def _engine(options: Mapping[str, Any]) -> str:
