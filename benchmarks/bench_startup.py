@@ -50,7 +50,7 @@ def main() -> int:
         baseline_cmd = [sys.executable, "-c", "import numpy"]
         # What pre-commit hooks and CI steps run: the console script, or its exact equivalent.
         script = shutil.which("trainproof")
-        entry = [script] if script else [sys.executable, "-c", "import sys; from trainproof.cli import process_main; sys.exit(process_main())"]
+        entry = [script] if script else [sys.executable, "-m", "trainproof"]
         epoch_cmd = [*entry, "epoch", str(log)]
         timed(baseline_cmd), timed(epoch_cmd)  # warm the file cache
         baseline, epoch = [], []

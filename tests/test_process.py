@@ -35,7 +35,13 @@ def refuse():
     raise SystemExit("keep_freed_memory was called")
 cli.keep_freed_memory = refuse
 sys.argv = ["trainproof", *sys.argv[1:]]
-sys.exit(cli.process_main() if sys.argv[1] != "library" else cli.main(["rules"]))
+if sys.argv[1] == "library":
+    sys.exit(cli.main(["rules"]))
+if sys.argv[1] == "-m":  # python -m trainproof, as the process runs it
+    import runpy
+    sys.argv = ["trainproof", *sys.argv[2:]]
+    runpy.run_module("trainproof", run_name="__main__")
+sys.exit(cli.process_main())
 """
 """Runs a command with keep_freed_memory replaced by one that ends the process, to tell where it is called."""
 
@@ -51,8 +57,10 @@ def _probe(*argv: str) -> subprocess.CompletedProcess:
 
 
 def test_the_console_script_and_python_m_run_the_process_entry():
-    assert 'trainproof = "trainproof.cli:process_main"' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
-    assert "process_main()" in (REPO / "trainproof" / "__main__.py").read_text(encoding="utf-8")
+    from importlib.metadata import entry_points
+
+    assert entry_points(group="console_scripts")["trainproof"].value == "trainproof.cli:process_main"
+    assert "keep_freed_memory was called" in _probe("-m", "rules").stderr
 
 
 def test_the_process_sets_the_allocator_but_not_for_watch_and_not_for_a_library_caller():
@@ -82,7 +90,7 @@ def test_an_allocator_the_user_set_is_left_as_it_is():
     env = _clean_env() | {"MALLOC_TRIM_THRESHOLD_": "131072"}
     out = subprocess.run([sys.executable, "-c", FAULTS, "kept"], capture_output=True, text=True, check=True, cwd=REPO, env=env)
     default = subprocess.run([sys.executable, "-c", FAULTS, "default"], capture_output=True, text=True, check=True, cwd=REPO, env=env)
-    assert int(out.stdout) == int(default.stdout)
+    assert abs(int(out.stdout) - int(default.stdout)) < int(default.stdout) * 0.02  # set, it would be a quarter
 
 
 def test_without_ctypes_the_command_still_runs():
