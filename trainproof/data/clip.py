@@ -163,41 +163,42 @@ def analyze(ref: ClipRef) -> ClipRecord:
         return _failed(ref, "unreadable", "out of memory while decoding", size=info.st_size)
 
 
-def stat_uri(ref: ClipRef) -> tuple[Info | None, ClipRecord | None]:
-    """A clip named by URI, stat'ed through its pyarrow filesystem (:mod:`trainproof.data.uri`): what the store says
-    of it, and the clip's record when that alone decides it (missing, not a file, empty, or the store refused).
-    The engine stats every URI before it decides what to decode; a clip decided here is not asked about again."""
+def stat_uri(ref: ClipRef) -> Info | ClipRecord:
+    """A clip named by URI, stat'ed through its pyarrow filesystem (:mod:`trainproof.data.uri`): the clip's record
+    when that alone decides it (missing, not a file, empty, or the store refused), else what the store says of the
+    file. The engine stats every URI before it decides what to decode; a clip decided here is not asked about again."""
     from trainproof.data import uri
 
     try:
         info = uri.stat(ref.audio)
     except OSError as exc:
-        return None, _failed(ref, "unreadable", f"cannot stat the file: {exc}")
+        return _failed(ref, "unreadable", f"cannot stat the file: {exc}")
     if info.kind == "missing":
-        return info, _failed(ref, "missing", "the file does not exist")
+        return _failed(ref, "missing", "the file does not exist")
     if info.kind != "file":
-        return info, _failed(ref, "unreadable", f"the path is {'a folder' if info.kind == 'folder' else 'not a regular file'}", size=0)
+        return _failed(ref, "unreadable", f"the path is {'a folder' if info.kind == 'folder' else 'not a regular file'}", size=0)
     if info.size == 0:
-        return info, _failed(ref, "empty", "the file is empty (0 bytes)")
-    return info, None
+        return _failed(ref, "empty", "the file is empty (0 bytes)")
+    return info
 
 
 def _analyze_uri(ref: ClipRef) -> ClipRecord:
-    """A clip named by URI: stat'ed and read through its pyarrow filesystem (:mod:`trainproof.data.uri`), else as a file."""
+    """A clip named by URI, read through its pyarrow filesystem (:mod:`trainproof.data.uri`). It is opened first (its
+    size comes with it: one request to the store, not a stat and an open); only when it cannot be opened is it
+    stat'ed, to say why."""
     from trainproof.data import uri
 
-    info, decided = stat_uri(ref)
-    if decided is not None or info is None:
-        return decided  # type: ignore[return-value]
     try:
         source = uri.open_input(ref.audio)
     except OSError as exc:
-        return _failed(ref, "unreadable", f"cannot open the file: {exc}", size=info.size)
+        found = stat_uri(ref)
+        return found if isinstance(found, ClipRecord) else _failed(ref, "unreadable", f"cannot open the file: {exc}", size=found.size)
     try:
         with source:
-            return _decode(ref, info.size, source)
+            size = source.size()
+            return _failed(ref, "empty", "the file is empty (0 bytes)") if size == 0 else _decode(ref, size, source)
     except MemoryError:
-        return _failed(ref, "unreadable", "out of memory while decoding", size=info.size)
+        return _failed(ref, "unreadable", "out of memory while decoding")
 
 
 def _decode(ref: ClipRef, size: int, source: object = None) -> ClipRecord:

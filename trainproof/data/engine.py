@@ -245,9 +245,10 @@ def _keys(refs: Sequence[ClipRef], cwd: str) -> tuple[list[CacheKey | None], lis
     """Each file's cache key (:func:`_key`), and for a clip named by URI whose stat already decides it (missing, not a
     file, empty) its record. URIs are stat'ed URI_STAT_THREADS at a time (each is a round trip to the store), under
     the URI itself as the key's path; a clip decided so is not stat'ed again, one after another, to say so."""
-    remote = [i for i, ref in enumerate(refs) if is_uri(ref.audio)]
-    keys = [_key(ref, cwd) for ref in refs]  # a URI is no file here: None, replaced below
+    uris = [is_uri(ref.audio) for ref in refs]
+    keys = [None if remote else _key(ref, cwd) for ref, remote in zip(refs, uris)]  # a URI's key is set below
     decided: list[ClipRecord | None] = [None] * len(refs)
+    remote = [i for i, found in enumerate(uris) if found]
     if remote:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -255,11 +256,12 @@ def _keys(refs: Sequence[ClipRef], cwd: str) -> tuple[list[CacheKey | None], lis
         from trainproof.data.clip import stat_uri
 
         with ThreadPoolExecutor(min(URI_STAT_THREADS, len(remote))) as pool:
-            for i, (info, record) in zip(remote, pool.map(stat_uri, [refs[i] for i in remote])):
+            for i, found in zip(remote, pool.map(stat_uri, [refs[i] for i in remote])):
                 ref = refs[i]
-                if record is None and info is not None:
-                    keys[i] = CacheKey(ref.audio, info.size, info.mtime_ns, ref.offset, ref.duration)
-                decided[i] = record
+                if isinstance(found, ClipRecord):
+                    decided[i] = found
+                else:
+                    keys[i] = CacheKey(ref.audio, found.size, found.mtime_ns, ref.offset, ref.duration)
     return keys, decided
 
 
