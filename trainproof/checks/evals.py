@@ -361,13 +361,11 @@ def _as_lower_is_better(series: Series, goal: str, t: Thresholds) -> Series:
     if not top > 0:
         return Series(series.steps[:0], values[:0])
     floor = t.EVAL_METRIC_FLOOR * top
-    floored = np.where(finite & ~(values >= floor), floor, np.where(finite, values, np.nan))  # inf: no point
+    floored = np.where(finite, np.maximum(values, floor), np.nan)  # inf: no point
     return Series(series.steps, 1 / floored)
 
 
-def _worse(
-    name: str, steps: np.ndarray, values: np.ndarray, t: Thresholds, goal: str = "min", original: np.ndarray | None = None
-) -> _Worse | None:
+def _worse(name: str, steps: np.ndarray, values: np.ndarray, t: Thresholds, goal: str, original: np.ndarray) -> _Worse | None:
     """How one eval series (lower is better: a ``max`` metric comes as its reciprocal) ended worse than its best
     evaluation, or None when it did not (or noise cannot tell). The figures it names are the ``original`` values, in
     the metric's own units (a lower-is-better series is its own original)."""
@@ -384,7 +382,7 @@ def _worse(
     if not gap > (t.EVAL_WORSE_SIGMAS + float(np.sqrt(2 * np.log(values.size)))) * noise:
         return None  # within the series' own noise
     sigmas = float(gap / noise) if noise > 0 else None
-    if goal == "min" or original is None:
+    if goal == "min":
         best, end = b.best, b.end
     else:
         tail = original[b.best_i + 1 :][-t.EVAL_WORSE_END_EVALS :]

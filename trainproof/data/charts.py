@@ -13,8 +13,9 @@ import numpy as np
 
 from trainproof import figures
 from trainproof.checks.base import NotApplicable
-from trainproof.checks.data import MAD_TO_SIGMA, DataContext, rate_levels
+from trainproof.checks.data import DataContext, rate_levels
 from trainproof.report import Finding, Histogram, Level
+from trainproof.stats import MAD_TO_SIGMA
 
 MAX_BINS = 40
 """Bins of a histogram at most (fewer for a small corpus: about the square root of its clips, at least MIN_BINS)."""
@@ -80,9 +81,7 @@ def speaking_rate(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | 
     if values.size == 0:
         return None
     t = ctx.t
-    levels = rate_levels(rates, t)
-    if not _fired(findings, "TP-DATA-TEXT-RATE"):
-        levels = np.zeros(values.size, dtype=int)
+    levels = rate_levels(rates, t) if _fired(findings, "TP-DATA-TEXT-RATE") else np.zeros(values.size, dtype=int)
     limits: tuple[tuple[float, str], ...] = ()
     if not by_speaker:
         median, sigma = float(rates["median_cps"].iloc[0]), float(rates["sigma_cps"].iloc[0])
