@@ -360,6 +360,8 @@ def test_overfitting_says_how_the_eval_metrics_moved_since_the_best_evaluation()
         ("eval_error_reduction", "unknown"),
         ("eval_loss_delta", "unknown"),
         ("eval_per", "min"),  # phone error rate, the whole name
+        ("eval_timit_per", "min"),  # a set's phone error rate
+        ("eval_per_improvement", "unknown"),
     ],
 )
 def test_names_whose_words_turn_the_direction_around_get_no_guess(name, goal):

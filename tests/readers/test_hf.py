@@ -1,3 +1,4 @@
+import json
 import math
 
 import pytest
@@ -137,3 +138,22 @@ def test_a_deferred_line_index_answers_as_the_index_does_before_and_after_it_is_
         deferred[6]
     assert (deferred == {5: 3, 10: 7, 15: 11}, len(deferred), list(deferred)) == (True, 3, [5, 10, 15])
     assert repr(deferred) == f"DeferredStepLines({index!r})"
+
+
+@pytest.mark.parametrize("columnar", [False, True], ids=["text", "columns"])
+def test_an_axis_or_training_series_given_a_goal_is_no_metric_as_in_the_other_readers(tmp_path, columnar):
+    """A goal given to `epoch` or `learning_rate` (by --metric or the configuration) does not make it an eval metric:
+    the names table reads them as an axis and a training series, in trainer_state.json as in JSON Lines."""
+    from dataclasses import replace
+
+    from trainproof.readers import hf, jsonl
+    from trainproof.readers.names import DEFAULT_NAMES
+
+    names = replace(DEFAULT_NAMES, goals={"epoch": "max", "learning_rate": "min", "eval_bleu": "max"})
+    entries = hf_entries([2.0, 1.8, 1.5, 1.3, 1.2, 1.1])
+    entries += [{"step": 6, "epoch": 1.0, "eval_loss": 1.4, "eval_bleu": 0.3}]
+    state = write_hf_state(tmp_path / "trainer_state.json", entries)
+    lines = tmp_path / "log.jsonl"
+    lines.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    for run in (hf.read(state, names, columnar=columnar), jsonl.read(lines, names, columnar=columnar)):
+        assert list(run.eval_metrics) == ["eval_bleu"]

@@ -94,11 +94,11 @@ class EvalKeys:
         if key in self._targets:
             return self._targets[key]
         found: str | None = None
-        loss, lr, grad, evals = keys_of(names)
+        evals = keys_of(names)[3]
         if _is_eval(key, evals):
             found = "eval:" + key
             self.losses[found] = key
-        elif key not in (loss, lr, grad, "lr", "step"):  # a training entry's own series is never a metric
+        elif not names.resolve((key,)):  # a name of a training series or an axis (as the names table reads it) is no metric
             goal = names.metric_goal(key)
             if goal is not None:
                 self.metrics["metric:" + key] = (key, goal)

@@ -245,11 +245,13 @@ class Names:
         rest = match.group(1)
         if rest in _BOOKKEEPING or rest.endswith(_BOOKKEEPING_ENDS) or rest == "loss":
             return None
-        if rest == "per":  # phone error rate; "per" between words is a rate ("tokens_per_step")
-            return "min"
         words = "/" + _WORDS.sub("/", rest) + "/"
-        if rest[0].isdigit() or any(f"/{word}/" in words for word in _TURNS) or "/per/" in words:
-            return "unknown"  # "1-wer" is an accuracy, "wer_improvement" a gain, "tokens_per_step" a rate: no guess
+        if rest[0].isdigit() or any(f"/{word}/" in words for word in _TURNS):
+            return "unknown"  # "1-wer" is an accuracy, "wer_improvement" a gain: no guess
+        if words.endswith("/per/"):  # phone error rate, alone or of a set ("timit_per")
+            return "min"
+        if "/per/" in words:
+            return "unknown"  # "per" between words is a rate ("tokens_per_step"): no guess
         found = {goal for goal, spellings in GOALS.items() if any(f"/{_WORDS.sub('/', s)}/" in words for s in spellings)}
         return found.pop() if len(found) == 1 else "unknown"
 
