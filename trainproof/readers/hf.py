@@ -284,11 +284,10 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
     order = np.argsort(kind_of, kind="stable")
     firsts = np.fromiter(first.values(), dtype=np.int64, count=len(first))
     bounds = np.searchsorted(kind_of[order], np.append(firsts, len(history)))
-    kinds = {keys: k for k, keys in enumerate(first)}
     series: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]]] = {}
     runtime: tuple[int, float] | None = None
     problem: int | None = None
-    for keys, kind in kinds.items():
+    for kind, keys in enumerate(first):
         rows = order[bounds[kind] : bounds[kind + 1]]
         if "step" not in keys:
             continue
@@ -306,8 +305,8 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
             whole = np.isfinite(floats) & (np.abs(floats) < 2.0**63)
             whole[whole] = floats[whole] == np.floor(floats[whole])
             if not whole.all():
-                first = int(rows[~whole][0])
-                problem = first if problem is None else min(problem, first)
+                broken = int(rows[~whole][0])
+                problem = broken if problem is None else min(problem, broken)
                 rows, floats = rows[whole], floats[whole]
                 entries = list(itertools.compress(entries, whole.tolist()))
             ints = floats.astype(np.int64)

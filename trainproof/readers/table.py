@@ -385,24 +385,25 @@ class ColumnarRun:
         records = self._record_steps.view() if self._record_steps is not None else np.empty(0, dtype=np.int64)
         lines = self._lines.view() if self._lines is not None else np.empty(0, dtype=np.int64)
         shared: list[np.ndarray] = [records]
-        kept: dict[tuple[_Growing | None, int], np.ndarray | None] = {}  # series sharing steps share what keeps them
+        done: dict[tuple[_Growing | None, int], tuple[np.ndarray, np.ndarray | None]] = {}  # by steps buffer and length
         for series in list(self._parts):
             part = self._parts.pop(series)
             values = part.values.view()
-            steps = (records if part.steps is None else part.steps.view())[: values.size]  # a shared buffer may run on
             key = (part.steps, values.size)
-            keep = kept[key] if key in kept else kept.setdefault(key, last_of_each(steps))
+            if key not in done:  # series sharing a steps buffer share their steps and what keeps one value per step
+                steps = (records if part.steps is None else part.steps.view())[: values.size]  # a shared buffer may run on
+                keep = last_of_each(steps)
+                if keep is not None:
+                    steps = steps[keep]
+                same = next((s for s in shared if s.size == steps.size and np.array_equal(s, steps)), None)
+                if same is None:
+                    shared.append(steps)
+                done[key] = (steps if same is None else same, keep)  # equal steps of other buffers: one array
+            steps, keep = done[key]
+            raw: Mapping[int, str] = part.raw
             if keep is not None:
-                steps, values = steps[keep], values[keep]
-                raw = {int(steps[at]): text for at, text in moved(part.raw, keep).items()}
-            else:
-                raw = {int(steps[at]): text for at, text in part.raw.items()}
-            same = next((s for s in shared if s.size == steps.size and np.array_equal(s, steps)), None)
-            if same is None:
-                shared.append(steps)
-            else:
-                steps = same  # loss, learning rate and gradient norm usually share their steps: keep one array
-            self.builder.put(series, Series(steps, values, raw))
+                values, raw = values[keep], moved(part.raw, keep)
+            self.builder.put(series, Series(steps, values, {int(steps[at]): text for at, text in raw.items()}))
         lines = first_lines([(records, lines)])
         self.builder.step_lines = lines
         if self.loss_named is None:  # a loss column whose every value is null is still named, as the line path names it
