@@ -436,3 +436,32 @@ def test_a_csv_column_whose_kind_changes_past_the_first_thousand_rows(tmp_path: 
     path.write_text("step,epoch,loss\n" + "\n".join(rows) + "\n")
     line, column = _both(path, "csv")
     assert_same_run(line, column)
+
+
+def test_count_byte_counts_as_bytes_count_does() -> None:
+    """Lengths around the stride (one short, exact, one over, several strides and a part), dense and sparse bytes."""
+    from trainproof.readers.base import COUNT_STRIDE, count_byte
+
+    rng = np.random.default_rng(11)
+    for length in (0, 1, COUNT_STRIDE - 1, COUNT_STRIDE, COUNT_STRIDE + 1, 3 * COUNT_STRIDE + 4321):
+        for alphabet in (b"\n:", b'{"a":1}\n', bytes(range(256))):
+            data = bytes(rng.choice(np.frombuffer(alphabet, dtype=np.uint8), size=length))
+            for needle in (b"\n", b":", b"\x00", b"\xff", b'":'):
+                assert count_byte(data, needle) == data.count(needle), (length, alphabet[:3], needle)
+
+
+def test_blocks_double_from_the_first_up_to_the_most(tmp_path: Path) -> None:
+    """A 2 MiB block first (a file of junk is refused having read little), then 4 MiB, then the most asked for: never
+    the rest of a long file at once, whose fresh memory would cost more than the blocks' parser calls."""
+    from trainproof.readers.base import MAX_LINE_BYTES, iter_blocks
+
+    path = tmp_path / "log.jsonl"
+    line = b'{"step": 1, "loss": 2.0}\n'
+    path.write_bytes(line * (20 * MAX_LINE_BYTES // len(line)))
+    blocks = list(iter_blocks(path, size=6 * MAX_LINE_BYTES))
+    sizes = [len(data) for _, data, _, _ in blocks]
+    wanted = [2, 4, 6, 6]
+    assert len(sizes) == len(wanted) + 1 and sum(sizes) == path.stat().st_size
+    for size, mib in zip(sizes, wanted):
+        assert mib * MAX_LINE_BYTES - len(line) < size <= mib * MAX_LINE_BYTES
+    assert [first for first, *_ in blocks] == [1 + sum(sizes[:k]) // len(line) for k in range(len(sizes))]

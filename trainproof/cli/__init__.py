@@ -70,9 +70,6 @@ def process_main() -> int:
 
 KEPT_FREED_BYTES = 1 << 30
 """Freed heap memory glibc keeps for reuse instead of returning it to the kernel (M_TRIM_THRESHOLD)."""
-HEAP_ARRAY_BYTES = 32 << 20
-"""Allocations up to this size come from the heap, not a mapping of their own (M_MMAP_THRESHOLD; glibc's maximum
-on 64-bit)."""
 _USERS_OWN = ("GLIBC_TUNABLES", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
 """Environment variables by which a user sets glibc's allocator: when one is set, it is left as they set it."""
 
@@ -81,11 +78,15 @@ def keep_freed_memory() -> None:
     """Make glibc reuse the memory a large log's arrays free, rather than hand it back and fault it in again.
 
     Reading a million-step log and judging it allocates and frees dozens of
-    arrays of 1-40 MB. glibc maps a large array on its own and unmaps it when
-    it is freed, or trims the heap top under it; its thresholds adapt, but not
-    to a run of growing temporaries, so the next array touches fresh pages. On
-    a virtual machine a page fault costs microseconds: 0.15-0.3 s of a 1 s
-    ``trainproof epoch`` of a 1e6-step JSONL (benchmarks/bench_readers.py).
+    arrays of 1-80 MB. glibc maps each array over 32 MiB (and, its thresholds
+    adapting only to what was freed, many smaller ones) on its own and unmaps
+    it when it is freed, or trims the heap top under it, so the next array
+    touches fresh pages. On a virtual machine a page fault costs microseconds:
+    at ten million steps, with every full-length array an 80 MB mapping, that
+    was 1.3 s of a 7 s ``trainproof epoch`` (benchmarks/bench_readers.py). So
+    every allocation comes from the heap (no mapping of its own; glibc still
+    maps memory when the heap cannot grow), and up to KEPT_FREED_BYTES freed
+    is kept for the next one.
     Only the CLI's own process is set so (a library caller, or the training
     process of the HF callback, keeps its allocator), and nothing is done
     elsewhere than glibc, or when the user set the allocator themselves. It
@@ -102,9 +103,9 @@ def keep_freed_memory() -> None:
         libc.gnu_get_libc_version  # noqa: B018 -- glibc, whose mallopt these parameters are
         mallopt = libc.mallopt
         mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-        m_trim_threshold, m_mmap_threshold = -1, -3
+        m_trim_threshold, m_mmap_max = -1, -4
         mallopt(m_trim_threshold, KEPT_FREED_BYTES)
-        mallopt(m_mmap_threshold, HEAP_ARRAY_BYTES)
+        mallopt(m_mmap_max, 0)
     except Exception:  # noqa: BLE001 -- no ctypes, another libc, a refused value: the allocator stays as it was
         return
 

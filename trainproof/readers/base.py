@@ -435,6 +435,27 @@ def lines_flagged(data: bytes, table: bytes, starts: np.ndarray, ends: np.ndarra
     return found
 
 
+COUNT_STRIDE = 256 * 1024
+"""How much of a block count_byte compares at a time: its flags stay in the CPU's cache."""
+
+
+def count_byte(data: bytes, byte: bytes) -> int:
+    """How many times ``byte`` (one byte; any longer string is counted by ``bytes.count``) occurs in ``data``. numpy compares a stride at a time into one reused array of flags:
+    over a 64 MiB block that is 3-4x faster than ``bytes.count``, which at ten million lines counting newlines and
+    colons was 0.7 s of the reading."""
+    if len(data) <= COUNT_STRIDE or len(byte) != 1:
+        return data.count(byte)
+    content = np.frombuffer(data, dtype=np.uint8)
+    flags = np.empty(COUNT_STRIDE, dtype=bool)
+    total = 0
+    for at in range(0, content.size, COUNT_STRIDE):
+        part = content[at : at + COUNT_STRIDE]
+        found = flags[: part.size]
+        np.equal(part, byte[0], out=found)
+        total += int(np.count_nonzero(found))
+    return total
+
+
 def iter_line_blocks(path: Path) -> Iterator[tuple[int, list[str], bool]]:
     """The lines of :func:`iter_lines`, a block at a time: ``(number of the first, texts, ended)``, for a reader that
     handles lines in bulk (100,000 transcripts) rather than one by one."""
@@ -470,10 +491,9 @@ def iter_line_blocks(path: Path) -> Iterator[tuple[int, list[str], bool]]:
 COLUMN_BLOCK_BYTES = 64 * 1024 * 1024
 """The most of a long log read as columns that is parsed at a time: large enough that the parser's threads share
 the work and a call's cost is spread thin, small enough that the block and its parsed columns are a small part of a
-long run's arrays. The first block is 2 MiB, so a file that is junk past its first lines is refused having read
-little of it; then a log of at most WHOLE_REST_BYTES more is read in one block (one parser call is twice as fast as
-blocks of it), a longer one in blocks each twice the last, up to COLUMN_BLOCK_BYTES."""
-WHOLE_REST_BYTES = 256 * 1024 * 1024
+long run's arrays. The first block is 1-2 MiB, so a file that is junk past its first lines is refused having read
+little of it; each next one is twice as large. Blocks, not the rest of the file at once: the memory of each is
+reused by the next, where one read of a 120 MB log is 120 MB of fresh pages (and twice the peak memory)."""
 
 
 def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[int, bytes, bool, int]]:
@@ -486,11 +506,7 @@ def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[in
     """
     number, pending, blank = 1, b"", True
     with open_log(path) as handle:
-        try:
-            total = os.fstat(handle.fileno()).st_size
-        except OSError:
-            total = -1
-        sizes = _block_sizes(min(size, 2 * MAX_LINE_BYTES), total, size)
+        sizes = _block_sizes(min(size, 2 * MAX_LINE_BYTES), size)
         while block := read_block(handle, next(sizes), path):
             blank = blank and not block.strip()
             if pending:
@@ -515,7 +531,7 @@ def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[in
                         if k:
                             yield number, complete[: int(ends[k - 1]) + 1], True, k
                         raise _too_long(path, number + k)
-                count = complete.count(b"\n")
+                count = count_byte(complete, b"\n")
                 yield number, complete, True, count
                 number += count
             if len(pending) > MAX_LINE_BYTES:
@@ -526,16 +542,12 @@ def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[in
         yield number, pending, False, 1
 
 
-def _block_sizes(first: int, total: int, most: int) -> Iterator[int]:
-    """How much iter_blocks reads each time: ``first``, then the rest of a file of ``total`` bytes at once when that is
-    at most WHOLE_REST_BYTES, else twice the last each time up to ``most`` (also once a file grows past its size)."""
-    yield first
-    if 0 <= total - first <= WHOLE_REST_BYTES:
-        yield total - first + 1  # one byte more, to see the end
+def _block_sizes(first: int, most: int) -> Iterator[int]:
+    """How much iter_blocks reads each time: ``first``, then twice the last each time, up to ``most``."""
     want = first
     while True:
-        want = min(most, 2 * want)
         yield want
+        want = min(most, 2 * want)
 
 
 def _may_hold_a_long_line(data: bytes) -> bool:

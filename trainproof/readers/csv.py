@@ -24,7 +24,7 @@ import numpy as np
 
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers.base import RunBuilder, iter_blocks, iter_lines
+from trainproof.readers.base import RunBuilder, count_byte, iter_blocks, iter_lines
 from trainproof.readers.columns import RecordParser
 from trainproof.readers.names import DEFAULT_NAMES, Names
 from trainproof.readers.table import Block, Column, ColumnarRun, as_columns, cell_column, moved, size_of
@@ -214,10 +214,10 @@ def _block(data: bytes, first: int, header: list[str], delimiter: str) -> Block 
     frame = _frame(data, header, delimiter)
     if frame is None:
         return None
-    lines = data.count(b"\n")
+    lines = count_byte(data, b"\n")
     if frame.height != lines:
         return None
-    full_rows = data.count(delimiter.encode()) == (len(header) - 1) * lines  # polars refused longer rows: none is short
+    full_rows = count_byte(data, delimiter.encode()) == (len(header) - 1) * lines  # polars refused longer rows: none is short
     cells: np.ndarray | None = None  # per row, its cells; None when every row has them all
     if not full_rows:
         content = np.frombuffer(data, dtype=np.uint8)

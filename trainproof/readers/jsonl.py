@@ -24,7 +24,17 @@ import numpy as np
 
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers.base import RunBuilder, iter_blocks, iter_lines, lines_flagged, load_json, open_log, read_block, read_document
+from trainproof.readers.base import (
+    RunBuilder,
+    count_byte,
+    iter_blocks,
+    iter_lines,
+    lines_flagged,
+    load_json,
+    open_log,
+    read_block,
+    read_document,
+)
 from trainproof.readers.columns import RecordParser
 from trainproof.readers.names import DEFAULT_NAMES, Names
 from trainproof.readers.table import SPECIAL_FLOATS, Block, ColumnarRun, as_columns, block_of_records, column_of_frame, importable, size_of
@@ -177,7 +187,7 @@ def _parsed(data: bytes) -> tuple[object, int] | None:
         except Exception:  # a broken line, mixed kinds, an array, a NaN: the line-at-a-time parse says what it is
             continue
         values = frame.height * frame.width - int(sum(frame.null_count().row(0))) if frame.width else 0
-        if values == data.count(b":"):
+        if values == count_byte(data, b":"):
             return frame, 0
         nulls = data.count(b":null") + data.count(b": null") if b"null" in data else 0
         if values == data.count(b'":') - nulls:
