@@ -291,6 +291,17 @@ def test_neighbour_medians_are_medians_of_the_k_points_each_side(n, k):
         assert (after[i] == np.median(right)) if right.size else np.isnan(after[i]), (i, "after")
 
 
+@pytest.mark.parametrize("k", range(1, 15))
+def test_window_medians_are_numpys_medians_to_the_last_bit(k):
+    """Both ways (the network up to _NETWORK_MOST_K, the partition past it), across chunk boundaries, with ties."""
+    rng = np.random.default_rng(k)
+    n = stats._NETWORK_CHUNK + 3 * k + 7
+    for values in (rng.normal(0, 1, n).cumsum(), rng.integers(0, 4, n).astype(float), np.geomspace(1e-300, 1e300, n)):
+        windows = np.lib.stride_tricks.sliding_window_view(values, k)
+        assert np.array_equal(stats.window_medians(values, k), np.median(windows, axis=1))
+    assert stats.window_medians(np.arange(k - 1, dtype=float), k).size == 0
+
+
 def reference_median3(values: np.ndarray) -> list[float]:
     return [float(np.median(values[max(0, i - 1) : i + 2])) for i in range(values.size)]
 

@@ -28,7 +28,7 @@ from trainproof.model import Run, Series
 from trainproof.readers import find_log, read_run
 from trainproof.readers.discover import Search, find_runs, path_order
 from trainproof.readers.names import DEFAULT_NAMES
-from trainproof.report import Chart, Finding, Folder, Level, Line, Marker, Subject, Table, wants_log
+from trainproof.report import Chart, Finding, Folder, Level, Line, Marker, Subject, Table
 from trainproof.stats import median
 from trainproof.thresholds import Thresholds
 
@@ -101,9 +101,9 @@ def _shares_loss_axis(run: Run, series: np.ndarray, t: Thresholds) -> bool:
 def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thresholds) -> tuple[Chart, ...]:
     """What the HTML report plots for a run: loss (with the eval curves on its scale), eval, learning rate, gradient norm, time.
 
-    Each chart's value axis is decided here (log when its series together span decades, see
-    :func:`trainproof.report.wants_log`; the learning rate always linear) and named by its metric; the step axis is
-    named by the log's unit.
+    Each chart's value axis is log when its series together span decades (see :func:`trainproof.report.wants_log`,
+    decided as it is drawn; the learning rate always linear) and named by its metric; the step axis is named by the
+    log's unit.
     """
     by_id = {rule.id: rule for rule in rules}
     span = (run.first_step, run.last_step) if run.first_step is not None and run.last_step is not None else None
@@ -156,9 +156,10 @@ def _timing_chart(run: Run, findings: Sequence[Finding], by_id: Mapping[str, Rul
 def _chart(
     title: str, lines: Sequence[Line], markers: tuple[Marker, ...], span: tuple[int, int] | None, unit: str, y_label: str, log_y: bool | None = None
 ) -> Chart:
-    """A chart whose value axis is one scale for all its lines: ``log_y``, else log when their values together span decades."""
-    scale = wants_log(*(line.values for line in lines)) if log_y is None else log_y
-    return Chart(title, tuple(lines), markers, span, log_y=scale, x_label=unit, y_label=y_label)
+    """A chart whose value axis is one scale for all its lines: ``log_y``, else (None) log when their values together
+    span decades, which the renderer decides from them when it draws the chart (a text or JSON report draws none, and
+    at ten million points the decision is a tenth of a second)."""
+    return Chart(title, tuple(lines), markers, span, log_y=log_y, x_label=unit, y_label=y_label)
 
 
 def _eval_pairs(run: Run, base: Run) -> list[tuple[str, str | None]]:

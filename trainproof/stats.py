@@ -50,8 +50,9 @@ def median(values: np.ndarray, axis: int | None = None) -> np.ndarray | float:
 
 def quantile(values: np.ndarray, q: float | list[float]) -> np.ndarray | float:
     """``np.quantile`` with its default linear method, to the last bit, without the ``numpy.ma`` import that costs on
-    first use (as :func:`median`). NaN-free, non-empty input is the caller's job."""
-    a = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    first use (as :func:`median`). NaN-free, non-empty input is the caller's job. The order statistics come from a
+    partition at just the ranks needed, not a sort of the whole (ten million points: 35 ms -> 10 ms)."""
+    a = np.asarray(values, dtype=np.float64).ravel()
     n = a.size
     qs = np.asarray(q, dtype=np.float64)
     virtual = (n - 1) * qs  # numpy's virtual index for the linear method
@@ -59,6 +60,7 @@ def quantile(values: np.ndarray, q: float | list[float]) -> np.ndarray | float:
     gamma = virtual - below
     low = np.clip(below, 0, n - 1).astype(np.intp)
     high = np.clip(below + 1, 0, n - 1).astype(np.intp)
+    a = np.partition(a, np.union1d(low, high))
     lo, hi = a[low], a[high]
     step = hi - lo
     result = np.where(gamma >= 0.5, hi - step * (1 - gamma), lo + step * gamma)
@@ -237,16 +239,56 @@ def profile(series: Series, t: Thresholds) -> Profile | None:
 
 
 _WINDOW_ROWS = 1_000_000
+_NETWORK_MOST_K = 11
+"""Windows of up to this many points are sorted by a comparison network (k*(k-1)/2 comparisons per window, numpy's
+minimum and maximum over every window at once); longer ones by a partition of each window."""
+_NETWORK_CHUNK = 1 << 15
+"""Windows a network sorts at a time: its k columns stay in the CPU's cache."""
 
 
 def window_medians(values: np.ndarray, k: int) -> np.ndarray:
-    """The median of each run of ``k`` consecutive values (``values.size - k + 1`` of them).
+    """The median of each run of ``k`` consecutive values (``values.size - k + 1`` of them), exactly :func:`median`'s.
 
-    A window's median partitions a copy of it; a million windows at a time bound that copy (400 MB at ten million
-    steps and k = 5, taken whole)."""
+    Short windows (the spike rules' five points) are sorted by an odd-even transposition network: a comparison moves
+    values and never computes one, so each window's middle is the very element a partition picks (for even ``k``
+    the same two halved), at 5-10x the speed (0.25 -> 0.05 s over ten million points). A longer window's median
+    partitions a copy of it, a million windows at a time (400 MB at ten million steps and k = 5, taken whole).
+    NaN-free input is the caller's job, as for :func:`median`."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size < k:
+        return np.empty(0)
+    if k <= _NETWORK_MOST_K:
+        return _network_medians(values, k)
     windows = np.lib.stride_tricks.sliding_window_view(values, k)
     parts = [median(windows[at : at + _WINDOW_ROWS], axis=1) for at in range(0, windows.shape[0], _WINDOW_ROWS)]
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def _network_medians(values: np.ndarray, k: int) -> np.ndarray:
+    """:func:`window_medians` by a sorting network over the k columns of a chunk of windows (column i holds each
+    window's i-th point): k rounds, each comparing neighbouring columns, odd pairs then even, leave every window
+    sorted down the columns."""
+    n = values.size - k + 1
+    out = np.empty(n)
+    columns = [np.empty(min(_NETWORK_CHUNK, n)) for _ in range(k)]
+    low = np.empty(min(_NETWORK_CHUNK, n))
+    middle = k // 2
+    for at in range(0, n, _NETWORK_CHUNK):
+        size = min(_NETWORK_CHUNK, n - at)
+        cols, lows = [column[:size] for column in columns], low[:size]
+        for i, column in enumerate(cols):
+            column[:] = values[at + i : at + i + size]
+        for round_ in range(k):
+            for j in range(round_ % 2, k - 1, 2):
+                np.minimum(cols[j], cols[j + 1], out=lows)
+                np.maximum(cols[j], cols[j + 1], out=cols[j + 1])
+                cols[j][:] = lows
+        if k % 2:
+            out[at : at + size] = cols[middle]
+        else:
+            np.add(cols[middle - 1], cols[middle], out=out[at : at + size])
+            out[at : at + size] /= 2
+    return out
 
 
 def neighbour_medians(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -4,6 +4,7 @@ lines, repeated and out-of-order steps, a broken or unfinished last line."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -461,7 +462,21 @@ def test_blocks_double_from_the_first_up_to_the_most(tmp_path: Path) -> None:
     blocks = list(iter_blocks(path, size=6 * MAX_LINE_BYTES))
     sizes = [len(data) for _, data, _, _ in blocks]
     wanted = [2, 4, 6, 6]
-    assert len(sizes) == len(wanted) + 1 and sum(sizes) == path.stat().st_size
+    assert len(sizes) == len(wanted) + 1
+    assert sum(sizes) == path.stat().st_size
     for size, mib in zip(sizes, wanted):
         assert mib * MAX_LINE_BYTES - len(line) < size <= mib * MAX_LINE_BYTES
     assert [first for first, *_ in blocks] == [1 + sum(sizes[:k]) // len(line) for k in range(len(sizes))]
+
+
+def test_blocks_past_the_steady_size_grow_with_what_was_read() -> None:
+    from trainproof.readers.base import STEADY_BLOCK_BYTES, _block_sizes
+
+    mib = 1024 * 1024
+    sizes = list(itertools.islice(_block_sizes(2 * mib, 64 * mib), 40))
+    assert sizes[:4] == [2 * mib, 4 * mib, 8 * mib, STEADY_BLOCK_BYTES]
+    for k in range(4, 40):
+        assert sizes[k] == min(64 * mib, max(STEADY_BLOCK_BYTES, sum(sizes[:k]) // 8))
+    assert sizes[-1] == 64 * mib
+    assert 16 * mib < sizes[15] < 64 * mib
+    assert list(itertools.islice(_block_sizes(mib, 3 * mib), 4)) == [mib, 2 * mib, 3 * mib, 3 * mib]

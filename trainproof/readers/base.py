@@ -491,15 +491,19 @@ def iter_line_blocks(path: Path) -> Iterator[tuple[int, list[str], bool]]:
 COLUMN_BLOCK_BYTES = 64 * 1024 * 1024
 """The most of a long log read as columns that is parsed at a time: large enough that the parser's threads share
 the work and a call's cost is spread thin, small enough that the block and its parsed columns are a small part of a
-long run's arrays. The first block is 1-2 MiB, so a file that is junk past its first lines is refused having read
-little of it; each next one is twice as large. Blocks, not the rest of the file at once: the memory of each is
-reused by the next, where one read of a 120 MB log is 120 MB of fresh pages (and twice the peak memory)."""
+long run's arrays."""
+STEADY_BLOCK_BYTES = 16 * 1024 * 1024
+"""Blocks grow from 1-2 MiB (a file that is junk past its first lines is refused having read little of it), doubling
+up to this size; past it, each is an eighth of what was read before it, up to COLUMN_BLOCK_BYTES. Blocks, not the rest
+of the file at once: each block's memory is reused by the next, where one read of a 120 MB log is 120 MB of fresh pages
+(on a virtual machine, a tenth of a second, and twice the peak memory); and a block in proportion to the file, so a
+ten-million-line log is parsed in tens of calls, not hundreds."""
 
 
 def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[int, bytes, bool, int]]:
     """The complete lines of a log in blocks as ``(number of the first line, bytes ending with a newline, True, how
-    many lines)``, then a last line with no newline as ``(number, bytes, False, 1)``. The first block is 1-2 MiB, each next one
-    twice as large, up to ``size``.
+    many lines)``, then a last line with no newline as ``(number, bytes, False, 1)``. The first block is 1-2 MiB, the
+    next ones grow up to ``size`` (see STEADY_BLOCK_BYTES).
 
     The limits of :func:`iter_lines` hold: a line longer than MAX_LINE_BYTES is an InputError (the lines before it
     are handed over first), and a file of nothing but whitespace "is empty".
@@ -543,11 +547,13 @@ def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[in
 
 
 def _block_sizes(first: int, most: int) -> Iterator[int]:
-    """How much iter_blocks reads each time: ``first``, then twice the last each time, up to ``most``."""
-    want = first
+    """How much iter_blocks reads each time: ``first``, doubling up to STEADY_BLOCK_BYTES, then an eighth of what was
+    read before, up to ``most`` (see STEADY_BLOCK_BYTES)."""
+    want, read = first, 0
     while True:
         yield want
-        want = min(most, 2 * want)
+        read += want
+        want = min(most, max(min(2 * want, STEADY_BLOCK_BYTES), read // 8))
 
 
 def _may_hold_a_long_line(data: bytes) -> bool:

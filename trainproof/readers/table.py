@@ -474,6 +474,16 @@ def column_of_frame(series: object) -> Column | None:
 
     s: pl.Series = series  # type: ignore[assignment]
     dtype = s.dtype
+    if dtype == pl.Float64 or dtype == pl.Int64:  # the kinds polars gives JSON numbers: converted by numpy, not polars
+        nulls = s.null_count()
+        has = np.ones(s.len(), dtype=bool) if not nulls else s.is_not_null().to_numpy()
+        if dtype == pl.Float64:  # nulls come out as NaN
+            return Column(has=has, numbers=s.to_numpy())
+        ints = s.to_numpy() if not nulls else s.fill_null(0).to_numpy()
+        numbers = ints.astype(np.float64)
+        if nulls:
+            numbers[~has] = np.nan
+        return Column(has=has, numbers=numbers, ints=ints)
     has = s.is_not_null().to_numpy()
     if dtype.is_integer():
         numbers = s.cast(pl.Float64).fill_null(np.nan).to_numpy()
