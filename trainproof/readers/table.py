@@ -476,9 +476,14 @@ def column_of_frame(series: object) -> Column | None:
     dtype = s.dtype
     if dtype == pl.Float64 or dtype == pl.Int64:  # the kinds polars gives JSON numbers: converted by numpy, not polars
         nulls = s.null_count()
+        if dtype == pl.Float64:  # nulls come out as NaN: when the NaNs are as many, they are the nulls
+            numbers = s.to_numpy()
+            if not nulls:
+                return Column(has=np.ones(numbers.size, dtype=bool), numbers=numbers)
+            missing = np.isnan(numbers)
+            has = ~missing if int(np.count_nonzero(missing)) == nulls else s.is_not_null().to_numpy()
+            return Column(has=has, numbers=numbers)
         has = np.ones(s.len(), dtype=bool) if not nulls else s.is_not_null().to_numpy()
-        if dtype == pl.Float64:  # nulls come out as NaN
-            return Column(has=has, numbers=s.to_numpy())
         ints = s.to_numpy() if not nulls else s.fill_null(0).to_numpy()
         numbers = ints.astype(np.float64)
         if nulls:
