@@ -480,3 +480,13 @@ def test_blocks_past_the_steady_size_grow_with_what_was_read() -> None:
     assert sizes[-1] == 64 * mib
     assert 16 * mib < sizes[15] < 64 * mib
     assert list(itertools.islice(_block_sizes(mib, 3 * mib), 4)) == [mib, 2 * mib, 3 * mib, 3 * mib]
+
+
+def test_a_float_columns_points_are_its_non_null_values_nan_included() -> None:
+    """Nulls come out of polars as NaN: a NaN that is a value (not from JSON, which has none) stays a point."""
+    import polars as pl
+
+    for values, has in (([1.0, None, 3.0], [True, False, True]), ([1.0, None, float("nan")], [True, False, True]), ([1.0, 2.0], [True, True])):
+        column = table.column_of_frame(pl.Series("loss", values, dtype=pl.Float64))
+        assert column.has.tolist() == has
+        assert np.array_equal(column.numbers, np.array([np.nan if v is None else v for v in values]), equal_nan=True)
