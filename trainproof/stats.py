@@ -51,7 +51,7 @@ def median(values: np.ndarray, axis: int | None = None) -> np.ndarray | float:
 def quantile(values: np.ndarray, q: float | list[float]) -> np.ndarray | float:
     """``np.quantile`` with its default linear method, to the last bit, without the ``numpy.ma`` import that costs on
     first use (as :func:`median`). NaN-free, non-empty input is the caller's job. The order statistics come from a
-    partition at just the ranks needed, not a sort of the whole (ten million points: 35 ms -> 10 ms)."""
+    partition at just the ranks needed, not a sort of the whole (ten million points: 70 -> 35 ms)."""
     a = np.asarray(values, dtype=np.float64).ravel()
     n = a.size
     qs = np.asarray(q, dtype=np.float64)
@@ -60,7 +60,7 @@ def quantile(values: np.ndarray, q: float | list[float]) -> np.ndarray | float:
     gamma = virtual - below
     low = np.clip(below, 0, n - 1).astype(np.intp)
     high = np.clip(below + 1, 0, n - 1).astype(np.intp)
-    a = np.partition(a, np.union1d(low, high))
+    a = np.partition(a, sorted({*np.atleast_1d(low).tolist(), *np.atleast_1d(high).tolist()}))
     lo, hi = a[low], a[high]
     step = hi - lo
     result = np.where(gamma >= 0.5, hi - step * (1 - gamma), lo + step * gamma)
@@ -266,8 +266,8 @@ def window_medians(values: np.ndarray, k: int) -> np.ndarray:
 
 def _network_medians(values: np.ndarray, k: int) -> np.ndarray:
     """:func:`window_medians` by a sorting network over the k columns of a chunk of windows (column i holds each
-    window's i-th point): k rounds, each comparing neighbouring columns, odd pairs then even, leave every window
-    sorted down the columns."""
+    window's i-th point): k rounds, each comparing neighbouring columns in pairs, from the first column and the second
+    in turn, leave every window sorted down the columns."""
     n = values.size - k + 1
     out = np.empty(n)
     columns = [np.empty(min(_NETWORK_CHUNK, n)) for _ in range(k)]
