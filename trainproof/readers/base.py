@@ -327,8 +327,8 @@ class RunBuilder:
             return None
 
         wall = get("wall_time")
-        if wall is not None and len(wall):
-            wall = Series(wall.steps, wall.values - float(wall.values.min()))
+        if wall is not None and len(wall) and (start := float(wall.values.min())) != 0.0:  # from zero already: as it is
+            wall = Series(wall.steps, wall.values - start)
         loss_series = get(loss)
         evals = {label: s for key, label in (eval_names or {}).items() if (s := get(key)) is not None}
         eval_metrics, metric_goals, unjudged = metric_fields({label: (get(key), goal) for key, (label, goal) in metrics.items()})

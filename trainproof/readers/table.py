@@ -403,6 +403,8 @@ class ColumnarRun:
             raw: Mapping[int, str] = part.raw
             if keep is not None:
                 values, raw = values[keep], moved(part.raw, keep)
+            if series == "wall_time" and copy and values.size:  # the clock from zero in its own buffer, not in a copy
+                np.subtract(values, values.min(), out=values)
             self.builder.put(series, Series(steps, values, {int(steps[at]): text for at, text in raw.items()}))
         lines = first_lines([(records, lines)])
         self.builder.step_lines = lines
