@@ -490,3 +490,14 @@ def test_a_float_columns_points_are_its_non_null_values_nan_included() -> None:
         column = table.column_of_frame(pl.Series("loss", values, dtype=pl.Float64))
         assert column.has.tolist() == has
         assert np.array_equal(column.numbers, np.array([np.nan if v is None else v for v in values]), equal_nan=True)
+
+
+def test_a_steps_first_line_found_alone_is_the_one_the_index_gives() -> None:
+    """Steps that repeat (an eval record beside its training record), step back (a resumed run), or are not there."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        steps = np.sort(rng.integers(0, 30, 40)) if rng.random() < 0.5 else rng.integers(0, 30, 40)
+        lines = np.cumsum(rng.integers(1, 3, steps.size))
+        index = table.first_lines([(steps, lines)])
+        for step in [*range(-1, 32), 2**63, -(2**63) - 1]:
+            assert table._first_line_of(steps, lines, step) == index.get(step), (steps.tolist(), step)

@@ -17,11 +17,12 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from trainproof.model import Run, Series, StepLines
+from trainproof.model import DeferredStepLines, Run, Series, StepLines
 from trainproof.readers.base import RunBuilder, parse_number, parse_step, parse_timestamp
 from trainproof.readers.columns import METRICS, finish, metric_columns
 from trainproof.readers.names import Names
@@ -406,8 +407,8 @@ class ColumnarRun:
             if series == "wall_time" and copy and values.size:  # the clock from zero in its own buffer, not in a copy
                 np.subtract(values, values.min(), out=values)
             self.builder.put(series, Series(steps, values, {int(steps[at]): text for at, text in raw.items()}))
-        lines = first_lines([(records, lines)])
-        self.builder.step_lines = lines
+        # each step's first line, worked out when a finding asks (at ten million steps, two arrays of 80 MB)
+        self.builder.step_lines = DeferredStepLines(partial(first_lines, [(records, lines)]), partial(_first_line_of, records, lines))
         if self.loss_named is None:  # a loss column whose every value is null is still named, as the line path names it
             self.loss_named = next(iter(self.names.candidates(self.columns).get("loss", ())), None)
         loss = self.labels.get("loss")
@@ -441,6 +442,15 @@ def last_of_each(steps: np.ndarray) -> np.ndarray | None:
     """What keeps the last value of each step, steps ascending (a mask or positions, see :func:`_one_of_each`); None
     when the steps already rise strictly."""
     return _one_of_each(steps, last=True)
+
+
+def _first_line_of(steps: np.ndarray, lines: np.ndarray, step: int) -> int | None:
+    """The line of the first record of ``step`` in file order, as :func:`first_lines` gives it: one comparison over
+    the records, not an index of them all."""
+    if not -(2**63) <= step < 2**63:
+        return None
+    found = np.flatnonzero(steps == step)
+    return int(lines[found[0]]) if found.size else None
 
 
 def first_lines(parts: list[tuple[np.ndarray, np.ndarray]]) -> StepLines:
