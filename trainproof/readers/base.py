@@ -493,11 +493,12 @@ COLUMN_BLOCK_BYTES = 64 * 1024 * 1024
 the work and a call's cost is spread thin, small enough that the block and its parsed columns are a small part of a
 long run's arrays."""
 STEADY_BLOCK_BYTES = 16 * 1024 * 1024
-"""Blocks grow from 1-2 MiB (a file that is junk past its first lines is refused having read little of it), doubling
-up to this size; past it, each is an eighth of what was read before it, up to COLUMN_BLOCK_BYTES. Blocks, not the rest
+"""The first block is 1-2 MiB (a file that is junk past its first lines is refused having read little of it), the next
+ones this size; past it, each is an eighth of what was read before it, up to COLUMN_BLOCK_BYTES. Blocks, not the rest
 of the file at once: each block's memory is reused by the next, where one read of a 120 MB log is 120 MB of fresh pages
 (on a virtual machine, a tenth of a second, and twice the peak memory); and a block in proportion to the file, so a
-ten-million-line log is parsed in tens of calls, not hundreds."""
+ten-million-line log is parsed in tens of calls, not hundreds. (Blocks doubling from the first cost a call of the
+parser each, tens of milliseconds, for nothing.)"""
 
 
 def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[int, bytes, bool, int]]:
@@ -547,13 +548,14 @@ def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[in
 
 
 def _block_sizes(first: int, most: int) -> Iterator[int]:
-    """How much iter_blocks reads each time: ``first``, doubling up to STEADY_BLOCK_BYTES, then an eighth of what was
-    read before, up to ``most`` (see STEADY_BLOCK_BYTES)."""
-    want, read = first, 0
+    """How much iter_blocks reads each time: ``first``, then STEADY_BLOCK_BYTES, growing to an eighth of what was read
+    before, up to ``most`` (see STEADY_BLOCK_BYTES)."""
+    yield first
+    read = first
     while True:
+        want = min(most, max(STEADY_BLOCK_BYTES, read // 8))
         yield want
         read += want
-        want = min(most, max(min(2 * want, STEADY_BLOCK_BYTES), read // 8))
 
 
 def _may_hold_a_long_line(data: bytes) -> bool:
