@@ -170,3 +170,30 @@ def test_every_fail_rule_of_the_run_commands_is_tested_here() -> None:
         "TP-LOSS-NONFINITE", "TP-EVAL-NONFINITE", "TP-CMP-FLOOR", "TP-CMP-WORSE-THAN-START", "TP-CMP-LR-ZERO",
     }  # fmt: skip
     assert fail_rules("epoch") | fail_rules("compare") <= tested
+
+
+@pytest.mark.parametrize("share", [0.3, 0.5, 0.6, 0.9, 1.0])
+def test_the_flat_loss_rule_finds_what_counting_every_value_finds(share):
+    """TP-LOSS-FLAT counts only the middle value when more than half the points must repeat; on losses with one value
+    repeated on 0-100% of the points (among ties, zeros and noise), it fires exactly as counting every distinct value."""
+    from trainproof.checks.base import NotApplicable, RunContext
+    from trainproof.checks.values import loss_flat
+    from trainproof.thresholds import Thresholds
+
+    t = Thresholds(FLAT_SAME_SHARE=share)
+    rng = np.random.default_rng(int(share * 10))
+    for case in range(300):
+        n = int(rng.integers(20, 200))
+        values = rng.choice((rng.normal(2, 0.1, n), rng.integers(0, 3, n) * 0.5)[case % 2], n)
+        repeated = rng.random(n) < rng.random()
+        values[repeated] = rng.choice((0.0, 1.25))
+        try:
+            hits = list(loss_flat(RunContext(make_run(values), t)))
+        except NotApplicable:
+            continue
+        uniques, counts = np.unique(values, return_counts=True)
+        value, count = float(uniques[np.argmax(counts)]), int(counts.max())
+        expected = value != 0 and count >= share * n
+        assert len(hits) == int(expected), (share, case)
+        if hits:
+            assert hits[0].values == {"value": value, "repeated": count, "points": n}

@@ -168,10 +168,15 @@ def loss_flat(ctx: RunContext) -> Iterator[Hit]:
     values = loss.finite_part().values
     if values.size < ctx.t.MIN_TREND_POINTS:
         raise NotApplicable(f"only {values.size} finite training-loss point{'s' if values.size != 1 else ''} (needs {ctx.t.MIN_TREND_POINTS})")
+    share = ctx.t.FLAT_SAME_SHARE
+    if share > 0.5:  # a value on more than half the points is the middle one: counted without sorting them all
+        middle = np.partition(values, values.size // 2)[values.size // 2]
+        if np.count_nonzero(values == middle) < share * values.size:
+            return
     uniques, counts = np.unique(values, return_counts=True)
     top = int(np.argmax(counts))
     value, count = float(uniques[top]), int(counts[top])
-    if value == 0 or count < ctx.t.FLAT_SAME_SHARE * values.size:
+    if value == 0 or count < share * values.size:
         return
     yield Hit(
         message=f"The training loss is flat: {count} of {values.size} points are exactly {value!r}.",
