@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -108,3 +109,50 @@ def test_without_ctypes_the_command_still_runs():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=_clean_env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("trainproof ")
+
+
+ENDING = """
+import atexit, sys
+class Teardown:
+    def __del__(self):
+        print("torn down", flush=True)
+kept = Teardown()  # freed only by the interpreter's teardown
+atexit.register(lambda: print("exit handler ran"))  # buffered: printed only if stdout is flushed after the handlers
+sys.argv = ["trainproof", *sys.argv[1:]]
+from trainproof.cli import process_main
+process_main()
+print("process_main returned")
+"""
+
+
+@pytest.mark.parametrize(("log", "code"), [("good", 0), ("flat", 1), ("missing", 2)])
+def test_the_process_ends_with_the_commands_code_after_the_exit_handlers_and_without_teardown(tmp_path, log, code):
+    """The report is printed whole, exit handlers run (and what they print is flushed), the command's exit code is the
+    process's; the interpreter's teardown is skipped (an object freed only by it is never freed)."""
+    path = tmp_path / "log.jsonl"
+    losses = [2.0 * 0.97**i for i in range(60)] if log == "good" else [1.5] * 60
+    if log != "missing":
+        path.write_text("".join(json.dumps({"step": i, "loss": loss}) + "\n" for i, loss in enumerate(losses, 1)))
+    done = subprocess.run([sys.executable, "-c", ENDING, "epoch", str(path)], capture_output=True, text=True, cwd=REPO, env=_clean_env())
+    assert done.returncode == code, done.stderr
+    assert "Findings:" in done.stdout
+    assert done.stdout.rstrip().endswith("exit handler ran")
+    assert "torn down" not in done.stdout
+    assert "process_main returned" not in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_watch_ends_the_usual_way(tmp_path):
+    """watch runs as long as a training job: its process is not cut short (nor is its allocator set)."""
+    code = ENDING.replace(
+        "from trainproof.cli import process_main",
+        "import trainproof.cli as cli\ncli.end_process = lambda code: print('end_process', code)\nprocess_main = cli.process_main",
+    )
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"step": i, "loss": 2.0 * 0.97**i}) + "\n" for i in range(1, 61)))
+    watched = subprocess.run([sys.executable, "-c", code, "watch", str(path), "--max-ticks", "1", "--interval", "0.1"], capture_output=True, text=True, cwd=REPO, env=_clean_env())
+    assert watched.returncode == 0, watched.stderr
+    assert "process_main returned" in watched.stdout
+    assert "end_process" not in watched.stdout
+    rules = subprocess.run([sys.executable, "-c", code, "rules"], capture_output=True, text=True, cwd=REPO, env=_clean_env())
+    assert "end_process 0" in rules.stdout
