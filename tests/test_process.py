@@ -156,3 +156,24 @@ def test_watch_ends_the_usual_way(tmp_path):
     assert "end_process" not in watched.stdout
     rules = subprocess.run([sys.executable, "-c", code, "rules"], capture_output=True, text=True, cwd=REPO, env=_clean_env())
     assert "end_process 0" in rules.stdout
+
+
+PAGES = """
+import sys
+from trainproof.cli import ordinary_pages
+ordinary_pages()
+try:
+    from numpy._core.multiarray import _set_madvise_hugepage
+except ImportError:
+    from numpy.core.multiarray import _set_madvise_hugepage
+print(_set_madvise_hugepage(True))  # what it was
+"""
+
+
+@pytest.mark.parametrize(("users", "huge"), [(None, "False"), ("1", "True"), ("0", "False")])
+def test_the_process_asks_for_ordinary_pages_unless_the_user_chose(users, huge):
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    if users is not None:
+        env["NUMPY_MADVISE_HUGEPAGE"] = users
+    done = subprocess.run([sys.executable, "-c", PAGES], capture_output=True, text=True, cwd=REPO, env=env, check=True)
+    assert done.stdout.strip() == huge

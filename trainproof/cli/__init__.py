@@ -62,11 +62,13 @@ def _command_in(argv: Sequence[str]) -> str | None:
 def process_main() -> int:
     """The ``trainproof`` process (the console script and ``python -m trainproof``): :func:`main`, in a process set
     for a short command that builds and drops arrays of a million points: the allocator keeps what it frees (see
-    :func:`keep_freed_memory`), and the process ends without the interpreter's teardown (see :func:`end_process`).
-    Neither for ``watch``, which runs beside a training job for as long as it does."""
+    :func:`keep_freed_memory`), arrays take ordinary pages (see :func:`ordinary_pages`), and the process ends without
+    the interpreter's teardown (see :func:`end_process`). None of it for ``watch``, which runs beside a training job
+    for as long as it does."""
     short = _command_in(sys.argv[1:]) != "watch"
     if short:
         keep_freed_memory()
+        ordinary_pages()
     code = main()
     if short:
         end_process(code)
@@ -133,6 +135,35 @@ def keep_freed_memory() -> None:
         mallopt(m_trim_threshold, KEPT_FREED_BYTES)
         mallopt(m_mmap_max, 0)
     except Exception:  # noqa: BLE001 -- no ctypes, another libc, a refused value: the allocator stays as it was
+        return
+
+
+def ordinary_pages() -> None:
+    """Stop numpy asking the kernel for huge pages under its large arrays (``madvise``), unless the user set
+    NUMPY_MADVISE_HUGEPAGE.
+
+    Where the kernel gives huge pages only on request (transparent huge pages
+    "madvise", common), it also compacts memory to find one at the first touch
+    of such an array, and a short process that writes a GiB of fresh arrays
+    waits on it: at ten million steps, 0.4 s of a 4.2 s ``trainproof epoch``
+    (benchmarks/bench_readers.py), and 0.05 s at a million. As
+    :func:`keep_freed_memory`, only the CLI's own process is set so, and
+    whatever fails leaves numpy as it was.
+    """
+    import os
+
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        return
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage  # type: ignore[attr-defined]
+    except ImportError:
+        try:
+            from numpy.core.multiarray import _set_madvise_hugepage  # type: ignore[attr-defined,no-redef]  # numpy 1
+        except ImportError:
+            return
+    try:
+        _set_madvise_hugepage(False)
+    except Exception:  # noqa: BLE001 -- numpy stays as it was
         return
 
 
