@@ -503,3 +503,23 @@ def test_a_steps_first_line_found_alone_is_the_one_the_index_gives() -> None:
         for step in [*range(-1, 32), 2**63, -(2**63) - 1]:
             assert table._first_line_of(steps, lines, step) == index.get(step), (steps.tolist(), step)
             assert table._first_line_of(steps, None, step) == one_per_line.get(step), (steps.tolist(), step)
+
+
+def test_a_csv_number_columns_empty_cells_are_its_nulls_nan_cells_included() -> None:
+    """polars gives a typed column's empty cells as NaN (an Int64 column's as floats): they are the empty cells only
+    when there are as many NaNs as nulls; a cell reading "nan" stays a (non-finite) value."""
+    import polars as pl
+
+    cases = [
+        (pl.Float64, [1.5, None, float("nan")], [False, True, False], None),
+        (pl.Float64, [1.5, None, 2.0], [False, True, False], None),
+        (pl.Float64, [1.5, 2.0], [False, False], None),
+        (pl.Int64, [1, None, 3], [False, True, False], [1, 0, 3]),
+        (pl.Int64, [2**62 + 1, 5], [False, False], [2**62 + 1, 5]),
+    ]
+    for dtype, values, empty, ints in cases:
+        column = csv_reader._numbers_column(pl.Series("x", values, dtype=dtype))
+        assert column.empty.tolist() == empty
+        assert column.has.all()
+        assert np.array_equal(column.numbers, np.array([np.nan if v is None else float(v) for v in values]), equal_nan=True)
+        assert (column.ints is None) if ints is None else column.ints.tolist() == ints

@@ -172,23 +172,20 @@ def read_columns(path: Path, names: Names = DEFAULT_NAMES) -> Run | None:
         if not ended:
             data += b"\n"  # the row reader reads a last line with no newline as a row too
         if header is None:
-            text = data.decode("utf-8", errors="replace")
-            skipped = 0
-            for line in text.split("\n")[:-1]:
+            skipped, start = 0, 0
+            while (end := data.find(b"\n", start)) >= 0:  # the first line not blank, a line at a time: not the block
+                line = data[start:end].decode("utf-8", errors="replace")
                 if line.strip():
                     break
-                skipped += 1
+                skipped, start = skipped + 1, end + 1
             else:
                 continue  # only blank lines so far
-            line = text.split("\n")[skipped].rstrip("\r")
+            line = line.rstrip("\r")
             delimiter = _delimiter(line)
             header = [cell.strip() for cell in line.split(delimiter)]
             if len(header) < 2 or len(set(header)) < len(header):
                 return None
-            cut = -1
-            for _ in range(skipped + 1):
-                cut = data.index(b"\n", cut + 1)
-            first, data = first + skipped + 1, data[cut + 1 :]
+            first, data = first + skipped + 1, data[end + 1 :]
             if not data:
                 continue
         block = _block(data, first, header, delimiter)
@@ -274,6 +271,29 @@ def _number(text: str) -> bool:
     return True
 
 
+def _numbers_column(s: object) -> Column:
+    """A Float64 or Int64 column of cells as a Column: an empty cell (null) is no value. polars gives the nulls as NaN
+    (an Int64 column with nulls as floats); when the NaNs are as many as the nulls, they are the empty cells (a cell
+    reading "nan" is a NaN of its own, and the nulls are then asked for)."""
+    import polars as pl
+
+    column: pl.Series = s  # type: ignore[assignment]
+    size, nulls = column.len(), column.null_count()
+    raw = column.to_numpy()
+    ints = None
+    if column.dtype == pl.Int64:
+        ints = raw if not nulls else column.fill_null(0).to_numpy()
+        numbers = raw.astype(np.float64) if not nulls else raw
+    else:
+        numbers = raw
+    if not nulls:
+        empty = np.zeros(size, dtype=bool)
+    else:
+        missing = np.isnan(numbers)
+        empty = missing if int(np.count_nonzero(missing)) == nulls else column.is_null().to_numpy()
+    return Column(has=np.ones(size, dtype=bool), numbers=numbers, ints=ints, odd={}, empty=empty)
+
+
 class _Cells:
     """One CSV column of a block: its cells as text (stripped; None for a typed column) or typed numbers."""
 
@@ -284,6 +304,9 @@ class _Cells:
         if s.dtype == pl.String:
             self.texts: pl.Series | None = s.str.strip_chars()
             self.column = cell_column(s)
+        elif s.dtype == pl.Float64 or s.dtype == pl.Int64:  # what polars types a CSV's numbers as: converted by numpy
+            self.texts = None
+            self.column = _numbers_column(s)
         else:
             self.texts = None
             has = np.ones(s.len(), dtype=bool)
