@@ -157,3 +157,25 @@ def test_an_axis_or_training_series_given_a_goal_is_no_metric_as_in_the_other_re
     lines.write_text("".join(json.dumps(e) + "\n" for e in entries))
     for run in (hf.read(state, names, columnar=columnar), jsonl.read(lines, names, columnar=columnar)):
         assert list(run.eval_metrics) == ["eval_bleu"]
+
+
+def test_one_step_s_search_finds_the_first_match_of_the_pattern():
+    """On random texts: steps with and without spaces or tabs around the colon, their digits inside other numbers and
+    after other keys; the line counted up to the first match."""
+    import random
+    import re
+
+    from trainproof.readers import hf
+
+    rng = random.Random(3)
+    for _ in range(300):
+        parts = []
+        for _ in range(rng.randint(1, 30)):
+            key = rng.choice(('"step"', '"step"', '"steps"', '"xstep"', '"loss"'))
+            value = rng.choice(("7", "17", "71", "7.5", "107", "1", "10"))
+            parts.append(key + rng.choice(("", " ", "\t", "  ")) + ":" + rng.choice(("", " ", " \t")) + value + rng.choice((",", "\n", "}")))
+        data = b'"loss": 0.5,\n' * rng.choice((0, 0, 30000)) + "".join(parts).encode()  # a long head: past count_byte's stride
+        for step in (1, 7, 10, 17, 71, 107, 5):
+            found = re.search(hf._STEP_KEY_BYTES + str(step).encode() + rb"(?![0-9])", data)
+            expected = None if found is None else data.count(b"\n", 0, found.start()) + 1
+            assert hf._find_step_line(data, step) == expected, (data[:200], step)

@@ -439,12 +439,13 @@ COUNT_STRIDE = 256 * 1024
 """How much of a block count_byte compares at a time: its flags stay in the CPU's cache."""
 
 
-def count_byte(data: bytes, byte: bytes) -> int:
-    """How many times ``byte`` (one byte; any longer string is counted by ``bytes.count``) occurs in ``data``. numpy compares a stride at a time into one reused array of flags:
+def count_byte(data: bytes | memoryview, byte: bytes) -> int:
+    """How many times ``byte`` (one byte; any longer string is counted by ``bytes.count``) occurs in ``data`` (bytes,
+    or a memoryview of them: a part of a large text without a copy). numpy compares a stride at a time into one reused array of flags:
     over a 64 MiB block that is 3-4x faster than ``bytes.count``, which at ten million lines counting newlines and
     colons was 0.7 s of the reading."""
     if len(data) <= COUNT_STRIDE or len(byte) != 1:
-        return data.count(byte)
+        return bytes(data).count(byte)
     content = np.frombuffer(data, dtype=np.uint8)
     flags = np.empty(COUNT_STRIDE, dtype=bool)
     total = 0

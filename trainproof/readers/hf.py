@@ -28,7 +28,7 @@ import numpy as np
 
 from trainproof.errors import InputError
 from trainproof.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
-from trainproof.readers.base import RunBuilder, load_json, parse_number, parse_step, read_document, read_document_bytes
+from trainproof.readers.base import RunBuilder, count_byte, load_json, parse_number, parse_step, read_document, read_document_bytes
 from trainproof.readers.names import DEFAULT_NAMES, Names
 from trainproof.readers.table import SPECIAL_FLOATS, as_columns, first_lines, last_of_each, moved
 
@@ -235,7 +235,7 @@ def _find_step_line(data: bytes, step: int) -> int | None:
     if step < 0 or len(digits) > 18:
         return None
     found = re.search(_STEP_KEY_BYTES + digits.encode() + rb"(?![0-9])", data)
-    return None if found is None else data.count(b"\n", 0, found.start()) + 1
+    return None if found is None else count_byte(memoryview(data)[: found.start()], b"\n") + 1
 
 
 def _index_step_lines(data: bytes) -> StepLines:
