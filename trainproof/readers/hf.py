@@ -291,7 +291,7 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
         rows = order[bounds[kind] : bounds[kind + 1]]
         if "step" not in keys:
             continue
-        entries = list(map(history.__getitem__, rows.tolist()))
+        entries = list(itertools.compress(history, (kind_of == firsts[kind]).tolist()))  # rows' entries, in order
         raw_steps = list(map(_STEP_OF, entries))
         types = set(map(type, raw_steps))
         if types - {int, float}:
