@@ -291,7 +291,10 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
         rows = order[bounds[kind] : bounds[kind + 1]]
         if "step" not in keys:
             continue
-        entries = list(itertools.compress(history, (kind_of == firsts[kind]).tolist()))  # rows' entries, in order
+        if 4 * rows.size >= len(history):  # a main kind: a mask over the history, not a Python index per entry
+            entries = list(itertools.compress(history, (kind_of == firsts[kind]).tolist()))
+        else:  # at most four kinds take the pass over all the history; a file of many kinds would be quadratic
+            entries = list(map(history.__getitem__, rows.tolist()))
         raw_steps = list(map(_STEP_OF, entries))
         types = set(map(type, raw_steps))
         if types - {int, float}:
