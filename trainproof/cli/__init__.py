@@ -63,14 +63,15 @@ def process_main() -> int:
     """The ``trainproof`` process (the console script and ``python -m trainproof``): :func:`main`, in a process set
     for a short command that builds and drops arrays of a million points: the allocator keeps what it frees (see
     :func:`keep_freed_memory`), arrays take ordinary pages (see :func:`ordinary_pages`), and the process ends without
-    the interpreter's teardown (see :func:`end_process`). None of it for ``watch``, which runs beside a training job
-    for as long as it does."""
+    the interpreter's teardown (see :func:`end_process`), so it returns only for ``watch``, or under a profiler or a
+    debugger (``python -m cProfile -m trainproof ...`` writes its profile when this returns). None of it for
+    ``watch``, which runs beside a training job for as long as it does."""
     short = _command_in(sys.argv[1:]) != "watch"
     if short:
         keep_freed_memory()
         ordinary_pages()
     code = main()
-    if short:
+    if short and sys.getprofile() is None and sys.gettrace() is None:  # a profiler or debugger writes its results on return
         end_process(code)
     return code
 
