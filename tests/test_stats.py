@@ -408,3 +408,14 @@ def test_above_compares_in_value_units_when_a_level_is_not_positive():
     assert p.above(-1 + margin * 1.001, -1.0, 2, 5, 1)
     assert not p.above(-1 + margin * 0.999, -1.0, 2, 5, 1)
     assert not p.above(1.0, 1.0, 0, 3, 3)  # equal levels are never above each other
+
+
+def test_seconds_per_step_of_a_clock_of_whole_seconds():
+    """A clock a library caller built of integers: the quotient is made anew, not written into the integer differences."""
+    from trainproof.model import Run, Series
+
+    run = Run(path="x", format="jsonl", wall_time=Series(np.arange(1, 11), np.arange(10) * 2))
+    steps, seconds, source = run.seconds_per_step()
+    assert steps.tolist() == list(range(2, 11))
+    assert seconds.tolist() == [2.0] * 9
+    assert source == "timestamp differences"

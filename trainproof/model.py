@@ -224,7 +224,7 @@ class Run:
         steps, clock = self.wall_time.steps, self.wall_time.values
         d_step, d_time = np.diff(steps), np.diff(clock)
         ok = (d_step > 0) & (d_time >= 0)
-        if bool(ok.all()):  # as a clock runs: no array picked out, and the quotient in place of the differences
+        if bool(ok.all()) and d_time.dtype == np.float64:  # as a clock runs: nothing picked out, the quotient in place
             return steps[1:], np.divide(d_time, d_step, out=d_time)
         return steps[1:][ok], d_time[ok] / d_step[ok]
 
