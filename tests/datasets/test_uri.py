@@ -119,3 +119,17 @@ def test_the_engine_asks_the_store_about_each_uri_once(tmp_path, monkeypatch):
     records = analyze_all([ClipRef(a) for a in addresses], jobs=1)
     assert records == expected
     assert sorted(asked) == sorted(addresses), "one stat each"
+
+
+def test_a_clip_out_of_memory_is_the_same_record_by_uri_and_by_path(tmp_path, monkeypatch):
+    """The size of a clip whose decoding ran out of memory is kept, by URI as by path."""
+    from trainproof.data import clip
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(clip, "_decode", no_memory)
+    path = corpus(tmp_path / "c", 1)[0]
+    by_path, by_uri = analyze(ClipRef(path)), analyze(ClipRef(Path(path).as_uri()))
+    assert by_path.size == Path(path).stat().st_size
+    assert by_uri == replace(by_path, audio=Path(path).as_uri())

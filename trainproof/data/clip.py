@@ -156,11 +156,16 @@ def analyze(ref: ClipRef) -> ClipRecord:
         what = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
         return _failed(ref, "unreadable", f"the path is {what}", size=0)
     if info.st_size == 0:
-        return _failed(ref, "empty", "the file is empty (0 bytes)")
+        return _empty(ref)
     try:
         return _decode(ref, info.st_size)
     except MemoryError:
         return _failed(ref, "unreadable", "out of memory while decoding", size=info.st_size)
+
+
+def _empty(ref: ClipRef) -> ClipRecord:
+    """The record of a clip whose file holds no byte, however it was found so (a stat, or the size of an open file)."""
+    return _failed(ref, "empty", "the file is empty (0 bytes)")
 
 
 def stat_uri(ref: ClipRef) -> Info | ClipRecord:
@@ -178,7 +183,7 @@ def stat_uri(ref: ClipRef) -> Info | ClipRecord:
     if info.kind != "file":
         return _failed(ref, "unreadable", f"the path is {'a folder' if info.kind == 'folder' else 'not a regular file'}", size=0)
     if info.size == 0:
-        return _failed(ref, "empty", "the file is empty (0 bytes)")
+        return _empty(ref)
     return info
 
 
@@ -193,12 +198,14 @@ def _analyze_uri(ref: ClipRef) -> ClipRecord:
     except OSError as exc:
         found = stat_uri(ref)
         return found if isinstance(found, ClipRecord) else _failed(ref, "unreadable", f"cannot open the file: {exc}", size=found.size)
-    try:
-        with source:
-            size = source.size()
-            return _failed(ref, "empty", "the file is empty (0 bytes)") if size == 0 else _decode(ref, size, source)
-    except MemoryError:
-        return _failed(ref, "unreadable", "out of memory while decoding")
+    with source:
+        size = source.size()
+        if size == 0:
+            return _empty(ref)
+        try:
+            return _decode(ref, size, source)
+        except MemoryError:
+            return _failed(ref, "unreadable", "out of memory while decoding", size=size)
 
 
 def _decode(ref: ClipRef, size: int, source: object = None) -> ClipRecord:
