@@ -27,7 +27,7 @@ from trainproof.model import Run
 from trainproof.readers.base import RunBuilder, count_byte, iter_blocks, iter_lines
 from trainproof.readers.columns import RecordParser
 from trainproof.readers.names import DEFAULT_NAMES, Names
-from trainproof.readers.table import Block, Column, ColumnarRun, as_columns, cell_column, moved, size_of
+from trainproof.readers.table import Block, Column, ColumnarRun, as_columns, cell_column, moved, number_arrays, size_of
 
 name = "csv"
 description = "CSV with a header row (Lightning metrics.csv, Keras training_log.csv, ...)"
@@ -272,26 +272,9 @@ def _number(text: str) -> bool:
 
 
 def _numbers_column(s: object) -> Column:
-    """A Float64 or Int64 column of cells as a Column: an empty cell (null) is no value. polars gives the nulls as NaN
-    (an Int64 column with nulls as floats); when the NaNs are as many as the nulls, they are the empty cells (a cell
-    reading "nan" is a NaN of its own, and the nulls are then asked for)."""
-    import polars as pl
-
-    column: pl.Series = s  # type: ignore[assignment]
-    size, nulls = column.len(), column.null_count()
-    raw = column.to_numpy()
-    ints = None
-    if column.dtype == pl.Int64:
-        ints = raw if not nulls else column.fill_null(0).to_numpy()
-        numbers = raw.astype(np.float64) if not nulls else raw
-    else:
-        numbers = raw
-    if not nulls:
-        empty = np.zeros(size, dtype=bool)
-    else:
-        missing = np.isnan(numbers)
-        empty = missing if int(np.count_nonzero(missing)) == nulls else column.is_null().to_numpy()
-    return Column(has=np.ones(size, dtype=bool), numbers=numbers, ints=ints, odd={}, empty=empty)
+    """A Float64 or Int64 column of cells as a Column: an empty cell (null) is no value."""
+    numbers, ints, empty = number_arrays(s)
+    return Column(has=np.ones(numbers.size, dtype=bool), numbers=numbers, ints=ints, odd={}, empty=empty)
 
 
 class _Cells:
@@ -311,16 +294,14 @@ class _Cells:
             self.texts = None
             has = np.ones(s.len(), dtype=bool)
             empty = s.is_null().to_numpy()
-            nulls = bool(empty.any())  # without any, a column of the right type is handed over without a copy
-            floats = s if s.dtype == pl.Float64 else s.cast(pl.Float64)
-            numbers = (floats.fill_null(np.nan) if nulls else floats).to_numpy()
+            numbers = s.cast(pl.Float64).fill_null(np.nan).to_numpy()
             ints = None
             if s.dtype.is_integer():
                 try:
-                    exact = s if s.dtype == pl.Int64 else s.cast(pl.Int64)
+                    exact = s.cast(pl.Int64)
                 except pl.exceptions.InvalidOperationError:  # past int64 (Int128): read as floats, which a step refuses
                     exact = None
-                ints = None if exact is None else (exact.fill_null(0) if nulls else exact).to_numpy()
+                ints = None if exact is None else exact.fill_null(0).to_numpy()
             self.column = Column(has=has, numbers=numbers, ints=ints, odd={}, empty=empty)
         self.empty = self.column.empty
 

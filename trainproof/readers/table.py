@@ -499,6 +499,28 @@ def _one_of_each(steps: np.ndarray, last: bool) -> np.ndarray | None:
     return order[np.append(changes, True) if last else np.insert(changes, 0, True)]
 
 
+def number_arrays(series: object) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """A polars Float64 or Int64 Series as numpy: its values as floats (NaN where null), as int64 for an Int64 series
+    (0 where null), and which are null. Converted by numpy, not by a polars call per series: polars gives the nulls
+    as NaN (an Int64 series with nulls as floats), and when the NaNs are as many as the nulls they are the nulls (a
+    NaN value of its own makes polars asked)."""
+    import polars as pl
+
+    s: pl.Series = series  # type: ignore[assignment]
+    nulls = s.null_count()
+    raw = s.to_numpy()
+    ints = None
+    if s.dtype == pl.Int64:
+        ints = raw if not nulls else s.fill_null(0).to_numpy()
+        numbers = raw.astype(np.float64) if not nulls else raw
+    else:
+        numbers = raw
+    if not nulls:
+        return numbers, ints, np.zeros(numbers.size, dtype=bool)
+    missing = np.isnan(numbers)
+    return numbers, ints, missing if int(np.count_nonzero(missing)) == nulls else s.is_null().to_numpy()
+
+
 def column_of_frame(series: object) -> Column | None:
     """A polars Series as a Column; None for nested values (lists, objects), which the reader parses one at a time."""
     import polars as pl
@@ -506,20 +528,8 @@ def column_of_frame(series: object) -> Column | None:
     s: pl.Series = series  # type: ignore[assignment]
     dtype = s.dtype
     if dtype == pl.Float64 or dtype == pl.Int64:  # the kinds polars gives JSON numbers: converted by numpy, not polars
-        nulls = s.null_count()
-        if dtype == pl.Float64:  # nulls come out as NaN: when the NaNs are as many, they are the nulls
-            numbers = s.to_numpy()
-            if not nulls:
-                return Column(has=np.ones(numbers.size, dtype=bool), numbers=numbers)
-            missing = np.isnan(numbers)
-            has = ~missing if int(np.count_nonzero(missing)) == nulls else s.is_not_null().to_numpy()
-            return Column(has=has, numbers=numbers)
-        has = np.ones(s.len(), dtype=bool) if not nulls else s.is_not_null().to_numpy()
-        ints = s.to_numpy() if not nulls else s.fill_null(0).to_numpy()
-        numbers = ints.astype(np.float64)
-        if nulls:
-            numbers[~has] = np.nan
-        return Column(has=has, numbers=numbers, ints=ints)
+        numbers, ints, missing = number_arrays(s)
+        return Column(has=~missing, numbers=numbers, ints=ints)
     has = s.is_not_null().to_numpy()
     if dtype.is_integer():
         numbers = s.cast(pl.Float64).fill_null(np.nan).to_numpy()
