@@ -267,7 +267,8 @@ class RunBuilder:
             self.add("wall_time", step, seconds)
 
     def put(self, series: str, values: Series) -> None:
-        """A whole series at once (a columnar read): steps ascending and unique."""
+        """A whole series at once (a columnar read): steps ascending and unique. Its arrays become the Run's, which
+        build may write into (the clock shifted to zero): the reader hands over arrays of its own."""
         self._frozen[series] = values
 
     def names(self) -> list[str]:
@@ -327,8 +328,9 @@ class RunBuilder:
             return None
 
         wall = get("wall_time")
-        if wall is not None and len(wall) and (start := float(wall.values.min())) != 0.0:  # from zero already: as it is
-            wall = Series(wall.steps, wall.values - start)
+        if wall is not None and len(wall):  # the clock from zero: in place in a copy of the builder's own (or a put array)
+            start = float(wall.values.min())
+            wall = Series(wall.steps, np.subtract(wall.values, start, out=wall.values if copy else None))
         loss_series = get(loss)
         evals = {label: s for key, label in (eval_names or {}).items() if (s := get(key)) is not None}
         eval_metrics, metric_goals, unjudged = metric_fields({label: (get(key), goal) for key, (label, goal) in metrics.items()})

@@ -29,6 +29,7 @@ import numpy as np
 from trainproof.errors import InputError
 from trainproof.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
 from trainproof.readers.base import RunBuilder, count_byte, load_json, parse_number, parse_step, read_document, read_document_bytes
+from trainproof.readers.columns import metric_columns
 from trainproof.readers.names import DEFAULT_NAMES, Names
 from trainproof.readers.table import SPECIAL_FLOATS, as_columns, first_lines, last_of_each, moved
 
@@ -98,11 +99,9 @@ class EvalKeys:
         if _is_eval(key, evals):
             found = "eval:" + key
             self.losses[found] = key
-        elif not names.resolve((key,)):  # a name of a training series or an axis (as the names table reads it) is no metric
-            goal = names.metric_goal(key)
-            if goal is not None:
-                self.metrics["metric:" + key] = (key, goal)
-                found = "metric:" + key if goal != "unknown" else None
+        elif (goal := metric_columns(names, (key,), names.resolve((key,))).get(key)) is not None:  # as the other readers
+            self.metrics["metric:" + key] = (key, goal)
+            found = "metric:" + key if goal != "unknown" else None
         self._targets[key] = found
         return found
 

@@ -416,8 +416,6 @@ class ColumnarRun:
             raw: Mapping[int, str] = part.raw
             if keep is not None:
                 values, raw = values[keep], moved(part.raw, keep)
-            if series == "wall_time" and copy and values.size:  # the clock from zero in its own buffer, not in a copy
-                np.subtract(values, values.min(), out=values)
             self.builder.put(series, Series(steps, values, {int(steps[at]): text for at, text in raw.items()}))
         # each step's first line, worked out when a finding asks (at ten million steps, two arrays of 80 MB)
         self.builder.step_lines = DeferredStepLines(partial(_first_lines_of, records, lines), partial(_first_line_of, records, lines))
