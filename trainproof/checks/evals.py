@@ -289,8 +289,8 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
     n noisy evaluations lands from their level by chance). A metric where
     higher is better is judged by its reciprocal, so "EVAL_WORSE_RISE worse"
     is a fall of 1 - 1/(1 + EVAL_WORSE_RISE) (17% at the default), and a
-    value of it at or below zero (a collapse) counts as EVAL_METRIC_FLOOR of
-    its highest. A lower-is-better series whose best is zero or below is not
+    value of it below EVAL_METRIC_FLOOR of its highest (a collapse to zero or
+    below) counts as that floor. A lower-is-better series whose best is zero or below is not
     judged: no rise can be measured against it. The end level named is the median of those last evaluations. It reads only the
     eval series, so it judges a log whose training loss is too short (or
     absent) to judge.
