@@ -412,7 +412,7 @@ def test_above_compares_in_value_units_when_a_level_is_not_positive():
 
 def test_seconds_per_step_of_a_clock_of_whole_seconds():
     """A clock a library caller built of integers: the quotient is made anew, not written into the integer differences."""
-    from trainproof.model import Run, Series
+    from trainproof.model import Run
 
     run = Run(path="x", format="jsonl", wall_time=Series(np.arange(1, 11), np.arange(10) * 2))
     steps, seconds, source = run.seconds_per_step()

@@ -60,7 +60,7 @@ def quantile(values: np.ndarray, q: float | list[float]) -> np.ndarray | float:
     gamma = virtual - below
     low = np.clip(below, 0, n - 1).astype(np.intp)
     high = np.clip(below + 1, 0, n - 1).astype(np.intp)
-    a = np.partition(a, sorted({*np.atleast_1d(low).tolist(), *np.atleast_1d(high).tolist()}))
+    a = np.partition(a, np.concatenate((np.ravel(low), np.ravel(high))))  # repeated ranks are allowed
     lo, hi = a[low], a[high]
     step = hi - lo
     result = np.where(gamma >= 0.5, hi - step * (1 - gamma), lo + step * gamma)
@@ -282,7 +282,7 @@ def _network_medians(values: np.ndarray, k: int) -> np.ndarray:
             for j in range(round_ % 2, k - 1, 2):
                 np.minimum(cols[j], cols[j + 1], out=lows)
                 np.maximum(cols[j], cols[j + 1], out=cols[j + 1])
-                cols[j][:] = lows
+                cols[j], lows = lows, cols[j]  # the minimum's array becomes the column, the column's the next scratch
         if k % 2:
             out[at : at + size] = cols[middle]
         else:

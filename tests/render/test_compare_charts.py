@@ -116,8 +116,12 @@ def test_compare_html_overlays_the_run_on_the_baseline_on_one_scale(compare_html
     run, base = read_run(REPO / RUN), read_run(REPO / BASELINE)
     charts = svgs(page)
     # On its own the run's loss (2-3) is drawn linear and the baseline's (0.05-3) log; overlaid they share the log axis.
-    assert not wants_log(run.loss.values)
-    assert wants_log(base.loss.values)
+    alone = {
+        which: svgs(render("html", Report("epoch", (Subject(which, charts=epoch_charts(r, (), (), Thresholds())),), "0")))
+        for which, r in (("run", run), ("baseline", base))
+    }
+    assert alone["run"]["Loss"].get("data-scale") == "linear"
+    assert alone["baseline"]["Loss (log scale)"].get("data-scale") == "log"
     assert wants_log(run.loss.values, base.loss.values)
     loss = charts["Loss: run against baseline (log scale)"]
     assert loss.get("data-scale") == "log"
@@ -239,8 +243,9 @@ def test_epoch_charts_name_their_axes_by_the_log_s_unit_and_metric(tmp_path):
     }
     assert [line.label for line in built["Loss"].lines] == ["training loss (loss)", "val_loss"]  # val_loss on the loss's scale
     assert built["Loss"].log_y is None  # decided as it is drawn, from the values: 0.17-2 is not decades apart
-    assert not wants_log(*(line.values for line in built["Loss"].lines))
     assert built["Learning rate"].log_y is False
     page = render("html", Report("epoch", (Subject(str(path), charts=tuple(built.values())),), "0"))
+    assert svgs(page)["Loss"].get("data-scale") == "linear"
+    assert svgs(page)["Learning rate"].get("data-scale") == "linear"
     assert page.count('<text class="axis-label x"') == 2
     assert page.count(">epoch</text>") == 2

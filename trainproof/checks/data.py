@@ -49,30 +49,30 @@ class DataContext:
         return finding
 
     @cached_property
+    @collector_paused()  # a tuple per column of every clip's values, no cycles among them
     def table(self) -> pd.DataFrame:
         """One row per listed clip, in manifest order: the entry's claims and the record's numbers."""
-        with collector_paused():  # a tuple per column of every clip's values, no cycles among them
-            import pandas as pd
+        import pandas as pd
 
-            entries, records = self.manifest.entries, self.records
-            of_entries = {"line": "line", "id": "id", "audio": "audio", "listed": "listed", "text": "text", "manifest": "manifest",
-                          "speaker": "speaker", "claimed_s": "duration"}  # fmt: skip
-            of_records = {"error_kind": "error_kind", "error": "error", "sample_rate": "sample_rate", "channels": "channels",
-                          "subtype": "subtype", "duration_s": "duration_s", "frames": "frames", "clipped": "clipped_samples",
-                          "clip_run": "longest_clipped_run", "dc": "dc_offset", "level_db": "level_db", "lead_s": "lead_silence_s",
-                          "trail_s": "trail_silence_s", "first_db": "first_frame_db", "last_db": "last_frame_db", "hash": "audio_hash",
-                          "nonfinite": "nonfinite_samples"}  # fmt: skip
-            if entries:  # column by column (a dict per row was most of a warm run's table)
-                columns = dict(zip(of_entries, zip(*map(attrgetter(*of_entries.values()), entries))))
-                columns.update(zip(of_records, zip(*map(attrgetter(*of_records.values()), records))))
-                table = pd.DataFrame(columns)
-            else:
-                table = pd.DataFrame({name: pd.Series([], dtype=object) for name in [*of_entries, *of_records]})
-            for name in ("claimed_s", "duration_s", "dc", "level_db", "lead_s", "trail_s", "first_db", "last_db"):
-                table[name] = table[name].astype("float64")
-            # for comparing transcripts: case and runs of whitespace folded (a list comprehension: Series.map costs twice as much)
-            table["folded"] = pd.Series([" ".join(e.text.casefold().split()) if e.text else "" for e in entries], index=table.index, dtype=object)
-            return table
+        entries, records = self.manifest.entries, self.records
+        of_entries = {"line": "line", "id": "id", "audio": "audio", "listed": "listed", "text": "text", "manifest": "manifest",
+                      "speaker": "speaker", "claimed_s": "duration"}  # fmt: skip
+        of_records = {"error_kind": "error_kind", "error": "error", "sample_rate": "sample_rate", "channels": "channels",
+                      "subtype": "subtype", "duration_s": "duration_s", "frames": "frames", "clipped": "clipped_samples",
+                      "clip_run": "longest_clipped_run", "dc": "dc_offset", "level_db": "level_db", "lead_s": "lead_silence_s",
+                      "trail_s": "trail_silence_s", "first_db": "first_frame_db", "last_db": "last_frame_db", "hash": "audio_hash",
+                      "nonfinite": "nonfinite_samples"}  # fmt: skip
+        if entries:  # column by column (a dict per row was most of a warm run's table)
+            columns = dict(zip(of_entries, zip(*map(attrgetter(*of_entries.values()), entries))))
+            columns.update(zip(of_records, zip(*map(attrgetter(*of_records.values()), records))))
+            table = pd.DataFrame(columns)
+        else:
+            table = pd.DataFrame({name: pd.Series([], dtype=object) for name in [*of_entries, *of_records]})
+        for name in ("claimed_s", "duration_s", "dc", "level_db", "lead_s", "trail_s", "first_db", "last_db"):
+            table[name] = table[name].astype("float64")
+        # for comparing transcripts: case and runs of whitespace folded (a list comprehension: Series.map costs twice as much)
+        table["folded"] = pd.Series([" ".join(e.text.casefold().split()) if e.text else "" for e in entries], index=table.index, dtype=object)
+        return table
 
     @cached_property
     def characters(self) -> frozenset[str]:
