@@ -67,6 +67,8 @@ def test_lines_holding_a_matched_string_are_those_a_line_by_line_test_finds(newl
         texts = random_texts(rng, newlines)
         needles = rng.sample(NEEDLES, rng.randint(0, 4))
         assert rules._lines_holding(texts, rules._Joined.of(texts), needles) == holding_line_by_line(texts, needles), (texts, needles)
+        skip = set(rng.sample(range(len(texts)), len(texts) // 2))  # lines the caller already knows: never returned
+        assert rules._lines_holding(texts, rules._Joined.of(texts), needles, skip) == holding_line_by_line(texts, needles) - skip
 
 
 def test_hundreds_of_reserved_tokens_are_each_found_at_their_line():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import chain, repeat
@@ -77,7 +78,7 @@ class TokenizerContext:
     def unusual(self) -> set[int]:
         """The transcripts a sample of the others does not speak for: the irregular ones, and those holding a string
         the tokenizer matches whole (``Tokenizer.matched``: an added token such as "<s>"), in any letter case."""
-        return self.irregular | _lines_holding(self.text.texts, self.joined, self.tokenizer.matched)
+        return self.irregular | _lines_holding(self.text.texts, self.joined, self.tokenizer.matched, skip=self.irregular)
 
     @cached_property
     def joined(self) -> _Joined | None:
@@ -297,20 +298,21 @@ _NOT_PRINTABLE_FLAGS = bytes(0 if byte in _PRINTABLE + b"\n" else 1 for byte in 
 """A translation table flagging each byte that makes a line irregular (a byte table: faster than indexing an array)."""
 
 
-def _lines_holding(texts: Sequence[str], joined: _Joined | None, needles: Iterable[str]) -> set[int]:
+def _lines_holding(texts: Sequence[str], joined: _Joined | None, needles: Iterable[str], skip: AbstractSet[int] = frozenset()) -> set[int]:
     """The transcripts that hold any of ``needles`` in any letter case (a tokenizer may match an added token in the
     text as its normaliser leaves it, lowercased), by one search for them all (a tokenizer may add hundreds: reserved
-    tokens, timestamps). With the whole text's bytes (``joined``), only the lines holding a needle's first byte (in
-    either case) or a non-ASCII character are searched."""
+    tokens, timestamps), but for those in ``skip`` (already known to the caller: not searched, and not returned).
+    With the whole text's bytes (``joined``), only the lines holding a needle's first byte (in either case) or a
+    non-ASCII character are searched."""
     wanted = sorted({n.lower() for n in needles if n and (joined is None or "\n" not in n)})  # joined: no line holds one
     if not wanted:
         return set()
     pattern = re.compile("|".join(map(re.escape, wanted)))
     if joined is None:
-        return {i for i, text in enumerate(texts) if pattern.search(text.lower())}
+        return {i for i, text in enumerate(texts) if i not in skip and pattern.search(text.lower())}
     firsts = {ord(c) for n in wanted for c in {n[0], n[0].upper()} if c.isascii()}
     candidates = np.flatnonzero(joined.lines_flagged(bytes(1 if b in firsts or b >= 0x80 else 0 for b in range(256))))
-    return {i for i in candidates.tolist() if pattern.search(texts[i].lower())}
+    return {i for i in candidates.tolist() if i not in skip and pattern.search(texts[i].lower())}
 
 
 @dataclass(frozen=True, eq=False)
