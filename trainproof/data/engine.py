@@ -181,10 +181,11 @@ class Work:
         for start in range(0, total, LOOKUP_BATCH):
             batch: dict[int, CacheKey] = {}
             indices = range(start, min(start + LOOKUP_BATCH, total))
-            keys, decided = _keys([refs[i] for i in indices], cwd)
-            for i, key, known in zip(indices, keys, decided):
-                if key is None:  # missing (or not statable): a worker would say the same, at once
-                    self.records[i] = known if known is not None and analyze is None else _inline(refs[i], analyze)
+            for i, key in zip(indices, _keys([refs[i] for i in indices], cwd)):
+                if isinstance(key, ClipRecord) and analyze is None:  # a URI its stat decided
+                    self.records[i] = key
+                elif key is None or isinstance(key, ClipRecord):  # missing (or not statable): a worker would say the same, at once
+                    self.records[i] = _inline(refs[i], analyze)
                 else:
                     batch[i] = key
             hits = cache.get_many(batch.values()) if cache is not None and batch else {}
@@ -241,14 +242,13 @@ def _workers_can_start() -> bool:
     return path is None or os.path.exists(path)
 
 
-def _keys(refs: Sequence[ClipRef], cwd: str) -> tuple[list[CacheKey | None], list[ClipRecord | None]]:
-    """Each file's cache key (:func:`_key`), and for a clip named by URI whose stat already decides it (missing, not a
-    file, empty) its record. URIs are stat'ed URI_STAT_THREADS at a time (each is a round trip to the store), under
-    the URI itself as the key's path; a clip decided so is not stat'ed again, one after another, to say so."""
-    uris = [is_uri(ref.audio) for ref in refs]
-    keys = [None if remote else _key(ref, cwd) for ref, remote in zip(refs, uris)]  # a URI's key is set below
-    decided: list[ClipRecord | None] = [None] * len(refs)
-    remote = [i for i, found in enumerate(uris) if found]
+def _keys(refs: Sequence[ClipRef], cwd: str) -> list[CacheKey | ClipRecord | None]:
+    """Each file's cache key (:func:`_key`; None when it cannot be stat'ed), or for a clip named by URI whose stat
+    already decides it (missing, not a file, empty) its record. URIs are stat'ed URI_STAT_THREADS at a time (each is
+    a round trip to the store), under the URI itself as the key's path; a clip decided so is not stat'ed again, one
+    after another, to say so."""
+    remote = [i for i, ref in enumerate(refs) if is_uri(ref.audio)]
+    keys: list[CacheKey | ClipRecord | None] = [None if is_uri(ref.audio) else _key(ref, cwd) for ref in refs]  # URIs below
     if remote:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -256,13 +256,10 @@ def _keys(refs: Sequence[ClipRef], cwd: str) -> tuple[list[CacheKey | None], lis
         from trainproof.data.clip import stat_uri
 
         with ThreadPoolExecutor(min(URI_STAT_THREADS, len(remote))) as pool:
-            for i, found in zip(remote, pool.map(stat_uri, [refs[i] for i in remote])):
+            for i, stated in zip(remote, pool.map(stat_uri, [refs[i] for i in remote])):
                 ref = refs[i]
-                if isinstance(found, ClipRecord):
-                    decided[i] = found
-                else:
-                    keys[i] = CacheKey(ref.audio, found.size, found.mtime_ns, ref.offset, ref.duration)
-    return keys, decided
+                keys[i] = stated if isinstance(stated, ClipRecord) else CacheKey(ref.audio, stated.size, stated.mtime_ns, ref.offset, ref.duration)
+    return keys
 
 
 def _key(ref: ClipRef, cwd: str) -> CacheKey | None:
