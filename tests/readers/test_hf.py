@@ -205,3 +205,28 @@ def test_a_file_of_many_kinds_of_entry_is_read_in_linear_time(tmp_path, monkeypa
     run = hf.read(path, columnar=True)
     assert len(run.loss) == 4000
     assert sum(taken) <= 4 * len(history)
+
+
+def test_entries_are_grouped_by_their_keys_whatever_their_sizes():
+    """_kinds against grouping by each entry's tuple of keys: main classes of one size holding one kind or several
+    (the same number of keys, other names), keys in other orders, and minority sizes."""
+    import random
+
+    from trainproof.readers import hf
+
+    rng = random.Random(5)
+    shapes = [("step", "loss", "lr"), ("step", "eval_loss", "eval_runtime"), ("lr", "loss", "step"), ("step",), ("loss", "step", "lr", "grad_norm"), ()]
+    for _ in range(200):
+        history = [dict.fromkeys(rng.choice(shapes[: rng.randint(1, len(shapes))]), 1.0) for _ in range(rng.randint(1, 60))]
+        expected: dict[frozenset, list[int]] = {}
+        for row, entry in enumerate(history):
+            expected.setdefault(frozenset(entry), []).append(row)
+        got = hf._kinds(history)
+        assert [int(rows[0]) for _, rows, _ in got] == sorted(int(rows[0]) for _, rows, _ in got)
+        for keys, rows, entries in got:
+            assert entries == [history[r] for r in rows.tolist()]
+            assert all(frozenset(e) == frozenset(keys) for e in entries)
+        by_set: dict[frozenset, list[int]] = {}
+        for keys, rows, _ in got:
+            by_set.setdefault(frozenset(keys), []).extend(rows.tolist())
+        assert {k: sorted(v) for k, v in by_set.items()} == expected

@@ -590,7 +590,7 @@ def read_document_bytes(path: Path) -> bytes:
             size = len(data)
     if size > limit:
         raise InputError(path, f"is {size_text(size)}, over the {size_text(limit)} limit for a log read whole (a JSON document)")
-    if not data.strip():
+    if not data or data.isspace():  # not data.strip(), which copies a document that ends in a newline
         raise EmptyLog(path)
     return data
 

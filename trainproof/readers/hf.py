@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trainproof.collector import collector_paused
 from trainproof.errors import InputError
 from trainproof.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
 from trainproof.readers.base import RunBuilder, count_byte, load_json, parse_number, parse_step, read_document, read_document_bytes
@@ -185,6 +186,7 @@ _OTHER_LINE_BREAKS = re.compile(b"\xc2\x85|\xe2\x80[\xa8\xa9]")
 """U+0085, U+2028 and U+2029 in UTF-8: line breaks to str.splitlines that JSON strings may hold raw."""
 
 
+@collector_paused()
 def _read_columns(path: Path, names: Names) -> Run | None:
     """The Run of a trainer_state.json parsed by orjson, its entries' values taken a kind of entry at a time; None
     when orjson refuses the file or the file holds something this path leaves to the other (the text path then
@@ -251,12 +253,12 @@ def _index_step_lines(data: bytes) -> StepLines:
     return first_lines([(np.array(digits).astype(np.int64), np.cumsum(gaps) + 1)])
 
 
-def _numbers(values: Sequence[object]) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
-    """Values as parse_number reads them: the floats, which ones are points (not missing), and the text of those
-    that are no number, by position."""
+def _numbers(values: Sequence[object]) -> tuple[np.ndarray, np.ndarray | None, dict[int, str]]:
+    """Values as parse_number reads them: the floats, which ones are points (not missing; None: all of them), and the
+    text of those that are no number, by position."""
     if not set(map(type, values)) - {int, float}:
         try:
-            return np.fromiter(values, dtype=np.float64, count=len(values)), np.ones(len(values), dtype=bool), {}
+            return np.fromiter(values, dtype=np.float64, count=len(values)), None, {}
         except OverflowError:
             pass
     numbers = np.empty(len(values), dtype=np.float64)
@@ -272,28 +274,63 @@ def _numbers(values: Sequence[object]) -> tuple[np.ndarray, np.ndarray, dict[int
     return numbers, points, raw
 
 
+CLASS_SHARE = 4
+"""An entry count of one size held by at least 1/CLASS_SHARE of the history is a main class of entries (at most
+CLASS_SHARE of them): its entries are taken by a mask over the history, and their keys checked for one kind in one
+pass. The other entries are grouped by their keys one by one."""
+
+
+def _kinds(history: list[dict]) -> list[tuple[tuple[str, ...], np.ndarray, list[dict]]]:
+    """The history's entries by kind (their keys, in the order of the kind's first entry): each kind's keys, rows in
+    the history and entries, kinds in the order they first appear.
+
+    Entries of a kind have as many keys: a main class of entries of one size whose keys, all together, are no more
+    than that size are all of one kind, as a training log's entries are (one pass over their keys, instead of a tuple
+    of keys built and hashed for every entry).
+    """
+    sizes = np.fromiter(map(len, history), dtype=np.intp, count=len(history))
+    counts = np.bincount(sizes)
+    kinds: list[tuple[tuple[str, ...], np.ndarray, list[dict]]] = []
+    rest = np.ones(len(history), dtype=bool)
+    for size in np.flatnonzero(CLASS_SHARE * counts >= len(history)).tolist():
+        members = sizes == size
+        entries = list(itertools.compress(history, members.tolist()))
+        if len(set().union(*entries)) == size:
+            kinds.append((tuple(entries[0]), np.flatnonzero(members), entries))
+            rest &= ~members
+    if rest.any():
+        kinds += _kinds_by_keys(history, np.flatnonzero(rest))
+    kinds.sort(key=lambda kind: int(kind[1][0]))
+    return kinds
+
+
+def _kinds_by_keys(history: list[dict], rows: np.ndarray) -> list[tuple[tuple[str, ...], np.ndarray, list[dict]]]:
+    """:func:`_kinds` of the entries at ``rows``, each's keys taken as a tuple."""
+    entries = list(map(history.__getitem__, rows.tolist()))
+    # each entry's kind, numbered by the index of the first entry of that kind, in one pass: setdefault keeps the
+    # number a kind got when first seen, so the numbers rise in the order the kinds are first seen
+    first: dict[tuple[str, ...], int] = {}
+    kind_of = np.fromiter(map(first.setdefault, map(tuple, entries), itertools.count()), dtype=np.int64, count=len(entries))
+    order = np.argsort(kind_of, kind="stable")
+    firsts = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+    bounds = np.searchsorted(kind_of[order], np.append(firsts, len(entries)))
+    kinds = []
+    for kind, keys in enumerate(first):
+        at = order[bounds[kind] : bounds[kind + 1]]
+        kinds.append((keys, rows[at], list(map(entries.__getitem__, at.tolist()))))
+    return kinds
+
+
 def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) -> bool:
     """add_entry over every entry, a kind of entry (its keys) at a time; False for a step of a kind this path does
     not read exactly (the text path reads the file)."""
     loss, lr, grad, _ = keys_of(names)
-    # each entry's kind (its keys), numbered by the index of the first entry of that kind, in one pass: setdefault
-    # keeps the number a kind got when first seen, so the numbers rise in the order the kinds are first seen
-    first: dict[tuple[str, ...], int] = {}
-    kind_of = np.fromiter(map(first.setdefault, map(tuple, history), itertools.count()), dtype=np.int64, count=len(history))
-    order = np.argsort(kind_of, kind="stable")
-    firsts = np.fromiter(first.values(), dtype=np.int64, count=len(first))
-    bounds = np.searchsorted(kind_of[order], np.append(firsts, len(history)))
     series: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]]] = {}
     runtime: tuple[int, float] | None = None
     problem: int | None = None
-    for kind, keys in enumerate(first):
-        rows = order[bounds[kind] : bounds[kind + 1]]
+    for keys, rows, entries in _kinds(history):
         if "step" not in keys:
             continue
-        if 4 * rows.size >= len(history):  # a main kind: a mask over the history, not a Python index per entry
-            entries = list(itertools.compress(history, (kind_of == firsts[kind]).tolist()))
-        else:  # at most four kinds take the pass over all the history; a file of many kinds would be quadratic
-            entries = list(map(history.__getitem__, rows.tolist()))
         raw_steps = list(map(_STEP_OF, entries))
         types = set(map(type, raw_steps))
         if types - {int, float}:
@@ -327,6 +364,9 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
             if key not in keys:
                 continue
             numbers, points, raw = _numbers(list(map(operator.itemgetter(key), entries)))
+            if points is None:  # every entry a point: the kind's own arrays (each series its own steps, see RunBuilder.put)
+                series.setdefault(target, []).append((rows, ints.copy(), numbers, {}))
+                continue
             at = np.flatnonzero(points)
             kept = {k: raw[int(j)] for k, j in enumerate(at.tolist()) if int(j) in raw} if raw else {}
             series.setdefault(target, []).append((rows[at], ints[at], numbers[at], kept))
@@ -341,15 +381,18 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
 
 def _merged(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]]) -> Series:
     """One series from the points of several kinds of entry: in entry order, the last value of a step kept."""
-    rows = np.concatenate([p[0] for p in parts])
-    steps = np.concatenate([p[1] for p in parts])
-    values = np.concatenate([p[2] for p in parts])
-    texts: dict[int, str] = {}
-    offset = 0
-    for part in parts:
-        texts.update({offset + k: text for k, text in part[3].items()})
-        offset += part[0].size
-    if len(parts) > 1:  # each kind's entries are in file order; several kinds interleave
+    if len(parts) == 1:
+        rows, steps, values, texts = parts[0]
+    else:
+        rows = np.concatenate([p[0] for p in parts])
+        steps = np.concatenate([p[1] for p in parts])
+        values = np.concatenate([p[2] for p in parts])
+        texts = {}
+        offset = 0
+        for part in parts:
+            texts.update({offset + k: text for k, text in part[3].items()})
+            offset += part[0].size
+        # each kind's entries are in file order; several kinds interleave
         order = np.argsort(rows, kind="stable")
         steps, values = steps[order], values[order]
         texts = moved(texts, order)
