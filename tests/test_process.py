@@ -188,3 +188,34 @@ def test_under_a_profiler_the_process_returns_and_the_profile_is_written(tmp_pat
     assert done.returncode == 0, done.stderr
     assert out.is_file()
     assert out.stat().st_size > 0
+
+
+DROPPED = """
+import sys, weakref
+import trainproof.cli as cli
+from trainproof import collector
+class Parsed:
+    pass
+def main(argv=None, real=cli.main):
+    parsed = Parsed()
+    alive = weakref.ref(parsed)
+    collector.drop(parsed)
+    del parsed
+    print("kept" if alive() is not None else "freed", flush=True)
+    return real(argv)
+if sys.argv[1] == "library":
+    main(["rules"])
+    sys.exit(0)
+cli.main = main
+sys.argv = ["trainproof", *sys.argv[1:]]
+sys.exit(cli.process_main())
+"""
+
+
+@pytest.mark.parametrize(("argv", "fate"), [(["rules"], "kept"), (["watch", "--help"], "freed"), (["library"], "freed")])
+def test_a_dropped_document_is_kept_to_the_end_only_in_the_short_process(argv, fate):
+    """The parsed trainer_state.json a reader drops is freed at once for a library caller and for watch (which reads
+    it again and again), and kept until os._exit in the one-command process."""
+    done = subprocess.run([sys.executable, "-c", DROPPED, *argv], capture_output=True, text=True, cwd=REPO, env=_clean_env())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == fate

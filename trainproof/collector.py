@@ -1,5 +1,6 @@
-"""The cyclic garbage collector paused while many small acyclic objects are built (a corpus's entries, records and
-table)."""
+"""Python's object bookkeeping around large reads: the cyclic garbage collector paused while many small acyclic
+objects are built (a corpus's entries, records and table; a trainer_state.json's million entries), and what a short
+process lets go of only when it ends."""
 
 from __future__ import annotations
 
@@ -25,3 +26,23 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+_kept_to_exit: list[object] | None = None
+
+
+def keep_dropped_to_exit() -> None:
+    """Make :func:`drop` keep what it is given until the process ends: for the CLI's own short process only, which
+    ends with ``os._exit`` (the kernel then takes its memory back at once)."""
+    global _kept_to_exit
+    if _kept_to_exit is None:
+        _kept_to_exit = []
+
+
+def drop(structure: object) -> None:
+    """Let go of a large structure of small objects (a parsed trainer_state.json: a million dicts and four million
+    numbers), which freeing object by object takes a tenth of a second. In the CLI's short process (see
+    :func:`keep_dropped_to_exit`) it is kept until the process ends instead; elsewhere (a library caller, ``watch``,
+    the HF callback) this does nothing, and the structure is freed as usual once its last name goes."""
+    if _kept_to_exit is not None:
+        _kept_to_exit.append(structure)

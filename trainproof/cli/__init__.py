@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy  # noqa: F401
 
 from trainproof import __version__
+from trainproof.collector import keep_dropped_to_exit
 from trainproof.errors import EXIT_ERROR, TrainproofError
 from trainproof.safe import visible
 
@@ -62,14 +63,16 @@ def _command_in(argv: Sequence[str]) -> str | None:
 def process_main() -> int:
     """The ``trainproof`` process (the console script and ``python -m trainproof``): :func:`main`, in a process set
     for a short command that builds and drops arrays of a million points: the allocator keeps what it frees (see
-    :func:`keep_freed_memory`), arrays take ordinary pages (see :func:`ordinary_pages`), and the process ends without
-    the interpreter's teardown (see :func:`end_process`), so it returns only for ``watch``, or under a profiler or a
+    :func:`keep_freed_memory`), arrays take ordinary pages (see :func:`ordinary_pages`), a parsed document's million
+    objects are kept to the end rather than freed one by one (see :func:`trainproof.collector.keep_dropped_to_exit`),
+    and the process ends without the interpreter's teardown (see :func:`end_process`), so it returns only for ``watch``, or under a profiler or a
     debugger (``python -m cProfile -m trainproof ...`` writes its profile when this returns). None of it for
     ``watch``, which runs beside a training job for as long as it does."""
     short = _command_in(sys.argv[1:]) != "watch"
     if short:
         keep_freed_memory()
         ordinary_pages()
+        keep_dropped_to_exit()
     code = main()
     if short and sys.getprofile() is None and sys.gettrace() is None:  # a profiler or debugger writes its results on return
         end_process(code)

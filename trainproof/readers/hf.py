@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainproof.collector import collector_paused
+from trainproof.collector import collector_paused, drop
 from trainproof.errors import InputError
 from trainproof.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
 from trainproof.readers.base import RunBuilder, count_byte, load_json, parse_number, parse_step, read_document, read_document_bytes
@@ -204,6 +204,7 @@ def _read_columns(path: Path, names: Names) -> Run | None:
         except orjson.JSONDecodeError:
             return None
     state, history = _state(path, state)
+    drop(state)
     if set(map(type, history)) - {dict}:
         return None
     builder = RunBuilder(path, name)
