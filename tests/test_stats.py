@@ -69,6 +69,18 @@ def test_median_does_not_reorder_its_input():
     assert a.tolist() == [3.0, 1.0, 2.0, 5.0]
 
 
+@pytest.mark.parametrize("values", ARRAYS.values(), ids=ARRAYS.keys())
+def test_a_median_in_place_is_the_same_number(values):
+    """overwrite=True partitions the caller's array instead of a copy: the same median to the bit, the same values
+    in another order."""
+    a = np.array(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        expected = stats.median(a)
+        got = stats.median(a, overwrite=True)
+    np.testing.assert_array_equal(got, expected)
+    assert sorted(a.tolist()) == sorted(np.array(values, dtype=np.float64).tolist()) or np.isnan(a).any()
+
+
 QUANTILES = (0.0, 0.01, 0.1, 0.25, 0.5, 0.7, 0.9, 0.99, 1.0, 1 / 3)
 
 
@@ -144,6 +156,13 @@ def reference_sigma(values: np.ndarray) -> float:
 def test_robust_sigma_is_scaled_mad_of_differences(n, seed):
     values = np.random.default_rng(seed).normal(5, 0.3, n)
     assert sigma_of(values) == pytest.approx(reference_sigma(values), rel=1e-12)
+
+
+def test_robust_sigma_leaves_its_curve_alone_and_is_the_definition_to_the_bit():
+    values = np.random.default_rng(7).normal(5, 0.3, 1001)
+    kept = values.copy()
+    assert sigma_of(values) == reference_sigma(values)
+    np.testing.assert_array_equal(values, kept)
 
 
 def test_robust_sigma_estimates_gaussian_noise_and_ignores_the_trend():

@@ -25,25 +25,34 @@ MAD_SE = 1.1664
 MAD_SE * sigma / sqrt(n)."""
 
 
-def median(values: np.ndarray, axis: int | None = None) -> np.ndarray | float:
+def median(values: np.ndarray, axis: int | None = None, overwrite: bool = False) -> np.ndarray | float:
     """Median of finite values, by partition.
 
     ``np.median`` imports ``numpy.ma`` on first use, a cost every ``trainproof
     epoch`` in a pre-commit hook would pay; this is the same number without it.
-    NaN-free input is the caller's job.
+    NaN-free input is the caller's job. ``overwrite`` (a float64 array of the
+    caller's own, whose order it no longer needs) partitions ``values`` in
+    place instead of a copy, as ``np.median``'s ``overwrite_input``: at ten
+    million points, an 80 MB copy saved. The median is the same either way.
     """
     a = np.asarray(values, dtype=np.float64)
+    own = overwrite and a is values
     if axis is None:
-        a = a.ravel()
+        a = a.ravel()  # a view of a contiguous array, which a partition in place reorders
         axis = 0
     n = a.shape[axis]
     if n == 0:
         return float("nan")
     k = n // 2
-    if n % 2:
-        result = np.take(np.partition(a, k, axis=axis), k, axis=axis)
+    kth = k if n % 2 else (k - 1, k)
+    if own:
+        a.partition(kth, axis=axis)
+        part = a
     else:
-        part = np.partition(a, (k - 1, k), axis=axis)
+        part = np.partition(a, kth, axis=axis)
+    if n % 2:
+        result = np.take(part, k, axis=axis)
+    else:
         result = (np.take(part, k - 1, axis=axis) + np.take(part, k, axis=axis)) / 2
     return float(result) if np.ndim(result) == 0 else result
 
@@ -85,9 +94,9 @@ def robust_sigma(values: np.ndarray, fallback_quantile: float = Thresholds.NOISE
     """
     if values.size < 3:
         return 0.0
-    d = np.diff(values)
-    deviation = np.abs(d - median(d))
-    mad = float(median(deviation))
+    d = np.diff(values)  # the differences' own array: partitioned in place, as their order no longer matters
+    deviation = np.abs(np.subtract(d, median(d, overwrite=True), out=d), out=d)
+    mad = float(median(deviation, overwrite=True))
     if mad == 0.0:
         # A log printed with few decimals repeats values; fall back to a high
         # quantile of the deviations (the 90th percentile is 1.645 sigma for

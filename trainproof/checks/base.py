@@ -177,5 +177,11 @@ def rules_of(command: str, table: Iterable[tuple[str, Level, CheckFn]]) -> tuple
 
 def zero_tail(values: np.ndarray) -> int:
     """How many values at the end of the array are exactly zero."""
-    nonzero = np.flatnonzero(values != 0)
-    return int(values.size if nonzero.size == 0 else values.size - 1 - nonzero[-1])
+    end, chunk = values.size, 1024
+    while end > 0:  # backwards, in growing chunks: a curve whose last value is not zero costs one comparison
+        start = max(0, end - chunk)
+        nonzero = np.flatnonzero(values[start:end] != 0)
+        if nonzero.size:
+            return values.size - 1 - (start + int(nonzero[-1]))
+        end, chunk = start, chunk * 4
+    return int(values.size)

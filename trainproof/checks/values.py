@@ -169,6 +169,10 @@ def loss_flat(ctx: RunContext) -> Iterator[Hit]:
     if values.size < ctx.t.MIN_TREND_POINTS:
         raise NotApplicable(f"only {values.size} finite training-loss point{'s' if values.size != 1 else ''} (needs {ctx.t.MIN_TREND_POINTS})")
     share = ctx.t.FLAT_SAME_SHARE
+    # A value on m of n points leaves at least 2m - n - 1 neighbours equal (each other point breaks at most two
+    # pairs): a noisy loss, whose neighbours are almost never equal, is cleared by one comparison of them.
+    if np.count_nonzero(values[1:] == values[:-1]) < 2 * share * values.size - values.size - 1:
+        return
     if share > 0.5:  # a value on more than half the points is the middle one: counted without sorting them all
         middle = np.partition(values, values.size // 2)[values.size // 2]
         if np.count_nonzero(values == middle) < share * values.size:
