@@ -90,3 +90,48 @@ def test_loss_flat_fires_exactly_when_a_value_reaches_its_share_however_the_poin
                 expected = np.count_nonzero(values == 2.302585) >= t.FLAT_SAME_SHARE * n
                 fired = bool(list(loss_flat(RunContext(make_run(values), t))))
                 assert fired == expected, (n, repeated, spread)
+
+
+def test_spike_ratios_are_the_full_computation_wherever_a_spike_could_be():
+    """The spike rules bound each point's level by its windows' smallest points and compute medians only where the
+    bound leaves a spike possible: on noisy curves with spikes, dips, zeros, negative stretches and plateaus, every
+    point at or above the ratio is found with the very ratio and level of the full computation, and no other."""
+    import numpy as np
+
+    from trainproof.checks.spikes import _local_level, _ratio, _spike_ratios
+
+    rng = np.random.default_rng(17)
+    for case in range(300):
+        n = int(rng.choice([3, 9, 11, 12, 40, 200, 3000]))
+        k = int(rng.choice([1, 2, 5, 6]))
+        at_least = float(rng.choice([2.0, 10.0, 1.0001]))
+        values = np.abs(rng.normal(1.0, rng.choice([0.01, 0.3, 2.0]), n))
+        for _ in range(int(rng.integers(0, 6))):
+            values[rng.integers(0, n)] *= rng.choice([2.0, 2.000000001, 1.9999999, 10.0, 50.0, 0.0, -1.0])
+        if case % 7 == 0:
+            values[: n // 2] = 0.0
+        level = _local_level(values, k)
+        ratio = _ratio(values, level)
+        at, got_level, got_ratio = _spike_ratios(values, k, at_least)
+        expected = np.flatnonzero(ratio >= at_least)
+        assert np.isin(expected, at).all(), case
+        np.testing.assert_array_equal(got_level, level[at])
+        np.testing.assert_array_equal(got_ratio[at], ratio[at])
+        np.testing.assert_array_equal(np.flatnonzero(got_ratio >= at_least), expected)
+
+
+def test_spike_ratios_at_a_few_hundred_candidates_take_their_windows_as_rows():
+    import numpy as np
+
+    from trainproof.checks import spikes
+
+    rng = np.random.default_rng(3)
+    values = np.abs(rng.normal(1.0, 0.01, 5000))
+    values[rng.choice(np.arange(6, 4994), 300, replace=False)] *= 12.0
+    values[[0, 1, 4998, 4999]] *= 12.0  # at the ends, with fewer than k points on a side
+    level = spikes._local_level(values, 5)
+    ratio = spikes._ratio(values, level)
+    at, got_level, got_ratio = spikes._spike_ratios(values, 5, 10.0)
+    assert 64 < at.size < 5000 / 8  # the rows path, not the loop nor the full computation
+    np.testing.assert_array_equal(got_level, level[at])
+    np.testing.assert_array_equal(np.flatnonzero(got_ratio >= 10.0), np.flatnonzero(ratio >= 10.0))

@@ -28,6 +28,62 @@ def _ratio(values: np.ndarray, level: np.ndarray) -> np.ndarray:
     return np.nan_to_num(ratio, nan=0.0, copy=False)
 
 
+_BOUND_MARGIN = 1e-9
+"""How far below a spike's ratio a bound must put a point before it is cleared: more than any rounding of the
+quotient the rule computes."""
+
+
+def _spike_ratios(values: np.ndarray, k: int, at_least: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_ratio` of :func:`_local_level`, computed only where it can reach ``at_least``: the points that could be
+    spikes, each one's level, and the ratio of every point (0 for the others).
+
+    A window's median is never below its smallest point, so the higher of the smallest points of the two windows
+    bounds a point's level from below: a point under ``at_least`` times that bound is no spike, whatever the medians
+    are. Those minimums take k comparisons per point; the medians, only at the few points left. At ten million
+    points this was two-thirds of the spike rules.
+    """
+    n = values.size
+    candidates = np.ones(n, dtype=bool)
+    if n > 2 * k:
+        lowest = values[: n - k + 1].copy()  # lowest[j]: the smallest of values[j : j + k]
+        for shift in range(1, k):
+            np.minimum(lowest, values[shift : shift + n - k + 1], out=lowest)
+        inner = slice(k, n - k)  # points with k values on each side: before them lowest[i - k], after lowest[i + 1]
+        bound = np.maximum(lowest[: n - 2 * k], lowest[k + 1 : n - k + 1])
+        cleared = (bound > 0) & (values[inner] < at_least * (1 - _BOUND_MARGIN) * bound)
+        candidates[inner] = ~cleared
+    at = np.flatnonzero(candidates)
+    if 8 * at.size > n:  # a curve a bound cannot thin out: every level, as the rule defines it
+        level = _local_level(values, k)
+        return at, level[at], _ratio(values, level)
+    level = np.array([_level_at(values, int(i), k) for i in at]) if at.size <= 64 else _levels_at(values, at, k)
+    ratio = np.zeros_like(values)
+    ratio[at] = _ratio(values[at], level)
+    return at, level, ratio
+
+
+def _level_at(values: np.ndarray, i: int, k: int) -> float:
+    """:func:`_local_level` at one point: the higher of the medians of the k points before it and the k after it
+    (fewer at the ends), NaN for the first and last points."""
+    if i == 0 or i == values.size - 1:
+        return float("nan")
+    return max(float(median(values[max(0, i - k) : i])), float(median(values[i + 1 : i + 1 + k])))
+
+
+def _levels_at(values: np.ndarray, at: np.ndarray, k: int) -> np.ndarray:
+    """:func:`_level_at` at many points, the windows of those with k points on each side taken as rows."""
+    n = values.size
+    level = np.empty(at.size)
+    inner = (at >= k) & (at <= n - 1 - k)
+    if inner.any():
+        windows = np.lib.stride_tricks.sliding_window_view(values, k)
+        rows = at[inner]
+        level[inner] = np.maximum(median(windows[rows - k], axis=1), median(windows[rows + 1], axis=1))
+    for j in np.flatnonzero(~inner).tolist():
+        level[j] = _level_at(values, int(at[j]), k)
+    return level
+
+
 def _listing(steps: np.ndarray, values: np.ndarray, ratios: np.ndarray, limit: int = 5) -> str:
     order = np.sort(np.argsort(-ratios, kind="stable")[:limit])
     parts = [f"{figures.num(values[i])} at step {figures.step(steps[i])} ({figures.ratio(ratios[i])} local level)" for i in order]
@@ -78,8 +134,7 @@ def grad_spike(ctx: RunContext) -> Iterator[Hit]:
     if len(series) < t.SPIKE_MIN_POINTS:
         raise NotApplicable(f"only {len(series)} finite gradient-norm points (needs {t.SPIKE_MIN_POINTS})")
     values, steps = series.values, series.steps
-    level = _local_level(values, t.SPIKE_NEIGHBOURS)
-    ratio = _ratio(values, level)
+    _, _, ratio = _spike_ratios(values, t.SPIKE_NEIGHBOURS, t.GRAD_SPIKE_RATIO)
     spike = ratio >= t.GRAD_SPIKE_RATIO
     if spike.any():
         yield _spike_hit("Gradient norm spiked", steps, values, ratio, spike)
@@ -108,8 +163,8 @@ def loss_spike(ctx: RunContext) -> Iterator[Hit]:
     if prof.n < t.SPIKE_MIN_POINTS:
         raise NotApplicable(f"only {prof.n} finite training-loss points (needs {t.SPIKE_MIN_POINTS})")
     values, steps = prof.values, prof.steps
-    level = _local_level(values, t.SPIKE_NEIGHBOURS)
-    ratio = _ratio(values, level)
-    spike = (ratio >= t.LOSS_SPIKE_RATIO) & (values - level >= t.LOSS_SPIKE_SIGMAS * prof.noise)
+    at, level, ratio = _spike_ratios(values, t.SPIKE_NEIGHBOURS, t.LOSS_SPIKE_RATIO)
+    spike = np.zeros(values.size, dtype=bool)
+    spike[at] = (ratio[at] >= t.LOSS_SPIKE_RATIO) & (values[at] - level >= t.LOSS_SPIKE_SIGMAS * prof.noise)
     if spike.any():
         yield _spike_hit("Training loss spiked and recovered", steps, values, ratio, spike, f"; noise sigma {figures.num(prof.noise)}")
