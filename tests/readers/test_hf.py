@@ -230,3 +230,28 @@ def test_entries_are_grouped_by_their_keys_whatever_their_sizes():
         for keys, rows, _ in got:
             by_set.setdefault(frozenset(keys), []).extend(rows.tolist())
         assert {k: sorted(v) for k, v in by_set.items()} == expected
+
+
+@pytest.mark.parametrize(
+    ("values", "code", "expected"),
+    [
+        ([1.5, 2, 3.25], "d", [1.5, 2.0, 3.25]),
+        ([0.0, 1.0, 0, 1, 2.5], "d", [0.0, 1.0, 0.0, 1.0, 2.5]),
+        ([0.5, True, 2.0], "d", None),  # a bool converts to 1.0: found among the values that came out 0 or 1
+        ([False] + [0.0] * 20, "d", None),  # most values 0 or 1: every type looked at
+        ([0.0] * 20, "d", [0.0] * 20),
+        ([1.0, "n/a"], "d", None),
+        ([1.0, None], "d", None),
+        ([1.0, [1]], "d", None),
+        ([1.0, 10**400], "d", None),  # past float64
+        ([3, 1, 2**63 - 1], "q", [3, 1, 2**63 - 1]),
+        ([3, 2.0], "q", None),  # a float step is read the float way
+        ([0, 1, True], "q", None),
+        ([2**63], "q", None),
+    ],
+)
+def test_typed_takes_numbers_and_refuses_anything_else_bools_included(values, code, expected):
+    from trainproof.readers import hf
+
+    got = hf._typed(values, code)
+    assert (got if got is None else got.tolist()) == expected

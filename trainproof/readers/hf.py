@@ -15,12 +15,12 @@ Python work per value.
 
 from __future__ import annotations
 
+import array
 import functools
 import itertools
 import math
 import operator
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -254,14 +254,30 @@ def _index_step_lines(data: bytes) -> StepLines:
     return first_lines([(np.array(digits).astype(np.int64), np.cumsum(gaps) + 1)])
 
 
-def _numbers(values: Sequence[object]) -> tuple[np.ndarray, np.ndarray | None, dict[int, str]]:
+def _typed(values: list, code: str) -> np.ndarray | None:
+    """``values`` as an array of ``code`` (``d``: float64 from ints and floats; ``q``: int64 from ints) when every
+    one is of those types, else None.
+
+    array.array converts in C and refuses text, None, lists and dicts (and floats, for ``q``); it takes a bool as 0
+    or 1, so only the values that came out 0 or 1 have their types looked at: a loss, a learning rate or a step is
+    rarely either, and checking every value's type took as long as the conversion.
+    """
+    try:
+        converted = np.frombuffer(array.array(code, values), dtype=np.float64 if code == "d" else np.int64)
+    except (TypeError, OverflowError):
+        return None
+    maybe = np.flatnonzero((converted == 0) | (converted == 1))
+    if maybe.size * 8 > converted.size:
+        return None if bool in set(map(type, values)) else converted
+    return None if any(type(values[i]) is bool for i in maybe.tolist()) else converted
+
+
+def _numbers(values: list) -> tuple[np.ndarray, np.ndarray | None, dict[int, str]]:
     """Values as parse_number reads them: the floats, which ones are points (not missing; None: all of them), and the
     text of those that are no number, by position."""
-    if not set(map(type, values)) - {int, float}:
-        try:
-            return np.fromiter(values, dtype=np.float64, count=len(values)), None, {}
-        except OverflowError:
-            pass
+    numbers = _typed(values, "d")
+    if numbers is not None:
+        return numbers, None, {}
     numbers = np.empty(len(values), dtype=np.float64)
     points = np.zeros(len(values), dtype=bool)
     raw: dict[int, str] = {}
@@ -333,14 +349,17 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
         if "step" not in keys:
             continue
         raw_steps = list(map(_STEP_OF, entries))
-        types = set(map(type, raw_steps))
-        if types - {int, float}:
-            return False  # a step of another kind (a quoted NaN too): skipped or refused entry by entry, as the text path does
-        try:
-            ints = np.fromiter(raw_steps, dtype=np.int64, count=len(raw_steps)) if types == {int} else None
-            floats = None if ints is not None else np.fromiter(raw_steps, dtype=np.float64, count=len(raw_steps))
-        except OverflowError:
-            return False
+        ints = _typed(raw_steps, "q")
+        floats = None
+        if ints is None:
+            types = set(map(type, raw_steps))
+            if types - {int, float}:
+                return False  # a step of another kind (a quoted NaN too): skipped or refused entry by entry, as the text path does
+            if types == {int}:
+                return False  # past int64: refused with its entry by the text path
+            floats = _typed(raw_steps, "d")
+            if floats is None:
+                return False
         if floats is not None:
             whole = np.isfinite(floats) & (np.abs(floats) < 2.0**63)
             whole[whole] = floats[whole] == np.floor(floats[whole])
