@@ -253,5 +253,5 @@ def test_entries_are_grouped_by_their_keys_whatever_their_sizes():
 def test_typed_takes_numbers_and_refuses_anything_else_bools_included(values, code, expected):
     from trainproof.readers import hf
 
-    got = hf._typed(values, code)
+    got = hf._typed([{"value": value} for value in values], "value", code)
     assert (got if got is None else got.tolist()) == expected

@@ -254,30 +254,28 @@ def _index_step_lines(data: bytes) -> StepLines:
     return first_lines([(np.array(digits).astype(np.int64), np.cumsum(gaps) + 1)])
 
 
-def _typed(values: list, code: str) -> np.ndarray | None:
-    """``values`` as an array of ``code`` (``d``: float64 from ints and floats; ``q``: int64 from ints) when every
-    one is of those types, else None.
+def _typed(entries: list[dict], key: str, code: str) -> np.ndarray | None:
+    """The entries' values of ``key`` as an array of ``code`` (``d``: float64 from ints and floats; ``q``: int64 from
+    ints) when every one is of those types, else None.
 
-    array.array converts in C and refuses text, None, lists and dicts (and floats, for ``q``); it takes a bool as 0
-    or 1, so only the values that came out 0 or 1 have their types looked at: a loss, a learning rate or a step is
-    rarely either, and checking every value's type took as long as the conversion.
+    array.array converts in C, straight from the entries, and refuses text, None, lists and dicts (and floats, for
+    ``q``); it takes a bool as 0 or 1, so only the values that came out 0 or 1 have their types looked at: a loss, a
+    learning rate or a step is rarely either, and a list of the values, and every value's type checked, took as long
+    as the conversion.
     """
     try:
-        converted = np.frombuffer(array.array(code, values), dtype=np.float64 if code == "d" else np.int64)
+        converted = np.frombuffer(array.array(code, map(operator.itemgetter(key), entries)), dtype=np.float64 if code == "d" else np.int64)
     except (TypeError, OverflowError):
         return None
     maybe = np.flatnonzero((converted == 0) | (converted == 1))
     if maybe.size * 8 > converted.size:
-        return None if bool in set(map(type, values)) else converted
-    return None if any(type(values[i]) is bool for i in maybe.tolist()) else converted
+        return None if bool in set(map(type, map(operator.itemgetter(key), entries))) else converted
+    return None if any(type(entries[i][key]) is bool for i in maybe.tolist()) else converted
 
 
-def _numbers(values: list) -> tuple[np.ndarray, np.ndarray | None, dict[int, str]]:
-    """Values as parse_number reads them: the floats, which ones are points (not missing; None: all of them), and the
+def _numbers(values: list) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """Values as parse_number reads them, one at a time: the floats, which ones are points (not missing), and the
     text of those that are no number, by position."""
-    numbers = _typed(values, "d")
-    if numbers is not None:
-        return numbers, None, {}
     numbers = np.empty(len(values), dtype=np.float64)
     points = np.zeros(len(values), dtype=bool)
     raw: dict[int, str] = {}
@@ -348,16 +346,15 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
     for keys, rows, entries in _kinds(history):
         if "step" not in keys:
             continue
-        raw_steps = list(map(_STEP_OF, entries))
-        ints = _typed(raw_steps, "q")
+        ints = _typed(entries, "step", "q")
         floats = None
         if ints is None:
-            types = set(map(type, raw_steps))
+            types = set(map(type, map(_STEP_OF, entries)))
             if types - {int, float}:
                 return False  # a step of another kind (a quoted NaN too): skipped or refused entry by entry, as the text path does
             if types == {int}:
                 return False  # past int64: refused with its entry by the text path
-            floats = _typed(raw_steps, "d")
+            floats = _typed(entries, "step", "d")
             if floats is None:
                 return False
         if floats is not None:
@@ -383,10 +380,11 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
         for target, key in wanted:
             if key not in keys:
                 continue
-            numbers, points, raw = _numbers(list(map(operator.itemgetter(key), entries)))
-            if points is None:  # every entry a point: the kind's own arrays (each series its own steps, see RunBuilder.put)
+            numbers = _typed(entries, key, "d")
+            if numbers is not None:  # every entry a point: the kind's own arrays (each series its own steps, see RunBuilder.put)
                 series.setdefault(target, []).append((rows, ints.copy(), numbers, {}))
                 continue
+            numbers, points, raw = _numbers(list(map(operator.itemgetter(key), entries)))
             at = np.flatnonzero(points)
             kept = {k: raw[int(j)] for k, j in enumerate(at.tolist()) if int(j) in raw} if raw else {}
             series.setdefault(target, []).append((rows[at], ints[at], numbers[at], kept))
