@@ -206,16 +206,26 @@ def main(argv=None, real=cli.main):
 if sys.argv[1] == "library":
     main(["rules"])
     sys.exit(0)
+if sys.argv[1] == "two":  # a second document read: the first is freed before it, one held at a time
+    collector.keep_dropped_to_exit()
+    first, second = Parsed(), Parsed()
+    alive = weakref.ref(first)
+    collector.drop(first)
+    del first
+    collector.release_dropped()
+    collector.drop(second)
+    print("kept" if alive() is not None else "freed", flush=True)
+    sys.exit(0)
 cli.main = main
 sys.argv = ["trainproof", *sys.argv[1:]]
 sys.exit(cli.process_main())
 """
 
 
-@pytest.mark.parametrize(("argv", "fate"), [(["rules"], "kept"), (["watch", "--help"], "freed"), (["library"], "freed")])
+@pytest.mark.parametrize(("argv", "fate"), [(["rules"], "kept"), (["watch", "--help"], "freed"), (["library"], "freed"), (["two"], "freed")])
 def test_a_dropped_document_is_kept_to_the_end_only_in_the_short_process(argv, fate):
     """The parsed trainer_state.json a reader drops is freed at once for a library caller and for watch (which reads
-    it again and again), and kept until os._exit in the one-command process."""
+    it again and again), and kept until os._exit in the one-command process, one at a time (a folder of runs)."""
     done = subprocess.run([sys.executable, "-c", DROPPED, *argv], capture_output=True, text=True, cwd=REPO, env=_clean_env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == fate

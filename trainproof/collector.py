@@ -42,7 +42,15 @@ def keep_dropped_to_exit() -> None:
 def drop(structure: object) -> None:
     """Let go of a large structure of small objects (a parsed trainer_state.json: a million dicts and four million
     numbers), which freeing object by object takes a tenth of a second. In the CLI's short process (see
-    :func:`keep_dropped_to_exit`) it is kept until the process ends instead; elsewhere (a library caller, ``watch``,
-    the HF callback) this does nothing, and the structure is freed as usual once its last name goes."""
+    :func:`keep_dropped_to_exit`) it is kept until the process ends, or until :func:`release_dropped` (one at a time:
+    a folder of a hundred runs would otherwise hold them all); elsewhere (a library caller, ``watch``, the HF
+    callback) this does nothing, and the structure is freed as usual once its last name goes."""
     if _kept_to_exit is not None:
         _kept_to_exit.append(structure)
+
+
+def release_dropped() -> None:
+    """Free what :func:`drop` kept: called before the next large document is read, so that no more than one is
+    held at a time, and never two at once."""
+    if _kept_to_exit:
+        _kept_to_exit.clear()

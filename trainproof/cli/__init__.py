@@ -65,9 +65,9 @@ def process_main() -> int:
     for a short command that builds and drops arrays of a million points: the allocator keeps what it frees (see
     :func:`keep_freed_memory`), arrays take ordinary pages (see :func:`ordinary_pages`), a parsed document's million
     objects are kept to the end rather than freed one by one (see :func:`trainproof.collector.keep_dropped_to_exit`),
-    and the process ends without the interpreter's teardown (see :func:`end_process`), so it returns only for ``watch``, or under a profiler or a
-    debugger (``python -m cProfile -m trainproof ...`` writes its profile when this returns). None of it for
-    ``watch``, which runs beside a training job for as long as it does."""
+    and the process ends without the interpreter's teardown (see :func:`end_process`), so it returns only for
+    ``watch``, or under a profiler or a debugger (``python -m cProfile -m trainproof ...`` writes its profile when
+    this returns). None of it for ``watch``, which runs beside a training job for as long as it does."""
     short = _command_in(sys.argv[1:]) != "watch"
     if short:
         keep_freed_memory()

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainproof.collector import collector_paused, drop
+from trainproof.collector import collector_paused, drop, release_dropped
 from trainproof.errors import InputError
 from trainproof.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
 from trainproof.readers.base import RunBuilder, count_byte, load_json, parse_number, parse_step, read_document, read_document_bytes
@@ -193,6 +193,7 @@ def _read_columns(path: Path, names: Names) -> Run | None:
     reads it, and names any problem)."""
     import orjson
 
+    release_dropped()  # the document read before this one, if any
     data = read_document_bytes(path)
     try:
         state = orjson.loads(data)
