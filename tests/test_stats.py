@@ -79,6 +79,13 @@ def test_a_median_in_place_is_the_same_number(values):
         got = stats.median(a, overwrite=True)
     np.testing.assert_array_equal(got, expected)
     assert sorted(a.tolist()) == sorted(np.array(values, dtype=np.float64).tolist()) or np.isnan(a).any()
+    if a.size % 2 and not np.isnan(a).any():  # partitioned in place: the middle element is the median
+        assert a[a.size // 2] == got
+
+
+def test_robust_sigma_of_integers_is_the_same_as_of_their_floats():
+    values = np.array([1, 3, 2, 5, 4, 7, 6, 9])
+    assert stats.robust_sigma(values) == stats.robust_sigma(values.astype(np.float64))
 
 
 QUANTILES = (0.0, 0.01, 0.1, 0.25, 0.5, 0.7, 0.9, 0.99, 1.0, 1 / 3)

@@ -50,7 +50,7 @@ def drop(structure: object) -> None:
 
 
 def release_dropped() -> None:
-    """Free what :func:`drop` kept: called before the next large document is read, so that no more than one is
-    held at a time, and never two at once."""
+    """Free what :func:`drop` kept: called before the next trainer_state.json is parsed as columns (the one reader
+    that drops), so that no more than one is held at a time, and never two at once."""
     if _kept_to_exit:
         _kept_to_exit.clear()

@@ -94,7 +94,7 @@ def robust_sigma(values: np.ndarray, fallback_quantile: float = Thresholds.NOISE
     """
     if values.size < 3:
         return 0.0
-    d = np.diff(values)  # the differences' own array: partitioned in place, as their order no longer matters
+    d = np.diff(np.asarray(values, dtype=np.float64))  # the differences' own array: partitioned in place, as their order no longer matters
     deviation = np.abs(np.subtract(d, median(d, overwrite=True), out=d), out=d)
     mad = float(median(deviation, overwrite=True))
     if mad == 0.0:

@@ -120,7 +120,7 @@ def test_spike_ratios_are_the_full_computation_wherever_a_spike_could_be():
         np.testing.assert_array_equal(np.flatnonzero(got_ratio >= at_least), expected)
 
 
-def test_spike_ratios_at_a_few_hundred_candidates_take_their_windows_as_rows():
+def test_spike_ratios_at_a_few_hundred_candidates_take_their_windows_as_rows(monkeypatch):
     import numpy as np
 
     from trainproof.checks import spikes
@@ -135,3 +135,19 @@ def test_spike_ratios_at_a_few_hundred_candidates_take_their_windows_as_rows():
     assert 64 < at.size < 5000 / 8  # the rows path, not the loop nor the full computation
     np.testing.assert_array_equal(got_level, level[at])
     np.testing.assert_array_equal(np.flatnonzero(got_ratio >= 10.0), np.flatnonzero(ratio >= 10.0))
+    monkeypatch.setattr(spikes, "_LEVEL_ROWS", 5 * 7)  # the windows copied seven rows at a time: the same levels
+    np.testing.assert_array_equal(spikes._spike_ratios(values, 5, 10.0)[1], level[at])
+
+
+def test_spike_ratios_take_the_neighbour_count_as_neighbour_medians_does():
+    """A neighbour count below one, or given as a float, is taken as neighbour_medians takes it (at least 1, whole)."""
+    import numpy as np
+
+    from trainproof.checks import spikes
+
+    values = np.abs(np.random.default_rng(5).normal(1.0, 0.01, 200))
+    values[[50, 120]] *= 12.0
+    for k in (0, 1, 2.0, 3.7):
+        level = spikes._local_level(values, max(1, int(k)))
+        at, got_level, _ = spikes._spike_ratios(values, k, 10.0)  # type: ignore[arg-type]
+        np.testing.assert_array_equal(got_level, level[at])

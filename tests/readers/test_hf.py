@@ -224,6 +224,7 @@ def test_entries_are_grouped_by_their_keys_whatever_their_sizes():
         got = hf._kinds(history)
         assert [int(rows[0]) for _, rows, _ in got] == sorted(int(rows[0]) for _, rows, _ in got)
         for keys, rows, entries in got:
+            assert keys == tuple(history[int(rows[0])])  # in the order of the kind's first entry
             assert entries == [history[r] for r in rows.tolist()]
             assert all(frozenset(e) == frozenset(keys) for e in entries)
         by_set: dict[frozenset, list[int]] = {}
@@ -238,6 +239,8 @@ def test_entries_are_grouped_by_their_keys_whatever_their_sizes():
         ([1.5, 2, 3.25], "d", [1.5, 2.0, 3.25]),
         ([0.0, 1.0, 0, 1, 2.5], "d", [0.0, 1.0, 0.0, 1.0, 2.5]),
         ([0.5, True, 2.0], "d", None),  # a bool converts to 1.0: found among the values that came out 0 or 1
+        ([2.0] * 8 + [True], "d", None),  # few values 0 or 1: only theirs looked at, the bool among them
+        ([2.0] * 8 + [1.0, 0], "d", [2.0] * 8 + [1.0, 0.0]),
         ([False] + [0.0] * 20, "d", None),  # most values 0 or 1: every type looked at
         ([0.0] * 20, "d", [0.0] * 20),
         ([1.0, "n/a"], "d", None),
@@ -255,3 +258,27 @@ def test_typed_takes_numbers_and_refuses_anything_else_bools_included(values, co
 
     got = hf._typed([{"value": value} for value in values], "value", code)
     assert (got if got is None else got.tolist()) == expected
+
+
+def test_a_trainer_state_read_as_columns_is_kept_only_when_read_and_one_at_a_time(tmp_path, monkeypatch):
+    """In the CLI's short process (the collector keeping what is dropped), the columnar read keeps its parsed
+    document, frees it before the next one is parsed, and keeps nothing when it leaves the file to the text path (a
+    CRLF file), which parses it again."""
+    import json
+
+    from trainproof import collector
+    from trainproof.readers import hf
+
+    monkeypatch.setattr(collector, "_kept_to_exit", [])
+    history = [{"step": i, "loss": 1 / i, "learning_rate": 1e-4} for i in range(1, 50)]
+    first, second, crlf = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    first.write_text(json.dumps({"log_history": history}, indent=2))
+    second.write_text(json.dumps({"log_history": history[:10]}, indent=2))
+    crlf.write_bytes(json.dumps({"log_history": history}, indent=2).replace("\n", "\r\n").encode())
+    hf.read(first, columnar=True)
+    assert [len(kept["log_history"]) for kept in collector._kept_to_exit] == [49]
+    hf.read(second, columnar=True)
+    assert [len(kept["log_history"]) for kept in collector._kept_to_exit] == [10]
+    run = hf.read(crlf, columnar=True)
+    assert len(run.loss) == 49  # read by the text path
+    assert collector._kept_to_exit == []

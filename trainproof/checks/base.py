@@ -178,7 +178,7 @@ def rules_of(command: str, table: Iterable[tuple[str, Level, CheckFn]]) -> tuple
 def zero_tail(values: np.ndarray) -> int:
     """How many values at the end of the array are exactly zero."""
     end, chunk = values.size, 1024
-    while end > 0:  # backwards, in growing chunks: a curve whose last value is not zero costs one comparison
+    while end > 0:  # backwards, in growing chunks: a curve whose last value is not zero costs one chunk's comparison
         start = max(0, end - chunk)
         nonzero = np.flatnonzero(values[start:end] != 0)
         if nonzero.size:

@@ -28,6 +28,8 @@ def _ratio(values: np.ndarray, level: np.ndarray) -> np.ndarray:
     return np.nan_to_num(ratio, nan=0.0, copy=False)
 
 
+_LEVEL_ROWS = 1 << 20
+"""Window points :func:`_levels_at` copies at a time (8 MiB each side)."""
 _BOUND_MARGIN = 1e-9
 """How far below a spike's ratio a bound must put a point before it is cleared: more than any rounding of the
 quotient the rule computes."""
@@ -35,7 +37,8 @@ quotient the rule computes."""
 
 def _spike_ratios(values: np.ndarray, k: int, at_least: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_ratio` of :func:`_local_level`, computed only where it can reach ``at_least``: the points that could be
-    spikes, each one's level, and the ratio of every point (0 for the others).
+    spikes, each one's level, and a ratio for every point (0 for a point cleared by the bound, whose ratio is below
+    ``at_least`` anyway).
 
     A window's median is never below its smallest point, so the higher of the smallest points of the two windows
     bounds a point's level from below: a point under ``at_least`` times that bound is no spike, whatever the medians
@@ -43,6 +46,7 @@ def _spike_ratios(values: np.ndarray, k: int, at_least: float) -> tuple[np.ndarr
     points this was two-thirds of the spike rules.
     """
     n = values.size
+    k = max(1, int(k))  # as neighbour_medians takes it
     candidates = np.ones(n, dtype=bool)
     if n > 2 * k:
         lowest = values[: n - k + 1].copy()  # lowest[j]: the smallest of values[j : j + k]
@@ -77,8 +81,12 @@ def _levels_at(values: np.ndarray, at: np.ndarray, k: int) -> np.ndarray:
     inner = (at >= k) & (at <= n - 1 - k)
     if inner.any():
         windows = np.lib.stride_tricks.sliding_window_view(values, k)
-        rows = at[inner]
-        level[inner] = np.maximum(median(windows[rows - k], axis=1), median(windows[rows + 1], axis=1))
+        rows, levels = at[inner], np.empty(int(inner.sum()))
+        block = max(1, _LEVEL_ROWS // k)  # the windows copied a block of rows at a time, as window_medians copies them
+        for start in range(0, rows.size, block):
+            part = rows[start : start + block]
+            np.maximum(median(windows[part - k], axis=1), median(windows[part + 1], axis=1), out=levels[start : start + block])
+        level[inner] = levels
     for j in np.flatnonzero(~inner).tolist():
         level[j] = _level_at(values, int(at[j]), k)
     return level

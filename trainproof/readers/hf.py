@@ -205,7 +205,6 @@ def _read_columns(path: Path, names: Names) -> Run | None:
         except orjson.JSONDecodeError:
             return None
     state, history = _state(path, state)
-    drop(state)
     if set(map(type, history)) - {dict}:
         return None
     builder = RunBuilder(path, name)
@@ -216,6 +215,7 @@ def _read_columns(path: Path, names: Names) -> Run | None:
     evals = EvalKeys()
     if not _columns(builder, history, evals, names):
         return None
+    drop(state)  # read: kept to the end of the process (a fallback frees it before the text path parses the file)
     return _finish(path, builder, state, evals)
 
 
