@@ -445,3 +445,28 @@ def test_seconds_per_step_of_a_clock_of_whole_seconds():
     assert steps.tolist() == list(range(2, 11))
     assert seconds.tolist() == [2.0] * 9
     assert source == "timestamp differences"
+
+
+def test_neighbour_medians_at_some_points_are_those_of_every_point():
+    """neighbour_medians(values, k, at) at the ends, in the middle and everywhere, for k shorter and longer than the
+    curve, against the medians of every point (the windows' rows copied a few at a time too)."""
+    rng = np.random.default_rng(23)
+    for case in range(200):
+        n = int(rng.integers(1, 60))
+        k = int(rng.integers(0, 9))
+        values = rng.normal(1.0, 1.0, n)
+        at = np.sort(rng.choice(n, int(rng.integers(1, n + 1)), replace=False))
+        before, after = stats.neighbour_medians(values, k)
+        got_before, got_after = stats.neighbour_medians(values, k, at)
+        np.testing.assert_array_equal(got_before, before[at], err_msg=str(case))
+        np.testing.assert_array_equal(got_after, after[at], err_msg=str(case))
+
+
+def test_neighbour_medians_at_many_points_copy_their_windows_in_blocks(monkeypatch):
+    values = np.random.default_rng(2).normal(1.0, 1.0, 500)
+    at = np.arange(0, 500, 3)
+    expected = stats.neighbour_medians(values, 6)
+    monkeypatch.setattr(stats, "_WINDOW_ROWS", 4)
+    got = stats.neighbour_medians(values, 6, at)
+    np.testing.assert_array_equal(got[0], expected[0][at])
+    np.testing.assert_array_equal(got[1], expected[1][at])

@@ -197,3 +197,11 @@ def test_the_flat_loss_rule_finds_what_counting_every_value_finds(share):
         assert len(hits) == int(expected), (share, case)
         if hits:
             assert hits[0].values == {"value": value, "repeated": count, "points": n}
+    # the value spread as evenly as it can be, around the share: the fewest equal neighbours, where the rule's first
+    # count (equal neighbours, at least 2m - n - 1 for a value on m points) is tightest
+    for n in (40, 41, 97, 200):
+        for repeated in range(max(1, int(share * n) - 2), n + 1):
+            values = rng.normal(2.0, 0.1, n)
+            values[np.linspace(0, n - 1, repeated).round().astype(int)] = 2.302585
+            hits = list(loss_flat(RunContext(make_run(values), t)))
+            assert len(hits) == int(repeated >= share * n), (share, n, repeated)

@@ -8,15 +8,15 @@ import numpy as np
 
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
-from trainproof.stats import median, neighbour_medians
+from trainproof.stats import median, neighbour_count, neighbour_medians
 
 _MAX_STEPS = 50
 
 
-def _local_level(values: np.ndarray, k: int) -> np.ndarray:
-    """The higher of the medians before and after each point; NaN for the first
+def _local_level(values: np.ndarray, k: int, at: np.ndarray | None = None) -> np.ndarray:
+    """The higher of the medians before and after each point (or each of the points ``at``); NaN for the first
     and last points, which have only one side and so are never spikes."""
-    before, after = neighbour_medians(values, k)
+    before, after = neighbour_medians(values, k, at)
     return np.maximum(before, after, out=before)
 
 
@@ -28,8 +28,6 @@ def _ratio(values: np.ndarray, level: np.ndarray) -> np.ndarray:
     return np.nan_to_num(ratio, nan=0.0, copy=False)
 
 
-_LEVEL_ROWS = 1 << 20
-"""Window points :func:`_levels_at` copies at a time (8 MiB each side)."""
 _BOUND_MARGIN = 1e-9
 """How far below a spike's ratio a bound must put a point before it is cleared: more than any rounding of the
 quotient the rule computes."""
@@ -46,7 +44,7 @@ def _spike_ratios(values: np.ndarray, k: int, at_least: float) -> tuple[np.ndarr
     points this was two-thirds of the spike rules.
     """
     n = values.size
-    k = max(1, int(k))  # as neighbour_medians takes it
+    k = neighbour_count(k)
     candidates = np.ones(n, dtype=bool)
     if n > 2 * k:
         lowest = values[: n - k + 1].copy()  # lowest[j]: the smallest of values[j : j + k]
@@ -60,36 +58,10 @@ def _spike_ratios(values: np.ndarray, k: int, at_least: float) -> tuple[np.ndarr
     if 8 * at.size > n:  # a curve a bound cannot thin out: every level, as the rule defines it
         level = _local_level(values, k)
         return at, level[at], _ratio(values, level)
-    level = np.array([_level_at(values, int(i), k) for i in at]) if at.size <= 64 else _levels_at(values, at, k)
+    level = _local_level(values, k, at)
     ratio = np.zeros_like(values)
     ratio[at] = _ratio(values[at], level)
     return at, level, ratio
-
-
-def _level_at(values: np.ndarray, i: int, k: int) -> float:
-    """:func:`_local_level` at one point: the higher of the medians of the k points before it and the k after it
-    (fewer at the ends), NaN for the first and last points."""
-    if i == 0 or i == values.size - 1:
-        return float("nan")
-    return max(float(median(values[max(0, i - k) : i])), float(median(values[i + 1 : i + 1 + k])))
-
-
-def _levels_at(values: np.ndarray, at: np.ndarray, k: int) -> np.ndarray:
-    """:func:`_level_at` at many points, the windows of those with k points on each side taken as rows."""
-    n = values.size
-    level = np.empty(at.size)
-    inner = (at >= k) & (at <= n - 1 - k)
-    if inner.any():
-        windows = np.lib.stride_tricks.sliding_window_view(values, k)
-        rows, levels = at[inner], np.empty(int(inner.sum()))
-        block = max(1, _LEVEL_ROWS // k)  # the windows copied a block of rows at a time, as window_medians copies them
-        for start in range(0, rows.size, block):
-            part = rows[start : start + block]
-            np.maximum(median(windows[part - k], axis=1), median(windows[part + 1], axis=1), out=levels[start : start + block])
-        level[inner] = levels
-    for j in np.flatnonzero(~inner).tolist():
-        level[j] = _level_at(values, int(at[j]), k)
-    return level
 
 
 def _listing(steps: np.ndarray, values: np.ndarray, ratios: np.ndarray, limit: int = 5) -> str:
