@@ -267,8 +267,9 @@ class RunBuilder:
             self.add("wall_time", step, seconds)
 
     def put(self, series: str, values: Series) -> None:
-        """A whole series at once (a columnar read): steps ascending and unique. Its arrays become the Run's, which
-        build may write into (the clock shifted to zero): the reader hands over arrays of its own."""
+        """A whole series at once (a columnar read): steps ascending and unique. Its arrays become the Run's; build
+        writes only into a ``wall_time`` series' values (the clock shifted to zero), so that one must be the reader's
+        own, while steps may be shared between series."""
         self._frozen[series] = values
 
     def names(self) -> list[str]:

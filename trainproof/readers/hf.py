@@ -355,8 +355,9 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
                 return False  # a step of another kind (a quoted NaN too): skipped or refused entry by entry, as the text path does
             if types == {int}:
                 return False  # past int64: refused with its entry by the text path
-            floats = _typed(entries, "step", "d")
-            if floats is None:
+            try:
+                floats = np.fromiter(map(_STEP_OF, entries), dtype=np.float64, count=len(entries))
+            except OverflowError:
                 return False
         if floats is not None:
             whole = np.isfinite(floats) & (np.abs(floats) < 2.0**63)
@@ -382,8 +383,8 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
             if key not in keys:
                 continue
             numbers = _typed(entries, key, "d")
-            if numbers is not None:  # every entry a point: the kind's own arrays (each series its own steps, see RunBuilder.put)
-                series.setdefault(target, []).append((rows, ints.copy(), numbers, {}))
+            if numbers is not None:  # every entry a point: the kind's arrays, its steps shared (see RunBuilder.put)
+                series.setdefault(target, []).append((rows, ints, numbers, {}))
                 continue
             numbers, points, raw = _numbers(list(map(operator.itemgetter(key), entries)))
             at = np.flatnonzero(points)
