@@ -166,7 +166,7 @@ def read_columns(path: Path, names: Names = DEFAULT_NAMES) -> Run | None:
     table = ColumnarRun(RunBuilder(path, name), names)
     header: list[str] | None = None
     delimiter = ","
-    for first, data, ended, _ in iter_blocks(path):
+    for first, data, ended, lines in iter_blocks(path):
         if b'"' in data:
             return None
         if not ended:
@@ -185,10 +185,10 @@ def read_columns(path: Path, names: Names = DEFAULT_NAMES) -> Run | None:
             header = [cell.strip() for cell in line.split(delimiter)]
             if len(header) < 2 or len(set(header)) < len(header):
                 return None
-            first, data = first + skipped + 1, data[end + 1 :]
+            first, data, lines = first + skipped + 1, data[end + 1 :], lines - skipped - 1
             if not data:
                 continue
-        block = _block(data, first, header, delimiter)
+        block = _block(data, first, lines, header, delimiter)
         if block is None:
             return None
         if not table.columns:
@@ -202,8 +202,9 @@ def read_columns(path: Path, names: Names = DEFAULT_NAMES) -> Run | None:
     return table.build()
 
 
-def _block(data: bytes, first: int, header: list[str], delimiter: str) -> Block | None:
-    """Complete lines after the header as a Block of the rows the row reader would feed.
+def _block(data: bytes, first: int, lines: int, header: list[str], delimiter: str) -> Block | None:
+    """Complete lines after the header (``lines`` of them, as iter_blocks counted them) as a Block of the rows the
+    row reader would feed.
 
     Columns are typed by polars where every cell is a number or empty (nothing to strip, and no row there can be
     the header repeated); a column with any text in it is read as text, each cell stripped as the row reader does.
@@ -211,7 +212,6 @@ def _block(data: bytes, first: int, header: list[str], delimiter: str) -> Block 
     frame = _frame(data, header, delimiter)
     if frame is None:
         return None
-    lines = count_byte(data, b"\n")
     if frame.height != lines:
         return None
     full_rows = count_byte(data, delimiter.encode()) == (len(header) - 1) * lines  # polars refused longer rows: none is short
