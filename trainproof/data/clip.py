@@ -47,9 +47,10 @@ How the numbers are computed (the field docs are in :class:`ClipRecord`):
 - Non-finite samples (NaN, +-inf in a float file) are counted and then read
   as 0 for every other number.
 
-A clip named by URI (``s3://``, ``gs://``, ``file://``) is stat'ed and read
-through its pyarrow filesystem (:mod:`trainproof.data.uri`), as a file
-object, with the same record and the same errors as a file.
+A clip named by URI (``s3://``, ``gs://``, ``file://``) is opened through its
+pyarrow filesystem (:mod:`trainproof.data.uri`) and read as a file object
+(stat'ed only when it cannot be opened, to say why), with the same record
+and the same errors as a file.
 
 A segment (``ref.offset`` / ``ref.duration``, seconds) is read by seeking to
 ``round(offset * rate)`` and reading ``round(duration * rate)`` frames; the
@@ -147,25 +148,38 @@ def analyze(ref: ClipRef) -> ClipRecord:
     try:
         info = os.stat(ref.audio)
     except (FileNotFoundError, NotADirectoryError):
-        return _failed(ref, "missing", "the file does not exist")
+        return _missing(ref)
     except OSError as exc:
         return _failed(ref, "unreadable", f"cannot stat the file: {exc.strerror or exc}")
     except ValueError as exc:  # an embedded NUL in the path
         return _failed(ref, "missing", f"not a valid path: {exc}")
     if not stat.S_ISREG(info.st_mode):
-        what = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-        return _failed(ref, "unreadable", f"the path is {what}", size=0)
-    if info.st_size == 0:
-        return _empty(ref)
-    try:
-        return _decode(ref, info.st_size)
-    except MemoryError:
-        return _failed(ref, "unreadable", "out of memory while decoding", size=info.st_size)
+        return _not_a_file(ref, folder=stat.S_ISDIR(info.st_mode))
+    return _decoded(ref, info.st_size)
+
+
+def _missing(ref: ClipRef) -> ClipRecord:
+    return _failed(ref, "missing", "the file does not exist")
+
+
+def _not_a_file(ref: ClipRef, folder: bool) -> ClipRecord:
+    return _failed(ref, "unreadable", f"the path is {'a folder' if folder else 'not a regular file'}", size=0)
 
 
 def _empty(ref: ClipRef) -> ClipRecord:
     """The record of a clip whose file holds no byte, however it was found so (a stat, or the size of an open file)."""
     return _failed(ref, "empty", "the file is empty (0 bytes)")
+
+
+def _decoded(ref: ClipRef, size: int, source: object = None) -> ClipRecord:
+    """The record of a file of ``size`` bytes (a path's, or ``source``'s, an open file object of a URI): empty,
+    decoded, or out of memory while decoding, alike whichever way it was reached."""
+    if size == 0:
+        return _empty(ref)
+    try:
+        return _decode(ref, size, source)
+    except MemoryError:
+        return _failed(ref, "unreadable", "out of memory while decoding", size=size)
 
 
 def stat_uri(ref: ClipRef) -> Info | ClipRecord:
@@ -179,9 +193,9 @@ def stat_uri(ref: ClipRef) -> Info | ClipRecord:
     except OSError as exc:
         return _failed(ref, "unreadable", f"cannot stat the file: {exc}")
     if info.kind == "missing":
-        return _failed(ref, "missing", "the file does not exist")
+        return _missing(ref)
     if info.kind != "file":
-        return _failed(ref, "unreadable", f"the path is {'a folder' if info.kind == 'folder' else 'not a regular file'}", size=0)
+        return _not_a_file(ref, folder=info.kind == "folder")
     if info.size == 0:
         return _empty(ref)
     return info
@@ -199,13 +213,7 @@ def _analyze_uri(ref: ClipRef) -> ClipRecord:
         found = stat_uri(ref)
         return found if isinstance(found, ClipRecord) else _failed(ref, "unreadable", f"cannot open the file: {exc}", size=found.size)
     with source:
-        size = source.size()
-        if size == 0:
-            return _empty(ref)
-        try:
-            return _decode(ref, size, source)
-        except MemoryError:
-            return _failed(ref, "unreadable", "out of memory while decoding", size=size)
+        return _decoded(ref, source.size(), source)
 
 
 def _decode(ref: ClipRef, size: int, source: object = None) -> ClipRecord:
