@@ -474,3 +474,13 @@ def test_english_lines_are_printable_ascii_without_digits_and_unique():
 def test_builders_are_deterministic(built, tmp_path):
     assert build.sentencepiece_model(tmp_path / "sp").read_bytes() == built("sentencepiece").read_bytes()
     assert build.bpe_tokenizer_json(tmp_path / "bpe").read_bytes() == built("bpe").read_bytes()
+
+
+def test_a_sentencepiece_tokenizer_built_from_a_processor_alone_finds_its_user_defined_pieces(tmp_path):
+    """Without the ids the loader walked, the tokenizer reads them from the processor's own serialised model."""
+    import sentencepiece
+
+    path = build.sentencepiece_model(tmp_path, user_defined=("<sep>", "[laugh]"))
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(path))
+    assert SentencePieceTokenizer(str(path), processor).matched == {"<sep>", "[laugh]"}
+    assert SentencePieceTokenizer(str(path), processor).matched == load_tokenizer(str(path)).matched

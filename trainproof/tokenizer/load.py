@@ -236,9 +236,12 @@ class SentencePieceTokenizer(Tokenizer):
 
     kind = "sentencepiece"
 
-    def __init__(self, path: str, processor: Any, user_defined: Sequence[int] = ()) -> None:
-        """``user_defined``: the ids of the model's user-defined pieces (see :func:`_user_defined`)."""
+    def __init__(self, path: str, processor: Any, user_defined: Sequence[int] | None = None) -> None:
+        """``user_defined``: the ids of the model's user-defined pieces (see :func:`_user_defined`), when the caller
+        has walked the model already; None reads them from the processor's own serialised model."""
         self._processor = processor
+        if user_defined is None:
+            user_defined = _user_defined(_model_pieces(processor.serialized_model_proto()) or [])
         size = processor.get_piece_size()
         pieces = processor.id_to_piece(list(range(size)))
 
