@@ -20,7 +20,7 @@ from tests.datasets.test_clip import SENTENCE, stereo, voiced, write  # noqa: E4
 from tests.helpers import REPO  # noqa: E402
 from trainproof.data import cache as cache_module  # noqa: E402
 from trainproof.data import engine  # noqa: E402
-from trainproof.data.cache import DB_NAME, Cache, CacheKey, dumps, loads  # noqa: E402
+from trainproof.data.cache import DB_NAME, ROW, Cache, CacheKey, dumps, loads  # noqa: E402
 from trainproof.data.clip import analyze  # noqa: E402
 from trainproof.data.engine import analyze_all  # noqa: E402
 from trainproof.data.model import ClipRecord, ClipRef  # noqa: E402
@@ -265,6 +265,27 @@ def test_infinities_and_nan_survive_the_cache(tmp_path):
     assert back.peak == float("inf")
     assert back.extra == {"a": float("-inf"), "b": [1, 2]}
     assert loads("x", dumps(odd)).extra == odd.extra
+
+
+@pytest.mark.parametrize("error", [None, "the file is truncated"])
+def test_a_row_comes_back_as_the_record_it_stores(error):
+    from dataclasses import astuple
+
+    record = ClipRecord("x", error=error, error_kind=error and "truncated", size=7, format="WAV", subtype="PCM_16", sample_rate=22050,
+                        dc_offset=float("nan"), level_db=float("-inf"), audio_hash="ab", extra={"frames_read": 3})  # fmt: skip
+    row = list(dumps(record))
+    row[[name for name, _ in ROW].index("dc_offset")] = None  # as sqlite hands NaN back
+    back = loads("x", row)
+    assert repr(astuple(back)) == repr(astuple(record))
+    assert back.format is sys.intern("WAV")
+
+
+@pytest.mark.parametrize("field", ["size", "format", "audio_hash", "sample_rate"])
+def test_a_row_with_null_where_no_nan_can_be_is_refused(field):
+    row = list(dumps(ClipRecord("x", size=7, format="WAV")))
+    row[[name for name, _ in ROW].index(field)] = None
+    with pytest.raises(ValueError):
+        loads("x", row)
 
 
 def test_a_row_with_extra_that_is_not_an_object_is_a_miss(tmp_path):

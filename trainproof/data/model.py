@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 ANALYSIS_VERSION = 2
@@ -121,10 +121,11 @@ class ClipRecord:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def of_values(cls, values: Mapping[str, object]) -> ClipRecord:
-        """The record of every field's value, built as unpickling builds one: the generated ``__init__`` of a frozen
-        dataclass sets each of the 23 fields through ``object.__setattr__``, 2.5 times the cost, and a warm cache
-        builds 20,000 records. ``values`` must name every field, with values of its type (the caller checks)."""
+    def of_values(cls, values: Mapping[str, object] | Iterable[tuple[str, object]]) -> ClipRecord:
+        """The record of every field's value (a mapping, or (name, value) pairs), built as unpickling builds one: the
+        generated ``__init__`` of a frozen dataclass sets each of the 23 fields through ``object.__setattr__``, 2.5
+        times the cost, and a warm cache builds 20,000 records. ``values`` must name every field, with values of its
+        type (the caller checks)."""
         record = object.__new__(cls)
         record.__dict__.update(values)
         return record
