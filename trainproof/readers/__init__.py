@@ -23,7 +23,7 @@ from typing import cast
 
 from trainproof.errors import InputError
 from trainproof.model import Run
-from trainproof.readers.base import Reader
+from trainproof.readers.base import Reader, special_kind
 from trainproof.readers.names import DEFAULT_NAMES, Names
 
 
@@ -70,7 +70,6 @@ EVENT_FILE_PREFIX = "events.out.tfevents."
 LFS_POINTER = "version https://git-lfs.github.com/spec/v1"
 """How a Git LFS pointer, left in place of a log not fetched, starts."""
 _LFS = re.compile("^" + re.escape(LFS_POINTER) + r"\s+oid sha256:([0-9a-f]{64})\s+size (\d{1,19})(?!\d)", re.S)
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 _INT_NAME = re.compile(r"[0-9]{1,18}")
 
 
@@ -223,8 +222,7 @@ def _read(path: Path, fmt: str | None, info: os.stat_result, names: Names) -> Ru
                 raise _mismatch(path, fmt, found)
             return READERS[fmt or found].read(path, names=names)
     elif not stat.S_ISREG(info.st_mode):
-        kind = next((what for test, what in _KINDS if test(info.st_mode)), "a special file")
-        raise InputError(path, f"is not a regular file ({kind}); trainproof reads log files")
+        raise InputError(path, f"is not a regular file ({special_kind(info.st_mode)}); trainproof reads log files")
     try:
         with path.open("rb") as handle:
             head_bytes = handle.read(SNIFF_BYTES)

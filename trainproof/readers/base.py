@@ -7,6 +7,7 @@ import math
 import os
 import re
 import reprlib
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -392,9 +393,28 @@ def _unreadable(path: Path | str, exc: OSError) -> InputError:
     return InputError(path, f"cannot be read: {exc.strerror or exc}")
 
 
+SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+"""How a file that is not a regular file is named in a message, by the test of its mode."""
+
+
+def special_kind(mode: int) -> str:
+    """What a file of ``mode`` that is neither a regular file nor a directory is ("a FIFO", "a character device"...)."""
+    return next((what for test, what in SPECIAL_KINDS if test(mode)), "a special file")
+
+
 @contextmanager
 def open_log(path: Path) -> Iterator[BinaryIO]:
-    """A log opened for binary reading; failing to open it is an InputError."""
+    """A regular file opened for binary reading; failing to open it, or anything else (a FIFO, whose open blocks
+    until a writer comes, maybe never; a device, which may never end), is an InputError."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    except ValueError as exc:  # a NUL byte in the name
+        raise InputError(path, f"cannot be read: {exc}") from None
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):  # a directory fails to open, as it always did
+        pipe = ": a pipe is read once, as it is written, and trainproof reads a file more than once; save it to a file" if stat.S_ISFIFO(info.st_mode) else ""
+        raise InputError(path, f"is not a regular file ({special_kind(info.st_mode)}){pipe}")
     try:
         handle = path.open("rb")
     except OSError as exc:
