@@ -405,12 +405,52 @@ def test_the_default_directory_is_in_the_working_directory(tmp_path, monkeypatch
 def test_a_corrupt_cache_is_replaced_with_a_note(tmp_path):
     paths = corpus(tmp_path / "c", 3)
     (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "CACHEDIR.TAG").write_text(cache_module.CACHEDIR_TAG)  # the cache's own folder
     (tmp_path / "cache" / DB_NAME).write_bytes(b"this is not a database" * 100)
     with Cache(tmp_path / "cache") as cache:
         records = analyze_all([ClipRef(p) for p in paths], jobs=1, cache=cache)
         assert any("not a readable database" in note for note in cache.notes)
         assert cache.count() == 3
     assert records == [analyze(ClipRef(p)) for p in paths]
+
+
+@pytest.mark.parametrize("kind", ["not a database", "someone else's database"])
+def test_a_file_of_the_cache_s_name_in_a_folder_not_its_own_is_left_alone(tmp_path, kind):
+    paths = corpus(tmp_path / "c", 2)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README").write_text("mine")
+    if kind == "not a database":
+        (project / DB_NAME).write_bytes(b"my own notes")
+    else:
+        db = sqlite3.connect(project / DB_NAME)
+        db.execute("CREATE TABLE clips (v TEXT)")
+        db.execute("INSERT INTO clips VALUES ('precious')")
+        db.commit()
+        db.close()
+    before = (project / DB_NAME).read_bytes()
+    with Cache(project) as cache:
+        records = analyze_all([ClipRef(p) for p in paths], jobs=1, cache=cache)
+        assert not cache.usable
+        assert any("is not a trainproof cache" in note for note in cache.notes)
+    assert records == [analyze(ClipRef(p)) for p in paths]
+    assert (project / DB_NAME).read_bytes() == before
+    assert sorted(p.name for p in project.iterdir()) == ["README", DB_NAME]
+
+
+def test_a_trainproof_cache_in_a_folder_not_its_own_is_used(tmp_path):
+    paths = corpus(tmp_path / "c", 2)
+    project = tmp_path / "project"
+    project.mkdir()
+    with Cache(project) as cache:  # empty: the cache's own, tagged
+        analyze_all([ClipRef(p) for p in paths], jobs=1, cache=cache)
+    (project / "CACHEDIR.TAG").unlink()
+    (project / "README").write_text("mine")
+    CALLS.clear()
+    with Cache(project) as cache:
+        analyze_all([ClipRef(p) for p in paths], jobs=1, cache=cache, analyze=counting)
+        assert cache.usable
+    assert CALLS == []
 
 
 def test_a_cache_of_another_schema_is_emptied(tmp_path):

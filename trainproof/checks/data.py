@@ -32,6 +32,22 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+_USER_TEXT = ("id", "audio", "listed", "text", "manifest", "speaker", "error")
+"""The table's columns of text from the user's files and file names, which may hold lone surrogates (a file name's
+bytes that are not UTF-8, as Python decodes them; a JSON escape such as \\ud800)."""
+
+
+def _strings(values: Sequence[str | None]) -> pd.Series:
+    """A column of text: pandas' own (Arrow) strings, or Python strings when one of them has a lone surrogate, which
+    UTF-8, so Arrow, cannot hold (every rule reads either kind alike)."""
+    import pandas as pd
+
+    try:
+        return pd.Series(values, dtype="str")
+    except UnicodeEncodeError:
+        return pd.Series(values, dtype=object)
+
+
 @dataclass(frozen=True)
 class DataContext:
     """A dataset: its manifest, each listed clip's record (aligned with the entries), and the targets asked for."""
@@ -63,8 +79,10 @@ class DataContext:
                       "trail_s": "trail_silence_s", "first_db": "first_frame_db", "last_db": "last_frame_db", "hash": "audio_hash",
                       "nonfinite": "nonfinite_samples"}  # fmt: skip
         if entries:  # column by column (a dict per row was most of a warm run's table)
-            columns = dict(zip(of_entries, zip(*map(attrgetter(*of_entries.values()), entries))))
+            columns: dict[str, Any] = dict(zip(of_entries, zip(*map(attrgetter(*of_entries.values()), entries))))
             columns.update(zip(of_records, zip(*map(attrgetter(*of_records.values()), records))))
+            for name in _USER_TEXT:
+                columns[name] = _strings(columns[name])
             table = pd.DataFrame(columns)
         else:
             table = pd.DataFrame({name: pd.Series([], dtype=object) for name in [*of_entries, *of_records]})
@@ -125,15 +143,15 @@ def _name(row: Any) -> str:
 
 
 def manifest_broken(ctx: DataContext) -> Iterator[Hit]:
-    """A manifest line is not a clip record: bad JSON, a wrong column count, no audio field.
+    """A manifest line is not a clip record: bad JSON, a wrong column count, no audio field, bytes that are not UTF-8.
 
-    What it detects: lines of the manifest that cannot be parsed as a record of the layout (the first DATA_EXAMPLES named).
-    Why it matters: a trainer's loader either crashes on such a line or, worse, skips it and trains on less than you think.
-    Fires on: a JSONL line with a missing brace; a metadata.csv line with four pipes.
+    What it detects: lines of the manifest that cannot be parsed as a record of the layout (the first DATA_EXAMPLES named), and lines holding bytes that are not UTF-8 (one finding, at the first).
+    Why it matters: a trainer's loader either crashes on such a line or, worse, skips it and trains on less than you think; Python reading a manifest as UTF-8 stops at the first bad byte.
+    Fires on: a JSONL line with a missing brace; a metadata.csv line with four pipes; a metadata.csv saved in Latin-1 with one accented word.
     Does not fire on: a header row of metadata.csv, which is recognised as one.
     Does not mean: the other lines are fine; they are judged by the other rules.
     """
-    problems = [p for p in ctx.manifest.problems if p.kind in ("unparsable", "no-audio-field")]
+    problems = [p for p in ctx.manifest.problems if p.kind in ("unparsable", "no-audio-field", "not-utf8")]
     for problem in problems[: ctx.t.DATA_EXAMPLES]:
         count = f" ({len(problems):,} such lines)" if len(problems) > 1 else ""
         yield Hit(message=f"{problem.message}{count}.", evidence=f"line {problem.line}: {problem.kind}", values={"count": len(problems)}, line=problem.line, file=problem.manifest)
@@ -577,6 +595,7 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
 _DIGIT = re.compile(r"\d+")
 _SYMBOL = re.compile(r"[$€£¥%&@#+=<>/\\^~*_|]")
 _ABBREVIATION = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|St|Jr|Sr|Prof|vs|etc|No|Nr|approx|e\.g|i\.e)\.", re.IGNORECASE)
+_UNNORMALIZED = re.compile(f"{_DIGIT.pattern}|{_SYMBOL.pattern}|(?i:{_ABBREVIATION.pattern})")  # any of the three, in one search
 
 
 def unnormalized(ctx: DataContext) -> Iterator[Hit]:
@@ -589,8 +608,7 @@ def unnormalized(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the corpus must be normalised by hand; run your TTS front end's normaliser before training.
     """
     table = ctx.table
-    text = table["text"].fillna("")
-    rows = table[text.str.contains(_DIGIT) | text.str.contains(_SYMBOL) | text.str.contains(_ABBREVIATION)]
+    rows = table[table["text"].fillna("").str.contains(_UNNORMALIZED)]
 
     def say(r: Any) -> tuple[str, str]:
         found = [m.group(0) for pattern in (_DIGIT, _SYMBOL, _ABBREVIATION) for m in pattern.finditer(r.text or "")]
@@ -598,6 +616,9 @@ def unnormalized(ctx: DataContext) -> Iterator[Hit]:
         return f"{_name(r)} has unnormalised text: {shown}.", f"line {r.line}: {len(found)} digit, symbol or abbreviation occurrence{'s' if len(found) != 1 else ''}"
 
     yield from _examples(ctx, rows, "transcripts are not normalised", say)
+
+
+_ODD_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")  # controls, format, lone surrogates, private use, unassigned, line and paragraph separators
 
 
 @lru_cache(maxsize=4096)
@@ -612,7 +633,7 @@ def _script(ch: str) -> str:
 def odd_characters(ctx: DataContext) -> Iterator[Hit]:
     """A transcript holds control or invisible characters, or letters of a script foreign to the corpus.
 
-    What it detects: control and format characters (U+0007, a zero-width space U+200B, a BOM) anywhere in a transcript, and letters of a script that fewer than DATA_SCRIPT_SHARE of the transcripts use.
+    What it detects: control and format characters (U+0007, a zero-width space U+200B, a BOM), line and paragraph separators (U+2028, U+2029), half a surrogate pair (a JSON escape such as \\ud800, which no UTF-8 tokenizer can encode) and the replacement character U+FFFD (what bytes that are not UTF-8 were read as) anywhere in a transcript, and letters of a script that fewer than DATA_SCRIPT_SHARE of the transcripts use.
     Why it matters: invisible characters become tokens the model must learn to pronounce as nothing; a foreign script is out of the tokenizer's or phonemiser's alphabet, or text of another language pasted in.
     Fires on: "hello\u200bworld"; Cyrillic letters in an English corpus.
     Does not fire on: a corpus that mixes two scripts throughout (both are its own).
@@ -631,7 +652,7 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
             users = int(texts.map(_any_of(chars)).sum())
             if users / total < ctx.t.DATA_SCRIPT_SHARE:
                 foreign |= chars
-    oddities = frozenset(ch for ch in ctx.characters if unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cn")) | foreign
+    oddities = frozenset(ch for ch in ctx.characters if unicodedata.category(ch) in _ODD_CATEGORIES or ch == "\ufffd") | foreign
     if not oddities:
         return
     marks = texts.map(lambda text: [ch for ch in text if ch in oddities])

@@ -8,8 +8,11 @@ from typing import Any
 from trainproof.cli.common import add_judging_command
 from trainproof.data import ENGINES
 
+MAX_JOBS = 1024
+"""The most decoding processes --jobs may ask for: a mistyped count must not start a process per clip."""
 
-def _positive(kind: type) -> Any:
+
+def _positive(kind: type, most: int | None = None) -> Any:
     def parse(text: str) -> Any:
         try:
             value = kind(text)
@@ -17,6 +20,8 @@ def _positive(kind: type) -> Any:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
         if not value > 0:
             raise argparse.ArgumentTypeError(f"must be above 0: {text!r}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"at most {most:,}: {text!r}")
         return value
 
     return parse
@@ -34,7 +39,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--channels", type=_positive(int), metavar="N", help="the channel count the clips must have (default: one count, whichever)")
     group.add_argument(
         "--jobs",
-        type=_positive(int),
+        type=_positive(int, MAX_JOBS),
         metavar="N",
         help="decoding processes (default: every core); with --engine ray and no address, the local Ray cluster's CPUs",
     )

@@ -170,7 +170,13 @@ class Cache:
         if self._db is not None or self._broken:
             return self
         try:
-            self._prepare_directory()
+            own = self._prepare_directory()
+            if not own and self.path.exists() and not _is_ours(self.path):
+                self._broken = True
+                self.notes.append(
+                    f"{self.path} is not a trainproof cache, in a folder that is not the cache's own; it was left as it is and the run went on without a cache"
+                )
+                return self
             self._db = self._connect()
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) or not self.path.exists():
@@ -195,17 +201,19 @@ class Cache:
                 pass
             self._db = None
 
-    def _prepare_directory(self) -> None:
+    def _prepare_directory(self) -> bool:
         """Create the directory; tag it only when it is ours (new, empty, or tagged already): a ``.gitignore`` of ``*``
-        dropped into a folder the user pointed at with --cache-dir (their project, say) would hide it from git."""
+        dropped into a folder the user pointed at with --cache-dir (their project, say) would hide it from git.
+        Whether it is ours."""
         fresh = not self.directory.exists()
         self.directory.mkdir(parents=True, exist_ok=True)
         if not (fresh or (self.directory / "CACHEDIR.TAG").exists() or not any(self.directory.iterdir())):
-            return
+            return False
         for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Automatically created by trainproof.\n*\n")):
             target = self.directory / name
             if not target.exists():
                 target.write_text(text, encoding="utf-8")
+        return True
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=TIMEOUT_S, isolation_level=None)
@@ -243,7 +251,8 @@ class Cache:
             return {}
         wanted: dict[tuple[str, str], CacheKey] = {}
         for key in keys:
-            wanted[(key.path, key.segment)] = key
+            if _storable(key.path):
+                wanted[(key.path, key.segment)] = key
         found: dict[CacheKey, ClipRecord] = {}
         try:
             for batch in _batches(sorted({path for path, _ in wanted}), QUERY_BATCH):
@@ -266,7 +275,7 @@ class Cache:
     def put_many(self, items: Iterable[tuple[CacheKey, ClipRecord]] | Mapping[CacheKey, ClipRecord]) -> None:
         """Store records under their keys, in one transaction; a failure disables the cache for the run (with a note)."""
         pairs = items.items() if isinstance(items, Mapping) else items
-        rows = [(k.path, k.segment, k.size, k.mtime_ns, self.version, *dumps(r)) for k, r in pairs]
+        rows = [(k.path, k.segment, k.size, k.mtime_ns, self.version, *dumps(r)) for k, r in pairs if _storable(k.path) and _storable(r.error or "")]
         if not rows:
             return
         self.open()
@@ -290,6 +299,32 @@ class Cache:
         if self._db is None:
             return 0
         return int(self._db.execute("SELECT COUNT(*) FROM clips").fetchone()[0])
+
+
+def _is_ours(path: Path) -> bool:
+    """Whether ``path`` is a database trainproof wrote (it has the meta table's schema row), read without writing to it."""
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=TIMEOUT_S)
+    except (sqlite3.Error, OSError, ValueError):
+        return False
+    try:
+        return db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        db.close()
+
+
+def _storable(text: str) -> bool:
+    """Whether sqlite can store ``text``: a file name whose bytes are not UTF-8 holds lone surrogates, which it cannot
+    (such a clip is simply never cached)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _batches(items: list, size: int) -> Iterator[list]:

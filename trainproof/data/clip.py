@@ -221,13 +221,25 @@ def _decode(ref: ClipRef, size: int, source: object = None) -> ClipRecord:
     import soundfile as sf
 
     try:
-        handle = sf.SoundFile(ref.audio if source is None else source)
+        handle = sf.SoundFile(_openable(ref.audio) if source is None else source)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         return _failed(ref, "unreadable", f"libsndfile: {_message(exc) or 'cannot open it'}", size=size)
     except OSError as exc:
         return _failed(ref, "unreadable", f"cannot open the file: {exc.strerror or exc}", size=size)
     with handle:
         return _read(ref, size, handle)
+
+
+def _openable(path: str) -> str | bytes:
+    """``path`` as soundfile can open it: its bytes when it holds lone surrogates (a file name that is not UTF-8,
+    which soundfile's own encoding of a name refuses)."""
+    if path.isascii():
+        return path
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
 
 
 def _message(exc: BaseException) -> str:

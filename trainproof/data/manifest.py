@@ -48,7 +48,7 @@ from trainproof.data import uri
 from trainproof.data.model import Entry, Manifest, Problem
 from trainproof.data.uri import is_uri
 from trainproof.errors import InputError
-from trainproof.readers.base import BLOCK_BYTES, EmptyLog, iter_lines, open_log, read_block
+from trainproof.readers.base import BLOCK_BYTES, MAX_LINE_BYTES, EmptyLog, iter_lines, open_log, read_block
 
 AUDIO_EXTENSIONS = (
     ".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64",
@@ -227,6 +227,7 @@ class _Builder:
     ids: dict[str, int] = field(default_factory=dict)
     line_problems: dict[str, int] = field(default_factory=dict)
     garbage_check: bool = True
+    unreadable_texts: list[str] = field(default_factory=list)  # a folder dataset's transcripts that cannot be read
 
     def problem(self, kind: str, message: str, manifest: str, line: int | None = None, file: str | None = None) -> None:
         if kind in ("unparsable", "no-audio-field"):
@@ -297,7 +298,15 @@ def _lines(path: str, builder: _Builder) -> Iterator[tuple[int, str]]:
         builder.problem(
             "blank-line", f"has {blank:,} blank line{'s' if blank != 1 else ''}, the first at line {first_blank}", path, first_blank
         )
-    crlf, first_crlf = _count_crlf(path)
+    crlf, first_crlf, not_utf8, first_not_utf8 = _scan_bytes(path)
+    if not_utf8:
+        builder.problem(
+            "not-utf8",
+            f"line {first_not_utf8} holds bytes that are not UTF-8 ({not_utf8:,} such line{'s' if not_utf8 != 1 else ''}): a trainer "
+            "reading the manifest as UTF-8 (Python's open() does) stops there with a UnicodeDecodeError; here they were read as U+FFFD",
+            path,
+            first_not_utf8,
+        )
     if crlf:
         builder.problem(
             "crlf",
@@ -307,9 +316,12 @@ def _lines(path: str, builder: _Builder) -> Iterator[tuple[int, str]]:
         )
 
 
-def _count_crlf(path: str) -> tuple[int, int | None]:
-    """How many lines end in CRLF, and the first of them, read in blocks."""
+def _scan_bytes(path: str) -> tuple[int, int | None, int, int | None]:
+    """How many lines end in CRLF and the first of them, and how many lines hold bytes that are not UTF-8 and the
+    first of those, in one pass over the bytes a block at a time (a block is decoded whole; only a block that fails is
+    decoded line by line)."""
     count, first, newlines, pending_cr = 0, None, 0, False
+    bad, first_bad, carry = 0, None, b""
     with open_log(Path(path)) as handle:
         while block := read_block(handle, BLOCK_BYTES, path):
             joined = pending_cr and block.startswith(b"\n")
@@ -317,9 +329,41 @@ def _count_crlf(path: str) -> tuple[int, int | None]:
             if found and first is None:
                 first = newlines + 1 if joined else newlines + block.count(b"\n", 0, block.find(b"\r\n")) + 1
             count += found
+            text = carry + block  # ``carry`` is the start of line ``newlines + 1``
+            cut = text.rfind(b"\n") + 1  # whole lines only: a character is never split between two blocks
+            if cut == 0 and len(text) > MAX_LINE_BYTES:  # the readers refuse such a line anyway
+                cut = len(text)
+            bad, first_bad = _not_utf8(text[:cut], newlines, bad, first_bad)
+            carry = text[cut:]
             newlines += block.count(b"\n")
             pending_cr = block.endswith(b"\r")
-    return count, first
+    bad, first_bad = _not_utf8(carry, newlines, bad, first_bad)
+    return count, first, bad, first_bad
+
+
+def _not_utf8(data: bytes, lines_before: int, bad: int, first_bad: int | None) -> tuple[int, int | None]:
+    """``bad`` and ``first_bad`` counted on through ``data`` (whole lines, the first of them line ``lines_before + 1``)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        for number, line in enumerate(data.split(b"\n"), lines_before + 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                bad += 1
+                first_bad = first_bad or number
+    return bad, first_bad
+
+
+def _normpath(path: str) -> str:
+    """``path`` with "." segments and repeated separators taken out, as os.path.normpath does, but ".." kept: the
+    system resolves ``a/../b.wav`` through ``a`` (which must exist, and may be a link to elsewhere), so a trainer
+    opening it may not reach the ``b.wav`` that collapsing the text would name."""
+    if ".." not in path:
+        return os.path.normpath(path)
+    head = os.sep if path.startswith(os.sep) else ""
+    kept = [part for part in path.split(os.sep) if part not in ("", ".")]
+    return head + os.sep.join(kept) if kept else head or "."
 
 
 def _is_normal(path: str) -> bool:
@@ -335,7 +379,7 @@ def _join(base: str, listed: str) -> str:
         return listed
     if is_uri(base):
         return uri.join(base, listed)
-    return os.path.normpath(os.path.join(base, listed))
+    return _normpath(os.path.join(base, listed))
 
 
 def _seconds(value: object) -> tuple[float | None, bool]:
@@ -398,7 +442,7 @@ class _PathResolver:
 
     def __call__(self, listed: str) -> str:
         if os.path.isabs(listed):
-            return listed if _is_normal(listed) else os.path.normpath(listed)
+            return listed if _is_normal(listed) else _normpath(listed)
         if is_uri(listed):
             return listed
         if self.ctx.root is not None:
@@ -445,6 +489,9 @@ def _record(
             builder.problem(
                 "unparsable", f"line {number}: {what} {_quote(fields.get(key), 40)} is not a number of seconds", manifest, number
             )
+        elif claims[what] is not None and claims[what] < 0:  # a loader seeking to it, or reading that much, fails
+            builder.problem("unparsable", f"line {number}: {what} {claims[what]:g} s is negative", manifest, number)
+            claims[what] = None
     text = fields.get(columns.text) if columns.text else None
     speaker = fields.get(columns.speaker) if columns.speaker else None
     ident = fields.get(columns.id) if columns.id else None
@@ -491,15 +538,27 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
         if not isinstance(record, dict):
             builder.problem("unparsable", f"line {number} is a JSON {type(record).__name__}, not an object", path, number)
             continue
-        fields = {str(key).lower(): value for key, value in record.items()}
-        names = tuple(fields)
-        columns = known.get(names)
-        if columns is None:
-            columns = _Columns.of(names)
+        raw = tuple(record)
+        found = known.get(raw)
+        if found is None:
+            folded = any(key != key.lower() for key in raw)
+            found = (_Columns.of(tuple(_folded(record)) if folded else raw), folded)
             if len(known) < 1024:  # bounded, should every line have keys of its own
-                known[names] = columns
-        _record(fields, columns, number, path, resolve, builder)
+                known[raw] = found
+        columns, folded = found
+        _record(_folded(record) if folded else record, columns, number, path, resolve, builder)
     resolve.note(builder)
+
+
+def _folded(record: dict[str, object]) -> dict[str, object]:
+    """A record's fields under lower-case names; of two names that differ only in case, the one already in lower case
+    (the name NeMo reads: ``audio_filepath``, not ``Audio_Filepath``), else the first."""
+    fields: dict[str, object] = {}
+    for key, value in record.items():
+        name = key.lower()
+        if name not in fields or key == name:
+            fields[name] = value
+    return fields
 
 
 def _loads(text: str) -> object:
@@ -554,7 +613,7 @@ def _read_csv(path: str, ctx: _Context, builder: _Builder) -> None:
     def feed() -> Iterator[str]:
         for number, text in lines:
             start.append(number)
-            yield text
+            yield text + "\n"  # with its line end, as the csv module wants it: a quoted cell spanning lines keeps its newline
 
     first = next(_content_lines(path), (0, ""))[1]
     tab = "\t" in first
@@ -613,6 +672,8 @@ class _Listing:
 
 
 def _list_folder(folder: str) -> _Listing:
+    if is_uri(folder):
+        return _list_uri_folder(folder)
     files: list[str] = []
     try:
         with os.scandir(folder or ".") as scan:
@@ -624,8 +685,28 @@ def _list_folder(folder: str) -> _Listing:
                         files.append(item.name)
                 except OSError:
                     continue
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return _Listing(frozenset(), {}, complete=True, exists=False)
+    except OSError:  # there but not listable (no read permission): its files are looked up one by one
+        return _Listing(frozenset(), {}, complete=False, exists=os.path.isdir(folder or "."))
+    return _listing(files)
+
+
+def _list_uri_folder(folder: str) -> _Listing:
+    """A folder named by URI, listed through its filesystem (one request): every clip of an LJSpeech dataset under a
+    URI --root is found by its id, as on a local disk, not stat'ed by guessing its extension."""
+    try:
+        files = uri.list_files(folder, MAX_FOLDER_SCAN)
+    except FileNotFoundError:
+        return _Listing(frozenset(), {}, complete=True, exists=False)
+    except OSError:
+        return _Listing(frozenset(), {}, complete=False, exists=True)
+    if files is None:
+        return _Listing(frozenset(), {}, complete=False, exists=True)
+    return _listing(files)
+
+
+def _listing(files: list[str]) -> _Listing:
     by_stem: dict[str, list[str]] = {}
     for name in files:
         stem, ext = os.path.splitext(name)
@@ -642,10 +723,10 @@ class _IdResolver:
         self.base = base
         self.listings: dict[str, _Listing] = {}
         if audio_dir is not None:
-            self.folders = [os.path.normpath(audio_dir)]
+            self.folders = [_join(audio_dir, "")]
         else:
             subfolders = [_join(base, name) for name in LJSPEECH_FOLDERS]
-            self.folders = [folder for folder in subfolders if self.listing(folder).exists] + [os.path.normpath(base)]
+            self.folders = [folder for folder in subfolders if self.listing(folder).exists] + [_join(base, "")]
         # where a missing clip is reported: the first audio folder, else wavs/ (where LJSpeech has it) when there is none
         self.default = self.folders[0] if audio_dir is not None or len(self.folders) > 1 else subfolders[0]
         self.accounted: set[str] = set()
@@ -745,7 +826,7 @@ def _read_ljspeech(path: str, ctx: _Context, builder: _Builder) -> None:
                 speaker=speaker_value or None,
             )
         )
-    _ljspeech_notes(path, resolve, builder)
+    _ljspeech_notes(path, resolve, builder, rooted=ctx.root is not None)
     _unlisted(path, resolve, builder)
 
 
@@ -755,7 +836,7 @@ def _is_header(cells: list[str]) -> bool:
     return names[0] in _HEADER_FIRST and any(name in _HEADER_OTHER for name in names[1:])
 
 
-def _ljspeech_notes(path: str, resolve: _IdResolver, builder: _Builder) -> None:
+def _ljspeech_notes(path: str, resolve: _IdResolver, builder: _Builder, rooted: bool) -> None:
     count = resolve.ambiguous_count
     if count:
         shown = "; ".join(f"{listed}: {', '.join(names)} (took {chosen})" for listed, names, chosen in resolve.ambiguous)
@@ -764,7 +845,7 @@ def _ljspeech_notes(path: str, resolve: _IdResolver, builder: _Builder) -> None:
             f"{count:,} id{'s' if count != 1 else ''} without an extension match several audio files; "
             f"the .wav was taken, else the first by name: {shown}{more}"
         )
-    if len(resolve.folders) == 1 and resolve.default != resolve.folders[0]:
+    if len(resolve.folders) == 1 and resolve.default != resolve.folders[0] and not rooted:  # --root names where they are
         builder.notes.append(f"there is no {'/, '.join(LJSPEECH_FOLDERS)}/ folder beside {path}: ids were looked for beside it")
 
 
@@ -776,7 +857,7 @@ def _unlisted(path: str, resolve: _IdResolver, builder: _Builder) -> None:
     does not make every WAV unlisted. A clip found with several extensions
     accounts for all of them (the note on ambiguous ids names them).
     """
-    folders = [folder for folder in resolve.folders if folder != os.path.normpath(resolve.base) or folder in resolve.used]
+    folders = [folder for folder in resolve.folders if folder != _join(resolve.base, "") or folder in resolve.used]
     kinds = resolve.kinds or _AUDIO
     for folder in folders:
         listing = resolve.listing(folder)
@@ -902,7 +983,8 @@ def _read_folder(folder: str, builder: _Builder) -> None:
     count = 0
     orphans: list[str] = []
     manifests: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(folder):
+    unlisted: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=unlisted.append):
         dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
         names = {name for name in filenames if not name.startswith(".")}  # no hidden files (macOS's ._x.wav are not audio)
         audio = sorted(name for name in names if _extension(name) in _AUDIO)
@@ -939,6 +1021,13 @@ def _read_folder(folder: str, builder: _Builder) -> None:
         looked = "no metadata.csv (LJSpeech), no wav.scp (Kaldi), no audio files (a folder of clips)"
         hint = f"; it holds {', '.join(manifests[:NOTE_EXAMPLES])}: give the manifest file itself" if manifests else ""
         raise InputError(folder, f"holds none of the dataset layouts trainproof reads: {looked}{hint}")
+    if unlisted:
+        shown = "; ".join(f"{_quote(exc.filename, 120)}: {exc.strerror or exc}" for exc in unlisted[:NOTE_EXAMPLES])
+        builder.notes.append(f"{len(unlisted):,} folders cannot be listed, so their clips were not seen: {shown}")
+    if builder.unreadable_texts:
+        shown, more = builder.unreadable_texts[:NOTE_EXAMPLES], len(builder.unreadable_texts) - NOTE_EXAMPLES
+        rest = f"; and {more:,} more" if more > 0 else ""
+        builder.notes.append(f"{len(builder.unreadable_texts):,} transcripts cannot be read, so their clips have none: {'; '.join(shown)}{rest}")
     if manifests:
         builder.notes.append(
             f"read as a folder of clips; it also holds {', '.join(manifests[:NOTE_EXAMPLES])}: give a manifest file to read it instead"
@@ -949,12 +1038,18 @@ def _is_doc(name: str) -> bool:
     return os.path.splitext(name)[0].lower() in ("readme", "license", "licence", "copying", "notes", "changelog", "requirements")
 
 
-def _read_transcript(path: str, builder: _Builder) -> str:
-    """A folder dataset's transcript: its text (at most HEAD_BYTES of it) with lines joined; a BOM is a problem."""
-    with open_log(Path(path)) as handle:
-        data = read_block(handle, HEAD_BYTES, path)
+def _read_transcript(path: str, builder: _Builder) -> str | None:
+    """A folder dataset's transcript: its text (at most HEAD_BYTES of it) with lines joined; a BOM is a problem. None
+    when it cannot be read (a dangling link, a FIFO): that clip has no transcript, the rest of the folder is judged.
+    Lines are split at newlines only: a vertical tab or U+2028 inside a line stays for the character rules to see."""
+    try:
+        with open_log(Path(path)) as handle:
+            data = read_block(handle, HEAD_BYTES, path)
+    except InputError as exc:
+        builder.unreadable_texts.append(f"{_quote(path, 120)} {exc.problem}")
+        return None
     text = data.decode("utf-8", errors="replace")
     if text.startswith("\ufeff"):
         builder.problem("bom", "starts with a byte-order mark (BOM), which becomes an invisible first character of the transcript", path, 1)
         text = text[1:]
-    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+    return " ".join(line.strip() for line in text.split("\n") if line.strip())

@@ -38,7 +38,8 @@ class Problem:
     """A structural problem of a manifest, at its line (None: the file as a whole).
 
     ``kind`` is one of: ``unparsable`` (a line that is not a record: bad JSON,
-    a wrong column count), ``no-audio-field``, ``empty-text``,
+    a wrong column count), ``not-utf8`` (lines holding bytes that are not
+    UTF-8: one problem, at the first), ``no-audio-field``, ``empty-text``,
     ``duplicate-id``, ``bom``, ``crlf``, ``blank-line``, ``unlisted`` (an
     audio file in the folder that no line lists; ``file`` names it).
     """

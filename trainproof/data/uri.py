@@ -115,3 +115,20 @@ def open_input(uri: str) -> Any:
         return fs.open_input_file(path)
     except Exception as exc:  # noqa: BLE001
         raise OSError(str(exc)) from None
+
+
+def list_files(uri: str, limit: int) -> list[str] | None:
+    """The names of the files directly in the folder ``uri`` (None when it holds more than ``limit`` entries);
+    FileNotFoundError when there is no such folder, OSError when the store cannot be asked."""
+    import pyarrow.fs
+
+    fs, path = _resolve(uri)
+    try:
+        entries = fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=False, recursive=False))
+    except FileNotFoundError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- pyarrow raises OSError and its own errors for a store that refuses
+        raise OSError(str(exc)) from None
+    if len(entries) > limit:
+        return None
+    return [entry.base_name for entry in entries if entry.type == pyarrow.fs.FileType.File]
