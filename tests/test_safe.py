@@ -37,6 +37,10 @@ def test_visible_spells_out_what_would_break_a_line_or_a_terminal(text, shown):
     assert visible(visible(text)) == shown, "escaping twice changes nothing"
 
 
+def test_visible_leaves_what_it_is_told_to_keep():
+    assert visible("a\tb\r\n\x1b\u202e", keep="\t\n\r") == "a\tb\r\n\\x1b\\u202e"
+
+
 def assert_clean(stream: str, raw_chars: tuple[str, ...] = RAW) -> None:
     """No line of ``stream`` is a workflow command but trainproof's own annotations, and nothing raw is in it."""
     for raw in raw_chars:
@@ -100,9 +104,9 @@ def test_hf_eval_set_names_with_cr_and_escapes_are_spelled_out(capsys, tmp_path,
     for argv in (["epoch", path, "--github"], ["epoch", path, "--github", "--json"], ["compare", path, path.parent, "--github"]):
         code, out, err = run_cli(capsys, *argv)
         assert code in (1, 2), err
-        # JSON is data: its escapes keep CR and ESC out, and other characters are the user's own text
-        assert_clean(out, RAW if "--json" not in argv else ("\r", "\x1b"))
+        assert_clean(out)  # JSON too: every control and format character is a \u escape
         assert_clean(err)
+        assert_clean(in_actions.read_text())  # the job summary
 
 
 def test_a_bad_argument_cannot_inject_through_argparse(capsys):

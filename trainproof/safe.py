@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_PLAIN = re.compile(r"[\x20-\x7e]*")
+_SUSPECT = re.compile(r"[^\x20-\x7e]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # Control characters, format characters (bidi overrides, zero-width), line and
 # paragraph separators, and lone surrogates (undecodable bytes of a file name).
@@ -27,9 +27,20 @@ def _escape(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-def visible(text: object) -> str:
-    """``text`` on one line with every control, format or separator character escaped."""
-    text = str(text)
-    if _PLAIN.fullmatch(text):
-        return text
-    return "".join(_escape(c) if unicodedata.category(c) in _HIDDEN_CATEGORIES else c for c in text)
+def hidden(char: str) -> bool:
+    """Whether one character is a control, format or separator character, or a lone surrogate."""
+    return unicodedata.category(char) in _HIDDEN_CATEGORIES
+
+
+def visible(text: object, keep: str = "") -> str:
+    """``text`` on one line with every control, format or separator character escaped.
+
+    ``keep`` names characters to leave as they are (the markdown renderer keeps
+    tab, CR and LF, which it then turns into plain spaces).
+    """
+
+    def spell(match: re.Match[str]) -> str:
+        char = match.group()
+        return char if char in keep or not hidden(char) else _escape(char)
+
+    return _SUSPECT.sub(spell, str(text))

@@ -68,7 +68,7 @@ def test_control_characters_from_user_data_do_not_break_xml(tmp_path):
     SCHEMA.validate(xml)
     assert "\x01" not in xml
     root = ET.fromstring(xml)
-    shown = str(tmp_path / "bad\ufffdname.json")  # XML 1.0 cannot carry U+0001: it becomes U+FFFD
+    shown = str(tmp_path / "bad\\x01name.json")  # XML 1.0 cannot carry U+0001: it is spelled out as the text report does
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("1", "0", "1")
     (suite,) = root.iter("testsuite")
     assert suite.get("name") == f"trainproof epoch: {shown}"

@@ -1,6 +1,7 @@
 """A self-contained HTML report: verdicts, findings, and the curves as inline SVG.
 
-No network assets, no script; jinja2 autoescapes everything from the report.
+No network assets, no script; jinja2 autoescapes everything from the report,
+and every printed value has its control and format characters spelled out.
 What each chart plots is the subject's (its command decided); this module
 only draws it.
 """
@@ -14,6 +15,7 @@ import numpy as np
 from trainproof.checks.base import Rule
 from trainproof.render.svg import chart, histogram
 from trainproof.report import Chart, Histogram, Report
+from trainproof.safe import visible
 
 
 def _rule_doc_html(rule: Rule) -> str:
@@ -23,6 +25,15 @@ def _rule_doc_html(rule: Rule) -> str:
     return markdown.markdown(text)
 
 
+def _spelled(value: object) -> object:
+    """Every value the template prints, before autoescaping: control and format characters spelled out as the text
+    report does, line breaks too, so no user text starts a line of the page. Markup (a chart, a rule's doc) is ours and
+    passes as it is."""
+    from markupsafe import Markup
+
+    return value if isinstance(value, Markup) else visible(value)
+
+
 @lru_cache(maxsize=1)
 def _environment():
     import jinja2
@@ -30,6 +41,7 @@ def _environment():
     return jinja2.Environment(
         loader=jinja2.PackageLoader("trainproof.render", "templates"),
         autoescape=True,
+        finalize=_spelled,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,

@@ -1,12 +1,11 @@
-"""One JSON document for the whole report; stable keys, non-finite numbers as strings."""
+"""One JSON document for the whole report; stable keys, non-finite numbers as strings, nothing that acts on a terminal raw."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from trainproof.render.shared import json_number
+from trainproof.render.shared import json_number, json_text
 from trainproof.report import Finding, Report, Subject
 
 SCHEMA_VERSION = 1
@@ -73,4 +72,4 @@ def render(report: Report, extra: Mapping[str, Any] | None = None) -> str:
     """The report as JSON; ``extra`` adds top-level keys (the HF callback's ``abort`` record)."""
     document = report_dict(report)
     document.update(extra or {})
-    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return json_text(document)

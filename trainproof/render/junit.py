@@ -5,6 +5,12 @@ milder findings are written to the case's ``system-out``; a skipped check is
 ``skipped`` with its reason; an input that could not be judged is an
 ``error``. Counts and ``time`` are always present; ``time`` is 0 because the
 output is deterministic and trainproof's checks are not timed.
+
+User text that XML 1.0 cannot carry (C0 controls but tab, CR and LF) is
+spelled out as the text report spells it (``\\x1b``); its tabs, line breaks,
+CRs and what acts on a terminal (DEL, C1, bidi controls, other format
+characters) are character references (``&#x9b;``), so a parser reads back the
+user's text.
 """
 
 from __future__ import annotations
@@ -13,22 +19,53 @@ import re
 import xml.etree.ElementTree as ET
 
 from trainproof.report import Finding, Report, Subject, location
+from trainproof.safe import hidden
 
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# What XML 1.0 cannot carry even as a character reference.
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# Stands in for a line break of the user's text until serialisation, which writes it as a reference: a noncharacter,
+# so no user text carries one once _clean has spelled the user's own out.
+_USER_LF = "\uffff"
+_SUSPECT = re.compile("[\t\r\x7f-\U0010ffff]")
 ZERO_TIME = "0.000"
 
 
+def _spelled(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def _clean(text: str) -> str:
-    """Text XML 1.0 can carry: control characters become U+FFFD."""
-    return _XML_INVALID.sub("\ufffd", text)
+    """User text as XML 1.0 can carry it: what XML cannot (C0 controls, lone surrogates, U+FFFE, U+FFFF) spelled out
+    as the text report spells it, line breaks marked to become references. Once only: a second pass would spell the
+    marks."""
+    return _XML_INVALID.sub(_spelled, text).replace("\n", _USER_LF)
+
+
+def _referenced(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == _USER_LF:
+        return "&#xa;"
+    return f"&#x{ord(char):x};" if char in "\t\r" or hidden(char) else char
+
+
+def _references(xml: str) -> str:
+    """Serialised XML with the user's line breaks, tabs, CRs, DEL, C1, bidi and other format characters as references.
+
+    A parser reads back the same text, but the file itself, printed to a terminal or a CI log, carries none of them
+    raw, and no user text starts a line of it; a CR in a text node survives instead of being read as LF. ElementTree
+    writes only ASCII markup, so any such character is in text or in an attribute value, where a reference means the
+    character itself.
+    """
+    return _SUSPECT.sub(_referenced, xml)
 
 
 def _finding_text(subject: Subject, finding: Finding) -> str:
-    text = f"[{finding.level.name}] {finding.message}\nEvidence: {finding.evidence}"
+    text = f"[{finding.level.name}] {_clean(finding.message)}\nEvidence: {_clean(finding.evidence)}"
     path, line = location(subject, finding)
     if line is not None:
-        text += f"\nLocation: {path}:{line}"
-    return _clean(text)
+        text += f"\nLocation: {_clean(path)}:{line}"
+    return text
 
 
 def _suite(report: Report, subject: Subject) -> ET.Element:
@@ -86,4 +123,4 @@ def render(report: Report) -> str:
         root.set(key, str(value))
     root.set("time", ZERO_TIME)
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + _references(ET.tostring(root, encoding="unicode")) + "\n"

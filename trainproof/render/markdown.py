@@ -4,7 +4,8 @@ The first line is a hidden marker per command (``<!-- trainproof:epoch -->``)
 so a workflow can find and update its own comment. Every string that comes
 from the user's files (paths, eval-set names, checkpoint paths in messages)
 is escaped for GitHub-flavoured markdown: HTML is inert, table pipes stay
-in their cell, ``@mentions`` and ``#123`` references do not ping or link. The
+in their cell, ``@mentions``, ``#123`` references and bare URLs do not ping or
+link, and control and format characters are spelled out (``\\x1b``). The
 body never exceeds GitHub's 65,536 characters; findings that do not fit are
 counted at the end.
 """
@@ -15,10 +16,12 @@ import re
 
 from trainproof import figures
 from trainproof.report import Finding, Report, Subject, Table, location
+from trainproof.safe import visible
 
 MAX_CHARS = 65_536
 ZERO_WIDTH_SPACE = "&#8203;"
 _BACKSLASHED = re.compile(r"([\\`*_\[\]|~])")
+_WWW = re.compile(r"(www)\.", re.IGNORECASE)
 
 
 def marker(command: str) -> str:
@@ -27,10 +30,15 @@ def marker(command: str) -> str:
 
 def escape(text: str) -> str:
     """Inert GitHub-flavoured markdown for one table cell or line of user-derived text."""
+    # First, so the backslashes it writes are escaped like any other and "\x1b" shows as in the text report; tab, CR
+    # and LF are kept for the last line, which makes all white space one space.
+    text = visible(text, keep="\t\n\r")
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _BACKSLASHED.sub(r"\\\1", text)
-    text = re.sub(r"#(?=\d)", "#" + ZERO_WIDTH_SPACE, text)  # before "@": the entity it adds has a "#8"
+    text = re.sub(r"#(?=\d)", "#" + ZERO_WIDTH_SPACE, text)  # before the others: the entity they add has a "#8"
     text = text.replace("@", "@" + ZERO_WIDTH_SPACE)
+    text = text.replace("://", ":" + ZERO_WIDTH_SPACE + "//")  # GitHub links bare http://, https:// and www. text
+    text = _WWW.sub(r"\1" + ZERO_WIDTH_SPACE + ".", text)
     return " ".join(text.split())
 
 

@@ -9,14 +9,13 @@ kept and the cut is reported in the run's properties and notifications.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 from urllib.parse import quote
 
 from trainproof import HOMEPAGE
 from trainproof.checks.base import Rule
-from trainproof.render.shared import json_number, relative
+from trainproof.render.shared import json_number, json_text, relative
 from trainproof.report import Finding, Level, Report, Subject, location
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -130,4 +129,4 @@ def render(report: Report, base: str | None = None) -> str:
         },
     }
     log = {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
-    return json.dumps(log, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return json_text(log)

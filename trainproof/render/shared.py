@@ -1,10 +1,16 @@
-"""What several renderers need the same way: paths relative to the working directory, numbers JSON can carry."""
+"""What several renderers need the same way: paths relative to the working directory, numbers and text JSON can carry."""
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from pathlib import Path
 from typing import Any
+
+from trainproof.safe import hidden
+
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")
 
 
 def relative(path: str, base: str | None) -> str | None:
@@ -25,3 +31,22 @@ def json_number(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if not hidden(char):
+        return char
+    units = char.encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2))
+
+
+def json_text(document: Any) -> str:
+    """``document`` as indented JSON, readable non-ASCII text kept, and every control, format or separator character
+    (which ``json.dumps`` leaves raw above U+007E: DEL, C1, bidi controls, U+2028) as a ``\\u`` escape.
+
+    The escapes change the bytes, not what a parser reads: every such character can only be inside a string, as JSON
+    outside strings is ASCII.
+    """
+    text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+    return _NON_ASCII.sub(_json_escape, text) + "\n"

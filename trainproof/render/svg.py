@@ -1,6 +1,6 @@
 """Inline SVG charts for the HTML report (a run's curves, a corpus's histograms): pure functions from numbers to markup.
 
-Every string that reaches the markup passes through ``html.escape``. Long
+Every string that reaches the markup is escaped by :func:`_text`. Long
 series are reduced to the min and max of each pixel column, so a spike of
 one step stays visible on a chart of a million.
 """
@@ -15,10 +15,16 @@ import numpy as np
 
 from trainproof import figures
 from trainproof.report import Histogram, Line, Marker, wants_log
+from trainproof.safe import visible
 
 WIDTH, HEIGHT = 760, 244
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 22, 44
 MAX_LOG_TICKS = 8
+
+
+def _text(value: str) -> str:
+    """A string for the markup: control and format characters spelled out as the text report does, then HTML-escaped."""
+    return html.escape(visible(value))
 
 
 def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -132,8 +138,8 @@ def _head(title: str, frame: _Frame) -> list[str]:
     scale = "log" if frame.log_y else "linear"
     return [
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
-        f'aria-label="{html.escape(title)}" data-scale="{scale}" xmlns="http://www.w3.org/2000/svg">',
-        f'<text class="title" x="{LEFT}" y="14">{html.escape(title)}{" (log scale)" if frame.log_y else ""}</text>',
+        f'aria-label="{_text(title)}" data-scale="{scale}" xmlns="http://www.w3.org/2000/svg">',
+        f'<text class="title" x="{LEFT}" y="14">{_text(title)}{" (log scale)" if frame.log_y else ""}</text>',
         f'<rect class="frame" x="{LEFT}" y="{frame.top}" width="{frame.width}" height="{frame.height}"/>',
     ]
 
@@ -150,7 +156,7 @@ def _y_axis(frame: _Frame, counts: bool = False) -> list[str]:
     for tick, label in ticks:
         y = float(frame.py(tick))
         parts.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + frame.width}" y1="{y:.1f}" y2="{y:.1f}"/>')
-        parts.append(f'<text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{html.escape(label)}</text>')
+        parts.append(f'<text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_text(label)}</text>')
     return parts
 
 
@@ -162,7 +168,7 @@ def _x_axis(frame: _Frame) -> list[str]:
     parts = []
     for tick in _nice_ticks(frame.x0, frame.x1):
         x = float(frame.px(tick))
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{TICK_Y}" text-anchor="middle">{html.escape(figures.step(int(tick)))}</text>')
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{TICK_Y}" text-anchor="middle">{_text(figures.step(int(tick)))}</text>')
     return parts
 
 
@@ -170,11 +176,11 @@ def _axis_labels(frame: _Frame, x_label: str, y_label: str) -> list[str]:
     """The step axis's name centred under its ticks; the value axis's name upright along the left edge."""
     parts = []
     if x_label:
-        parts.append(f'<text class="axis-label x" x="{LEFT + frame.width / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{html.escape(x_label)}</text>')
+        parts.append(f'<text class="axis-label x" x="{LEFT + frame.width / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{_text(x_label)}</text>')
     if y_label:
         y = frame.top + frame.height / 2
         parts.append(
-            f'<text class="axis-label y" x="12" y="{y:.1f}" text-anchor="middle" transform="rotate(-90 12 {y:.1f})">{html.escape(y_label)}</text>'
+            f'<text class="axis-label y" x="12" y="{y:.1f}" text-anchor="middle" transform="rotate(-90 12 {y:.1f})">{_text(y_label)}</text>'
         )
     return parts
 
@@ -197,14 +203,14 @@ def _line(line: Line, ok: np.ndarray, pixels: tuple[np.ndarray, np.ndarray], fra
     if xs.size:
         points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(xs, ys))
         parts.append(
-            f'<polyline class="line {html.escape(line.css)}" data-points="{xs.size}" points="{points}">'
-            f"<title>{html.escape(line.label)}</title></polyline>"
+            f'<polyline class="line {_text(line.css)}" data-points="{xs.size}" points="{points}">'
+            f"<title>{_text(line.label)}</title></polyline>"
         )
     for step in line.steps[~ok][:200]:
         x = float(frame.px(step))
         parts.append(
             f'<text class="nonfinite" x="{x:.1f}" y="{TOP + 10}" text-anchor="middle">&#215;'
-            f"<title>{html.escape(line.label)}: not finite at step {int(step)}</title></text>"
+            f"<title>{_text(line.label)}: not finite at step {int(step)}</title></text>"
         )
     return parts
 
@@ -212,10 +218,10 @@ def _line(line: Line, ok: np.ndarray, pixels: tuple[np.ndarray, np.ndarray], fra
 def _marker(marker: Marker, frame: _Frame) -> str:
     """A vertical line at the marker's step, its level as CSS class, its label and note as tooltip."""
     x = float(frame.px(marker.step))
-    css = html.escape(marker.level.lower())
+    css = _text(marker.level.lower())
     return (
         f'<line class="marker {css}" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + frame.height}">'
-        f"<title>{html.escape(marker.label)} at step {marker.step:,}: {html.escape(marker.note)}</title></line>"
+        f"<title>{_text(marker.label)} at step {marker.step:,}: {_text(marker.note)}</title></line>"
     )
 
 
@@ -234,8 +240,8 @@ def _marker_labels(markers: list[Marker], frame: _Frame) -> tuple[list[str], np.
         anchor = "end" if x > LEFT + frame.width * 0.75 else "start"
         dx = -3 if anchor == "end" else 3
         y = frame.top + frame.height - 5 - 12 * i
-        css = html.escape(m.level.lower())
-        parts.append(f'<text class="marker-label {css}" x="{x + dx:.1f}" y="{y:.1f}" text-anchor="{anchor}">{html.escape(m.label)}</text>')
+        css = _text(m.level.lower())
+        parts.append(f'<text class="marker-label {css}" x="{x + dx:.1f}" y="{y:.1f}" text-anchor="{anchor}">{_text(m.label)}</text>')
         width = 5.5 * len(m.label)
         covered += [(x + dx + (-f if anchor == "end" else f) * width, y - 4) for f in np.linspace(0, 1, 12)]
     return parts, np.array(covered).reshape(-1, 2)
@@ -271,8 +277,8 @@ def _legend(lines: list[Line], frame: _Frame, pixels: list[tuple[np.ndarray, np.
     parts = [f'<rect class="legend-box" x="{x - 6:.1f}" y="{box_top:.1f}" width="{width + 6:.1f}" height="{height}"/>']
     for i, line in enumerate(lines):
         y = round(box_top + 12 + 14 * i, 1)
-        parts.append(f'<line class="line {html.escape(line.css)}" x1="{x:.1f}" x2="{x + 24:.1f}" y1="{y - 4:.1f}" y2="{y - 4:.1f}"/>')
-        parts.append(f'<text class="legend" x="{x + 30:.1f}" y="{y}">{html.escape(line.label)}</text>')
+        parts.append(f'<line class="line {_text(line.css)}" x1="{x:.1f}" x2="{x + 24:.1f}" y1="{y - 4:.1f}" y2="{y - 4:.1f}"/>')
+        parts.append(f'<text class="legend" x="{x + 30:.1f}" y="{y}">{_text(line.label)}</text>')
     return parts
 
 
@@ -328,10 +334,10 @@ def histogram(h: Histogram) -> str:
     frame = _Frame(x0, x1, 0.0, float(totals.max()) * 1.15, log_y=False, top=TOP + (14 if h.note else 0))
     parts = _head(f"{h.title} ({h.unit})" if h.unit else h.title, frame) + _y_axis(frame, counts=True)
     if h.note:
-        parts.append(f'<text class="legend" x="{LEFT}" y="{TOP + 6}">{html.escape(h.note)}</text>')
+        parts.append(f'<text class="legend" x="{LEFT}" y="{TOP + 6}">{_text(h.note)}</text>')
     for tick in _nice_ticks(frame.x0, frame.x1):
         x = float(frame.px(tick))
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{TICK_Y}" text-anchor="middle">{html.escape(figures.num(tick))}</text>')
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{TICK_Y}" text-anchor="middle">{_text(figures.num(tick))}</text>')
     last = totals.size - 1
     for i in range(totals.size):
         if not totals[i]:
@@ -352,18 +358,18 @@ def histogram(h: Histogram) -> str:
             top, bottom = float(frame.py(base + n)), float(frame.py(base))
             parts.append(
                 f'<rect class="bar {css}" x="{left + 0.5:.1f}" y="{top:.1f}" width="{width:.1f}" height="{bottom - top:.1f}">'
-                f"<title>{html.escape(span)}: {int(n):,} clip{'s' if n != 1 else ''} {meaning}</title></rect>"
+                f"<title>{_text(span)}: {int(n):,} clip{'s' if n != 1 else ''} {meaning}</title></rect>"
             )
             base += n
         if (i == 0 and h.open_low) or (i == last and h.open_high):
-            label = f"&lt; {html.escape(figures.num(edges[1]))}" if i == 0 and h.open_low else f"&#8805; {html.escape(figures.num(edges[i]))}"
+            label = f"&lt; {_text(figures.num(edges[1]))}" if i == 0 and h.open_low else f"&#8805; {_text(figures.num(edges[i]))}"
             anchor = "start" if i == 0 else "end"
             parts.append(f'<text class="legend" x="{left if i == 0 else right:.1f}" y="{float(frame.py(base)) - 4:.1f}" text-anchor="{anchor}">{label}</text>')
     for value, label in h.limits:
         if not (math.isfinite(value) and x0 <= value <= x1):
             continue
         x = float(frame.px(value))
-        parts.append(f'<line class="limit" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{frame.top + frame.height}"><title>{html.escape(label)}</title></line>')
-        parts.append(f'<text class="legend" x="{x + 3:.1f}" y="{frame.top + 11}">{html.escape(label)}</text>')
+        parts.append(f'<line class="limit" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{frame.top + frame.height}"><title>{_text(label)}</title></line>')
+        parts.append(f'<text class="legend" x="{x + 3:.1f}" y="{frame.top + 11}">{_text(label)}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
