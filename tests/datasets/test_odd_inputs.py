@@ -227,3 +227,15 @@ def test_too_many_jobs_is_a_usage_error(tmp_path, capsys):
     assert exited.value.code == 2
     assert "--jobs: at most 1,024" in capsys.readouterr().err
 
+
+
+@pytest.mark.parametrize("flag", ["--root", "--audio-dir"])
+def test_a_root_or_audio_dir_that_is_not_a_folder_is_a_usage_error(tmp_path, capsys, flag):
+    (tmp_path / "lj").mkdir()
+    (tmp_path / "lj" / "metadata.csv").write_text("a|hello there|hello there\n")
+    (tmp_path / "file").write_text("not a folder")
+    for folder, why in ((tmp_path / "nope", "does not exist"), (tmp_path / "file", "is not a folder")):
+        code, out, err = run(capsys, tmp_path / "lj", flag, folder)
+        assert code == 2
+        assert err.strip().endswith(f"{flag} {folder}: {why}")
+        assert err.count("\n") == 1

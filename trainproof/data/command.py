@@ -24,6 +24,7 @@ from trainproof.errors import MissingDependencyError, UsageError
 from trainproof.judge import Command, Prepared, Stage
 from trainproof.progress import terminal_progress
 from trainproof.report import Subject
+from trainproof.safe import visible
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,11 @@ class Data(Command):
         return (Stage(RULES["data"], ctx),)
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
+        for flag in ("root", "audio_dir"):  # a mistyped folder would report every clip missing
+            folder = options.get(flag)
+            if folder and not is_uri(str(folder)) and not Path(folder).is_dir():
+                what = "does not exist" if not Path(folder).exists() else "is not a folder"
+                raise UsageError(f"--{flag.replace('_', '-')} {visible(folder)}: {what}")
         if _engine(options) == "ray":  # before any manifest is read: ray installed, the cluster's address reachable
             from trainproof.data import ray_engine
 
