@@ -403,16 +403,17 @@ def special_kind(mode: int) -> str:
 
 
 @contextmanager
-def open_log(path: Path) -> Iterator[BinaryIO]:
+def open_log(path: Path, pipe: bool = False) -> Iterator[BinaryIO]:
     """A regular file opened for binary reading; failing to open it, or anything else (a FIFO, whose open blocks
-    until a writer comes, maybe never; a device, which may never end), is an InputError."""
+    until a writer comes, maybe never; a device, which may never end), is an InputError. ``pipe``: a FIFO is read
+    too, by a reader that reads its input once, as it comes (``<(...)`` always has a writer)."""
     try:
         info = path.stat()
     except OSError as exc:
         raise _unreadable(path, exc) from None
     except ValueError as exc:  # a NUL byte in the name
         raise InputError(path, f"cannot be read: {exc}") from None
-    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):  # a directory fails to open, as it always did
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode) or (pipe and stat.S_ISFIFO(info.st_mode))):  # a directory fails to open
         pipe = ": a pipe is read once, as it is written, and trainproof reads a file more than once; save it to a file" if stat.S_ISFIFO(info.st_mode) else ""
         raise InputError(path, f"is not a regular file ({special_kind(info.st_mode)}){pipe}")
     try:

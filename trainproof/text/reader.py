@@ -105,7 +105,7 @@ def read_text_dataset(path: str | os.PathLike[str]) -> TextDataset:
     if not os.path.exists(given):
         raise InputError(given, "does not exist")
     reader = _Reader(given)
-    with open_log(Path(given)) as handle:
+    with open_log(Path(given), pipe=True) as handle:
         head = read_block(handle, HEAD_BYTES, given)
         _check_head(given, head)
         if head.startswith(_UTF8_BOM):
@@ -315,6 +315,8 @@ class _Reader:
             record = json.loads(text)
         except json.JSONDecodeError as exc:
             where = f"{exc.msg} column {exc.colno}" if exc.msg.endswith(" at") else f"{exc.msg} at column {exc.colno}"
+            if exc.msg == "Extra data" and "\r" in text[: exc.pos]:  # a file whose lines end in CR alone reads as one line
+                where += ", after a carriage return (CR) with no line feed: lines that end in CR alone are one line to JSON Lines readers"
             self._not_a_row(RowProblem("unparsable", f"line {n} is not valid JSON: {where}", n))
             return
         except RecursionError:
