@@ -352,3 +352,69 @@ def test_the_headline_counts_one_row_in_the_singular(capsys, tmp_path):
     _, out, _ = run(capsys, "text", jsonl(tmp_path, *rows(1)))
     assert "1 rows" not in out
     assert "1 lines" not in out
+
+
+# --- the tokenizer is an input too --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("option", ["--json-file", "--html", "--sarif", "--junit", "--markdown"])
+def test_no_output_may_overwrite_the_tokenizer_json(capsys, tmp_path, built, option):
+    tokenizer = tmp_path / "tok.json"
+    tokenizer.write_bytes(built("bpe").read_bytes())
+    code, out, err = run(capsys, "text", jsonl(tmp_path, *rows(2)), "--tokenizer", tokenizer, option, tokenizer)
+    assert code == 2
+    assert one_error_line(err) == f"trainproof: error: {tokenizer}: is read as the tokenizer; refusing to overwrite it"
+    assert tokenizer.read_bytes() == built("bpe").read_bytes()
+
+
+@pytest.mark.parametrize("name", ["special_tokens_map.json", "tokenizer_config.json"])
+def test_no_output_may_overwrite_a_file_the_tokenizer_is_read_with(capsys, tmp_path, built, name):
+    """Beside a tokenizer.json, what names its special tokens; in a folder, every file."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "tokenizer.json").write_bytes(built("bpe").read_bytes())
+    (plain / name).write_text('{"eos_token": "</s>"}', encoding="utf-8")
+    for tokenizer, target in ((plain / "tokenizer.json", plain / name), (built("hf"), built("hf") / "tokenizer_config.json")):
+        before = target.read_bytes()
+        code, _, err = run(capsys, "text", jsonl(tmp_path, *rows(2)), "--tokenizer", tokenizer, "--markdown", target)
+        assert code == 2
+        assert one_error_line(err) == f"trainproof: error: {target}: is read as the tokenizer; refusing to overwrite it"
+        assert target.read_bytes() == before
+
+
+def test_the_job_summary_may_not_be_the_tokenizer(capsys, tmp_path, built, monkeypatch):
+    tokenizer = tmp_path / "tok.json"
+    tokenizer.write_bytes(built("bpe").read_bytes())
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tokenizer))
+    code, out, err = run(capsys, "text", jsonl(tmp_path, *rows(2)), "--tokenizer", tokenizer, "--github")
+    assert code == 2
+    assert "refusing to append to it" in one_error_line(err)
+    assert tokenizer.read_bytes() == built("bpe").read_bytes()
+
+
+def test_a_tokenizer_that_panics_is_one_line_and_exit_2(capfd, tmp_path):
+    from tests.tokenizers.test_panics import PANICS_ON_LOADING
+
+    tokenizer = tmp_path / "tok.json"
+    tokenizer.write_text(json.dumps(PANICS_ON_LOADING), encoding="utf-8")
+    code = main(["text", str(jsonl(tmp_path, *rows(2))), "--tokenizer", str(tokenizer), "--max-len", "64"])
+    out, err = capfd.readouterr()
+    assert (code, out) == (2, "")
+    assert one_error_line(err).startswith(f"trainproof: error: {tokenizer}: cannot be loaded: the tokenizers library panicked (")
+
+
+def test_rows_the_tokenizer_cannot_encode_are_never_a_silent_pass(capsys, tmp_path, built):
+    """One row with a lone surrogate costs that row (named in a note); a file of nothing else is not judged by length."""
+    some = jsonl(tmp_path, *rows(2), {"text": "hello \ud800 world"}, {"prompt": "Go on.", "completion": SENTENCE * 20}, name="some.jsonl")
+    code, out, err = run(capsys, "text", some, "--tokenizer", built("bpe"), "--max-len", "64")
+    assert (code, err) == (0, "")
+    assert "note: the tokenizer cannot encode 1 row, so its length is not judged: line 3 ('\\ud800' is a lone UTF-16 surrogate" in out
+    assert "[WARN] TP-TEXT-TOO-LONG  Line 4 has" in out
+    only = jsonl(tmp_path, {"text": "hello \ud800 world"}, {"text": "\udfff"}, name="only.jsonl")
+    code, out, err = run(capsys, "text", only, "--tokenizer", built("bpe"), "--max-len", "64")
+    assert code == 2
+    assert one_error_line(err) == (
+        f"trainproof: error: {only}: --max-len could not be judged: the tokenizer failed on this file "
+        "('\\ud800' is a lone UTF-16 surrogate, not Unicode text)"
+    )
+    assert "Skipped TP-TEXT-TOO-LONG: the tokenizer failed on this file" in out

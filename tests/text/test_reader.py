@@ -135,6 +135,21 @@ def test_lines_that_are_not_json(tmp_path):
     assert [r.line for r in d.rows] == [1]
 
 
+def test_lines_that_end_in_cr_alone_are_said_to(tmp_path):
+    """An old Mac file: its rows are one line to every JSON Lines reader, and the message says why, not only "Extra data"."""
+    path = tmp_path / "train.jsonl"
+    path.write_bytes(b'{"text": "a"}\r{"text": "b"}\r')
+    (problem,) = read_text_dataset(path).problems
+    assert problem.message == (
+        "line 1 is not valid JSON: Extra data at column 15, after a carriage return (CR) with no line feed: lines that end "
+        "in CR alone are one line to JSON Lines readers"
+    )
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(b'{"text": "a"}\r\n{"text": "b"} x\r\n')
+    (problem,) = read_text_dataset(crlf).problems
+    assert problem.message == "line 2 is not valid JSON: Extra data at column 15"
+
+
 def test_lines_that_are_json_but_not_objects(tmp_path):
     d = read_text_dataset(jsonl(tmp_path, CHAT, '"a string"', "[1, 2]", "3.5", "null", CHAT))
     assert kinds(d) == [("not-object", 2), ("not-object", 3), ("not-object", 4), ("not-object", 5)]

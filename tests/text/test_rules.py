@@ -11,6 +11,7 @@ tokenizer, and through the HF folder's chat template).
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, replace
 
 import pytest
@@ -24,7 +25,9 @@ from trainproof.config import DEFAULT_SETTINGS
 from trainproof.judge import judge
 from trainproof.report import Level, Skipped, Verdict
 from trainproof.text import reader
+from trainproof.text.command import measure
 from trainproof.text.model import PROBLEM_KINDS
+from trainproof.text.reader import read_text_dataset
 from trainproof.tokenizer.load import load_tokenizer
 
 built = tokenizer_fixtures.built  # the session's tokenizers, trained once at their first request (tests/tokenizers)
@@ -533,6 +536,57 @@ def test_chat_rows_are_measured_through_the_folders_chat_template(tmp_path, buil
     assert (cut.line, cut.level) == (3, FAIL)
     assert cut.evidence == f"prompt {prompts[2]:,} tokens, row {totals[2]:,}; limit {limit:,}"
     assert subject.summary["tokens"] == sum(totals)
+
+
+TRIMMING_TEMPLATE = (
+    "{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + (message['content'] | trim) + eos_token + '\\n' }}{% endfor %}"
+)
+"""build.CHAT_TEMPLATE with each content trimmed, as Llama 3's template trims it."""
+
+
+def _with_template(built, tmp_path, template: str):
+    folder = shutil.copytree(built("hf"), tmp_path / "templated")
+    (folder / "chat_template.jinja").write_text(template, encoding="utf-8")
+    tokenizer = load_tokenizer(folder)
+    assert tokenizer.chat_template == template
+    return tokenizer
+
+
+def test_the_answer_is_found_where_a_template_that_trims_puts_it(tmp_path, built):
+    """The first question, trimmed, is not in the rendering as written, but begins the second, long one: the prompt
+    is still the tokens before the first answer, not before the second."""
+    tokenizer = _with_template(built, tmp_path, TRIMMING_TEMPLATE)
+    turns = [user("Hi \n"), assistant("Sure."), user("Hi \n" + LONG), assistant("Sure.")]
+    path = jsonl(tmp_path, chat(*turns))
+    (prompt,) = measure(read_text_dataset(path), tokenizer).prompt
+    assert prompt == count(tokenizer, "<|user|>\nHi</s>\n<|assistant|>\n")
+    subject = judged(path, tokenizer=tokenizer, max_len=64)
+    assert findings_of(subject, "TP-TEXT-TRUNCATED-TARGET") == []
+    assert lines_of(findings_of(subject, "TP-TEXT-TOO-LONG")) == [1]
+
+
+def test_an_answer_a_template_changes_past_finding_is_measured_as_the_contents(tmp_path, built):
+    """A template that cuts every content to five characters cuts the mark too: the row falls back to its contents
+    (the question alone, without the template's role lines), and is not accused on a guess."""
+    tokenizer = _with_template(built, tmp_path, TRIMMING_TEMPLATE.replace("(message['content'] | trim)", "message['content'][:5]"))
+    turns = [user("Hi"), assistant("Sure."), user(LONG), assistant("Sure.")]
+    (prompt,) = measure(read_text_dataset(jsonl(tmp_path, chat(*turns))), tokenizer).prompt
+    assert prompt == count(tokenizer, "Hi")
+
+
+def test_a_row_the_tokenizer_cannot_encode_costs_that_row(tmp_path, tokenizers):
+    path = jsonl(tmp_path, pc(1), {"prompt": "Say \ud800.", "completion": "No."}, {"prompt": LONG, "completion": "Yes."})
+    subject = judged(path, tokenizer=tokenizers("sentencepiece"), max_len=64)
+    assert subject.unjudged is None
+    assert subject.notes == (
+        "the tokenizer cannot encode 1 row, so its length is not judged: line 2 ('\\ud800' is a lone UTF-16 surrogate, not Unicode text)",
+    )
+    assert lines_of(findings_of(subject, "TP-TEXT-TRUNCATED-TARGET")) == [3]
+    assert subject.summary["tokens_p50"] > 0  # the row not measured is not a row of no tokens
+    unmeasured = judged(jsonl(tmp_path, {"text": "\ud800"}, name="only.jsonl"), tokenizer=tokenizers("sentencepiece"), max_len=64)
+    assert unmeasured.verdict is Verdict.NOT_CHECKED
+    assert unmeasured.unjudged == "--max-len could not be judged: the tokenizer failed on this file ('\\ud800' is a lone UTF-16 surrogate, not Unicode text)"
+    assert judged(jsonl(tmp_path, {"text": "\ud800"}, name="again.jsonl"), tokenizer=tokenizers("sentencepiece")).verdict is Verdict.PASS  # no limit asked
 
 
 def test_chat_rows_without_a_template_are_measured_as_their_contents(tmp_path, tokenizers):

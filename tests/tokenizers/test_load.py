@@ -342,6 +342,11 @@ def _cut_after_pieces(data: bytes, pieces: int) -> bytes:
     return data[:pos]
 
 
+def _deep_json() -> str:
+    """A JSON object whose arrays nest deeper than Python's json module can recurse."""
+    return '{"model": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}"
+
+
 def _random_bytes(seed: int) -> bytes:
     return b"\x00" + random.Random(seed).randbytes(4095)
 
@@ -398,6 +403,7 @@ REFUSALS = {
     "json-list": lambda built, tmp: (_write(tmp / "tokenizer.json", "[1, 2]"), "is JSON but not a tokenizer.json"),
     "not-json": lambda built, tmp: (_write(tmp / "tokenizer.json", '{"model": {"type": "BPE",'), "is not valid JSON"),
     "not-utf8": lambda built, tmp: (_write(tmp / "tokenizer.json", b'{"model": "\xff\xfe"}'), "is not UTF-8 text"),
+    "json-nested-too-deeply": lambda built, tmp: (_write(tmp / "tokenizer.json", _deep_json()), "is JSON nested too deeply to read"),
     "json-tokenizers-refuses": lambda built, tmp: (
         _write(tmp / "tokenizer.json", '{"model": {"type": "Nonsense"}}'),
         "the tokenizers library cannot load",
@@ -436,6 +442,20 @@ def test_a_corrupt_config_beside_the_tokenizer_is_blamed_by_name(built, tmp_path
     assert raised.value.problem.startswith("is not valid JSON")
 
 
+@pytest.mark.parametrize("name", ["tokenizer_config.json", "special_tokens_map.json"])
+@pytest.mark.parametrize("given", ["file", "folder"])
+def test_a_configuration_nested_too_deeply_is_blamed_by_name(built, tmp_path, name, given):
+    """Beside a tokenizer.json, or in a folder: the one-line refusal of other malformed JSON, never a RecursionError."""
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    shutil.copy(built("bpe"), folder / "tokenizer.json")
+    _write(folder / name, _deep_json())
+    with pytest.raises(InputError) as raised:
+        load_tokenizer(folder / "tokenizer.json" if given == "file" else folder)
+    assert raised.value.path == str(folder / name)
+    assert raised.value.problem == "is JSON nested too deeply to read"
+
+
 @pytest.mark.parametrize(
     ("variant", "package", "extra"),
     [("sentencepiece", "sentencepiece", "tokenizer"), ("bpe", "tokenizers", "tokenizer"), ("hf", "transformers", "hf")],
@@ -453,6 +473,21 @@ def test_loading_a_folder_goes_offline(built, monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     load_tokenizer(built("hf"))
     assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_the_pieces_of_a_sparse_vocabulary_are_the_ids_it_has(tmp_path):
+    """A tokenizer.json may give a piece any id: vocab_size counts the embedding rows up to it, pieces() only what is."""
+    pytest.importorskip("tokenizers")
+    vocab = {"\u2581a": 0, "\u2581b": 1, "c": 2, "<unk>": 4_294_967_295}
+    spec = {"version": "1.0", "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}}
+    tokenizer = load_tokenizer(_write(tmp_path / "tokenizer.json", json.dumps(spec)))
+    assert tokenizer.vocab_size == 4_294_967_296
+    assert tokenizer.pieces() == {i: piece for piece, i in vocab.items()}
+
+
+def test_the_pieces_of_every_tokenizer_are_its_piece_of_every_id(case):
+    tokenizer = case.tokenizer
+    assert tokenizer.pieces() == {i: tokenizer.piece(i) for i in range(tokenizer.vocab_size)}
 
 
 # --- the package itself -------------------------------------------------------------------------------------

@@ -99,6 +99,76 @@ def test_a_byte_fallback_tokenizer_has_no_unknown_tokens(built, tmp_path):
     assert hits(subject, "TP-TOK-UNKNOWN") == []
 
 
+@pytest.mark.parametrize("given", ["folder", "tokenizer.json"])
+def test_the_unknown_token_written_as_text_is_not_unknown_where_it_is_also_eos(built, tmp_path, given):
+    """GPT-2's "<|endoftext|>" is its unk, bos and eos, and separates documents: a byte-level vocabulary has nothing
+    unknown, and the separator written in the text, which the library matches whole, is not an unknown token."""
+    folder = tmp_path / "gpt2like"
+    folder.mkdir()
+    shutil.copy(built("bpe", byte_level=True), folder / "tokenizer.json")
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "</s>", "eos_token": "</s>", "unk_token": "</s>"}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    if given == "folder":
+        pytest.importorskip("transformers")
+    subject = judged(folder if given == "folder" else folder / "tokenizer.json", write_text(tmp_path / "t.txt", [f"{line} </s>" for line in CLEAN]))
+    assert "TP-TOK-UNKNOWN" in subject.ran
+    assert hits(subject, "TP-TOK-UNKNOWN") == []
+    assert subject.summary["special_tokens"].endswith("unk '</s>' (2)")
+    assert subject.summary["unknown_share"] == 0
+
+
+def test_the_unknown_token_written_as_text_is_not_counted_beside_a_real_unknown(built, tmp_path):
+    """"<unk>" is an added token of the BPE, matched whole: of a line's two unknown ids, one is the text "<unk>"."""
+    subject = judged(built("bpe"), write_text(tmp_path / "t.txt", [*CLEAN, "The Straße <unk> runs north."]))
+    (found,) = hits(subject, "TP-TOK-UNKNOWN")
+    assert (found.line, found.values["unknown"]) == (41, 1)
+    assert "Characters: 'ß' (1); words: 'Straße' (1)." in found.message
+    assert "<unk>" not in found.message.split("Characters:")[1]
+
+
+def test_an_unknown_word_of_known_characters_names_only_the_word(tmp_path):
+    """A word-level vocabulary knows "f" and "o" but not "foo": no character is to blame, and none is listed."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tokenizer = Tokenizer(models.WordLevel({"<unk>": 0, "f": 1, "o": 2, "hello": 3}, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    (found,) = hits(judged(tmp_path / "tokenizer.json", write_text(tmp_path / "t.txt", ["hello foo"])), "TP-TOK-UNKNOWN")
+    assert found.message.endswith("Words: 'foo' (1).")
+    assert "Characters" not in found.message
+
+
+METASPACE = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}
+
+
+def test_a_vocabulary_with_a_huge_id_is_judged_over_the_ids_it_has(tmp_path):
+    """A 150-byte tokenizer.json whose unknown token has id 4,294,967,295: judged at once, not id by id."""
+    vocab = {"\u2581a": 0, "\u2581b": 1, "c": 2, "<unk>": 4_294_967_295}
+    spec = {"version": "1.0", "pre_tokenizer": METASPACE, "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    subject = judged(tmp_path / "tokenizer.json", write_text(tmp_path / "t.txt", ["a b"] * 24 + ["b c"]))
+    assert subject.summary["vocab_size"] == 4_294_967_296
+    assert subject.summary["words_split_share"] == round(1 / 49, 4)  # "▁c" is unknown: no word start, it continues "b"
+    assert [f.line for f in hits(subject, "TP-TOK-UNKNOWN")] == [25]
+
+
+def test_word_starts_are_read_off_the_pieces_a_sparse_vocabulary_has(tmp_path):
+    """Two of the three pieces start a word, whatever the holes between the ids: the words are read off the encoding."""
+    from trainproof.checks.tokenizer import TokenizerContext
+    from trainproof.thresholds import DEFAULTS
+    from trainproof.tokenizer.load import load_tokenizer
+    from trainproof.tokenizer.transcripts import Transcripts
+
+    vocab = {"\u2581a": 0, "\u2581b": 1, "c": 2, "<unk>": 3_000_000}
+    spec = {"version": "1.0", "pre_tokenizer": METASPACE, "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    text = Transcripts("t.txt", "text", (1,), ("a b",), (None,))
+    ctx = TokenizerContext(load_tokenizer(tmp_path / "tokenizer.json"), text, ([0, 1],), DEFAULTS)
+    assert ctx.word_starts is not None
+    assert ctx.word_starts.tolist() == [0, 1]
+    assert ctx.split_share == 0
+
+
 # --- TP-TOK-BYTES ---------------------------------------------------------------------------------------
 
 
@@ -420,6 +490,74 @@ def test_several_texts_are_judged_with_one_tokenizer(sp, tmp_path, capsys):
     document = json.loads(out)
     assert code == 0
     assert [s["verdict"] for s in document["subjects"]] == ["PASS", "WARN"]
+
+
+@pytest.mark.parametrize("name", ["special_tokens_map.json", "tokenizer_config.json"])
+def test_no_output_may_overwrite_a_file_read_beside_a_tokenizer_json(built, tmp_path, clean_text, capsys, name):
+    shutil.copy(built("bpe"), tmp_path / "tokenizer.json")
+    beside = tmp_path / name
+    beside.write_text('{"eos_token": "</s>"}', encoding="utf-8")
+    code, _, err = run(capsys, str(tmp_path / "tokenizer.json"), str(clean_text), "--markdown", str(beside))
+    assert code == 2
+    assert err == f"trainproof: error: {beside}: is read as an input; refusing to overwrite it\n"
+    assert beside.read_text(encoding="utf-8") == '{"eos_token": "</s>"}'
+
+
+def _panics(tmp_path: Path, spec: dict) -> Path:
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    return path
+
+
+def test_a_tokenizer_that_panics_while_loading_is_one_line_and_exit_2(tmp_path, clean_text, capfd):
+    from tests.tokenizers.test_panics import PANICS_ON_LOADING
+
+    path = _panics(tmp_path, PANICS_ON_LOADING)
+    code = main(["tokenizer", str(path), str(clean_text)])
+    out, err = capfd.readouterr()
+    assert (code, out) == (2, "")
+    assert err.startswith(f"trainproof: error: {path}: cannot be loaded: the tokenizers library panicked (Precompiled")
+    assert len(err.splitlines()) == 1
+
+
+def test_a_tokenizer_that_panics_while_judging_is_one_line_and_exit_2(tmp_path, capfd):
+    """Its decoder panics on a token of spaces alone, which the round-trip rule decodes."""
+    from tests.tokenizers.test_panics import PANICS_ON_DECODING
+
+    path = _panics(tmp_path, PANICS_ON_DECODING)
+    code = main(["tokenizer", str(path), str(write_text(tmp_path / "t.txt", ["a b", "b a"]))])
+    out, err = capfd.readouterr()
+    assert (code, out) == (2, "")
+    assert err.startswith(f"trainproof: error: {path}: cannot be used: the tokenizers library panicked (index out of bounds")
+    assert len(err.splitlines()) == 1
+
+
+# --- a line the tokenizer cannot encode ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["sentencepiece", "bpe"])
+def test_a_line_the_tokenizer_cannot_encode_costs_that_line(built, tmp_path, name):
+    """A JSON escape of a lone surrogate ("\\ud800") is a str no library encodes: that line is named, the rest judged."""
+    lines = [{"text": line} for line in CLEAN[:30]]
+    lines[2] = {"text": "hello \ud800 world"}
+    lines.append({"text": "The Straße runs north."})
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    subject = judged(built(name), path)
+    assert subject.unjudged is None
+    assert subject.summary["lines"] == 30
+    assert subject.notes == ("the tokenizer cannot encode 1 line, left out of the judgement: line 3 ('\\ud800' is a lone UTF-16 surrogate, not Unicode text)",)
+    assert [f.line for f in hits(subject, "TP-TOK-UNKNOWN")] == [31]  # the other lines keep their own line numbers
+
+
+def test_a_text_the_tokenizer_cannot_encode_at_all_is_not_checked(sp, tmp_path, capsys):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"text": "\\ud800"}\n{"text": "a \\udfff b"}\n', encoding="utf-8")
+    code, out, err = run(capsys, str(sp), str(path))
+    assert code == 2
+    said = "the tokenizer cannot encode any line of this text ('\\ud800' is a lone UTF-16 surrogate, not Unicode text)"
+    assert err == f"trainproof: error: {path}: {said}\n"
+    assert "Checks ran (0)" in out
 
 
 def test_no_output_may_overwrite_the_tokenizer(built, tmp_path, clean_text, capsys):

@@ -26,10 +26,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Lengths:
-    """Each row's tokens as a trainer would see them: ``total[i]`` in all, ``prompt[i]`` before the trained part."""
+    """Each row's tokens as a trainer would see them: ``total[i]`` in all, ``prompt[i]`` before the trained part.
+
+    ``unmeasured`` are the rows (indices) the tokenizer could not encode, each with why; their counts are 0, so no
+    length rule names them.
+    """
 
     total: tuple[int, ...]
     prompt: tuple[int, ...]
+    unmeasured: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -99,12 +99,14 @@ class TokenizerContext:
 
     @cached_property
     def word_starts(self) -> np.ndarray | None:
-        """Per id, whether its piece begins a word ("▁" of sentencepiece and Metaspace, "Ġ" of byte-level BPE); None
-        for a vocabulary that marks words otherwise (WordPiece's "##" marks the rest of a word instead)."""
-        pieces = [self.tokenizer.piece(i) for i in range(self.tokenizer.vocab_size)]
+        """The ids whose piece begins a word ("▁" of sentencepiece and Metaspace, "Ġ" of byte-level BPE), sorted; None
+        for a vocabulary that marks words otherwise (WordPiece's "##" marks the rest of a word instead). Only the ids
+        the vocabulary has are looked at, not every id up to the largest (a tokenizer.json may have a piece at id
+        4,294,967,295)."""
+        pieces = self.tokenizer.pieces()
         for mark in WORD_MARKS:
-            starts = np.fromiter((p.startswith(mark) for p in pieces), dtype=bool, count=len(pieces))
-            if starts.mean() >= WORD_MARK_SHARE:
+            starts = np.fromiter(sorted(i for i, piece in pieces.items() if piece.startswith(mark)), dtype=np.int64)
+            if pieces and starts.size / len(pieces) >= WORD_MARK_SHARE:
                 return starts
         return None
 
@@ -123,7 +125,7 @@ class TokenizerContext:
             owner = np.repeat(np.arange(len(head)), self.lengths[:SPLIT_SHARE_LINES])
             if ids.size == 0:
                 return None
-            start = self.word_starts[ids]
+            start = np.isin(ids, self.word_starts)
             words = int(start.sum())
             continued = start[:-1] & ~start[1:] & (owner[:-1] == owner[1:])
             return int(continued.sum()) / words if words else None
@@ -149,11 +151,24 @@ class TokenizerContext:
         return np.bincount(owner[hit], minlength=len(self.ids)).astype(np.int64)
 
     @cached_property
+    def unk_literal(self) -> str | None:
+        """The unknown token's own text when the tokenizer matches it whole in a text (:attr:`Tokenizer.matched`), so
+        that a transcript writing it encodes to the unknown id with nothing unknown: GPT-2's "<|endoftext|>", its unk
+        and its eos, written between documents."""
+        text = self.tokenizer.specials.unk_text
+        return text if text and text in self.tokenizer.matched else None
+
+    @cached_property
     def unknown(self) -> np.ndarray:
+        """Per transcript, its unknown tokens: the unknown id's, but for those that are :attr:`unk_literal` as written."""
         unk = self.tokenizer.specials.unk
         if unk is None:
             return np.zeros(len(self.ids), dtype=np.int64)
-        return np.fromiter((ids.count(unk) for ids in self.ids), dtype=np.int64, count=len(self.ids))
+        counts = np.fromiter((ids.count(unk) for ids in self.ids), dtype=np.int64, count=len(self.ids))
+        if self.unk_literal is not None:
+            for i in np.flatnonzero(counts).tolist():
+                counts[i] = max(0, counts[i] - self.text.texts[i].count(self.unk_literal))
+        return counts
 
     @cached_property
     def byte_pieces(self) -> np.ndarray:
@@ -177,24 +192,30 @@ def _snippet(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
-def _culprits(ctx: TokenizerContext, where: Sequence[int], wanted: frozenset[int]) -> tuple[Counter, Counter]:
-    """The characters and words whose encoding holds a token of ``wanted``, with their counts over the given lines."""
+def _culprits(ctx: TokenizerContext, where: Sequence[int], wanted: frozenset[int], literal: str | None = None) -> tuple[Counter, Counter]:
+    """The characters and words whose encoding holds a token of ``wanted``, with their counts over the given lines; a
+    token that is ``literal`` as written (see :attr:`TokenizerContext.unk_literal`) does not count."""
+
+    def holds(text: str, ids: list[int]) -> bool:
+        return sum(i in wanted for i in ids) > (text.count(literal) if literal else 0)
+
     words: Counter = Counter()
     for i in where:
         words.update(ctx.text.texts[i].split())
     distinct = sorted(words)
-    bad_words = Counter({w: words[w] for w, ids in zip(distinct, ctx.tokenizer.encode_batch(distinct)) if wanted.intersection(ids)})
+    bad_words = Counter({w: words[w] for w, ids in zip(distinct, ctx.tokenizer.encode_batch(distinct)) if holds(w, ids)})
     letters = sorted({ch for w in bad_words for ch in w})
     bad_chars: Counter = Counter()
     for ch, ids in zip(letters, ctx.tokenizer.encode_batch(letters)):
-        if wanted.intersection(ids):
+        if holds(ch, ids):
             bad_chars[ch] = sum(w.count(ch) * n for w, n in bad_words.items())
     return bad_chars, bad_words
 
 
 def _blamed(hits: Iterator[Hit], chars: Counter, words: Counter) -> Iterator[Hit]:
-    """The hits, the first one naming the characters and words responsible."""
-    blame = f" Characters: {_listed(chars)}; words: {_listed(words, 5)}." if chars or words else ""
+    """The hits, the first one naming the characters and words responsible (those of them found)."""
+    named = "; ".join(f"{what}: {_listed(found, limit)}" for what, found, limit in (("characters", chars, 8), ("words", words, 5)) if found)
+    blame = f" {named[:1].upper()}{named[1:]}." if named else ""
     for n, hit in enumerate(hits):
         yield replace(hit, message=hit.message + blame) if n == 0 else hit
 
@@ -224,7 +245,7 @@ def unknown_tokens(ctx: TokenizerContext) -> Iterator[Hit]:
         return
     count = int(ctx.unknown.sum())
     share = count / max(ctx.total, 1)
-    chars, words = _culprits(ctx, where, frozenset({unk}))
+    chars, words = _culprits(ctx, where, frozenset({unk}), ctx.unk_literal)
     level = None if share >= ctx.t.TOK_UNK_FAIL_SHARE else Level.WARN  # None: the rule's own level, FAIL
     hits = _examples(
         ctx, where, "hold unknown tokens",
@@ -508,9 +529,11 @@ def token_rate(ctx: TokenizerContext) -> Iterator[Hit]:
 
 def _split(ctx: TokenizerContext, strings: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """How each digit string is split when it follows a space, as in running text (pieces as text), where that can be told."""
+    encoded = ctx.tokenizer.encode_batch([f" {s}" for s in strings])
+    decoded = iter(ctx.tokenizer.decode_batch([[i] for ids in encoded for i in ids], own=True))  # each token alone, in one call
     out = {}
-    for digits, ids in zip(strings, ctx.tokenizer.encode_batch([f" {s}" for s in strings])):
-        pieces = tuple(p for p in (ctx.tokenizer.decode([i]).strip() for i in ids) if p)
+    for digits, ids in zip(strings, encoded):
+        pieces = tuple(p for p in (next(decoded).strip() for _ in ids) if p)
         if "".join(pieces) == digits:
             out[digits] = pieces
     return out

@@ -108,6 +108,12 @@ def check_outputs(args: argparse.Namespace, name: str = "epoch") -> None:
         for source in command(name).reads(str(path)):
             if (found := outputs.identity(source)) is not None:
                 protected[found] = f"{visible(source)}: is read as an input; refusing to overwrite it"
+    if getattr(args, "tokenizer", None):  # text's --tokenizer: its file, or its folder's, and what loading it reads beside
+        from trainproof.tokenizer.load import files_read
+
+        for source in files_read(args.tokenizer):
+            if (found := outputs.identity(source)) is not None:
+                protected[found] = f"{visible(source)}: is read as the tokenizer; refusing to overwrite it"
     if args.config and (found := outputs.identity(args.config)) is not None:
         protected[found] = f"{visible(args.config)}: is the configuration file; refusing to overwrite it"
     summary = os.environ.get("GITHUB_STEP_SUMMARY") if getattr(args, "github", False) else None

@@ -5,8 +5,10 @@ With ``--tokenizer`` every row is measured as a trainer would see it: a
 one; a prompt/completion or instruction row as its prompt's tokens followed by
 its answer's (TRL's way), plus the eos token. The part before the trained
 one is the prompt: for a conversation, the tokens before the content of its
-first assistant turn (its role header included). Rows are encoded in
-batches of ENCODE_CHUNK.
+first assistant turn (its role header included), found by rendering it a
+second time with ANSWER_MARK as that content. Rows are encoded in batches of
+ENCODE_CHUNK; a row the tokenizer cannot encode (a lone surrogate from a
+``"\\ud800"`` escape) costs that row, named in a note, not the batch.
 """
 
 from __future__ import annotations
@@ -19,12 +21,20 @@ from typing import Any
 from trainproof import figures
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
-from trainproof.judge import Command, Prepared, Stage
+from trainproof.errors import TrainproofError
+from trainproof.judge import Command, Outcome, Prepared, Stage, nothing_ran
 from trainproof.progress import terminal_progress
 from trainproof.report import Subject
 
 ENCODE_CHUNK = 4096
 """Strings encoded per batch call (the progress line moves once per chunk)."""
+
+ANSWER_MARK = "7391046285502846193"
+"""What stands in for a conversation's first answer in its second rendering, to find where the template puts the
+answer: digits, which a template that trims, escapes or changes the case of content (Llama 3's ``| trim``) keeps."""
+
+UNMEASURED_SHOWN = 5
+"""Rows the tokenizer cannot encode named by line in the note that counts them."""
 
 
 def _turns(row: Any) -> list[dict]:
@@ -35,17 +45,25 @@ def _first_answer(row: Any) -> int:
     return next((k for k, m in enumerate(row.messages) if m.role == "assistant"), len(row.messages))
 
 
-def _before_answer(rendered: str, turns: list[dict], first: int) -> int | None:
+def _marked(turns: list[dict], first: int) -> list[dict]:
+    """The turns with ANSWER_MARK for the content of the first assistant turn."""
+    return [*turns[:first], {**turns[first], "content": ANSWER_MARK}, *turns[first + 1 :]]
+
+
+def _before_answer(rendered: str, marked: str | None) -> int | None:
     """Where the first assistant turn's content starts in the rendered conversation (its role header stays before it,
-    masked as a trainer masks it), found by walking the contents in order; None when a template rewrote one."""
-    if first >= len(turns):
-        return len(rendered)
-    at = 0
-    for turn in turns[: first + 1]:
-        found = rendered.find(turn["content"], at) if turn["content"] else at
-        if found < 0:
-            return None
-        at = found + (len(turn["content"]) if turn is not turns[first] else 0)
+    masked as a trainer masks it): where ANSWER_MARK is in the conversation rendered with it as that content, the two
+    renderings alike up to there. None when that cannot be told (the template refused the marked conversation, wrote
+    the mark other than once, or wrote what comes before it otherwise): the row is then measured as its contents.
+
+    Searching the rendering for each turn's own content would miss a content the template trims, and find the same
+    text repeated in a later turn instead.
+    """
+    if marked is None:
+        return None
+    at = marked.find(ANSWER_MARK)
+    if at < 0 or marked.find(ANSWER_MARK, at + 1) >= 0 or not rendered.startswith(marked[:at]):
+        return None
     return at
 
 
@@ -60,47 +78,68 @@ def _plain(row: Any) -> tuple[str, str]:
 def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] | None = None) -> Any:
     """Each row's tokens in all and before its trained part (see the module doc).
 
-    A conversation is rendered (all of them in one call) and encoded once;
-    its prompt is the tokens that start before its answer's content. Other
-    rows, and conversations the template refuses, are encoded as prompt and
-    answer apart, plus eos.
+    A conversation is rendered (all of them in one call), a second time with
+    its answer marked, and encoded once; its prompt is the tokens that start
+    before its answer's content. Other rows, and conversations whose answer
+    cannot be placed, are encoded as prompt and answer apart, plus eos.
     """
     from trainproof.checks.text import Lengths
+    from trainproof.tokenizer.batches import Failed, each
 
     rows = dataset.rows
     chats = [i for i, row in enumerate(rows) if row.shape == "messages"] if tokenizer.chat_template is not None else []
     rendered = dict(zip(chats, tokenizer.render_chats([_turns(rows[i]) for i in chats]))) if chats else {}
-    cuts = {i: _before_answer(text, _turns(rows[i]), _first_answer(rows[i])) for i, text in rendered.items() if text is not None}
+    answered = [i for i, text in rendered.items() if text is not None and _first_answer(rows[i]) < len(rows[i].messages)]
+    marked = dict(zip(answered, tokenizer.render_chats([_marked(_turns(rows[i]), _first_answer(rows[i])) for i in answered]))) if answered else {}
+    cuts = {i: _before_answer(text, marked[i]) if i in marked else len(text) for i, text in rendered.items() if text is not None}
     whole = [i for i, cut in cuts.items() if cut is not None]
-    apart = [i for i in range(len(rows)) if i not in cuts or cuts[i] is None]
-    total, prompt = [0] * len(rows), [0] * len(rows)
-    done = 0
-    for start in range(0, len(whole), ENCODE_CHUNK):
-        chunk = whole[start : start + ENCODE_CHUNK]
-        for i, (n, before) in zip(chunk, tokenizer.count_before([rendered[i] for i in chunk], [cuts[i] for i in chunk])):
-            total[i], prompt[i] = n, before
-        done += len(chunk)
-        if progress is not None:
-            progress(done, len(rows))
-    for start in range(0, len(apart), ENCODE_CHUNK):
-        chunk = apart[start : start + ENCODE_CHUNK]
-        pairs = [_plain(rows[i]) for i in chunk]
-        counts = tokenizer.encode_batch([text for pair in pairs for text in pair])
+    apart = [i for i in range(len(rows)) if cuts.get(i) is None]
+
+    def counted_apart(pairs: list[tuple[str, str]]) -> list[tuple[int, int]]:
+        ids = tokenizer.encode_batch([text for pair in pairs for text in pair])
         eos = 1 if tokenizer.specials.eos is not None else 0
-        for k, i in enumerate(chunk):
-            prompt[i] = len(counts[2 * k])
-            total[i] = prompt[i] + len(counts[2 * k + 1]) + eos
-        done += len(chunk)
-        if progress is not None:
-            progress(done, len(rows))
-    return Lengths(tuple(total), tuple(prompt))
+        return [(len(ids[2 * k]) + len(ids[2 * k + 1]) + eos, len(ids[2 * k])) for k in range(len(pairs))]
+
+    def counted_whole(pairs: list[tuple[str, int]]) -> list[tuple[int, int]]:
+        return tokenizer.count_before([text for text, _ in pairs], [cut for _, cut in pairs])
+
+    total, prompt = [0] * len(rows), [0] * len(rows)
+    failed: dict[int, str] = {}
+    done = 0
+    for indices, call, items in (
+        (whole, counted_whole, lambda i: (rendered[i], cuts[i])),
+        (apart, counted_apart, lambda i: _plain(rows[i])),
+    ):
+        for start in range(0, len(indices), ENCODE_CHUNK):
+            chunk = indices[start : start + ENCODE_CHUNK]
+            for i, got in zip(chunk, each(call, [items(i) for i in chunk])):
+                if isinstance(got, Failed):
+                    failed[i] = got.reason
+                else:
+                    total[i], prompt[i] = got
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(rows))
+    return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())))
+
+
+def _unmeasured(dataset: Any, lengths: Any) -> str | None:
+    """The note naming the rows the tokenizer could not encode, None when there are none."""
+    if not lengths.unmeasured:
+        return None
+    count = len(lengths.unmeasured)
+    shown = "; ".join(f"line {dataset.rows[i].line} ({why})" for i, why in lengths.unmeasured[:UNMEASURED_SHOWN])
+    more = f"; and {count - UNMEASURED_SHOWN:,} more" if count > UNMEASURED_SHOWN else ""
+    s = "" if count == 1 else "s"
+    return f"the tokenizer cannot encode {count:,} row{s}, so {'its' if count == 1 else 'their'} length is not judged: {shown}{more}"
 
 
 def summarize(dataset: Any, lengths: Any, max_len: int | None) -> dict:
     out: dict = {"lines": dataset.lines, "rows": len(dataset.rows), "problems": len(dataset.problems)}
     out.update({f"rows_{shape}": n for shape, n in dataset.shapes.items() if n})
-    if lengths is not None and lengths.total:
-        ordered = sorted(lengths.total)
+    unmeasured = {i for i, _ in lengths.unmeasured} if lengths is not None else set()
+    if lengths is not None and len(lengths.total) > len(unmeasured):
+        ordered = sorted(n for i, n in enumerate(lengths.total) if i not in unmeasured)
         out["tokens"] = sum(ordered)
         out["tokens_p50"] = ordered[len(ordered) // 2]
         out["tokens_max"] = ordered[-1]
@@ -152,18 +191,38 @@ class TextCommand(Command):
         if tokenizer is not None:
             try:
                 lengths = measure(dataset, tokenizer, terminal_progress(shared, "text", "rows measured"))
+            except TrainproofError:  # the tokenizer itself is broken (its library panicked): no row can be measured
+                raise
             except Exception as exc:  # noqa: BLE001 -- a library that chokes on this file costs its length rules, not the run
-                ctx = TextContext(dataset, settings.thresholds)
-                why = f"the tokenizer failed on this file ({type(exc).__name__}: {exc})"
-                rules = RULES["text"]
-                return (Stage(tuple(r for r in rules if r.id not in _LENGTH_RULES), ctx), Stage(tuple(r for r in rules if r.id in _LENGTH_RULES), why))
+                return self._unmeasured(dataset, settings, f"{type(exc).__name__}: {exc}")
+            if dataset.rows and len(lengths.unmeasured) == len(dataset.rows):
+                return self._unmeasured(dataset, settings, lengths.unmeasured[0][1])
         return (Stage(RULES["text"], TextContext(dataset, settings.thresholds, lengths, max_len)),)
+
+    def _unmeasured(self, dataset: Any, settings: Settings, why: str) -> Sequence[Stage]:
+        """The row rules in their context; the length rules skipped, saying why the tokenizer could measure no row."""
+        from trainproof.checks.text import TextContext
+
+        rules = RULES["text"]
+        return (
+            Stage(tuple(r for r in rules if r.id not in _LENGTH_RULES), TextContext(dataset, settings.thresholds)),
+            Stage(tuple(r for r in rules if r.id in _LENGTH_RULES), f"the tokenizer failed on this file ({why})"),
+        )
+
+    def unjudged(self, stages: Sequence[Stage], outcome: Outcome, prepared: Prepared) -> str | None:
+        """A length limit asked for (``--max-len``) that no row could be measured against is not a PASS."""
+        skipped = next((stage.context for stage in stages if isinstance(stage.context, str)), None)
+        if skipped is not None and prepared.shared.get("max_len") is not None:
+            return f"--max-len could not be judged: {skipped}"
+        return nothing_ran(outcome)
 
     def present(self, dataset: Any, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
         ctx = stages[0].context
         lengths = getattr(ctx, "lengths", None)
         summary = summarize(dataset, lengths, prepared.shared.get("max_len"))
-        return replace(subject, path=dataset.path, format="jsonl", summary=summary, headline=headline(dataset, summary), notes=tuple(dataset.notes))
+        note = _unmeasured(dataset, lengths) if lengths is not None else None
+        notes = (*dataset.notes, note) if note else tuple(dataset.notes)
+        return replace(subject, path=dataset.path, format="jsonl", summary=summary, headline=headline(dataset, summary), notes=notes)
 
 
 _LENGTH_RULES = frozenset({"TP-TEXT-TOO-LONG", "TP-TEXT-TRUNCATED-TARGET"})

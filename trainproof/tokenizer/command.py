@@ -3,7 +3,9 @@
 The tokenizer is loaded once (a tokenizer that cannot be loaded is an
 InputError: nothing can be judged, exit 2); each text is one subject,
 encoded once with the library's batch encoder in chunks of ENCODE_CHUNK
-lines, so memory holds the token ids, not copies of the text.
+lines, so memory holds the token ids, not copies of the text. A line the
+tokenizer cannot encode (a lone surrogate from a ``"\\ud800"`` escape) is
+left out of the judgement and named in a note; the rest are judged.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 from trainproof import figures
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
-from trainproof.errors import UsageError
+from trainproof.errors import TrainproofError, UsageError
 from trainproof.judge import Command, Prepared, Stage
 from trainproof.progress import terminal_progress
 from trainproof.report import Subject
@@ -26,6 +28,9 @@ from trainproof.tokenizer.transcripts import Transcripts, read_transcripts
 
 ENCODE_CHUNK = 16384
 """Lines encoded per batch call when a progress line is shown (it moves once per chunk)."""
+
+UNENCODED_SHOWN = 5
+"""Lines the tokenizer cannot encode named in the note that counts them."""
 
 
 @dataclass(frozen=True)
@@ -38,15 +43,40 @@ class EncodedText:
 
 def encode(tokenizer: Any, text: Transcripts, progress: Callable[[int, int], None] | None = None) -> EncodedText:
     """The text's encoding: in one batch call without a progress line (the library's threads see every line), else
-    in chunks of ENCODE_CHUNK so the line can move."""
+    in chunks of ENCODE_CHUNK so the line can move. Lines the tokenizer cannot encode are left out of the text, with
+    a note naming them; NothingEncoded when it can encode none."""
+    from trainproof.tokenizer.batches import Failed, each
+
     total = len(text.texts)
-    if progress is None:
-        return EncodedText(text, tuple(tokenizer.encode_batch(text.texts)))
-    ids: list[list[int]] = []
-    for start in range(0, total, ENCODE_CHUNK):
-        ids.extend(tokenizer.encode_batch(text.texts[start : start + ENCODE_CHUNK]))
-        progress(len(ids), total)
-    return EncodedText(text, tuple(ids))
+    chunk = max(total, 1) if progress is None else ENCODE_CHUNK
+    got: list[list[int] | Failed] = []
+    for start in range(0, total, chunk):
+        got.extend(each(tokenizer.encode_batch, text.texts[start : start + chunk]))
+        if progress is not None:
+            progress(len(got), total)
+    encoded = tuple(ids for ids in got if not isinstance(ids, Failed))
+    if len(encoded) == total:
+        return EncodedText(text, encoded)
+    if not encoded:
+        raise NothingEncoded(next(ids.reason for ids in got if isinstance(ids, Failed)))
+    failed = [(k, ids.reason) for k, ids in enumerate(got) if isinstance(ids, Failed)]
+    kept = [k for k, ids in enumerate(got) if not isinstance(ids, Failed)]
+    shown = "; ".join(f"line {text.lines[k]} ({why})" for k, why in failed[:UNENCODED_SHOWN])
+    more = f"; and {len(failed) - UNENCODED_SHOWN:,} more" if len(failed) > UNENCODED_SHOWN else ""
+    s = "" if len(failed) == 1 else "s"
+    note = f"the tokenizer cannot encode {len(failed):,} line{s}, left out of the judgement: {shown}{more}"
+    rest = replace(
+        text,
+        lines=tuple(text.lines[k] for k in kept),
+        texts=tuple(text.texts[k] for k in kept),
+        durations=tuple(text.durations[k] for k in kept),
+        notes=(*text.notes, note),
+    )
+    return EncodedText(rest, encoded)
+
+
+class NothingEncoded(Exception):
+    """The tokenizer can encode no line of a text; the message is why it cannot encode the first."""
 
 
 def summarize(tokenizer: Any, encoded: EncodedText, ctx: Any) -> dict:
@@ -99,11 +129,11 @@ class TokenizerCommand(Command):
     name = "tokenizer"
 
     def reads(self, path: str) -> Sequence[Path]:
-        """A tokenizer folder's files are inputs too (no output may overwrite its tokenizer.json)."""
-        target = Path(path)
-        if target.is_dir():
-            return sorted(p for p in target.iterdir() if p.is_file()) + [target]
-        return [target]
+        """Every file loading a tokenizer reads is an input too (no output may overwrite a folder's tokenizer.json, or
+        the special_tokens_map.json beside a tokenizer.json); a text's are among them (a folder's metadata.csv)."""
+        from trainproof.tokenizer.load import files_read
+
+        return [Path(file) for file in files_read(path)]
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
         from trainproof.tokenizer.load import load_tokenizer
@@ -126,6 +156,10 @@ class TokenizerCommand(Command):
         tokenizer = shared["tokenizer"]
         try:
             encoded = text if isinstance(text, EncodedText) else encode(tokenizer, text, terminal_progress(shared, "tokenizer", "lines encoded"))
+        except TrainproofError:  # the tokenizer itself is broken (its library panicked): said once, for the run
+            raise
+        except NothingEncoded as exc:
+            return (Stage(RULES["tokenizer"], f"the tokenizer cannot encode any line of this text ({exc})"),)
         except Exception as exc:  # noqa: BLE001 -- a library that chokes on one text costs that text's verdict, not the run
             return (Stage(RULES["tokenizer"], f"the tokenizer failed to encode this text ({type(exc).__name__}: {exc})"),)
         ctx = TokenizerContext(tokenizer, encoded.text, encoded.ids, settings.thresholds, shared.get("max_tokens"))

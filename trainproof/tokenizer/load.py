@@ -16,14 +16,17 @@ What a path is, is decided by its content first and its name second:
   a sentencepiece ``.model`` with sentencepiece.
 
 Refused, each as an :class:`~trainproof.errors.InputError` naming the path
-(a library's own exception never escapes loading): a missing path, an empty
-file, a pickle (by its protocol header or a ``.pkl``/``.pickle``/``.bin``/
-``.pt``/``.pth`` name: unpickling runs code), a folder that ships code (a
+(a library's own exception never escapes loading; a Rust panic of
+``tokenizers``, in loading or in any later call, is one too: see
+:mod:`trainproof.tokenizer.panics`): a missing path, an empty file, a
+pickle (by its protocol header or a ``.pkl``/``.pickle``/``.bin``/``.pt``/
+``.pth`` name: unpickling runs code), a folder that ships code (a
 ``.py`` file, or an ``auto_map`` that would make transformers import it), a
 truncated or corrupt sentencepiece model (checked by walking its protobuf
 fields: a cut model loses the normalizer spec serialised after its pieces,
 which sentencepiece itself would load with defaults), a ``tokenizer.json``
-that is not JSON or not a tokenizer, a folder with nothing loadable. A
+(or a configuration beside it) that is not JSON, is JSON nested too deeply
+to read, or is not a tokenizer, a folder with nothing loadable. A
 library that is not installed is a
 :class:`~trainproof.errors.MissingDependencyError`.
 
@@ -58,10 +61,12 @@ import stat
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from trainproof.errors import InputError, MissingDependencyError
+from trainproof.tokenizer.panics import guarded
 
 MAX_FILE_BYTES = 1 << 30
 """Bytes: the largest file read as a tokenizer (1 GiB). The largest tokenizer.json files are tens of MB; a file
@@ -87,6 +92,7 @@ ROLES = ("bos", "eos", "pad", "unk")
 _BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")
 _SPACE = "\u2581"  # sentencepiece's and Metaspace's stand-in for a space
 _CONFIG_FILES = ("tokenizer_config.json", "special_tokens_map.json", "config.json", "generation_config.json")
+_NAMING_FILES = ("tokenizer_config.json", "special_tokens_map.json")  # beside a tokenizer.json, they name its special tokens
 _READS = "a sentencepiece .model, a tokenizer.json or a HuggingFace tokenizer folder"
 _PICKLE = "is a pickle; trainproof never unpickles a tokenizer"
 _CODE = "ships its own code (auto_map / .py); trainproof never runs it (trust_remote_code)"
@@ -115,7 +121,8 @@ class Tokenizer(ABC):
     """A loaded tokenizer: what trainproof's rules ask of one, the same for every library.
 
     ``vocab_size`` is one more than the largest id the tokenizer has, added
-    tokens included: the rows an embedding matrix needs. ``byte_ids`` are the
+    tokens included: the rows an embedding matrix needs (:meth:`pieces` has
+    the ids there are, which may be far fewer). ``byte_ids`` are the
     ids whose piece is a byte-fallback piece (``<0x41>``), empty when the
     vocabulary has none. ``matched`` are the strings the library finds whole
     in a text (or in the text as its normaliser leaves it, lowercased) before
@@ -151,11 +158,14 @@ class Tokenizer(ABC):
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's ids, no special tokens added, through the library's batch call."""
         texts = list(texts)
-        return self._encode_batch(texts) if texts else []
+        with self._calling():
+            return self._encode_batch(texts) if texts else []
 
     def decode(self, ids: Sequence[int]) -> str:
         """The plain decode: nothing skipped, no clean-up of spaces around punctuation."""
-        return self._decode(self._checked(ids))
+        checked = self._checked(ids)
+        with self._calling():
+            return self._decode(checked)
 
     def decode_batch(self, batch: Sequence[Sequence[int]], *, own: bool = False) -> list[str]:
         """:meth:`decode` of each, through the library's batch call where it has one. ``own=True`` says the ids are
@@ -165,22 +175,30 @@ class Tokenizer(ABC):
         if filled and (min(map(min, filled)) < 0 or max(map(max, filled)) >= self.vocab_size):
             for ids in filled:
                 self._checked(ids)  # names the id that is out of range
-        return self._decode_batch(lists) if lists else []
+        with self._calling():
+            return self._decode_batch(lists) if lists else []
 
-    def _decode_batch(self, lists: list[list[int]]) -> list[str]:
-        return [self._decode(ids) for ids in lists]
+    def normalize(self, text: str) -> str:
+        """The text as this tokenizer gives it back: ``decode(encode(t)) == normalize(t)`` when the vocabulary covers ``t``."""
+        with self._calling():
+            return self._normalize(text)
 
     def normalize_batch(self, texts: Sequence[str]) -> list[str]:
         """:meth:`normalize` of each text."""
-        return [self.normalize(text) for text in texts]
-
-    @abstractmethod
-    def normalize(self, text: str) -> str:
-        """The text as this tokenizer gives it back: ``decode(encode(t)) == normalize(t)`` when the vocabulary covers ``t``."""
+        with self._calling():
+            return self._normalize_batch(list(texts))
 
     def piece(self, token_id: int) -> str:
         """The vocabulary entry of an id ("" for an id in a hole of the vocabulary, which no entry has)."""
-        return self._piece(self._checked([token_id])[0])
+        checked = self._checked([token_id])[0]
+        with self._calling():
+            return self._piece(checked)
+
+    def pieces(self) -> dict[int, str]:
+        """Every id the vocabulary has, with its entry: the holes of a sparse vocabulary (a tokenizer.json may give a
+        piece any id, 4,294,967,295 too) are not in it, so a pass over it is as long as the vocabulary, not its ids."""
+        with self._calling():
+            return self._pieces()
 
     def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str | None:
         """The chat template applied to ``messages`` (``role`` / ``content``), as text; None without a template.
@@ -188,26 +206,26 @@ class Tokenizer(ABC):
         A template that fails on the messages (its own ``raise_exception``, a
         role it refuses) is a ValueError with the template's message.
         """
-        return None
+        with self._calling():
+            return self._render_chat(messages)
 
     def render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
         """:meth:`render_chat` of each conversation, None for one the template refuses (in one call where the library
         has a batch call: per-call overhead was as large as the rendering)."""
-        out: list[str | None] = []
-        for messages in conversations:
-            try:
-                out.append(self.render_chat(messages))
-            except ValueError:
-                out.append(None)
-        return out
+        with self._calling():
+            return self._render_chats(conversations)
 
     def count_before(self, texts: Sequence[str], cuts: Sequence[int]) -> list[tuple[int, int]]:
         """For each text, its tokens and how many of them start before character ``cut``: the part of one sequence a
         trainer masks out (a rendered conversation up to its answer). Where the library gives no offsets, the text up
         to the cut is encoded on its own."""
-        wholes = self.encode_batch(texts)
-        heads = self.encode_batch([text[:cut] for text, cut in zip(texts, cuts)])
-        return [(len(w), min(len(h), len(w))) for w, h in zip(wholes, heads)]
+        texts = list(texts)
+        with self._calling():
+            return self._count_before(texts, list(cuts)) if texts else []
+
+    def _calling(self) -> AbstractContextManager[None]:
+        """A call into the library: a Rust panic in it is an InputError naming this tokenizer (see :mod:`.panics`)."""
+        return guarded(self.path, "cannot be used")
 
     @abstractmethod
     def _encode_batch(self, texts: list[str]) -> list[list[int]]: ...
@@ -215,8 +233,37 @@ class Tokenizer(ABC):
     @abstractmethod
     def _decode(self, ids: list[int]) -> str: ...
 
+    def _decode_batch(self, lists: list[list[int]]) -> list[str]:
+        return [self._decode(ids) for ids in lists]
+
+    @abstractmethod
+    def _normalize(self, text: str) -> str: ...
+
+    def _normalize_batch(self, texts: list[str]) -> list[str]:
+        return [self._normalize(text) for text in texts]
+
     @abstractmethod
     def _piece(self, token_id: int) -> str: ...
+
+    @abstractmethod
+    def _pieces(self) -> dict[int, str]: ...
+
+    def _render_chat(self, messages: Sequence[Mapping[str, str]]) -> str | None:
+        return None
+
+    def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
+        out: list[str | None] = []
+        for messages in conversations:
+            try:
+                out.append(self._render_chat(messages))
+            except ValueError:
+                out.append(None)
+        return out
+
+    def _count_before(self, texts: list[str], cuts: list[int]) -> list[tuple[int, int]]:
+        wholes = self._encode_batch(texts)
+        heads = self._encode_batch([text[:cut] for text, cut in zip(texts, cuts)])
+        return [(len(w), min(len(h), len(w))) for w, h in zip(wholes, heads)]
 
     def _checked(self, ids: Iterable[int]) -> list[int]:
         checked = [int(i) for i in ids]
@@ -261,17 +308,20 @@ class SentencePieceTokenizer(Tokenizer):
     def _decode_batch(self, lists: list[list[int]]) -> list[str]:
         return list(self._processor.decode(lists))
 
-    def normalize(self, text: str) -> str:
+    def _normalize(self, text: str) -> str:
         return _sentencepiece_normalize(self._processor, text, self._dummy_space)
 
-    def normalize_batch(self, texts: Sequence[str]) -> list[str]:
+    def _normalize_batch(self, texts: list[str]) -> list[str]:
         if not texts or not hasattr(self._processor, "normalize"):
-            return [self.normalize(text) for text in texts]
-        out = [t.replace(_SPACE, " ") for t in self._processor.normalize(list(texts))]
+            return [self._normalize(text) for text in texts]
+        out = [t.replace(_SPACE, " ") for t in self._processor.normalize(texts)]
         return [t[1:] if self._dummy_space and t.startswith(" ") else t for t in out]
 
     def _piece(self, token_id: int) -> str:
         return self._processor.id_to_piece(token_id)
+
+    def _pieces(self) -> dict[int, str]:
+        return dict(enumerate(self._processor.id_to_piece(list(range(self.vocab_size)))))
 
 
 class TokenizersTokenizer(Tokenizer):
@@ -312,17 +362,18 @@ class TokenizersTokenizer(Tokenizer):
     def _decode_batch(self, lists: list[list[int]]) -> list[str]:
         return list(self._backend.decode_batch(lists, skip_special_tokens=False))
 
-    def count_before(self, texts: Sequence[str], cuts: Sequence[int]) -> list[tuple[int, int]]:
-        if not texts:
-            return []
-        encodings = self._backend.encode_batch(list(texts), add_special_tokens=False)
+    def _count_before(self, texts: list[str], cuts: list[int]) -> list[tuple[int, int]]:
+        encodings = self._backend.encode_batch(texts, add_special_tokens=False)
         return [_counted(e, cut, len(text)) for e, cut, text in zip(encodings, cuts, texts)]
 
-    def normalize(self, text: str) -> str:
+    def _normalize(self, text: str) -> str:
         return _pipeline_normalize(self._backend, text)
 
     def _piece(self, token_id: int) -> str:
         return self._backend.id_to_token(token_id) or ""
+
+    def _pieces(self) -> dict[int, str]:
+        return {i: piece for piece, i in self._backend.get_vocab(with_added_tokens=True).items()}
 
 
 class TransformersTokenizer(Tokenizer):
@@ -356,7 +407,7 @@ class TransformersTokenizer(Tokenizer):
     def _decode_batch(self, lists: list[list[int]]) -> list[str]:
         return list(self._tokenizer.batch_decode(lists, skip_special_tokens=False, clean_up_tokenization_spaces=False))
 
-    def normalize(self, text: str) -> str:
+    def _normalize(self, text: str) -> str:
         backend = getattr(self._tokenizer, "backend_tokenizer", None)
         if backend is not None:
             return _pipeline_normalize(backend, text)
@@ -368,7 +419,10 @@ class TransformersTokenizer(Tokenizer):
     def _piece(self, token_id: int) -> str:
         return self._tokenizer.convert_ids_to_tokens(token_id) or ""
 
-    def render_chat(self, messages: Sequence[Mapping[str, str]]) -> str | None:
+    def _pieces(self) -> dict[int, str]:
+        return {i: piece for piece, i in self._tokenizer.get_vocab().items()}
+
+    def _render_chat(self, messages: Sequence[Mapping[str, str]]) -> str | None:
         if self.chat_template is None:
             return None
         try:
@@ -376,23 +430,21 @@ class TransformersTokenizer(Tokenizer):
         except Exception as exc:  # jinja2's TemplateError, or whatever the template raises
             raise ValueError(f"the chat template of {self.path} fails on these messages: {_said(exc)}") from exc
 
-    def render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
+    def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
         if self.chat_template is None or not conversations:
             return [None] * len(conversations)
         try:
             rendered = self._tokenizer.apply_chat_template([[dict(m) for m in c] for c in conversations], tokenize=False)
         except Exception:  # noqa: BLE001 -- one conversation the template refuses: each on its own, to find which
-            return super().render_chats(conversations)
+            return super()._render_chats(conversations)
         return [str(text) for text in rendered]
 
-    def count_before(self, texts: Sequence[str], cuts: Sequence[int]) -> list[tuple[int, int]]:
+    def _count_before(self, texts: list[str], cuts: list[int]) -> list[tuple[int, int]]:
         backend = getattr(self._tokenizer, "backend_tokenizer", None) if getattr(self._tokenizer, "is_fast", False) else None
         if backend is None:
-            return super().count_before(texts, cuts)
-        if not texts:
-            return []
+            return super()._count_before(texts, cuts)
         # the fast tokenizer's own backend, as its __call__ uses it, without converting every offset to Python twice
-        encodings = backend.encode_batch(list(texts), add_special_tokens=False)
+        encodings = backend.encode_batch(texts, add_special_tokens=False)
         return [_counted(e, cut, len(text)) for e, cut, text in zip(encodings, cuts, texts)]
 
 
@@ -411,6 +463,20 @@ def _counted(encoding: Any, cut: int, length: int) -> tuple[int, int]:
         if token is not None:
             return total, token
     return total, bisect.bisect_left([start for start, _ in encoding.offsets], cut)
+
+
+def files_read(path: str | os.PathLike[str]) -> list[str]:
+    """The files loading the tokenizer at ``path`` may read, which no output may overwrite: a folder's files (and the
+    folder), or a file and the configurations beside it that a tokenizer.json's special tokens are read from (beside
+    any file: which a file is, is decided by its content, which is not read here)."""
+    shown = os.fsdecode(path)
+    if os.path.isdir(shown):
+        try:
+            names = sorted(os.listdir(shown))
+        except OSError:
+            return [shown]
+        return [file for name in names if os.path.isfile(file := os.path.join(shown, name))] + [shown]
+    return [shown, *(os.path.join(os.path.dirname(shown), name) for name in _NAMING_FILES)]
 
 
 def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
@@ -452,19 +518,28 @@ def _load_tokenizer_json(file: str, shown: str) -> TokenizersTokenizer:
         text = _read(file).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(file, "is not UTF-8 text, so not a tokenizer.json") from None
-    try:
-        spec = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(file, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    spec = _parsed(file, text)
     if not isinstance(spec, dict) or not isinstance(spec.get("model"), dict):
         hint = ": give the folder that holds it" if os.path.basename(file) in _CONFIG_FILES else ""
         raise InputError(file, f'is JSON but not a tokenizer.json (a JSON object with a "model" object){hint}')
+    named = _named_specials(os.path.dirname(file) or ".")
     tokenizers = _require("tokenizers")
+    with guarded(file, "cannot be loaded"):
+        try:
+            backend = tokenizers.Tokenizer.from_str(text)
+        except Exception as exc:  # the Rust side raises a bare Exception
+            raise InputError(file, f"is a tokenizer.json the tokenizers library cannot load: {_said(exc)}") from None
+        return TokenizersTokenizer(shown, backend, spec, named)
+
+
+def _parsed(file: str, text: str) -> Any:
+    """The JSON value of a file's text; InputError when it is not JSON, or nested too deeply for Python to read."""
     try:
-        backend = tokenizers.Tokenizer.from_str(text)
-    except Exception as exc:  # the Rust side raises a bare Exception
-        raise InputError(file, f"is a tokenizer.json the tokenizers library cannot load: {_said(exc)}") from None
-    return TokenizersTokenizer(shown, backend, spec, _named_specials(os.path.dirname(file) or "."))
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(file, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise InputError(file, "is JSON nested too deeply to read") from None
 
 
 def _load_sentencepiece(file: str, shown: str) -> SentencePieceTokenizer:
@@ -595,20 +670,20 @@ def _load_transformers(path: str) -> TransformersTokenizer:
         import transformers
     except ImportError:
         raise MissingDependencyError("transformers", "hf", "trainproof tokenizer (a HuggingFace tokenizer folder)") from None
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
-    except Exception as exc:  # OSError, ValueError, KeyError, ImportError for a converter's package...: all say "cannot load"
-        raise InputError(path, f"transformers cannot load this tokenizer folder: {_said(exc)}") from None
-    return TransformersTokenizer(path, tokenizer)
+    with guarded(path, "cannot be loaded"):
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+        except Exception as exc:  # OSError, ValueError, KeyError, ImportError for a converter's package...: all say "cannot load"
+            raise InputError(path, f"transformers cannot load this tokenizer folder: {_said(exc)}") from None
+        return TransformersTokenizer(path, tokenizer)
 
 
 def _json_object(path: str) -> dict[str, Any]:
     try:
-        value = json.loads(_read(path).decode("utf-8-sig"))
+        text = _read(path).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(path, "is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    value = _parsed(path, text)
     if not isinstance(value, dict):
         raise InputError(path, "is not a JSON object")
     return value
@@ -617,7 +692,7 @@ def _json_object(path: str) -> dict[str, Any]:
 def _named_specials(folder: str) -> dict[str, str]:
     """The special tokens HuggingFace configuration files in ``folder`` name; special_tokens_map.json wins, as in transformers."""
     named: dict[str, str] = {}
-    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+    for name in _NAMING_FILES:
         file = os.path.join(folder, name)
         if not os.path.isfile(file):
             continue

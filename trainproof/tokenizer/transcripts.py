@@ -6,23 +6,40 @@ from the audio files' headers (soundfile, when it is installed and the
 files are there), so tokens per second of audio can be judged. What is not
 a transcript (a blank line, a JSONL line without text) is skipped and
 counted in a note: linting the manifest itself is ``trainproof data``'s job.
+
+A pipe (``<(zcat transcripts.gz)``) is read once, into a temporary file that
+has no name (on Linux: a killed run leaves nothing behind), and at most
+MAX_STREAM_BYTES of it. A device or a socket is refused before it is opened:
+``/dev/zero`` never ends.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO
 
 from trainproof.errors import InputError
-from trainproof.readers.base import iter_line_blocks, iter_lines
+from trainproof.readers.base import iter_line_blocks, iter_lines, size_text
 
 TEXT_KEYS = ("text", "transcript", "sentence", "normalized_text", "transcription")
 """JSONL fields read as the transcript, the first present."""
 
 SNIFF_BYTES = 65536
 """Bytes read to tell text from binary and from UTF-16."""
+
+MAX_STREAM_BYTES = 4 << 30
+"""Bytes: the most read from a pipe (4 GiB), which is copied to a temporary file first. A text that size is tens of
+millions of transcripts, whose token ids alone outgrow the memory of the machines trainproof runs on."""
+
+_STREAM_SUFFIXES = (".jsonl", ".json", ".ndjson", ".csv")
+_SPECIAL = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 @dataclass(frozen=True)
@@ -46,40 +63,73 @@ def read_transcripts(path: str | os.PathLike[str]) -> Transcripts:
     """The transcripts of a text file, a JSONL manifest, or an LJSpeech metadata.csv (or its folder); InputError when the
     input is none of them."""
     target = Path(path)
-    if target.exists() and not target.is_dir() and not target.is_file():  # a pipe (<(...)), a device: read once, kept
+    try:
+        mode = target.stat().st_mode
+    except (OSError, ValueError):
+        mode = None
+    if mode is not None and stat.S_ISFIFO(mode):  # a pipe (<(...)): read once, kept
         return _spooled(target)
+    kind = next((what for test, what in _SPECIAL if mode is not None and test(mode)), None)
+    if kind is not None:
+        raise InputError(path, f"is not a regular file ({kind}); give a text file, a JSONL manifest or a metadata.csv")
     if target.is_dir():
         if (target / "metadata.csv").is_file():
             return _ljspeech(target)
         raise InputError(path, "is a folder without a metadata.csv; give a text file, a JSONL manifest or a metadata.csv")
     if not target.exists():
         raise InputError(path, "does not exist")
+    return _read(target, target.name)
+
+
+def _read(target: Path, name: str) -> Transcripts:
+    """The transcripts of a file, of a kind told by its content and by ``name`` (its own, or a pipe's it was copied from)."""
     _sniff(target)
-    if target.name.lower() == "metadata.csv" or (target.suffix.lower() == ".csv" and _first_line(target).count("|") >= 1):
+    suffix = Path(name).suffix.lower()
+    if name.lower() == "metadata.csv" or (suffix == ".csv" and _first_line(target).count("|") >= 1):
         return _ljspeech(target)
-    if target.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+    if suffix in (".jsonl", ".json", ".ndjson"):
         return _jsonl(target)
     return _plain(target)
 
 
 def _spooled(path: Path) -> Transcripts:
-    """A stream that can be read only once, copied to a temporary file and read from there, under its own name."""
-    import shutil
-    import tempfile
-    from dataclasses import replace
-
-    suffix = path.suffix if path.suffix.lower() in (".jsonl", ".json", ".ndjson", ".csv") else ".txt"
-    with tempfile.TemporaryDirectory(prefix="trainproof-") as folder:
-        copy = Path(folder) / f"stream{suffix}"
+    """A pipe, which can be read only once, copied to a temporary file and read from there, under its own name."""
+    name = path.name if path.suffix.lower() in _STREAM_SUFFIXES else "stream.txt"
+    with _unnamed_file() as (copy, where):
         try:
-            with open(path, "rb") as source, open(copy, "wb") as sink:
-                shutil.copyfileobj(source, sink)
+            with open(path, "rb") as source:
+                _copy(path, source, copy)
         except OSError as exc:
             raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
         try:
-            return replace(read_transcripts(copy), path=str(path))
+            return replace(_read(where, name), path=str(path))
         except InputError as error:
             raise InputError(path, error.problem) from None
+
+
+@contextmanager
+def _unnamed_file() -> Iterator[tuple[BinaryIO, Path]]:
+    """A temporary file to write, and a path it is read back by. Where the system lets a file without a name be opened
+    again (Linux's /proc/self/fd), it has none, so a run killed while copying leaves nothing behind; elsewhere it is in
+    a temporary folder, removed when done."""
+    if os.path.isdir("/proc/self/fd"):
+        with tempfile.TemporaryFile() as handle:
+            yield handle, Path(f"/proc/self/fd/{handle.fileno()}")
+        return
+    with tempfile.TemporaryDirectory(prefix="trainproof-") as folder:
+        path = Path(folder) / "stream"
+        with open(path, "w+b") as handle:
+            yield handle, path
+
+
+def _copy(path: Path, source: BinaryIO, sink: BinaryIO) -> None:
+    copied = 0
+    while block := source.read(1 << 20):
+        copied += len(block)
+        if copied > MAX_STREAM_BYTES:
+            raise InputError(path, f"is a stream of more than {size_text(MAX_STREAM_BYTES)}, more than trainproof reads from one")
+        sink.write(block)
+    sink.flush()
 
 
 def _sniff(path: Path) -> None:

@@ -1,0 +1,102 @@
+"""A Rust panic inside a tokenizer library, turned into one InputError naming the tokenizer, with nothing else on stderr.
+
+pyo3 raises a panic of the ``tokenizers`` library (which transformers' fast
+tokenizers run on) as ``pyo3_runtime.PanicException``, a BaseException, so
+``except Exception`` misses it; and Rust's panic hook has already written
+"thread ... panicked at ..." (and a backtrace, with RUST_BACKTRACE set) to
+file descriptor 2, beneath Python's ``sys.stderr``. So each call into a
+library is made with descriptor 2 pointed at a temporary file: what the call
+wrote there (a library's warnings) is passed on to stderr afterwards, unless
+it panicked.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO
+
+from trainproof.errors import InputError
+
+MAX_MESSAGE_CHARS = 300
+"""A panic's message is cut to this many characters in the InputError."""
+
+
+def panicked(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Rust panic raised through pyo3 (its class is made at run time, so it is known by name)."""
+    return type(exc).__name__ == "PanicException" and not isinstance(exc, Exception)
+
+
+@contextmanager
+def guarded(path: str, doing: str) -> Iterator[None]:
+    """A call into a tokenizer library; a panic in it is ``InputError(path, f"{doing}: the tokenizers library
+    panicked (...)")``. KeyboardInterrupt and SystemExit pass through as they are."""
+    with _stderr_held() as held:
+        try:
+            yield
+        except BaseException as exc:
+            if not panicked(exc):
+                raise
+            held.keep = False
+            text = " ".join(str(exc).split()) or "no message"
+            text = text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
+            raise InputError(path, f"{doing}: the tokenizers library panicked ({text})") from None
+
+
+class _Held:
+    keep = True
+    """Whether what was written to descriptor 2 goes on to stderr (False: it was a panic's report)."""
+
+
+@contextmanager
+def _stderr_held() -> Iterator[_Held]:
+    held = _Held()
+    saved, spool = _redirectable()
+    if saved is None or spool is None:
+        yield held
+        return
+    with spool:
+        os.dup2(spool.fileno(), 2)
+        try:
+            yield held
+        finally:
+            _flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            if held.keep:
+                _replay(spool)
+
+
+def _redirectable() -> tuple[int, IO[bytes]] | tuple[None, None]:
+    """A copy of descriptor 2 to restore it from and a temporary file to point it at; (None, None) when there is no
+    descriptor 2, or no temporary file can be made (the call is then made as it is)."""
+    _flush()
+    try:
+        saved = os.dup(2)
+    except OSError:
+        return None, None
+    try:
+        return saved, tempfile.TemporaryFile()
+    except OSError:
+        os.close(saved)
+        return None, None
+
+
+def _flush() -> None:
+    try:
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):  # no stderr (pythonw), or one closed
+        pass
+
+
+def _replay(spool: IO[bytes]) -> None:
+    spool.seek(0)
+    while chunk := spool.read(1 << 16):
+        try:
+            while chunk:
+                chunk = chunk[os.write(2, chunk) :]
+        except OSError:
+            return
