@@ -145,6 +145,27 @@ def test_a_fifo_nobody_reads_is_an_error_not_a_hang(capsys, run_dir, tmp_path):
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
+def test_a_job_summary_fifo_nobody_reads_is_an_error_not_a_hang(capsys, run_dir, tmp_path, monkeypatch):
+    fifo = tmp_path / "summary.fifo"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(fifo))
+    code, out, err = run_cli(capsys, "epoch", run_dir, "--github")
+    assert code == 1, "the FAIL is still the exit code"
+    assert "no process is reading" in err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_the_job_summary_is_appended_to_not_replaced(capsys, run_dir, tmp_path, monkeypatch):
+    summary = tmp_path / "summary.md"
+    summary.write_text("an earlier step's summary\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    for _ in range(2):
+        run_cli(capsys, "epoch", run_dir, "--github")
+    text = summary.read_text()
+    assert text.startswith("an earlier step's summary\n")
+    assert text.count("<!-- trainproof:epoch -->") == 2
+
+
 def device(folder, name, minor):
     """A character device of our own (1,3 is null, 1,7 is full): never point a test at the system's /dev."""
     node = folder / name

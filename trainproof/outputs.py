@@ -85,9 +85,19 @@ def write(path: str, content: str) -> None:
         raise _problem(path, exc) from None
 
 
-def _write_through(target: Path, data: bytes, fifo: bool = False) -> None:
+def append(path: str, content: str) -> None:
+    """Append to ``path`` (the job summary GitHub names), creating it; a FIFO no process reads is an error, not a wait
+    forever. OSError when it cannot be written."""
+    data = content.encode("utf-8", errors="backslashreplace")
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        info = None
+    _write_through(Path(path), data, fifo=info is not None and stat.S_ISFIFO(info.st_mode), flags=os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+
+
+def _write_through(target: Path, data: bytes, fifo: bool = False, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC) -> None:
     """Write into what ``target`` names (a link's file, a FIFO, a device) without replacing it."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     if fifo:
         try:  # with no process reading, opening a FIFO would wait forever
             fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)

@@ -181,9 +181,10 @@ def github(report: Report, base: str, annotate: bool) -> None:
     if not summary:
         print("trainproof: note: --github does nothing outside GitHub Actions (GITHUB_STEP_SUMMARY is not set)", file=sys.stderr)
         return
+    from trainproof import outputs
+
     try:
-        with open(summary, "a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(render("markdown", report) + "\n")
+        outputs.append(summary, render("markdown", report) + "\n")
     except OSError as exc:
         raise UsageError(f"{visible(summary)}: cannot append the job summary: {exc.strerror or exc}") from None
     if annotate:
