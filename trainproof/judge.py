@@ -94,6 +94,11 @@ class Command:
         """The files judging ``path`` reads, which no output may overwrite (a folder's log, a dataset's manifest)."""
         return [Path(path)]
 
+    def reads_named(self, path: str, names: frozenset[str], options: Mapping[str, Any]) -> Sequence[str]:
+        """The files judging ``path`` (with ``options``) reads whose base name is one of ``names``, among those that
+        :meth:`reads` cannot list before reading (a dataset's clips): asked only about outputs that exist already."""
+        return ()
+
     def inputs(self, source: Any, options: Mapping[str, Any], prepared: Prepared) -> Inputs:
         """What one source stands for (each run of a folder of runs); InputError when that cannot be worked out."""
         return Inputs((Input(source),))

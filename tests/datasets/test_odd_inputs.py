@@ -239,3 +239,21 @@ def test_a_root_or_audio_dir_that_is_not_a_folder_is_a_usage_error(tmp_path, cap
         assert code == 2
         assert err.strip().endswith(f"{flag} {folder}: {why}")
         assert err.count("\n") == 1
+
+
+def test_no_output_may_overwrite_a_listed_clip_or_transcript(tmp_path, capsys, monkeypatch):
+    clip(tmp_path / "ds" / "a.wav")
+    (tmp_path / "ds" / "a.txt").write_text("hello there")
+    clip(tmp_path / "lj" / "wavs" / "b.wav")
+    (tmp_path / "lj" / "metadata.csv").write_text("b|hello there|hello there\n")
+    (tmp_path / "report.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    for dataset, target in (("ds", "ds/a.txt"), ("ds", "ds/a.wav"), ("lj", "lj/wavs/b.wav")):
+        before = (tmp_path / target).read_bytes()
+        code, _, err = run(capsys, dataset, "--markdown", target)
+        assert code == 2
+        assert f"{target}: is read as an input; refusing to overwrite it" in err
+        assert (tmp_path / target).read_bytes() == before
+    code, _, _ = run(capsys, "lj", "--json-file", "report.json")  # a report of an earlier run is written over, as asked
+    assert code == 0
+    assert json.loads((tmp_path / "report.json").read_text())["command"] == "data"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +77,11 @@ def add_judging_command(
         from trainproof.runs import searching_once
 
         sources, extra = inputs(args.paths)
+        chosen = options(args)
         with searching_once():  # the folders checked against the outputs are judged as found, not searched again
-            check_outputs(args, name)
+            check_outputs(args, name, chosen)
             settings = settings_from(args)
-            report = judge(name, sources, settings, **options(args), **extra)
+            report = judge(name, sources, settings, **chosen, **extra)
         return emit(report, args)
 
     parser = commands.add_parser(name, help=summary, description=description)
@@ -98,7 +99,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return load(args.config).with_fail_on(args.fail_on).with_map(getattr(args, "map", None)).with_metrics(getattr(args, "metric", None))
 
 
-def check_outputs(args: argparse.Namespace, name: str = "epoch") -> None:
+def check_outputs(args: argparse.Namespace, name: str = "epoch", options: Mapping[str, Any] | None = None) -> None:
     """Refuse impossible or destructive output requests before any work is done."""
     from trainproof import outputs
     from trainproof.judge import command
@@ -108,6 +109,13 @@ def check_outputs(args: argparse.Namespace, name: str = "epoch") -> None:
         for source in command(name).reads(str(path)):
             if (found := outputs.identity(source)) is not None:
                 protected[found] = f"{visible(source)}: is read as an input; refusing to overwrite it"
+    existing = {found: value for option, _ in FILE_OUTPUTS if (value := getattr(args, option)) is not None and (found := outputs.identity(value))}
+    if existing:  # a file already there may be one the inputs name inside them (a dataset's clip or transcript)
+        names = frozenset(os.path.basename(p) for value in existing.values() for p in (str(value), os.path.realpath(value)))
+        for path in args.paths:
+            for source in command(name).reads_named(str(path), names, options or {}):
+                if (found := outputs.identity(source)) in existing:
+                    protected[found] = f"{visible(source)}: is read as an input; refusing to overwrite it"
     if getattr(args, "tokenizer", None):  # text's --tokenizer: its file, or its folder's, and what loading it reads beside
         from trainproof.tokenizer.load import files_read
 

@@ -9,6 +9,7 @@ summary (clips, hours, sample rates, speakers, duration percentiles).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -154,6 +155,18 @@ class Data(Command):
             return [target]
         names = ("metadata.csv", "wav.scp", "text", "utt2spk", "segments")
         return [target / name for name in names if (target / name).is_file()] + [target]
+
+    def reads_named(self, path: str, names: frozenset[str], options: Mapping[str, Any]) -> Sequence[str]:
+        """The listed clips and the transcript files of the dataset at ``path`` with one of these base names."""
+        from trainproof.data.manifest import read_manifest
+        from trainproof.errors import InputError
+
+        try:
+            manifest = read_manifest(path, root=options.get("root"), audio_dir=options.get("audio_dir"))
+        except (InputError, OSError):
+            return ()
+        files = {file for entry in manifest.entries for file in (entry.audio, entry.manifest)}
+        return sorted(file for file in files if os.path.basename(file) in names and not is_uri(file))
 
     def stages(self, dataset: Dataset, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
         from trainproof.checks.data import DataContext
