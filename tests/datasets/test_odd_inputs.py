@@ -257,3 +257,10 @@ def test_no_output_may_overwrite_a_listed_clip_or_transcript(tmp_path, capsys, m
     code, _, _ = run(capsys, "lj", "--json-file", "report.json")  # a report of an earlier run is written over, as asked
     assert code == 0
     assert json.loads((tmp_path / "report.json").read_text())["command"] == "data"
+
+
+def test_an_empty_cache_dir_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["data", str(tmp_path), "--cache-dir", ""])
+    assert exited.value.code == 2
+    assert "--cache-dir: needs a folder name" in capsys.readouterr().err

@@ -41,7 +41,7 @@ def test_zero_bytes_after_good_lines_are_an_overlong_line_read_in_bounded_memory
         handle.truncate(2 * 1024**3)
     tracemalloc.start()
     try:
-        with pytest.raises(InputError, match=r"line 301 is longer than 1 MiB: not a training-log line"):
+        with pytest.raises(InputError, match=r"line 301 is longer than 1 MiB: no log, manifest or transcript line is that long"):
             read_run(path)
         _, peak = tracemalloc.get_traced_memory()
     finally:

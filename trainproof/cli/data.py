@@ -27,6 +27,12 @@ def _positive(kind: type, most: int | None = None) -> Any:
     return parse
 
 
+def _folder_name(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("needs a folder name, got an empty one")
+    return text
+
+
 def _arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("dataset")
     group.add_argument(
@@ -55,7 +61,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="with --engine ray: the cluster to join (auto, host:port, or ray://host:port; default: start a local one)",
     )
     group.add_argument("--no-cache", action="store_true", help="decode every clip; read and write no cache")
-    group.add_argument("--cache-dir", metavar="DIR", help="where per-clip records are cached (default: .trainproof_cache)")
+    group.add_argument("--cache-dir", type=_folder_name, metavar="DIR", help="where per-clip records are cached (default: .trainproof_cache)")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:

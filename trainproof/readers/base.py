@@ -591,7 +591,7 @@ def _may_hold_a_long_line(data: bytes) -> bool:
 
 
 def _too_long(path: Path, number: int) -> InputError:
-    return InputError(path, f"line {number} is longer than {size_text(MAX_LINE_BYTES)}: not a training-log line")
+    return InputError(path, f"line {number} is longer than {size_text(MAX_LINE_BYTES)}: no log, manifest or transcript line is that long")
 
 
 def read_document(path: Path) -> str:
