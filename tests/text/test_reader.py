@@ -214,8 +214,8 @@ def test_an_object_of_no_shape_names_the_near_miss(tmp_path, record, field, mess
         ({"messages": [{"content": "a"}]}, "line 2: message 1 of 'messages' has no 'role' (nor ShareGPT's 'from')"),
         ({"messages": [{"role": None, "content": "a"}]}, "line 2: the 'role' of message 1 of 'messages' is null, not a string"),
         (
-            {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}]}]},
-            "line 2: the 'content' of message 1 of 'messages' is an array, not a string",
+            {"messages": [{"role": "user", "content": {"type": "text", "text": "a"}}]},
+            "line 2: the 'content' of message 1 of 'messages' is an object, not a string",
         ),
         (
             {"prompt": [user("a")], "completion": [assistant("b")]},
@@ -546,3 +546,38 @@ def test_one_line_that_is_not_utf8_among_many_is_a_problem_at_its_line(tmp_path)
     problem = only_problem(d)
     assert (problem.kind, problem.line, problem.message) == ("unparsable", 6, "line 6 is not UTF-8: byte 0xe9 at byte 14 of the line")
     assert len(d.rows) == 5
+
+
+def test_content_given_as_parts_is_read_as_its_text(tmp_path):
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+    parts = [{"type": "text", "text": "What is in "}, {"type": "text", "text": "this picture?"}, image]
+    dataset = read_text_dataset(
+        jsonl(
+            tmp_path,
+            {"messages": [{"role": "user", "content": parts}, assistant("A cat.")]},
+            {"messages": [{"role": "user", "content": [image]}, {"role": "assistant", "content": [{"type": "text", "text": "A dog."}]}]},
+        )
+    )
+    assert dataset.problems == ()
+    assert [[m.content for m in row.messages] for row in dataset.rows] == [["What is in this picture?", "A cat."], ["", "A dog."]]
+
+
+@pytest.mark.parametrize(
+    ("parts", "said"),
+    [
+        (["a string"], "part 1 is a string, not an object with a 'type'"),
+        ([{"text": "no type"}], "part 1 is an object, not an object with a 'type'"),
+        ([{"type": "text", "text": 5}], "the 'text' of part 1 is a number, not a string"),
+        ([{"type": "text", "text": "ok"}, {"type": "text"}], "the 'text' of part 2 is null, not a string"),
+    ],
+)
+def test_content_parts_that_are_not_parts_are_malformed(tmp_path, parts, said):
+    dataset = read_text_dataset(jsonl(tmp_path, {"messages": [{"role": "user", "content": parts}, assistant("x")]}))
+    problem = only_problem(dataset)
+    assert problem.kind == "wrong-type"
+    assert said in problem.message
+
+
+def test_an_empty_list_of_parts_is_an_empty_message(tmp_path):
+    dataset = read_text_dataset(jsonl(tmp_path, {"messages": [{"role": "user", "content": []}, assistant("x")]}))
+    assert kinds(dataset) == [("empty-field", 1)]

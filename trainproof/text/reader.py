@@ -10,7 +10,9 @@ as the tools people train with write them (other keys are ignored):
   (Alpaca; ``input`` may be missing, null or empty);
 - ``messages``: ``{"messages": [{"role": ..., "content": ...}, ...]}``
   (OpenAI chat, TRL, Axolotl), or ShareGPT's ``{"conversations": [{"from":
-  "human", "value": ...}, ...]}`` with its speakers mapped to roles.
+  "human", "value": ...}, ...]}`` with its speakers mapped to roles. A
+  ``content`` may be a list of parts (``{"type": "text", "text": ...}``,
+  images), read as its text parts joined: a length counts their text only.
 
 A row with the fields of several shapes is read as the first of messages,
 prompt_completion, instruction, text, with a note.
@@ -476,12 +478,17 @@ def _conversation(n: int, key: str, turns: object, found: list[RowProblem]) -> t
             raise _NotARow(
                 RowProblem("wrong-type", f"line {n}: the {role_key!r} of message {i} of {key!r} is {_a(role)}, not a string", n, key)
             )
+        other_parts = False
+        if isinstance(content, list) and role_key == "role":  # OpenAI's and TRL's content parts: its text, in order
+            content, other_parts = _parts_text(content, f"line {n}: the 'content' of message {i} of {key!r}", n, key)
         if content is not None and not isinstance(content, str):
             problem = f"line {n}: the {content_key!r} of message {i} of {key!r} is {_a(content)}, not a string"
             raise _NotARow(RowProblem("wrong-type", problem, n, key))
         if role_key == "from":
             role = SHAREGPT_ROLES.get(role, role)
-        if (not content or content.isspace()) and not (role == "assistant" and (turn.get("tool_calls") or turn.get("function_call"))):
+        if other_parts and not content:  # an image (or audio) alone is what the turn says
+            pass
+        elif (not content or content.isspace()) and not (role == "assistant" and (turn.get("tool_calls") or turn.get("function_call"))):
             where = f"line {n}: message {i} ({_quote(role)}) of {key!r}"  # an assistant turn that calls a tool may say nothing
             if content is None:
                 said = f"{where}: its {content_key!r} is null" if content_key in turn else f"{where} has no {content_key!r}"
@@ -490,6 +497,24 @@ def _conversation(n: int, key: str, turns: object, found: list[RowProblem]) -> t
                 found.append(RowProblem("empty-field", _empty(f"{where}: its {content_key!r}", content), n, key))
         messages.append(Message(role, content))
     return tuple(messages), sharegpt
+
+
+def _parts_text(parts: list, where: str, n: int, key: str) -> tuple[str, bool]:
+    """The text of a message's content given as parts (``[{"type": "text", "text": ...}, {"type": "image_url", ...}]``,
+    as OpenAI's chat format and TRL's vision datasets write it): its text parts joined, and whether it had other parts
+    (an image, audio: what a length in tokens of text does not count). A part that is not an object with a ``type``, or
+    a text part whose ``text`` is not a string, makes the row malformed."""
+    texts, others = [], False
+    for k, part in enumerate(parts, 1):
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise _NotARow(RowProblem("wrong-type", f"{where}: part {k} is {_a(part)}, not an object with a 'type'", n, key))
+        if part["type"] == "text":
+            if not isinstance(part.get("text"), str):
+                raise _NotARow(RowProblem("wrong-type", f"{where}: the 'text' of part {k} is {_a(part.get('text'))}, not a string", n, key))
+            texts.append(part["text"])
+        else:
+            others = True
+    return "".join(texts), others
 
 
 def _role_order(n: int, key: str, messages: tuple[Message, ...]) -> RowProblem | None:
