@@ -354,7 +354,7 @@ def duration_claim(ctx: DataContext) -> Iterator[Hit]:
 def clipping(ctx: DataContext) -> Iterator[Hit]:
     """A clip is clipped: runs of consecutive full-scale samples.
 
-    What it detects: a run of at least DATA_CLIP_RUN consecutive full-scale samples in a channel, or full-scale samples making up at least DATA_CLIP_SHARE of the clip.
+    What it detects: a run of at least DATA_CLIP_RUN consecutive full-scale samples in a channel, or full-scale samples making up at least DATA_CLIP_SHARE of the clip (and at least DATA_CLIP_RUN of them: one click in a very short clip is not clipping).
     Why it matters: clipping is harsh distortion a TTS model learns to reproduce, and a sign the recording level was too high.
     Fires on: speech amplified past full scale and saved as 16-bit.
     Does not fire on: speech peak-normalised to 0.99, or touching full scale for a sample or two.
@@ -364,7 +364,9 @@ def clipping(ctx: DataContext) -> Iterator[Hit]:
     t = ctx.t
     frames = decoded["frames"] * decoded["channels"].clip(lower=1)
     share = decoded["clipped"] / frames.where(frames > 0, 1)
-    rows = decoded[(decoded["clip_run"] >= t.DATA_CLIP_RUN) | (share >= t.DATA_CLIP_SHARE)]
+    # by share, too, fewer full-scale samples than a run are a touch of full scale, not clipping (a click in a 25 ms clip)
+    many = decoded["clipped"] >= t.DATA_CLIP_RUN
+    rows = decoded[(decoded["clip_run"] >= t.DATA_CLIP_RUN) | ((share >= t.DATA_CLIP_SHARE) & many)]
     yield from _examples(
         ctx, rows, "clips are clipped",
         lambda r: (f"{_name(r)} is clipped: {r.clip_run:,} consecutive full-scale samples.", f"longest run {r.clip_run:,} samples, {r.clipped:,} full-scale samples"),

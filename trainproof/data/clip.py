@@ -11,12 +11,17 @@ so importing this module (or asking about a missing clip) loads neither (nor xxh
 How the numbers are computed (the field docs are in :class:`ClipRecord`):
 
 - The samples are read once, front to back, in blocks of FRAMES_PER_BLOCK
-  frames of FRAME_S, into one reused buffer, in the format's own integer
-  width when it has one (int16 for 8/16-bit and companded formats, int32 for
-  24/32-bit), else float32. Memory is bounded by the block, not the clip: a
-  three-hour chapter costs a few MB of frame energies, not its samples.
+  frames of FRAME_S, or of MAX_BLOCK_SAMPLES samples (frames times channels)
+  when that is fewer (a header giving a rate or a channel count out of
+  speech's range; a frame may then span blocks), into one reused buffer, in
+  the format's own integer width when it has one (int16 for 8/16-bit and
+  companded formats, int32 for 24/32-bit), else float32. Memory is bounded by
+  the block, not the clip, nor by the frames a header claims: a three-hour
+  chapter costs a few MB of frame energies, not its samples.
 - Frames: the clip is cut into consecutive 10 ms frames (FRAME_S; the frame
-  length is ``round(sample_rate * FRAME_S)`` samples), the last one partial.
+  length is ``round(sample_rate * FRAME_S)`` samples, but at least
+  MIN_FRAME_SAMPLES, so a rate under 8 kHz has longer frames), the last one
+  partial.
   A frame's energy is the mean square of the mono mix (channels averaged)
   about the clip's mean (the DC offset does not count as sound), in dBFS
   (0 dB: a full-scale square wave). ``level_db`` is the 95th
@@ -45,7 +50,8 @@ How the numbers are computed (the field docs are in :class:`ClipRecord`):
   hashes like the PCM). The same samples in WAV, FLAC or AIFF hash alike; the
   sample rate is not part of the hash.
 - Non-finite samples (NaN, +-inf in a float file) are counted and then read
-  as 0 for every other number.
+  as 0 for every other number. Finite float samples far beyond full scale
+  (over 2**20) are mixed and squared in float64, where float32 would overflow.
 
 A clip named by URI (``s3://``, ``gs://``, ``file://``) is opened through its
 pyarrow filesystem (:mod:`trainproof.data.uri`) and read as a file object
@@ -53,8 +59,11 @@ pyarrow filesystem (:mod:`trainproof.data.uri`) and read as a file object
 and the same errors as a file.
 
 A segment (``ref.offset`` / ``ref.duration``, seconds) is read by seeking to
-``round(offset * rate)`` and reading ``round(duration * rate)`` frames; the
-record describes the segment (``frames``, ``duration_s``), ``size`` the file.
+``round(offset * rate)`` and reading ``round(duration * rate)`` frames (each
+at most MAX_FRAMES: an offset or duration beyond it, or not finite, is past
+any file's end); the record describes the segment (``frames``,
+``duration_s``), ``size`` the file. A segment of no frames (a zero duration,
+or an offset at the very end with none) is ``empty``.
 
 Errors (``error_kind``; numbers other than the header's left at defaults):
 
@@ -115,7 +124,21 @@ MPEG_LENGTH_SLACK = 0.02
 header the count is mpg123's estimate from the file size)."""
 
 FRAMES_PER_BLOCK = 4096
-"""Analysis frames read per block (41 s at any rate): the bound on memory per clip."""
+"""Analysis frames read per block (41 s at any rate): the bound on memory per clip, with MAX_BLOCK_SAMPLES."""
+
+MAX_BLOCK_SAMPLES = 2**22
+"""Samples (frames x channels) read per block at most: 16 MB as int32 or float32, whatever rate and channel count a
+header gives (FRAMES_PER_BLOCK frames of 48 kHz stereo fit; 2,147,483,647 Hz or 1,024 channels do not)."""
+
+MIN_FRAME_SAMPLES = 80
+"""Samples per analysis frame at least (10 ms at 8 kHz): each frame keeps a few numbers, so a header claiming 1 Hz
+(frames of one sample) would cost many times the file's size; under 8 kHz, frames are longer than FRAME_S instead."""
+
+MAX_FRAMES = 2**62
+"""A segment's offset or length in frames at most: the record's numbers are 64-bit (the table's, the cache's)."""
+
+_WIDE_PEAK = 2.0**20
+"""A float block peaking above this (120 dB over full scale) is mixed and squared in float64: float32 would overflow."""
 
 # Why XXH3-128 and not a hashlib digest: the hash is a pass over every sample, and blake2b made it half of the
 # analysis's CPU (sha1 a third); XXH3 runs at memory speed. It is not cryptographic: it finds accidental copies
@@ -133,6 +156,8 @@ _MAX_CODE = {"PCM_S8": 32512, "PCM_U8": 32512, "ULAW": 32124, "ALAW": 32256}
 _BYTES = {"PCM_S8": 1, "PCM_U8": 1, "ULAW": 1, "ALAW": 1, "PCM_16": 2, "PCM_24": 3, "PCM_32": 4, "FLOAT": 4, "DOUBLE": 8}
 # What a header said its data chunk holds, next to what the file has: "data : 32000 (should be 15979)".
 _CLAIMED = re.compile(r"^\s*(data|SSND)\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
+# What libsndfile 1.2 says of a file named .mp3 that it cannot decode, though it exists and is a regular file.
+_NOT_A_FILE = "File does not exist or is not a regular file"
 # Chunk sizes that mean "unknown" (a header written before the length was known, or RF64's placeholder), not a claim.
 _UNKNOWN_SIZES = frozenset({0, 0xFFFFFFFF, 0x7FFFFFFF, 0xFFFFFFFF - 8})
 
@@ -223,7 +248,10 @@ def _decode(ref: ClipRef, size: int, source: object = None) -> ClipRecord:
     try:
         handle = sf.SoundFile(_openable(ref.audio) if source is None else source)
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
-        return _failed(ref, "unreadable", f"libsndfile: {_message(exc) or 'cannot open it'}", size=size)
+        text = _message(exc) or "cannot open it"
+        if text.startswith(_NOT_A_FILE):  # the file was found and is a regular one: libsndfile 1.2 says this of a .mp3 it cannot decode
+            text = "cannot recognise or decode it (it says the file does not exist, but it does)"
+        return _failed(ref, "unreadable", f"libsndfile: {text}", size=size)
     except OSError as exc:
         return _failed(ref, "unreadable", f"cannot open the file: {exc.strerror or exc}", size=size)
     with handle:
@@ -268,6 +296,16 @@ def _claimed_frames(handle, frames: int) -> int:
     return frames
 
 
+def _frames(seconds: float, rate: int) -> int:
+    """``round(seconds * rate)``, from 0 to MAX_FRAMES (a time that is not finite is past any end)."""
+    value = seconds * rate
+    if value <= 0:
+        return 0
+    if not value < MAX_FRAMES:  # also NaN
+        return MAX_FRAMES
+    return int(round(value))
+
+
 def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
     import numpy as np
 
@@ -276,8 +314,8 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
     if rate <= 0 or channels <= 0:
         return _failed(ref, "unreadable", f"the header gives {rate} Hz and {channels} channels", **header)
     claimed = _claimed_frames(handle, total)
-    start = 0 if ref.offset is None else max(0, int(round(ref.offset * rate)))
-    want = total - start if ref.duration is None else max(0, int(round(ref.duration * rate)))
+    start = 0 if ref.offset is None else _frames(ref.offset, rate)
+    want = total - start if ref.duration is None else _frames(ref.duration, rate)
     segment = ref.offset is not None or ref.duration is not None
     extra: dict = {}
 
@@ -288,13 +326,16 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
         )  # fmt: skip
     if segment:
         end = start + want
-        if end > total or start >= total:
+        if start > total or (want > 0 and end > total):
             over = (end - total) / rate
             if over > SEGMENT_OVERSHOOT_S or start >= total:
+                if ref.duration is None:  # from an offset past the end, to the end: no frames
+                    what, want = f"the segment from {start / rate:.3f} s starts past the end of the {total / rate:.3f} s file", 0
+                else:
+                    what = f"the segment {start / rate:.3f}-{end / rate:.3f} s reaches past the end of the {total / rate:.3f} s file"
                 return _failed(
-                    ref, "truncated", f"the segment {start / rate:.3f}-{end / rate:.3f} s reaches past the end of the "
-                    f"{total / rate:.3f} s file", **header, frames=want, duration_s=want / rate, extra={"frames_read": max(0, total - start)},
-                )  # fmt: skip
+                    ref, "truncated", what, **header, frames=want, duration_s=want / rate, extra={"frames_read": max(0, total - start)}
+                )
             extra["segment_overshoot_s"] = over
             want = total - start
     if want <= 0:
@@ -315,6 +356,10 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
     analysis = _Analysis(np, rate, channels, dtype, scale, threshold)
 
     block = analysis.frame_len * FRAMES_PER_BLOCK
+    if block * channels > MAX_BLOCK_SAMPLES:  # a frame spans blocks when it is longer than one
+        block = max(1, MAX_BLOCK_SAMPLES // channels)
+        if block > analysis.frame_len:
+            block -= block % analysis.frame_len
     buffer = np.empty((min(block, want), channels), dtype=dtype)
     done = 0
     with np.errstate(all="ignore"):
@@ -353,7 +398,8 @@ def _percentile(np, values, percent: float) -> float:
 
 
 class _Analysis:
-    """The running sums of one clip, fed block by block (blocks are whole frames, except the last).
+    """The running sums of one clip, fed block by block (blocks are whole frames, except the last, unless a frame
+    is longer than a block: then a block may end inside a frame, which the next one completes).
 
     Frame energies leave out the DC offset: the mono mix is centred on the
     first block's mean as it is read (the clip's own mean, for a clip of one
@@ -366,14 +412,16 @@ class _Analysis:
         import xxhash
 
         self.np, self.rate, self.channels, self.dtype, self.scale = np, rate, channels, dtype, scale
-        self.frame_len = max(1, int(round(rate * FRAME_S)))
+        self.frame_len = max(MIN_FRAME_SAMPLES, int(round(rate * FRAME_S)))
         self.threshold = threshold
         self.int_threshold = int(np.ceil(threshold)) if dtype != "float32" else None
         self.centre: float | None = None  # the first block's mean of the mono mix, taken off every sample
         self.sums: list = []  # per frame: the sum of the centred mono mix (float64 arrays, one per block)
         self.squares: list = []  # per frame: its sum of squares
         self.head: tuple[float, float, int] | None = None  # the first frame's sum, sum of squares, length
-        self.tail = np.zeros(0, dtype=np.float32)  # the centred mono mix's last frame_len samples so far
+        self.open = 0  # samples of the last frame so far, when a block ended inside it (0: it is whole)
+        self.tail: list = []  # the centred mono mix's last frame_len samples so far, in pieces (blocks' ends)
+        self.tail_len = 0  # samples in those pieces: frame_len or more, unless the clip is shorter
         self.peak = 0.0
         self.clipped = 0
         self.longest = 0
@@ -397,7 +445,8 @@ class _Analysis:
         else:
             self.runs = [0] * self.channels
         self._hash(x)
-        mono = x[:, 0].astype(np.float32)
+        wide = self.dtype == "float32" and peak > _WIDE_PEAK
+        mono = x[:, 0].astype(np.float64 if wide else np.float32)
         if self.channels > 1:
             for c in range(1, self.channels):
                 mono += x[:, c]  # column by column: numpy's sum over a short axis is ~20x slower
@@ -406,22 +455,40 @@ class _Analysis:
             self.centre = float(mono.sum()) / len(mono)
         mono -= np.float32(self.centre)
         L = self.frame_len
-        full = len(mono) // L
-        squares, sums = [], []
-        if full:
-            frames = mono[: full * L].reshape(full, L)
-            squares.append(np.einsum("ij,ij->i", frames, frames))
-            sums.append(frames @ np.ones(L, dtype=np.float32))
-        if len(mono) % L:
-            rest = mono[full * L :]
-            squares.append(np.array([np.dot(rest, rest)], dtype=np.float32))
-            sums.append(np.array([rest.sum()], dtype=np.float32))
-        self.squares.append((np.concatenate(squares) if len(squares) > 1 else squares[0]).astype(np.float64))
-        self.sums.append((np.concatenate(sums) if len(sums) > 1 else sums[0]).astype(np.float64))
         if self.head is None:
             first = mono[:L]
             self.head = (float(first.sum()), float(np.dot(first, first)), len(first))
-        self.tail = np.concatenate([self.tail, mono])[-L:] if len(mono) < L else mono[-L:].copy()
+        elif self.head[2] < L:  # the first frame is longer than the first block
+            more = mono[: L - self.head[2]]
+            self.head = (self.head[0] + float(more.sum()), self.head[1] + float(np.dot(more, more)), self.head[2] + len(more))
+        if len(mono) >= L:
+            self.tail, self.tail_len = [mono[-L:].copy()], L
+        else:  # a block shorter than a frame joins the pieces; the oldest go once the others make a frame
+            self.tail.append(mono)
+            self.tail_len += len(mono)
+            while self.tail_len - len(self.tail[0]) >= L:
+                self.tail_len -= len(self.tail.pop(0))
+        rest = mono
+        if self.open:  # this block's first samples belong to the frame the last block ended inside
+            piece, rest = mono[: L - self.open], mono[L - self.open :]
+            self.sums[-1][-1] += float(piece.sum())
+            self.squares[-1][-1] += float(np.dot(piece, piece))
+            self.open = (self.open + len(piece)) % L
+            if not len(rest):
+                return
+        full = len(rest) // L
+        squares, sums = [], []
+        if full:
+            frames = rest[: full * L].reshape(full, L)
+            squares.append(np.einsum("ij,ij->i", frames, frames))
+            sums.append(frames @ np.ones(L, dtype=np.float32))
+        if len(rest) % L:
+            part = rest[full * L :]
+            squares.append(np.array([np.dot(part, part)], dtype=part.dtype))
+            sums.append(np.array([part.sum()], dtype=part.dtype))
+            self.open = len(part)
+        self.squares.append((np.concatenate(squares) if len(squares) > 1 else squares[0]).astype(np.float64))
+        self.sums.append((np.concatenate(sums) if len(sums) > 1 else sums[0]).astype(np.float64))
 
     def _clipping(self, x) -> None:
         np = self.np
@@ -452,18 +519,44 @@ class _Analysis:
             q = np.rint(np.clip(x, -1.0, 32767.0 / 32768.0) * np.float32(32768.0)).astype("<i2")
         self.hash.update(np.ascontiguousarray(q).data)
 
+    def _last_frame(self, rest: float) -> float:
+        """The mean square about ``rest`` of the centred mono mix's last frame_len samples (all of a shorter clip)."""
+        np = self.np
+        keep = min(self.frame_len, self.tail_len)
+        pieces = [self.tail[0][self.tail_len - keep :], *self.tail[1:]]
+        if keep <= MAX_BLOCK_SAMPLES:
+            tail = (np.concatenate(pieces) if len(pieces) > 1 else pieces[0]).astype(np.float64) - rest
+            return float(np.dot(tail, tail)) / keep
+        total = 0.0  # a frame longer than a block (a header's rate far beyond speech's): piece by piece, not one more copy
+        for piece in pieces:
+            centred = piece.astype(np.float64) - rest
+            total += float(np.dot(centred, centred))
+        return total / keep
+
     def _db(self, mean_square):
         return 10.0 * self.np.log10(mean_square / (self.scale * self.scale))
 
     def record(self, ref: ClipRef, header: dict, frames: int, extra: dict) -> ClipRecord:
         np = self.np
         L = self.frame_len
-        sums, squares = np.concatenate(self.sums), np.concatenate(self.squares)
-        lengths = np.full(len(sums), float(L))
-        lengths[-1] = frames - (len(sums) - 1) * L
+        # a long clip has millions of frames: each array is let go as soon as it is used, and the arithmetic is in place
+        sums = np.concatenate(self.sums)
+        self.sums = []  # the record is made once
+        squares = np.concatenate(self.squares)
+        self.squares = []
         rest = float(sums.sum()) / frames  # the mean still in the centred mix
         # mean((y - rest)^2) per frame, from its sum and sum of squares; rounding can leave a hair under 0
-        energies = np.maximum(squares / lengths - 2.0 * rest * sums / lengths + rest * rest, 0.0)
+        part = frames - (len(sums) - 1) * L  # the last frame's length
+        last_energy = squares[-1] / part - 2.0 * rest * sums[-1] / part + rest * rest
+        energies = squares / float(L)
+        del squares
+        sums *= 2.0 * rest
+        sums /= float(L)
+        energies -= sums
+        del sums
+        energies += rest * rest
+        energies[-1] = last_energy
+        np.maximum(energies, 0.0, out=energies)
         db = self._db(energies)
         level = float(self._db(_percentile(np, energies, LEVEL_PERCENTILE)))
         if level == float("-inf"):
@@ -479,8 +572,7 @@ class _Analysis:
             trail = max(0, frames - (int(loud[-1]) + 1) * L)
             head_sum, head_squares, head_len = self.head  # type: ignore[misc]
             first = float(self._db(max(0.0, head_squares / head_len - 2.0 * rest * head_sum / head_len + rest * rest))) - level
-            tail = self.tail.astype(np.float64) - rest
-            last = float(self._db(np.dot(tail, tail) / len(tail))) - level
+            last = float(self._db(self._last_frame(rest))) - level
         return ClipRecord(
             audio=ref.audio,
             **header,

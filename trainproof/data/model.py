@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 3
 """Bumped whenever :func:`trainproof.data.clip.analyze` would compute a record differently: cached records of
 another version are never used."""
 
