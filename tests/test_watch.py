@@ -318,3 +318,68 @@ def test_without_a_stall_timeout_the_rule_says_why_it_did_not_run(tmp_path):
     path.write_text(healthy(30))
     tick = Watcher(path).tick()
     assert [s.reason for s in tick.subject.skipped if s.rule_id == "TP-LOG-STALLED"] == ["no --stall-timeout was given"]
+
+
+def test_a_run_restarted_in_the_log_it_appends_to_is_judged_afresh(tmp_path):
+    """A diverged run, then the same script restarted from step 1 at a sane rate, appending to the same log: the
+    verdict is the restarted run's at once, not the diverged one's until the new run outgrows it, and a finding of the
+    new run is said again even when the old run had the same."""
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(record(s, 2.0 * 1.05**s) for s in range(1, 101)))
+    watcher = Watcher(path)
+    tick = watcher.tick()
+    assert str(tick.verdict) == "FAIL"
+    assert [f.rule_id for f in tick.new_findings] == ["TP-DIVERGE"]
+    with path.open("a") as handle:
+        handle.write(healthy(30))
+    tick = watcher.tick()
+    assert tick.points == 30
+    assert str(tick.verdict) == "PASS", [f.message for f in tick.subject.findings]
+    with path.open("a") as handle:
+        handle.write("".join(record(s, 2.0 * 1.08**s) for s in range(31, 61)))
+    tick = watcher.tick()
+    assert str(tick.verdict) == "FAIL"
+    assert [f.rule_id for f in tick.new_findings] == ["TP-DIVERGE"]
+
+
+@pytest.mark.parametrize("error", [FileNotFoundError, PermissionError])
+def test_a_log_that_goes_between_the_stat_and_the_open_is_waited_for_not_an_internal_error(tmp_path, monkeypatch, error):
+    """Deleted or rotated away after the poll's stat and before its open (or no longer readable): the watch goes on,
+    saying so, and reads what comes back, instead of ending on an internal error."""
+    import pathlib
+
+    path = tmp_path / "log.jsonl"
+    path.write_text(healthy(50))
+    watcher = Watcher(path)
+    assert watcher.tick().points == 50
+    opened = pathlib.Path.open
+
+    def refused(self, *args, **kwargs):
+        if self == path:
+            raise error(13, "refused", str(self))
+        return opened(self, *args, **kwargs)
+
+    with path.open("a") as handle:
+        handle.write(healthy(10, start=51))
+    monkeypatch.setattr(pathlib.Path, "open", refused)
+    tick = watcher.tick()
+    assert tick.waiting is not None
+    assert ("does not exist" if error is FileNotFoundError else "cannot be read (refused)") in tick.waiting
+    monkeypatch.setattr(pathlib.Path, "open", opened)
+    assert watcher.tick().points == 60
+    # the same race when the format is first told (the poll read the lines, the file went before its head was read):
+    # the lines are read again from the start when the file is back, not lost
+    fresh = Watcher(path)
+    opens = []
+
+    def second_refused(self, *args, **kwargs):
+        if self == path:
+            opens.append(1)
+            if len(opens) == 2:
+                raise error(13, "refused", str(self))
+        return opened(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "open", second_refused)
+    assert fresh.tick().points == 0
+    monkeypatch.setattr(pathlib.Path, "open", opened)
+    assert fresh.tick().points == 60

@@ -91,15 +91,24 @@ class Follower:
             self._reset()
             return Chunk(problem=problem)
         identity = (info.st_dev, info.st_ino)
-        with self.path.open("rb") as handle:
-            restarted = self.identity is not None and (identity != self.identity or info.st_size < self.offset or self._rewritten(handle))
-            if restarted:
-                self._reset()
-            self.identity = identity
-            if info.st_size == self.offset:
-                return Chunk(restarted=restarted)
-            handle.seek(self.offset)
-            data = handle.read(min(info.st_size - self.offset, READ_AT_ONCE))
+        try:  # the file may go between the stat and the open (deleted, rotated away) or refuse to be read
+            with self.path.open("rb") as handle:
+                restarted = self.identity is not None and (
+                    identity != self.identity or info.st_size < self.offset or self._rewritten(handle)
+                )
+                if restarted:
+                    self._reset()
+                self.identity = identity
+                if info.st_size == self.offset:
+                    return Chunk(restarted=restarted)
+                handle.seek(self.offset)
+                data = handle.read(min(info.st_size - self.offset, READ_AT_ONCE))
+        except FileNotFoundError:
+            return Chunk(missing=True)
+        except OSError as exc:
+            self.identity = None
+            self._reset()
+            return Chunk(problem=f"cannot be read ({exc.strerror or type(exc).__name__})")
         return self._split(data, restarted, more=self.offset + len(data) < info.st_size)
 
     def _rewritten(self, handle: BinaryIO) -> bool:
@@ -125,9 +134,15 @@ class Follower:
         return Chunk(lines=lines, first_line=first, restarted=restarted, grew=True, more=more)
 
     def head(self) -> str:
-        """The first bytes of the file, to tell its format."""
-        with self.path.open("rb") as handle:
-            return handle.read(SNIFF_BYTES).decode("utf-8", errors="replace")
+        """The first bytes of the file, to tell its format; nothing when it went (or cannot be read) since the poll, and
+        then the next poll reads it from the start again, as a new file."""
+        try:
+            with self.path.open("rb") as handle:
+                return handle.read(SNIFF_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            self.identity = None
+            self._reset()
+            return ""
 
 
 @dataclass(frozen=True)
@@ -207,11 +222,15 @@ class Watcher:
                 fresh = self._read_whole()
         elif self.parser is not None:
             fresh = self._snapshot()
+        fell = False
         if fresh is not None:
             self.run = fresh
-            self.points = len(fresh.loss) if fresh.loss is not None else 0
+            points = len(fresh.loss) if fresh.loss is not None else 0
+            fell, self.points = points < self.points, points
+        if fell:  # the log restarted the run (or resumed it from an earlier checkpoint): what was said was of the old one
+            self.reported.clear()
         new: tuple[Finding, ...] = ()
-        if self.run is not None and self._due(fresh is not None, now):
+        if self.run is not None and (self._due(fresh is not None, now) or fell):
             self.last = self.live.judge(self.run, self.points, self._nonfinite, idle_s=now - self.last_growth, stall_timeout_s=self.stall_timeout)
             new = self._new_findings(self.last)
         waiting = None if self.last is not None or fresh is not None else "waiting for the first records"

@@ -15,11 +15,15 @@ import tempfile
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.helpers import REPO, hf_entries, write_hf_state
+from trainproof.config import DEFAULT_SETTINGS
 from trainproof.errors import InputError
-from trainproof.readers import READERS, base, read_run, tfrecord
+from trainproof.judge import judge
+from trainproof.readers import READERS, base, hf, jsonl, read_run, tfrecord
+from trainproof.readers import csv as csv_reader
 
 TENSORBOARD = REPO / "tests" / "data" / "tensorboard"
 GOOD_LINES = "".join(json.dumps({"step": s, "loss": 2.0 / s}) + "\n" for s in range(1, 301))
@@ -613,3 +617,60 @@ def test_another_column_of_words_is_dropped_with_a_note(tmp_path):
     assert run.eval_losses == {}
     assert any("lr" in note and "'fast'" in note for note in run.notes)
     assert any("val_loss" in note for note in run.notes)
+
+
+# --- resumed and restarted runs -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("steps", "kept"),
+    [
+        ([10, 20, 30, 40, 50, 0, 10, 20], [0, 10, 20]),  # restarted at 0: the run it replaced is gone, tail and all
+        ([10, 20, 30, 40, 50, 30, 40], [10, 20, 30, 40]),  # resumed at 30: its history before 30 stays
+        ([10, 20, 30, 40, 50, 30], [10, 20, 30]),  # the resumed run's first point
+        ([10, 20, 30, 30, 0, 10, 10, 20], [0, 10, 20]),  # a step logged twice (an eval beside it): its last value
+        ([10, 20, 5, 30, 40], [5, 10, 20, 30, 40]),  # one point out of order is sorted in, not a resumption
+        (list(range(20, 0, -1)), list(range(1, 21))),  # a log written newest first: out of order, sorted
+        ([1, 2, 3, 2**63 - 1, 0, 1, 2**63 - 1], [0, 1, 2**63 - 1]),
+    ],
+)
+def test_a_resumed_or_restarted_series_keeps_its_last_timeline(steps, kept):
+    steps = np.array(steps, dtype=np.int64)
+    order = base.last_per_step(steps)
+    assert steps[order].tolist() == kept
+    values = np.arange(steps.size, dtype=float)
+    builder = base.RunBuilder("log.jsonl", "jsonl")
+    for step, value in zip(steps.tolist(), values.tolist()):
+        builder.add("loss", step, value)
+    frozen = builder.series("loss")
+    assert frozen.steps.tolist() == kept  # the line readers' series and the columnar readers' keep the same points
+    assert frozen.values.tolist() == values[order].tolist()
+
+
+def _restarted_run(tmp_path, fmt: str) -> Path:
+    """A run that diverged at a hot learning rate for 100 logged steps, then (the same log, appended to) a run restarted
+    from step 0 at a sane rate, healthy so far over 31 logged steps."""
+    rng = random.Random(7)
+    old = [{"step": 10 * i + 10, "loss": 3 * (1 + i / 30) * (1 + 0.03 * rng.uniform(-1, 1)), "learning_rate": 1e-2} for i in range(100)]
+    new = [{"step": 10 * i, "loss": (3 - 1.5 * i / 30) * (1 + 0.03 * rng.uniform(-1, 1)), "learning_rate": 1e-4} for i in range(31)]
+    if fmt == "hf":
+        return write_hf_state(tmp_path / "trainer_state.json", old + new)
+    path = tmp_path / f"metrics.{fmt}"
+    if fmt == "jsonl":
+        path.write_text("".join(json.dumps(entry) + "\n" for entry in old + new))
+    else:
+        path.write_text("step,loss,learning_rate\n" + "".join(f"{e['step']},{e['loss']},{e['learning_rate']}\n" for e in old + new))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["hf", "jsonl", "csv"])
+@pytest.mark.parametrize("columnar", [False, True])
+def test_a_run_restarted_in_the_same_log_is_judged_on_the_restarted_run_alone(tmp_path, fmt, columnar):
+    """Kept past the restarted run's last step, the diverged run's steps 310-1,000 made the healthy restart look like
+    a divergence (TP-DIVERGE, "it ends 4.3x above where it started")."""
+    path = _restarted_run(tmp_path, fmt)
+    run = {"hf": hf, "jsonl": jsonl, "csv": csv_reader}[fmt].read(path, columnar=columnar)
+    assert run.loss.steps.tolist() == list(range(0, 301, 10))
+    assert run.learning_rate.values.tolist() == [1e-4] * 31
+    subject = judge("epoch", [run], DEFAULT_SETTINGS).subjects[0]
+    assert str(subject.verdict) == "PASS", [f.message for f in subject.findings]

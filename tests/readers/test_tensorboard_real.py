@@ -298,11 +298,12 @@ def test_named_eval_sets_are_their_own_series(tmp_path):
 
 
 def test_a_resumed_run_that_logs_steps_again_keeps_the_last_values(tmp_path):
-    """A run resumed from a checkpoint at step 50 logs steps 51-80 again (to the same file here): the later values win."""
+    """A run resumed from a checkpoint at step 50 logs steps 51-80 again (to the same file here): the later values win,
+    and the steps 81-100 the abandoned run logged before it was resumed are not the resumed run's."""
     points = [("", "train/loss", s, 1.0 + s) for s in range(1, 101)] + [("", "train/loss", s, 0.5 + s) for s in range(51, 81)]
     run = read_run(write(tmp_path / "run", Stack(points, {})))
-    assert run.loss.steps.tolist() == list(range(1, 101))
-    assert run.loss.values.tolist() == [(0.5 if 51 <= s <= 80 else 1.0) + s for s in range(1, 101)]
+    assert run.loss.steps.tolist() == list(range(1, 81))
+    assert run.loss.values.tolist() == [(0.5 if 51 <= s <= 80 else 1.0) + s for s in range(1, 81)]
 
 
 # --- the name table and --map ----------------------------------------------------------------------

@@ -172,12 +172,70 @@ def parse_timestamp(value: Value) -> float | None:
     return None
 
 
+RESUMES_AT_MOST = 3
+"""A series whose steps go back at most this many times (or RESUME_SHARE of its points, if more) may have been
+resumed or restarted that often: see :func:`last_per_step`. Steps that go back more often are out of order."""
+RESUME_SHARE = 0.05
+
+
+def last_per_step(steps: np.ndarray) -> np.ndarray | None:
+    """What keeps one value per step of a series whose steps are in the order they were logged, steps ascending: a
+    mask or positions in step order; None when the steps already rise strictly. Each step's last value is kept, and
+    when the run was resumed or restarted, only its last timeline.
+
+    A run resumed from a checkpoint at step 400 (or restarted at step 0) logs its steps again from there: what it
+    logged before at those steps, and at any step after them, is a history that was abandoned, not the run's. Keeping
+    the old points past the last step logged again made one curve of two runs (a restarted, healthy run at steps
+    0-200, then the diverged run it replaced at steps 200-500, judged as diverged). A step goes back for a resumption
+    when the next step logged is no further than the steps logged before it (the run logs them again, or the log
+    ends there), and at most RESUMES_AT_MOST times (or RESUME_SHARE of the steps); a lone point out of order, or
+    steps that go back more often, are sorted in with the last value of each step kept.
+    """
+    if steps.size < 2:
+        return None
+    later, earlier = steps[1:], steps[:-1]
+    if bool(np.all(later > earlier)):
+        return None
+    ends = np.append(later != earlier, True)  # the last point of each stretch of one step (an eval beside its step)
+    if not bool(np.any(later < earlier)):
+        return ends
+    stretches = np.flatnonzero(ends)
+    return stretches[_timeline(steps[stretches])]
+
+
+def _timeline(steps: np.ndarray) -> np.ndarray:
+    """:func:`last_per_step` of steps that go back somewhere and never repeat the step before them: positions, in
+    step order."""
+    kept: np.ndarray | None = None
+    rewinds = np.flatnonzero(steps[1:] < steps[:-1]) + 1
+    if rewinds.size <= max(RESUMES_AT_MOST, int(RESUME_SHARE * steps.size)):
+        highest = np.maximum.accumulate(steps)
+        after = np.minimum(rewinds + 1, steps.size - 1)
+        resumes = rewinds[(rewinds == steps.size - 1) | (steps[after] <= highest[rewinds - 1])]
+        if resumes.size:
+            # a point is left out when a resumption after it logs its step or an earlier one: each point against the
+            # lowest step a resumption logs after it, the minimum of every suffix, in one backwards pass
+            cuts = np.full(steps.size + 1, INT64_MAX, dtype=np.int64)
+            cuts[resumes] = steps[resumes]
+            lowest_after = np.minimum.accumulate(cuts[::-1])[::-1][1:]
+            last = int(resumes[-1])  # from the last resumption on, no point has one after it, whatever its step
+            kept = np.concatenate((np.flatnonzero(steps[:last] < lowest_after[:last]), np.arange(last, steps.size)))
+            steps = steps[kept]
+            if bool(np.all(steps[1:] > steps[:-1])):
+                return kept
+    order = np.argsort(steps, kind="stable")
+    ordered = steps[order]
+    keep = order[np.append(ordered[1:] != ordered[:-1], True)]
+    return keep if kept is None else kept[keep]
+
+
 class GrowingSeries:
     """Append-only ``(step, value)`` columns with amortised O(1) appends.
 
     Steps normally arrive in order. The same step again overwrites the last
-    value (a resumed run repeats steps); an earlier step marks the series for
-    a sort and de-duplication, done once when it is frozen.
+    value; an earlier step (a resumed or restarted run, or steps out of order)
+    marks the series to be cut to one value per step when it is frozen (see
+    :func:`last_per_step`).
     """
 
     __slots__ = ("_steps", "_values", "n", "_ordered", "raw")
@@ -215,8 +273,10 @@ class GrowingSeries:
         """The series so far; ``copy=False`` gives views for a live snapshot."""
         steps, values = self._steps[: self.n], self._values[: self.n]
         if not self._ordered:
-            last = {int(s): float(v) for s, v in zip(steps.tolist(), values.tolist())}  # the last value per step wins
-            return Series.from_pairs(last, self.raw)
+            keep = last_per_step(steps)
+            steps, values = steps[keep], values[keep]  # each step's last value, of the last timeline
+            kept = set(steps.tolist()) if self.raw else set()
+            return Series(steps, values, {step: text for step, text in self.raw.items() if step in kept})
         if copy:
             steps, values = steps.copy(), values.copy()
         return Series(steps, values, dict(self.raw) if self.raw else {})

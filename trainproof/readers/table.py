@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from trainproof.model import DeferredStepLines, Run, Series, StepLines
-from trainproof.readers.base import RunBuilder, parse_number, parse_step, parse_timestamp
+from trainproof.readers.base import RunBuilder, last_per_step, parse_number, parse_step, parse_timestamp
 from trainproof.readers.columns import METRICS, finish, metric_columns
 from trainproof.readers.names import Names
 
@@ -450,8 +450,9 @@ def _seconds(values: np.ndarray) -> np.ndarray:
 
 def last_of_each(steps: np.ndarray) -> np.ndarray | None:
     """What keeps the last value of each step, steps ascending (a mask or positions, see :func:`_one_of_each`); None
-    when the steps already rise strictly."""
-    return _one_of_each(steps, last=True)
+    when the steps already rise strictly. Steps that go back a few times are a resumed run's: the points its last
+    timeline logs again or went past are left out (see :func:`trainproof.readers.base.last_per_step`)."""
+    return last_per_step(steps)
 
 
 def _first_lines_of(steps: np.ndarray, lines: np.ndarray | None) -> StepLines:
