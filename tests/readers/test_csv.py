@@ -99,3 +99,23 @@ def test_a_broken_row_names_its_line(tmp_path):
     path.write_text("step,loss\n1,2.0\n2,1.5\r3\n")
     with pytest.raises(InputError, match="is not valid CSV at line 3: new-line character seen in unquoted field"):
         read_run(path)
+
+
+@pytest.mark.parametrize(
+    ("header", "named", "columns"),
+    [("step,loss,loss", "loss", "2 and 3"), ("step,loss,step", "step", "1 and 3"), ("step,loss,val_acc,val_acc", "val_acc", "3 and 4")],
+)
+def test_two_columns_of_one_read_name_are_refused_not_one_silently_kept(tmp_path, header, named, columns):
+    # csv rows read as mappings kept the last column of a name: ``step,loss,step`` judged the run on a step axis
+    # running backwards and FAILed it as diverged; which column is meant cannot be told, so the log is not judged
+    path = tmp_path / "metrics.csv"
+    width = header.count(",") + 1
+    path.write_text(header + "\n" + "".join(f"{s}," + ",".join([f"{3 - s / 10}"] * (width - 1)) + "\n" for s in range(1, 21)))
+    with pytest.raises(InputError, match=f"2 columns named '{named}' \\(columns {columns}\\)"):
+        read_run(path)
+
+
+def test_a_repeated_name_no_series_takes_is_left_alone(tmp_path):
+    path = tmp_path / "metrics.csv"
+    path.write_text("step,loss,note,note,,\n" + "".join(f"{s},{3 - s / 10},a,b,,\n" for s in range(1, 21)))
+    assert read_run(path).loss.values.tolist()[:2] == [2.9, 2.8]

@@ -130,6 +130,7 @@ class LineParser:
             self.header = cells
             if len(cells) < 2:
                 raise InputError(self.builder.path, "has a one-column header; a CSV log needs a step and a metric column")
+            _refuse_read_twice(self.builder.path, cells, self.records.names)
             return
         if cells == self.header or not any(cells):
             return
@@ -141,6 +142,27 @@ class LineParser:
         if not self.records.columns:
             raise InputError(self.builder.path, "has a header but no rows")
         return self.records.build(copy)
+
+
+def _refuse_read_twice(path: Path | str, header: list[str], names: Names) -> None:
+    """An InputError when two columns of the header have the name of a column trainproof reads (``step,loss,loss``):
+    which of them is the series cannot be told, and a row read as a mapping would silently keep the last. A repeated
+    name no series or eval metric takes (two empty cells at the end of the header) is left alone."""
+    seen: dict[str, list[int]] = {}
+    for number, title in enumerate(header, start=1):
+        if title:
+            seen.setdefault(title, []).append(number)
+    repeated = [title for title, numbers in seen.items() if len(numbers) > 1]
+    if not repeated:
+        return
+    read = set(names.resolve(header).values())
+    for title in repeated:
+        if title in read or names.metric_goal(title) is not None:
+            numbers = seen[title]
+            at = ", ".join(map(str, numbers[:-1])) + f" and {numbers[-1]}"
+            raise InputError(
+                path, f"has {len(numbers)} columns named '{title}' (columns {at}): which one to read cannot be told; rename all but one"
+            )
 
 
 line_parser = LineParser
