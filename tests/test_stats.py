@@ -470,3 +470,19 @@ def test_neighbour_medians_at_many_points_copy_their_windows_in_blocks(monkeypat
     got = stats.neighbour_medians(values, 6, at)
     np.testing.assert_array_equal(got[0], expected[0][at])
     np.testing.assert_array_equal(got[1], expected[1][at])
+
+
+def test_the_median_of_two_values_near_the_float_maximum_is_between_them_not_infinite():
+    # (a + b) / 2 overflowed: a loss curve near 1.5e308 had an infinite start or end level ("ends infx above where it
+    # started", "nan% above the start") and numpy warned on stderr
+    pair = np.array([1.5e308, 1.7e308])
+    with np.errstate(all="raise"):
+        assert stats.median(pair) == 1.6e308
+        assert stats.median(np.array([[1.5e308, 1.7e308], [1.0, 2.0]]), axis=1).tolist() == [1.6e308, 1.5]
+        assert stats.window_medians(np.array([1.5e308, 1.7e308, 1.0, 2.0]), 2).tolist() == [1.6e308, 8.5e307, 1.5]
+        assert stats.median(np.array([-1.5e308, -1.7e308])) == -1.6e308
+    assert stats.median(np.array([5e-324, 5e-324])) == 5e-324  # the smallest subnormal, not halved to 0
+    falling = np.linspace(1.7e308, 0.6e308, 40)
+    prof = profile_of(falling)
+    assert all(math.isfinite(level) for level in (prof.start, prof.end, prof.head_window_median))
+    assert prof.end < prof.start

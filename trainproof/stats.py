@@ -53,8 +53,24 @@ def median(values: np.ndarray, axis: int | None = None, overwrite: bool = False)
     if n % 2:
         result = np.take(part, k, axis=axis)
     else:
-        result = (np.take(part, k - 1, axis=axis) + np.take(part, k, axis=axis)) / 2
+        result = midpoint(np.take(part, k - 1, axis=axis), np.take(part, k, axis=axis))
     return float(result) if np.ndim(result) == 0 else result
+
+
+def midpoint(low: np.ndarray | float, high: np.ndarray | float, out: np.ndarray | None = None) -> np.ndarray | float:
+    """``(low + high) / 2`` (into ``out`` when given), to the last bit, also where the sum overflows: the median of two
+    losses of 1.5e308 is 1.5e308, not infinity. There each is halved first (exact for such values), then added."""
+    with np.errstate(over="ignore"):
+        total = np.add(low, high, out=out)
+    total = np.divide(total, 2, out=total if isinstance(total, np.ndarray) else None)
+    overflowed = np.isinf(total)
+    if not overflowed.any():
+        return total
+    halves = np.divide(low, 2) + np.divide(high, 2)  # an infinite value among them stays infinite
+    if np.ndim(total) == 0:
+        return halves
+    total[overflowed] = halves[overflowed]
+    return total
 
 
 def quantile(values: np.ndarray, q: float | list[float]) -> np.ndarray | float:
@@ -295,8 +311,7 @@ def _network_medians(values: np.ndarray, k: int) -> np.ndarray:
         if k % 2:
             out[at : at + size] = cols[middle]
         else:
-            np.add(cols[middle - 1], cols[middle], out=out[at : at + size])
-            out[at : at + size] /= 2
+            midpoint(cols[middle - 1], cols[middle], out=out[at : at + size])
     return out
 
 
