@@ -72,6 +72,7 @@ class Thresholds:
     DEAD_MIN_IMPROVEMENT: Annotated[float, "fraction of head level", "A run whose end level is not this share below its head level learned nothing...", FRACTION] = 0.05
     DEAD_TREND_T: Annotated[float, "t statistic", "...nor one whose fall is weaker than this t of the rank correlation between step and loss.", NON_NEGATIVE] = 3.0
     FLAT_SAME_SHARE: Annotated[float, "fraction of points", "The loss is flat when this share of its points carry the very same value.", SHARE] = 0.9
+    FLAT_COARSE_QUANTA: Annotated[float, "steps of the printed digit", "A repeated loss of at most this many steps of the finest digit the log prints (0.01 for two decimals) is a WARN, not a FAIL: a converged loss rounded to the same print looks flat.", POSITIVE] = 100.0
     ZERO_MIN_POINTS: Annotated[int, "points", "A run of exact zeros to the end of the log must hold at least this many points.", COUNT] = 3
     ZERO_ROUNDING_FLOOR: Annotated[float, "loss units", "Zeros that follow losses already below this are taken as log rounding of a converged loss, not a masked loss.", NON_NEGATIVE] = 1e-3
 

@@ -147,9 +147,25 @@ CASES: dict[str, list[Case]] = {
     "TP-LOSS-FLAT": [
         Case("one value repeated", lambda: make_run(np.full(40, 2.302585)), True),
         Case("noisy flat loss is not constant", flat_noisy, False),
+        Case(
+            "a fall, then one full-precision value: a stale number",
+            lambda: make_run(np.concatenate([np.linspace(2.0, 0.06, 10), np.full(190, 0.0512347)])),
+            True,
+            level="FAIL",
+        ),
+        # printed to two decimals, a loss converged to 0.05 shows no jitter: not proof that it cannot move
+        Case(
+            "converged, printed to two decimals",
+            lambda: make_run(np.round(0.05 + 2 * np.exp(-np.arange(200) / 3), 2)),
+            True,
+            level="WARN",
+        ),
     ],
     "TP-LR-ZERO": [
         Case("zero learning rate", lambda: make_run(noisy(np.full(60, 1.5), 0.1), lr=[0.0] * 60), True),
+        # a log writing 2e-5 as 0.0000, or the rate of a param group that does not train: the falling loss shows the
+        # weights moved, so the zeros cannot prove they did not
+        Case("logged as 0 while the loss falls 75%", lambda: make_run(noisy(decaying(), 0.02, 3), lr=[0.0] * 60), True, level="WARN"),
         Case("cosine decay to zero at the last step", lambda: make_run(decaying(), lr=(1e-4 * (1 + np.cos(np.linspace(0, np.pi, 60))) / 2).tolist()), False),
     ],
     "TP-LR-ZERO-PARTIAL": [

@@ -127,7 +127,10 @@ def test_rules_on_exact_values_fire_on_them_and_never_on_noise() -> None:
     assert findings(flat)["TP-LOSS-FLAT"] is Level.FAIL
     rounded = make_run(np.round(noisy(np.full(n, 1.0), 0.02, 4), 2), lr=[1e-4] * n)  # few decimals: repeats, not flat
     assert "TP-LOSS-FLAT" not in findings(rounded)
-    assert findings(make_run(noisy(decaying(), 0.02), lr=[0.0] * n))["TP-LR-ZERO"] is Level.FAIL
+    assert findings(make_run(noisy(np.full(n, 1.5), 0.02), lr=[0.0] * n))["TP-LR-ZERO"] is Level.FAIL
+    # ... but a loss that fell 75% beyond its noise shows the weights moved: the logged 0 is a rounded rate (2e-5
+    # written as 0.0000) or another param group's, and cannot prove they did not
+    assert findings(make_run(noisy(decaying(), 0.02), lr=[0.0] * n))["TP-LR-ZERO"] is Level.WARN
     assert findings(make_run([*decaying(30), np.nan, *decaying(29)]))["TP-LOSS-NONFINITE"] is Level.FAIL
     assert findings(make_run([1.0, 0.5, *[0.0] * 58]))["TP-LOSS-ZERO"] is Level.FAIL
     with_nan_eval = make_run(noisy(decaying(), 0.02), evals={"eval_loss": ([100, 200, 300], [1.9, 1.7, np.nan])})
@@ -151,6 +154,29 @@ def test_compare_floor_fails_when_proven_and_warns_inside_the_noise() -> None:
     murky = make_run(np.concatenate([np.full(4, 1.0), np.full(8, 0.8)]) * np.exp(rng.normal(0.0, 0.4, 12)))
     assert findings((murky, murky_base), "compare").get("TP-CMP-FLOOR") is Level.WARN
     assert "TP-CMP-FLOOR" not in findings((make_run(noisy(decaying(60, 2.0, 0.2), 0.005, 3)), base), "compare")
+
+
+def test_compare_holds_a_shorter_run_to_where_the_baseline_was_at_its_last_step() -> None:
+    """A run of 100 logged steps against a baseline that ran ten times longer: by its last step it is far below where
+    the baseline was then, so the floor the baseline reached 900 steps later proves nothing against it."""
+    rng = np.random.default_rng(5)
+    base = make_run(np.linspace(3.0, 0.5, 1000) * np.exp(rng.normal(0.0, 0.03, 1000)))
+    short = make_run(np.linspace(3.0, 1.0, 100) * np.exp(rng.normal(0.0, 0.03, 100)))
+    found = findings((short, base), "compare")
+    assert Level.FAIL not in found.values(), found
+    assert "TP-CMP-END" not in found
+    # cut at the run's last step, a baseline that had learned by then still proves a run that had not
+    fast = make_run(decaying(1000, 3.0, 0.5, 60.0) * np.exp(rng.normal(0.0, 0.03, 1000)))
+    flat = make_run(3.0 * np.exp(rng.normal(0.0, 0.03, 100)))
+    subject = judge("compare", [flat], DEFAULT_SETTINGS, baseline=fast).subjects[0]
+    floor = next(f for f in subject.findings if f.rule_id == "TP-CMP-FLOOR")
+    assert floor.level is Level.FAIL
+    assert "the baseline up to step 1,000, where the run ends; it went on to 10,000" in floor.evidence
+    # a baseline with no point at the run's steps cannot be compared with it: said, never a FAIL
+    late = make_run(np.linspace(3.0, 0.5, 100), steps=list(range(10_000, 11_000, 10)))
+    subject = judge("compare", [flat], DEFAULT_SETTINGS, baseline=late).subjects[0]
+    assert not [f for f in subject.findings if f.rule_id.startswith("TP-CMP-") and f.level is Level.FAIL]
+    assert "the two cannot be compared over the same steps" in {s.rule_id: s.reason for s in subject.skipped}["TP-CMP-FLOOR"]
 
 
 def test_compare_worse_than_start_needs_a_baseline_that_proved_the_loss_can_fall() -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, Rule, RunContext
+from trainproof.model import Series
 from trainproof.report import Finding, Level
-from trainproof.stats import Profile, median
+from trainproof.stats import Profile, median, profile
 from trainproof.thresholds import Thresholds
 
 
@@ -19,6 +20,7 @@ class CompareContext:
     baseline: RunContext
     baseline_fails: tuple[Finding, ...]
     topic = "this comparison"
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def t(self) -> Thresholds:
@@ -27,14 +29,53 @@ class CompareContext:
     def locate(self, finding: Finding) -> Finding:
         return self.run.locate(finding)
 
+    def baseline_curve(self, run: Profile) -> Profile:
+        """The baseline's loss profile over the steps the run covers (see :func:`_both`), worked out once."""
+        if "curve" not in self._cache:
+            try:
+                self._cache["curve"] = _baseline_curve(self, run)
+            except NotApplicable as exc:
+                self._cache["curve"] = exc
+        found = self._cache["curve"]
+        if isinstance(found, NotApplicable):
+            raise found
+        return found
+
 
 def _both(ctx: CompareContext) -> tuple[Profile, Profile]:
+    """The run's loss profile and the baseline's, the baseline's cut at the run's last step when it runs on past it
+    (on the same step unit): a run of 1,000 steps is held to where the baseline was by step 1,000, not to the floor
+    the baseline reached at step 10,000."""
     run = ctx.run.curve()
+    return run, ctx.baseline_curve(run)
+
+
+def _baseline_curve(ctx: CompareContext, run: Profile) -> Profile:
     try:
         base = ctx.baseline.curve()
     except NotApplicable as exc:
         raise NotApplicable(f"the baseline's curve cannot be judged: {exc}") from None
-    return run, base
+    last = int(run.steps[-1])
+    if ctx.run.run.step_unit != ctx.baseline.run.step_unit or int(base.steps[-1]) <= last:
+        return base
+    kept = int(base.steps.searchsorted(last, side="right"))
+    shared = profile(Series(base.steps[:kept], base.values[:kept]), ctx.t)
+    if shared is None:
+        unit = ctx.run.run.step_unit
+        raise NotApplicable(
+            f"the baseline has {kept} finite loss point{'s' if kept != 1 else ''} up to {unit} {figures.step(last)}, where the run "
+            f"ends (needs {ctx.t.MIN_TREND_POINTS}): the two cannot be compared over the same {unit}s"
+        )
+    return shared
+
+
+def _cut(ctx: CompareContext, base: Profile) -> str:
+    """What the evidence says when the baseline was cut at the run's last step."""
+    full = ctx.baseline.loss_profile
+    if full is None or full.n == base.n:
+        return ""
+    unit, cut, went = ctx.run.run.step_unit, figures.step(int(base.steps[-1])), figures.step(int(full.steps[-1]))
+    return f" (the baseline up to {unit} {cut}, where the run ends; it went on to {went})"
 
 
 def improvement(prof: Profile) -> float:
@@ -114,7 +155,7 @@ def floor(ctx: CompareContext) -> Iterator[Hit]:
         level=None if proven else Level.WARN,
         evidence=(
             f"run best {figures.num(run.best)} around step {figures.step(run.segment_center(run.best_segment))}; "
-            f"baseline best {figures.num(base.best)} around step {figures.step(base.segment_center(base.best_segment))}"
+            f"baseline best {figures.num(base.best)} around step {figures.step(base.segment_center(base.best_segment))}{_cut(ctx, base)}"
         ),
         values={"ratio": ratio, "run_best": run.best, "baseline_best": base.best},
         steps=(run.segment_center(run.best_segment),),
@@ -140,7 +181,10 @@ def end(ctx: CompareContext) -> Iterator[Hit]:
         return
     yield Hit(
         message=f"The run ends {figures.ratio(ratio)} above the baseline's end loss: {figures.num(run.end)} against {figures.num(base.end)}.",
-        evidence=f"run end level {figures.num(run.end)} from step {figures.step(run.end_first_step)}; baseline end level {figures.num(base.end)} from step {figures.step(base.end_first_step)}",
+        evidence=(
+            f"run end level {figures.num(run.end)} from step {figures.step(run.end_first_step)}; "
+            f"baseline end level {figures.num(base.end)} from step {figures.step(base.end_first_step)}{_cut(ctx, base)}"
+        ),
         values={"ratio": ratio, "run_end": run.end, "baseline_end": base.end},
         steps=(int(run.steps[-1]),),
     )

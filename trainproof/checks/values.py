@@ -156,7 +156,10 @@ def loss_flat(ctx: RunContext) -> Iterator[Hit]:
     """Training loss repeats the very same non-zero value on nearly every step.
 
     What it detects: at least FLAT_SAME_SHARE of at least MIN_TREND_POINTS
-    finite loss points carry one identical non-zero value.
+    finite loss points carry one identical non-zero value. Only a WARN when
+    the log prints its losses so coarsely (every value a multiple of 0.01,
+    say) that the repeated value is at most FLAT_COARSE_QUANTA of those
+    steps: a converged loss rounded to the same print looks just as flat.
     Why it matters: a loss computed from changing batches always jitters; one
     exact value over and over means the logged number is stale, the model
     outputs a constant, or the loss is clamped. Nothing is being learned.
@@ -182,12 +185,42 @@ def loss_flat(ctx: RunContext) -> Iterator[Hit]:
     value, count = float(uniques[top]), int(counts[top])
     if value == 0 or count < share * values.size:
         return
+    # A log that prints its loss too coarsely to show a converged loss's jitter (2.05, 1.48, ..., 0.05, 0.05, ...: at
+    # least MIN_TREND_POINTS distinct values, all with at most two decimals, and the repeated value at most
+    # FLAT_COARSE_QUANTA steps of that last printed digit) cannot tell a flat loss from a converged one: a WARN saying so.
+    quantum = _printed_quantum(uniques) if uniques.size >= ctx.t.MIN_TREND_POINTS else None  # fewer show no resolution
+    coarse = quantum is not None and abs(value) <= ctx.t.FLAT_COARSE_QUANTA * quantum
+    message = f"The training loss is flat: {count} of {values.size} points are exactly {value!r}."
+    evidence = f"{len(uniques)} distinct values in {values.size} points; {value!r} repeated {count} times"
+    if coarse:
+        message = (
+            f"The training loss repeats {value!r} on {count} of {values.size} points, but the log prints it only to "
+            f"{quantum:g} ({figures.pct(quantum / abs(value))} of it): a converged loss that jitters less than that prints "
+            "the same, so this cannot tell a flat loss from a converged one."
+        )
+        evidence += f"; every value is a multiple of {quantum:g}"
     yield Hit(
-        message=f"The training loss is flat: {count} of {values.size} points are exactly {value!r}.",
-        evidence=f"{len(uniques)} distinct values in {values.size} points; {value!r} repeated {count} times",
-        values={"value": value, "repeated": count, "points": int(values.size)},
+        message=message,
+        evidence=evidence,
+        values={"value": value, "repeated": count, "points": int(values.size), **({"printed_to": quantum} if coarse else {})},
         steps=(int(loss.steps[0]), int(loss.steps[-1])),
+        level=Level.WARN if coarse else None,
     )
+
+
+_MOST_DECIMALS = 12
+_CHECKED_VALUES = 10_000
+
+
+def _printed_quantum(uniques: np.ndarray) -> float | None:
+    """The finest decimal step the log prints its values to (0.01 when every value has at most two decimals), from up
+    to _CHECKED_VALUES of its distinct values; None when it prints more than _MOST_DECIMALS decimals (full floats)."""
+    sample = uniques[:_CHECKED_VALUES]
+    for decimals in range(_MOST_DECIMALS + 1):
+        scaled = sample * 10.0**decimals
+        if bool(np.all(np.abs(scaled - np.round(scaled)) <= 1e-6)):
+            return 10.0**-decimals
+    return None
 
 
 def _lr(ctx: RunContext) -> tuple[np.ndarray, np.ndarray]:
@@ -202,7 +235,9 @@ def lr_zero(ctx: RunContext) -> Iterator[Hit]:
 
     What it detects: a logged learning rate of exactly 0 on at least
     LR_ZERO_FAIL_SHARE of the logged steps, when at least MIN_LR_POINTS
-    finite rates are logged.
+    finite rates are logged. Only a WARN when the training loss fell all the
+    same (by TP-NO-LEARNING's test): the weights moved, so the logged rate is
+    rounded to 0 or belongs to a param group that does not train.
     Why it matters: with a zero learning rate the optimizer never moves the
     weights; the whole run is spent computing gradients that are thrown away.
     Usual causes: a scheduler built with zero peak, warmup longer than the
@@ -217,12 +252,45 @@ def lr_zero(ctx: RunContext) -> Iterator[Hit]:
     share = float(zero.mean())
     if share < ctx.t.LR_ZERO_FAIL_SHARE:
         return
+    message = f"The learning rate is 0 on {int(zero.sum())} of {values.size} logged steps: the optimizer never moved the weights."
+    evidence = (
+        f"learning rate exactly 0 on {figures.pct(share)} of logged steps ({figures.step(steps[0])} to {figures.step(steps[-1])}); "
+        f"largest logged value {figures.num(values.max())}"
+    )
+    # A training loss that fell beyond its noise (as TP-NO-LEARNING proves a fall: DEAD_MIN_IMPROVEMENT of its head
+    # level, NOISE_SIGMAS of noise) says the weights did move: the logged rate is rounded to 0 (a log writing 2e-5 as
+    # 0.0000) or is another param group's. The data cannot condemn the run then: a WARN saying so.
+    fell = _loss_fell(ctx)
+    if fell is not None:
+        message = (
+            f"The learning rate is logged as 0 on {int(zero.sum())} of {values.size} steps, yet the training loss fell "
+            f"{fell}: the weights did move. The logged rate is rounded to 0, or is that of a param group that does not train."
+        )
+        evidence += f"; training loss {fell}"
     yield Hit(
-        message=f"The learning rate is 0 on {int(zero.sum())} of {values.size} logged steps: the optimizer never moved the weights.",
-        evidence=f"learning rate exactly 0 on {figures.pct(share)} of logged steps ({figures.step(steps[0])} to {figures.step(steps[-1])}); largest logged value {figures.num(values.max())}",
+        message=message,
+        evidence=evidence,
         values={"zero_share": round(share, 4), "zero_points": int(zero.sum()), "points": int(values.size), "max_lr": float(values.max())},
         steps=tuple(steps[zero][:_MAX_STEPS].tolist()),
+        level=None if fell is None else Level.WARN,
     )
+
+
+def _loss_fell(ctx: RunContext) -> str | None:
+    """How the training loss fell ("2.46 -> 0.52, 79%") when its best level is a real improvement on its head level
+    (TP-NO-LEARNING's test), else None (no curve to judge, or no proven fall)."""
+    try:
+        prof = ctx.curve()
+    except NotApplicable:
+        return None
+    head, best = prof.head_window_median, prof.best
+    if head <= 0:
+        return None
+    gain = (head - best) / head
+    points = int(prof.seg_size[prof.best_segment])
+    if gain < ctx.t.DEAD_MIN_IMPROVEMENT or not prof.above(head, best, ctx.t.NOISE_SIGMAS, prof.head_window_points, points):
+        return None
+    return f"{figures.num(head)} -> {figures.num(best)} ({figures.pct(gain)})"
 
 
 def lr_zero_partial(ctx: RunContext) -> Iterator[Hit]:
