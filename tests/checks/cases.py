@@ -242,7 +242,8 @@ CASES: dict[str, list[Case]] = {
         Case("gradients alike", lambda: pair(healthy(seed=9), healthy(seed=10)), False),
     ],
     "TP-CMP-LR-ZERO": [
-        Case("zero rate against a working one", lambda: pair(make_run(decaying(), lr=[0.0] * 60), healthy()), True),
+        Case("zero rate against a working one", lambda: pair(make_run(noisy(np.full(60, 1.5), 0.1), lr=[0.0] * 60), healthy()), True),
+        Case("logged as 0 while the run's loss falls", lambda: pair(make_run(noisy(decaying(), 0.02, 3), lr=[0.0] * 60), healthy()), True, level="WARN"),
         Case("both have a rate", lambda: pair(healthy(seed=11), healthy(seed=12)), False),
     ],
     "TP-CMP-BASELINE-UNHEALTHY": [

@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, Rule, RunContext
+from trainproof.checks.values import loss_fell
 from trainproof.model import Series
 from trainproof.report import Finding, Level
 from trainproof.stats import Profile, median, profile
@@ -291,6 +292,9 @@ def lr_zero(ctx: CompareContext) -> Iterator[Hit]:
     less than CMP_BASELINE_LR_ZERO_SHARE of its own.
     Why it matters: the baseline shows a working schedule; this run's
     optimizer did not move for most of it.
+    Only a WARN when the run's training loss fell all the same (by
+    TP-NO-LEARNING's test): the weights moved, so its logged rate is rounded
+    to 0 or belongs to a param group that does not train.
     Fires on: a run logging learning_rate 0.0 throughout against a baseline
     warming up to 2e-4.
     Does not fire on: both runs decaying to 0 at their last steps.
@@ -306,10 +310,17 @@ def lr_zero(ctx: CompareContext) -> Iterator[Hit]:
     run_share, base_share = float((run_lr == 0).mean()), float((base_lr == 0).mean())
     if run_share < ctx.t.CMP_LR_ZERO_SHARE or base_share >= ctx.t.CMP_BASELINE_LR_ZERO_SHARE:
         return
+    message = f"The learning rate is 0 on {figures.pct(run_share)} of the run's steps; the baseline's is 0 on {figures.pct(base_share)}."
+    evidence = f"run: {int((run_lr == 0).sum())} of {run_lr.size} logged rates are 0; baseline peaks at {figures.num(base_lr.max())}"
+    fell = loss_fell(ctx.run)  # the weights moved: the zeros are a rounded or another param group's rate (as TP-LR-ZERO)
+    if fell is not None:
+        message += f" Yet the run's training loss fell {fell}: its logged rate is rounded to 0, or is that of a param group that does not train."
+        evidence += f"; run's training loss {fell}"
     yield Hit(
-        message=f"The learning rate is 0 on {figures.pct(run_share)} of the run's steps; the baseline's is 0 on {figures.pct(base_share)}.",
-        evidence=f"run: {int((run_lr == 0).sum())} of {run_lr.size} logged rates are 0; baseline peaks at {figures.num(base_lr.max())}",
+        message=message,
+        evidence=evidence,
         values={"run_zero_share": round(run_share, 4), "baseline_zero_share": round(base_share, 4), "baseline_max_lr": float(base_lr.max())},
+        level=None if fell is None else Level.WARN,
     )
 
 

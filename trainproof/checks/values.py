@@ -260,7 +260,7 @@ def lr_zero(ctx: RunContext) -> Iterator[Hit]:
     # A training loss that fell beyond its noise (as TP-NO-LEARNING proves a fall: DEAD_MIN_IMPROVEMENT of its head
     # level, NOISE_SIGMAS of noise) says the weights did move: the logged rate is rounded to 0 (a log writing 2e-5 as
     # 0.0000) or is another param group's. The data cannot condemn the run then: a WARN saying so.
-    fell = _loss_fell(ctx)
+    fell = loss_fell(ctx)
     if fell is not None:
         message = (
             f"The learning rate is logged as 0 on {int(zero.sum())} of {values.size} steps, yet the training loss fell "
@@ -276,7 +276,7 @@ def lr_zero(ctx: RunContext) -> Iterator[Hit]:
     )
 
 
-def _loss_fell(ctx: RunContext) -> str | None:
+def loss_fell(ctx: RunContext) -> str | None:
     """How the training loss fell ("2.46 -> 0.52, 79%") when its best level is a real improvement on its head level
     (TP-NO-LEARNING's test), else None (no curve to judge, or no proven fall)."""
     try:
