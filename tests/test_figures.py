@@ -86,6 +86,11 @@ def test_step(s, text):
         (100, "100x"),
         (4513.4, "4,513x"),
         (1e6, "1,000,000x"),
+        (999_999_999.0, "999,999,999x"),
+        (3.2e12, "3.2e+12x"),
+        (1e300, "1e+300x"),  # not 301 digits
+        (float("inf"), "inf x"),
+        (float("nan"), "NaN x"),
     ],
 )
 def test_ratio(x, text):

@@ -29,10 +29,16 @@ def step(s: int) -> str:
 
 
 def ratio(x: float) -> str:
-    """'0.05x', '5.4x', '4,513x'."""
+    """'0.05x', '5.4x', '4,513x', '3.2e+12x' (past a billion, where digits stop saying more), 'infx' never: 'inf x'."""
+    if math.isnan(x):
+        return "NaN x"
+    if math.isinf(x):
+        return "inf x"
     if x < 1:
         return f"{x:.2f}x"
-    return f"{x:.1f}x" if round(x, 1) < 100 else f"{x:,.0f}x"
+    if round(x, 1) < 100:
+        return f"{x:.1f}x"
+    return f"{x:,.0f}x" if x < 1e9 else f"{x:.2g}x"
 
 
 def pct(share: float) -> str:
