@@ -119,3 +119,12 @@ def test_a_repeated_name_no_series_takes_is_left_alone(tmp_path):
     path = tmp_path / "metrics.csv"
     path.write_text("step,loss,note,note,,\n" + "".join(f"{s},{3 - s / 10},a,b,,\n" for s in range(1, 21)))
     assert read_run(path).loss.values.tolist()[:2] == [2.9, 2.8]
+
+
+@pytest.mark.parametrize(("text", "hint"), [("step;loss\n1;2.0\n", "semicolons"), ("step|loss\n1|2.0\n", "pipes"), ("loss\n2.0\n", None)])
+def test_a_one_column_header_says_which_separator_it_holds(tmp_path, text, hint):
+    path = tmp_path / "metrics.csv"
+    path.write_text(text)
+    with pytest.raises(InputError, match="one-column header") as raised:
+        read_run(path, "csv")
+    assert (f"separated by {hint}" in str(raised.value)) if hint else ("separated by" not in str(raised.value))

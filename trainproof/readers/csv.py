@@ -129,7 +129,9 @@ class LineParser:
         if self.header is None:
             self.header = cells
             if len(cells) < 2:
-                raise InputError(self.builder.path, "has a one-column header; a CSV log needs a step and a metric column")
+                other = next((name for mark, name in ((";", "semicolons"), ("|", "pipes")) if mark in cells[0]), None)
+                hint = f" (its header is separated by {other}: trainproof reads commas or tabs)" if other else ""
+                raise InputError(self.builder.path, f"has a one-column header; a CSV log needs a step and a metric column{hint}")
             _refuse_read_twice(self.builder.path, cells, self.records.names)
             return
         if cells == self.header or not any(cells):
