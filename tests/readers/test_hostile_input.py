@@ -674,3 +674,11 @@ def test_a_run_restarted_in_the_same_log_is_judged_on_the_restarted_run_alone(tm
     assert run.learning_rate.values.tolist() == [1e-4] * 31
     subject = judge("epoch", [run], DEFAULT_SETTINGS).subjects[0]
     assert str(subject.verdict) == "PASS", [f.message for f in subject.findings]
+
+
+def test_an_eval_set_whose_name_holds_a_line_break_is_read_not_dropped(tmp_path):
+    history = [{"step": s, "loss": 2.0 - s / 100} for s in range(1, 50)]
+    history += [{"step": 10 * k, "eval_a\nb_loss": 1.5 - k / 10, "eval_loss\n": 9.0} for k in range(1, 5)]
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    run = read_run(tmp_path / "trainer_state.json")
+    assert list(run.eval_losses) == ["eval_a\nb_loss"]  # "eval_loss\n" is not an eval loss key: $ matched before a final newline

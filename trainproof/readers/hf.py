@@ -38,7 +38,7 @@ name = "hf"
 description = "HuggingFace Trainer trainer_state.json"
 line_parser = None  # the Trainer rewrites the file whole at every save
 
-_EVAL_LOSS = re.compile(r"^eval_(?:(.+)_)?loss$")
+_EVAL_LOSS = re.compile(r"eval_(?:(.+)_)?loss\Z", re.S)  # any set name, line breaks and all (they are escaped when shown)
 _CHECKPOINT_STEP = re.compile(r"checkpoint-(\d+)")
 _STEP_KEY = re.compile(r'"step"\s*:\s*(\d+)')
 _SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second")

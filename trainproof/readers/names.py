@@ -120,7 +120,7 @@ SERIES = tuple(NAMES)
 
 _LIGHTNING_LR = re.compile(r"lr_[a-z][a-z0-9_]*(?:/pg\d+)?")
 """Lightning's LearningRateMonitor: ``lr-<Optimizer>``, ``lr-<Optimizer>/pg<N>`` per parameter group."""
-_EVAL_SET = re.compile(r"(?:eval|validation|val)[/_](.+)_loss")
+_EVAL_SET = re.compile(r"(?:eval|validation|val)[/_](.+)_loss", re.S)
 """A named eval set's loss: HF's ``eval_<set>_loss``, ``eval/<set>_loss`` in TensorBoard."""
 VALIDATION_FOLDERS = ("validation", "eval", "val")
 """Folder names (Lightning's and Keras's TensorBoard subfolders) whose tags are held-out data's."""
@@ -157,7 +157,7 @@ GOALS: Mapping[str, tuple[str, ...]] = {
 """Which way is better for an eval metric, by the words of its name after the eval prefix (``eval_wer``: lower;
 ``val/accuracy``: higher). A name with words of both kinds, or neither, has no known goal."""
 
-_EVAL_METRIC = re.compile(r"(?:eval|validation|valid|val)[/_](.+)")
+_EVAL_METRIC = re.compile(r"(?:eval|validation|valid|val)[/_](.+)", re.S)
 """An eval metric's name: HF's ``eval_<metric>``, ``eval/<metric>`` in TensorBoard, Lightning's ``val_<metric>``."""
 _BOOKKEEPING = frozenset(("runtime", "samples_per_second", "steps_per_second", "epoch", "step", "global_step", "time", "num_samples", "samples", "num_tokens", "tokens", "batch_size", "gen_len"))
 """What an evaluation logs about itself, not about the model: never a metric to judge, nor worth a note."""
