@@ -10,7 +10,7 @@ import pytest
 from trainproof.cli import main
 from trainproof.config import ConfigError, load
 from trainproof.readers import read_run
-from trainproof.readers.names import DEFAULT_NAMES, MapError, Names, eval_set, parse_map
+from trainproof.readers.names import DEFAULT_NAMES, MapError, Names, eval_set, parse_goals, parse_map
 
 STACKS = {
     "HF": (
@@ -193,3 +193,12 @@ def test_map_names_an_mlflow_metric(tmp_path: Path) -> None:
     run = read_run(tmp_path / "run", names=Names({"loss": "objective"}))
     assert run.loss is not None
     assert len(run.loss) == 19
+
+
+def test_a_series_mapped_twice_to_different_names_is_refused_and_the_same_twice_is_not():
+    with pytest.raises(MapError, match="'loss' is mapped twice, to 'a' and to 'b'"):
+        parse_map(["loss=a", "loss=b"])
+    assert parse_map(["loss=a", "loss=a"]) == {"loss": "a"}
+    with pytest.raises(MapError, match="given both goals"):
+        parse_goals(["eval_wer=min", "eval_wer=max"])
+    assert parse_goals(["eval_wer=min", "EVAL_WER=min"]) == {"eval_wer": "min"}

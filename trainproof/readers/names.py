@@ -281,6 +281,8 @@ def parse_goals(entries: Iterable[str], source: str = "--metric") -> dict[str, s
         name, goal = name.strip(), goal.strip().lower()
         if not sep or not name or goal not in ("min", "max"):
             raise MapError(f"{source}: '{entry}' is not NAME=min or NAME=max (for example eval_wer=min)")
+        if out.get(normal(name), goal) != goal:
+            raise MapError(f"{source}: '{name}' is given both goals, min and max")
         out[normal(name)] = goal
     return out
 
@@ -300,5 +302,7 @@ def parse_map(entries: Iterable[str], source: str = "--map") -> dict[str, str]:
             raise MapError(f"{source}: '{entry}' is not SERIES=NAME (for example loss=train/total_loss)")
         if series not in SERIES:
             raise MapError(f"{source}: '{series}' is not a series trainproof reads (one of {', '.join(SERIES)})")
+        if out.get(series, name) != name:
+            raise MapError(f"{source}: '{series}' is mapped twice, to '{out[series]}' and to '{name}'")
         out[series] = name
     return out
