@@ -627,7 +627,9 @@ def test_another_column_of_words_is_dropped_with_a_note(tmp_path):
     [
         ([10, 20, 30, 40, 50, 0, 10, 20], [0, 10, 20]),  # restarted at 0: the run it replaced is gone, tail and all
         ([10, 20, 30, 40, 50, 30, 40], [10, 20, 30, 40]),  # resumed at 30: its history before 30 stays
-        ([10, 20, 30, 40, 50, 30], [10, 20, 30]),  # the resumed run's first point
+        ([10, 20, 30, 40, 50, 30], [10, 20, 30, 40, 50]),  # a last point alone is a stray value, sorted in: not a new run
+        ([10, 20, 30, 40, 50, 0], [0, 10, 20, 30, 40, 50]),  # (MLflow's log_metric with no step logs at step 0)
+        ([10, 20, 30, 40, 50, 30, 40], [10, 20, 30, 40]),  # two points make it a resumption
         ([10, 20, 30, 30, 0, 10, 10, 20], [0, 10, 20]),  # a step logged twice (an eval beside it): its last value
         ([10, 20, 5, 30, 40], [5, 10, 20, 30, 40]),  # one point out of order is sorted in, not a resumption
         (list(range(20, 0, -1)), list(range(1, 21))),  # a log written newest first: out of order, sorted
@@ -682,3 +684,15 @@ def test_an_eval_set_whose_name_holds_a_line_break_is_read_not_dropped(tmp_path)
     (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": history}))
     run = read_run(tmp_path / "trainer_state.json")
     assert list(run.eval_losses) == ["eval_a\nb_loss"]  # "eval_loss\n" is not an eval loss key: $ matched before a final newline
+
+
+def test_a_stray_last_point_does_not_wipe_a_diverged_run(tmp_path):
+    steps = np.arange(1, 301) * 10
+    loss = np.concatenate([np.linspace(2.0, 0.6, 150), np.linspace(0.6, 9.0, 150)])
+    rows = "".join(f"{s},{v}\n" for s, v in zip(steps, loss))
+    for stray in ("1500,0.61\n", "0,2.3\n"):
+        path = tmp_path / "metrics.csv"
+        path.write_text("step,loss\n" + rows + stray)
+        run = read_run(path)
+        assert run.loss.steps.size == 300 + (stray.startswith("0,"))
+        assert run.loss.values[-1] == pytest.approx(9.0)

@@ -187,9 +187,9 @@ def last_per_step(steps: np.ndarray) -> np.ndarray | None:
     logged before at those steps, and at any step after them, is a history that was abandoned, not the run's. Keeping
     the old points past the last step logged again made one curve of two runs (a restarted, healthy run at steps
     0-200, then the diverged run it replaced at steps 200-500, judged as diverged). A step goes back for a resumption
-    when the next step logged is no further than the steps logged before it (the run logs them again, or the log
-    ends there), and at most RESUMES_AT_MOST times (or RESUME_SHARE of the steps); a lone point out of order, or
-    steps that go back more often, are sorted in with the last value of each step kept.
+    when the next step logged is no further than the steps logged before it (the run logs them again), and at most
+    RESUMES_AT_MOST times (or RESUME_SHARE of the steps); a lone point out of order (the last point too), or steps
+    that go back more often, are sorted in with the last value of each step kept.
     """
     if steps.size < 2:
         return None
@@ -211,7 +211,9 @@ def _timeline(steps: np.ndarray) -> np.ndarray:
     if rewinds.size <= max(RESUMES_AT_MOST, int(RESUME_SHARE * steps.size)):
         highest = np.maximum.accumulate(steps)
         after = np.minimum(rewinds + 1, steps.size - 1)
-        resumes = rewinds[(rewinds == steps.size - 1) | (steps[after] <= highest[rewinds - 1])]
+        # a resumption logs on from where it went back, below the highest step before: a last point alone is one
+        # stray value (MLflow's log_metric without a step logs at step 0), sorted in, not a new run
+        resumes = rewinds[(rewinds < steps.size - 1) & (steps[after] <= highest[rewinds - 1])]
         if resumes.size:
             # a point is left out when a resumption after it logs its step or an earlier one: each point against the
             # lowest step a resumption logs after it, the minimum of every suffix, in one backwards pass
