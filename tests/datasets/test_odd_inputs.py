@@ -264,3 +264,25 @@ def test_an_empty_cache_dir_is_a_usage_error(tmp_path, capsys):
         main(["data", str(tmp_path), "--cache-dir", ""])
     assert exited.value.code == 2
     assert "--cache-dir: needs a folder name" in capsys.readouterr().err
+
+
+def test_manifest_problems_are_counted_per_kind(tmp_path, capsys):
+    clip(tmp_path / "a.wav")
+    lines = [json.dumps({"audio_filepath": "a.wav", "text": "one", "offset": -0.5, "duration": 0.2}).encode(), b'{"audio_filepath": "a.wav", "text": "caf\xe9"}']
+    (tmp_path / "m.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    report = judged(capsys, tmp_path / "m.jsonl")
+    messages = [f["message"] for f in report["subjects"][0]["findings"] if f["id"] == "TP-DATA-MANIFEST"]
+    assert len(messages) == 2
+    assert not any("such lines)." in m for m in messages)  # one of each kind: no count of the other's lines
+    assert any("(1 such line)" in m for m in messages)  # the not-utf8 message's own count
+
+
+def test_an_existing_report_file_does_not_make_the_dataset_read_twice(tmp_path, monkeypatch):
+    from trainproof.data import manifest
+    from trainproof.judge import command
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the manifest was read to protect a report.json")
+
+    monkeypatch.setattr(manifest, "read_manifest", refuse)
+    assert command("data").reads_named(str(tmp_path), frozenset({"report.json", "r.html"}), {}) == ()

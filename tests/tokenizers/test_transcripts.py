@@ -139,3 +139,16 @@ def test_a_run_killed_while_copying_a_pipe_leaves_nothing_behind(tmp_path):
     finally:
         child.kill()
     assert list(folder.iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_an_ljspeech_clip_that_is_a_fifo_loses_its_duration_not_the_run(tmp_path):
+    (tmp_path / "wavs").mkdir()
+    os.mkfifo(tmp_path / "wavs" / "a.wav")
+    (tmp_path / "metadata.csv").write_text("a|hello there|hello there\n")
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from trainproof.tokenizer.transcripts import _audio_durations; print(_audio_durations(sys.argv[1:]))", str(tmp_path / "wavs" / "a.wav")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0
+    assert done.stdout.startswith("([None], '1 of 1 clips have no readable audio")

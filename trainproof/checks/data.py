@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
@@ -152,9 +153,11 @@ def manifest_broken(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the other lines are fine; they are judged by the other rules.
     """
     problems = [p for p in ctx.manifest.problems if p.kind in ("unparsable", "no-audio-field", "not-utf8")]
+    kinds = Counter(p.kind for p in problems)
     for problem in problems[: ctx.t.DATA_EXAMPLES]:
-        count = f" ({len(problems):,} such lines)" if len(problems) > 1 else ""
-        yield Hit(message=f"{problem.message}{count}.", evidence=f"line {problem.line}: {problem.kind}", values={"count": len(problems)}, line=problem.line, file=problem.manifest)
+        same = kinds[problem.kind]  # a not-utf8 problem counts its own lines in its message
+        count = f" ({same:,} such lines)" if same > 1 and problem.kind != "not-utf8" else ""
+        yield Hit(message=f"{problem.message}{count}.", evidence=f"line {problem.line}: {problem.kind}", values={"count": same}, line=problem.line, file=problem.manifest)
 
 
 def manifest_format(ctx: DataContext) -> Iterator[Hit]:

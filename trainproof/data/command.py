@@ -157,10 +157,14 @@ class Data(Command):
         return [target / name for name in names if (target / name).is_file()] + [target]
 
     def reads_named(self, path: str, names: frozenset[str], options: Mapping[str, Any]) -> Sequence[str]:
-        """The listed clips and the transcript files of the dataset at ``path`` with one of these base names."""
-        from trainproof.data.manifest import read_manifest
+        """The listed clips and the transcript files of the dataset at ``path`` with one of these base names. Only a
+        name of audio or a transcript is looked for (reading the manifest again for a report.json would cost a
+        second parse of the dataset on every re-run)."""
+        from trainproof.data.manifest import AUDIO_EXTENSIONS, TRANSCRIPT_SUFFIXES, read_manifest
         from trainproof.errors import InputError
 
+        if not any(name.lower().endswith((*AUDIO_EXTENSIONS, *TRANSCRIPT_SUFFIXES)) for name in names):
+            return ()
         try:
             manifest = read_manifest(path, root=options.get("root"), audio_dir=options.get("audio_dir"))
         except (InputError, OSError):

@@ -227,6 +227,9 @@ def _audio_durations(paths: list[str]) -> tuple[list[float | None], str | None]:
     out: list[float | None] = []
     for audio in paths:
         try:
+            if not os.path.isfile(audio):  # missing, or a FIFO (which soundfile would wait on forever) or a device
+                out.append(None)
+                continue
             info = soundfile.info(audio)
             out.append(info.frames / info.samplerate if info.samplerate > 0 and info.frames > 0 else None)
         except Exception:  # noqa: BLE001 -- a missing or broken clip only loses its duration here
