@@ -97,3 +97,32 @@ def test_what_a_call_writes_to_stderr_without_panicking_still_reaches_stderr(cap
     with guarded("tok.json", "cannot be used"):
         os.write(2, b"a library's warning\n")
     assert capfd.readouterr().err == "a library's warning\n"
+
+
+def test_calls_that_overlap_in_threads_leave_stderr_as_it_was(capfd):
+    import threading
+
+    target = os.readlink("/proc/self/fd/2") if os.path.exists("/proc/self/fd/2") else None
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with guarded("a", "x"):
+            a_in.set()
+            b_in.wait(10)
+        a_out.set()
+
+    def second():
+        a_in.wait(10)
+        with guarded("b", "x"):
+            b_in.set()
+            a_out.wait(10)  # the first call ends while this one runs: this one ends last
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    if target is not None:
+        assert os.readlink("/proc/self/fd/2") == target
+    os.write(2, b"still reaches stderr\n")
+    assert "still reaches stderr" in capfd.readouterr().err

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
@@ -51,23 +52,44 @@ class _Held:
     """Whether what was written to descriptor 2 goes on to stderr (False: it was a panic's report)."""
 
 
+class _Redirect:
+    """Descriptor 2 pointed at one spool while any guarded call runs, in any thread: the first call in redirects it,
+    the last one out restores it (each call saving "the current descriptor 2" would let a call that ends last
+    restore another's spool, and stderr would stay lost). What the spool caught is passed on unless a call in that
+    window panicked."""
+
+    lock = threading.Lock()
+    depth = 0
+    saved: int | None = None
+    spool: IO[bytes] | None = None
+    keep = True
+
+
 @contextmanager
 def _stderr_held() -> Iterator[_Held]:
     held = _Held()
-    saved, spool = _redirectable()
-    if saved is None or spool is None:
+    with _Redirect.lock:
+        if _Redirect.depth == 0:
+            _Redirect.saved, _Redirect.spool = _redirectable()
+            _Redirect.keep = True
+            if _Redirect.spool is not None:
+                os.dup2(_Redirect.spool.fileno(), 2)
+        _Redirect.depth += 1
+    try:
         yield held
-        return
-    with spool:
-        os.dup2(spool.fileno(), 2)
-        try:
-            yield held
-        finally:
-            _flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            if held.keep:
-                _replay(spool)
+    finally:
+        with _Redirect.lock:
+            _Redirect.keep = _Redirect.keep and held.keep
+            _Redirect.depth -= 1
+            if _Redirect.depth == 0 and _Redirect.saved is not None and _Redirect.spool is not None:
+                saved, spool = _Redirect.saved, _Redirect.spool
+                _Redirect.saved = _Redirect.spool = None
+                _flush()
+                os.dup2(saved, 2)
+                os.close(saved)
+                with spool:
+                    if _Redirect.keep:
+                        _replay(spool)
 
 
 def _redirectable() -> tuple[int, IO[bytes]] | tuple[None, None]:
