@@ -589,6 +589,14 @@ def test_a_row_the_tokenizer_cannot_encode_costs_that_row(tmp_path, tokenizers):
     assert judged(jsonl(tmp_path, {"text": "\ud800"}, name="again.jsonl"), tokenizer=tokenizers("sentencepiece")).verdict is Verdict.PASS  # no limit asked
 
 
+def test_shares_of_too_long_rows_count_only_the_rows_measured(tmp_path, tokenizers):
+    rows = [{"text": "\ud800"}, {"text": "\udc00 too"}, {"text": f"One. {LONG}"}, {"text": f"Two. {LONG}"}, {"text": "Short."}]
+    subject = judged(jsonl(tmp_path, *rows), tokenizer=tokenizers("sentencepiece"), max_len=64)
+    first = findings_of(subject, "TP-TEXT-TOO-LONG")[0]
+    assert "2 of 3 rows" in first.message  # the two rows the tokenizer could not encode are not rows of no tokens
+    assert first.values["rows"] == 3
+
+
 def test_chat_rows_without_a_template_are_measured_as_their_contents(tmp_path, tokenizers):
     tokenizer = tokenizers("sentencepiece")
     assert tokenizer.chat_template is None

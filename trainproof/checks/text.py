@@ -85,10 +85,13 @@ def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -
         yield Hit(message=message, evidence=f"line {problem.line}: {problem.kind}" if problem.line else problem.kind, values={"count": total}, line=problem.line)
 
 
-def _row_hits(ctx: TextContext, rows: Sequence[int], what: str, say: Callable[[Row], tuple[str, str]], values: dict | None = None) -> Iterator[Hit]:
-    """One hit for each of the first TEXT_EXAMPLES rows (indices into the dataset's rows), the first counting them all."""
+def _row_hits(
+    ctx: TextContext, rows: Sequence[int], what: str, say: Callable[[Row], tuple[str, str]], values: dict | None = None, *, measured: bool = False
+) -> Iterator[Hit]:
+    """One hit for each of the first TEXT_EXAMPLES rows (indices into the dataset's rows), the first counting them all
+    (``measured``: out of the rows the tokenizer measured, not those it could not encode)."""
     total = len(rows)
-    count = len(ctx.dataset.rows)
+    count = len(ctx.dataset.rows) - (len(ctx.lengths.unmeasured) if measured and ctx.lengths is not None else 0)
     for n, i in enumerate(rows[: ctx.t.TEXT_EXAMPLES]):
         row = ctx.dataset.rows[i]
         message, evidence = say(row)
@@ -265,7 +268,7 @@ def too_long(ctx: TextContext) -> Iterator[Hit]:
         ctx, over, f"are over {limit:,} tokens",
         lambda r: (f"Line {r.line} has {lengths.total[_index(ctx, r)]:,} tokens, over --max-len {limit:,}.",
                    f"{lost:,} of {sum(lengths.total):,} tokens ({figures.pct(share)}) are lost to truncation"),
-        {"lost_tokens": lost, "lost_share": share},
+        {"lost_tokens": lost, "lost_share": share}, measured=True,
     )  # fmt: skip
 
 
@@ -285,6 +288,7 @@ def truncated_target(ctx: TextContext) -> Iterator[Hit]:
         ctx, cut, "lose their whole answer to truncation",
         lambda r: (f"Line {r.line}'s prompt alone has {lengths.prompt[_index(ctx, r)]:,} tokens, so at --max-len {limit:,} none of its answer is trained.",
                    f"prompt {lengths.prompt[_index(ctx, r)]:,} tokens, row {lengths.total[_index(ctx, r)]:,}; limit {limit:,}"),
+        measured=True,
     )  # fmt: skip
 
 
