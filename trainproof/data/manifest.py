@@ -1041,7 +1041,8 @@ def _is_doc(name: str) -> bool:
 def _read_transcript(path: str, builder: _Builder) -> str | None:
     """A folder dataset's transcript: its text (at most HEAD_BYTES of it) with lines joined; a BOM is a problem. None
     when it cannot be read (a dangling link, a FIFO): that clip has no transcript, the rest of the folder is judged.
-    Lines are split at newlines only: a vertical tab or U+2028 inside a line stays for the character rules to see."""
+    Lines are split at CR, LF and CRLF only (as Python's open() reads text): a vertical tab or U+2028 inside a line
+    stays for the character rules to see."""
     try:
         with open_log(Path(path)) as handle:
             data = read_block(handle, HEAD_BYTES, path)
@@ -1052,4 +1053,5 @@ def _read_transcript(path: str, builder: _Builder) -> str | None:
     if text.startswith("\ufeff"):
         builder.problem("bom", "starts with a byte-order mark (BOM), which becomes an invisible first character of the transcript", path, 1)
         text = text[1:]
-    return " ".join(line.strip() for line in text.split("\n") if line.strip())
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # Python's universal newlines, as a trainer's open() reads
+    return " ".join(line.strip() for line in lines if line.strip())
