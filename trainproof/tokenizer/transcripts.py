@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from trainproof.errors import InputError
-from trainproof.readers.base import iter_line_blocks, iter_lines, size_text
+from trainproof.readers.base import iter_line_blocks, iter_lines, size_text, special_kind
 
 TEXT_KEYS = ("text", "transcript", "sentence", "normalized_text", "transcription")
 """JSONL fields read as the transcript, the first present."""
@@ -39,7 +39,6 @@ MAX_STREAM_BYTES = 4 << 30
 millions of transcripts, whose token ids alone outgrow the memory of the machines trainproof runs on."""
 
 _STREAM_SUFFIXES = (".jsonl", ".json", ".ndjson", ".csv")
-_SPECIAL = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 @dataclass(frozen=True)
@@ -69,9 +68,8 @@ def read_transcripts(path: str | os.PathLike[str]) -> Transcripts:
         mode = None
     if mode is not None and stat.S_ISFIFO(mode):  # a pipe (<(...)): read once, kept
         return _spooled(target)
-    kind = next((what for test, what in _SPECIAL if mode is not None and test(mode)), None)
-    if kind is not None:
-        raise InputError(path, f"is not a regular file ({kind}); give a text file, a JSONL manifest or a metadata.csv")
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InputError(path, f"is not a regular file ({special_kind(mode)}); give a text file, a JSONL manifest or a metadata.csv")
     if target.is_dir():
         if (target / "metadata.csv").is_file():
             return _ljspeech(target)
