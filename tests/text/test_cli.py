@@ -250,7 +250,7 @@ NOT_TOKENIZERS = {
     ),
     "a pickle": (_pickle, "is a pickle; trainproof never unpickles a tokenizer"),
     "an empty folder": (_empty_folder, "holds no tokenizer: no tokenizer.json, tokenizer_config.json or sentencepiece .model"),
-    "the dataset": (_the_dataset, "is not valid JSON (Extra data at line 2 column 1)"),
+    "the dataset": (_the_dataset, "is not valid JSON: Extra data at line 2 column 1"),
     "a missing path": (lambda tmp_path: tmp_path / "nope", "does not exist"),
 }
 

@@ -401,9 +401,11 @@ REFUSALS = {
         'is JSON but not a tokenizer.json (a JSON object with a "model" object)',
     ),
     "json-list": lambda built, tmp: (_write(tmp / "tokenizer.json", "[1, 2]"), "is JSON but not a tokenizer.json"),
-    "not-json": lambda built, tmp: (_write(tmp / "tokenizer.json", '{"model": {"type": "BPE",'), "is not valid JSON"),
+    "not-json": lambda built, tmp: (_write(tmp / "tokenizer.json", '{"model": {"type": "BPE" x}}'), "is not valid JSON"),
+    "json-cut-short": lambda built, tmp: (_write(tmp / "tokenizer.json", '{"model": {"type": "BPE",'), "is truncated"),
+    "json-number-too-long": lambda built, tmp: (_write(tmp / "tokenizer.json", '{"model": {"x": ' + "9" * 5000 + "}}"), "has a number too large to read"),
     "not-utf8": lambda built, tmp: (_write(tmp / "tokenizer.json", b'{"model": "\xff\xfe"}'), "is not UTF-8 text"),
-    "json-nested-too-deeply": lambda built, tmp: (_write(tmp / "tokenizer.json", _deep_json()), "is JSON nested too deeply to read"),
+    "json-nested-too-deeply": lambda built, tmp: (_write(tmp / "tokenizer.json", _deep_json()), "is nested too deeply"),
     "json-tokenizers-refuses": lambda built, tmp: (
         _write(tmp / "tokenizer.json", '{"model": {"type": "Nonsense"}}'),
         "the tokenizers library cannot load",
@@ -439,7 +441,7 @@ def test_a_corrupt_config_beside_the_tokenizer_is_blamed_by_name(built, tmp_path
     with pytest.raises(InputError) as raised:
         load_tokenizer(folder)
     assert raised.value.path == str(folder / "tokenizer_config.json")
-    assert raised.value.problem.startswith("is not valid JSON")
+    assert raised.value.problem.startswith("is truncated")
 
 
 @pytest.mark.parametrize("name", ["tokenizer_config.json", "special_tokens_map.json"])
@@ -453,7 +455,7 @@ def test_a_configuration_nested_too_deeply_is_blamed_by_name(built, tmp_path, na
     with pytest.raises(InputError) as raised:
         load_tokenizer(folder / "tokenizer.json" if given == "file" else folder)
     assert raised.value.path == str(folder / name)
-    assert raised.value.problem == "is JSON nested too deeply to read"
+    assert raised.value.problem == "is nested too deeply"
 
 
 @pytest.mark.parametrize(

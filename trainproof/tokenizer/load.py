@@ -54,7 +54,6 @@ much as its normaliser does. Where the contract does not hold:
 from __future__ import annotations
 
 import bisect
-import json
 import os
 import re
 import stat
@@ -66,6 +65,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from trainproof.errors import InputError, MissingDependencyError
+from trainproof.readers.base import load_json
 from trainproof.tokenizer.panics import guarded
 
 MAX_FILE_BYTES = 1 << 30
@@ -518,7 +518,7 @@ def _load_tokenizer_json(file: str, shown: str) -> TokenizersTokenizer:
         text = _read(file).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(file, "is not UTF-8 text, so not a tokenizer.json") from None
-    spec = _parsed(file, text)
+    spec = load_json(file, text)
     if not isinstance(spec, dict) or not isinstance(spec.get("model"), dict):
         hint = ": give the folder that holds it" if os.path.basename(file) in _CONFIG_FILES else ""
         raise InputError(file, f'is JSON but not a tokenizer.json (a JSON object with a "model" object){hint}')
@@ -530,16 +530,6 @@ def _load_tokenizer_json(file: str, shown: str) -> TokenizersTokenizer:
         except Exception as exc:  # the Rust side raises a bare Exception
             raise InputError(file, f"is a tokenizer.json the tokenizers library cannot load: {_said(exc)}") from None
         return TokenizersTokenizer(shown, backend, spec, named)
-
-
-def _parsed(file: str, text: str) -> Any:
-    """The JSON value of a file's text; InputError when it is not JSON, or nested too deeply for Python to read."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(file, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    except RecursionError:
-        raise InputError(file, "is JSON nested too deeply to read") from None
 
 
 def _load_sentencepiece(file: str, shown: str) -> SentencePieceTokenizer:
@@ -683,7 +673,7 @@ def _json_object(path: str) -> dict[str, Any]:
         text = _read(path).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(path, "is not UTF-8 text") from None
-    value = _parsed(path, text)
+    value = load_json(path, text)
     if not isinstance(value, dict):
         raise InputError(path, "is not a JSON object")
     return value
