@@ -45,13 +45,6 @@ class Series:
             return self
         return Series(self.steps[keep], self.values[keep])
 
-    @classmethod
-    def from_pairs(cls, pairs: Mapping[int, float], raw: Mapping[int, str] | None = None) -> Series:
-        """Build from ``{step: value}``; steps are sorted, NaN-safe."""
-        steps = np.fromiter(sorted(pairs), dtype=np.int64, count=len(pairs))
-        values = np.fromiter((pairs[s] for s in steps.tolist()), dtype=np.float64, count=len(pairs))
-        return cls(steps, values, dict(raw or {}))
-
 
 class _LinesByStep(Mapping[int, int]):
     """A mapping of step to line whose ``get`` does the work (a KeyError is a step it has no line for)."""

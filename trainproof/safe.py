@@ -44,3 +44,15 @@ def visible(text: object, keep: str = "") -> str:
         return char if char in keep or not hidden(char) else _escape(char)
 
     return _SUSPECT.sub(spell, str(text))
+
+
+def utf8_encodable(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form: not when it holds lone surrogates (the bytes of a file name that are not
+    UTF-8, as Python decodes them, or a JSON escape such as \\ud800), which a database, a C library or Arrow refuses."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

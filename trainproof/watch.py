@@ -26,7 +26,7 @@ from trainproof.errors import InputError
 from trainproof.live import LiveJudge
 from trainproof.model import Run
 from trainproof.readers import READERS, SNIFF_BYTES, detect, read_run
-from trainproof.readers.base import MAX_LINE_BYTES
+from trainproof.readers.base import MAX_LINE_BYTES, too_long
 from trainproof.report import Finding, Report, Subject, Verdict
 from trainproof.safe import visible
 
@@ -80,6 +80,11 @@ class Follower:
         self.head_witness = b""
         self.tail_witness = b""
 
+    def _forget(self) -> None:
+        """Start over as if the file were new: the next poll reads it from its start."""
+        self.identity = None
+        self._reset()
+
     def poll(self) -> Chunk:
         try:
             info = os.stat(self.path)
@@ -87,8 +92,7 @@ class Follower:
             return Chunk(missing=True)
         problem = _not_a_file(info)
         if problem is not None:
-            self.identity = None
-            self._reset()
+            self._forget()
             return Chunk(problem=problem)
         identity = (info.st_dev, info.st_ino)
         try:  # the file may go between the stat and the open (deleted, rotated away) or refuse to be read
@@ -106,8 +110,7 @@ class Follower:
         except FileNotFoundError:
             return Chunk(missing=True)
         except OSError as exc:
-            self.identity = None
-            self._reset()
+            self._forget()
             return Chunk(problem=f"cannot be read ({exc.strerror or type(exc).__name__})")
         return self._split(data, restarted, more=self.offset + len(data) < info.st_size)
 
@@ -129,7 +132,7 @@ class Follower:
         self.lines_read += len(pieces)
         if len(self.partial) > MAX_LINE_BYTES or any(len(p) > MAX_LINE_BYTES for p in pieces):
             long = next((first + i for i, p in enumerate(pieces) if len(p) > MAX_LINE_BYTES), self.lines_read + 1)
-            raise InputError(self.path, f"line {long} is longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB: not a training-log line")
+            raise too_long(self.path, long)
         lines = tuple(p.decode("utf-8", errors="replace").rstrip("\r") for p in pieces)
         return Chunk(lines=lines, first_line=first, restarted=restarted, grew=True, more=more)
 
@@ -140,8 +143,7 @@ class Follower:
             with self.path.open("rb") as handle:
                 return handle.read(SNIFF_BYTES).decode("utf-8", errors="replace")
         except OSError:
-            self.identity = None
-            self._reset()
+            self._forget()
             return ""
 
 

@@ -26,6 +26,7 @@ from trainproof.checks.base import Hit, NotApplicable, rules_of
 from trainproof.collector import collector_paused
 from trainproof.data.model import ClipRecord, Manifest
 from trainproof.report import Finding, Level
+from trainproof.safe import hidden
 from trainproof.stats import MAD_SE, MAD_TO_SIGMA
 from trainproof.thresholds import Thresholds
 
@@ -623,7 +624,6 @@ def unnormalized(ctx: DataContext) -> Iterator[Hit]:
     yield from _examples(ctx, rows, "transcripts are not normalised", say)
 
 
-_ODD_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")  # controls, format, lone surrogates, private use, unassigned, line and paragraph separators
 
 
 @lru_cache(maxsize=4096)
@@ -657,7 +657,9 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
             users = int(texts.map(_any_of(chars)).sum())
             if users / total < ctx.t.DATA_SCRIPT_SHARE:
                 foreign |= chars
-    oddities = frozenset(ch for ch in ctx.characters if unicodedata.category(ch) in _ODD_CATEGORIES or ch == "\ufffd") | foreign
+    # what the text report spells out (controls, format characters, separators, lone surrogates), private use,
+    # unassigned, and U+FFFD
+    oddities = frozenset(ch for ch in ctx.characters if hidden(ch) or unicodedata.category(ch) in ("Co", "Cn") or ch == "\ufffd") | foreign
     if not oddities:
         return
     marks = texts.map(lambda text: [ch for ch in text if ch in oddities])

@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 from trainproof.data import model
 from trainproof.data.model import ClipRecord
+from trainproof.safe import utf8_encodable
 
 DEFAULT_DIR = ".trainproof_cache"
 """The cache directory, relative to the working directory, when none is given."""
@@ -251,7 +252,7 @@ class Cache:
             return {}
         wanted: dict[tuple[str, str], CacheKey] = {}
         for key in keys:
-            if _storable(key.path):
+            if utf8_encodable(key.path):
                 wanted[(key.path, key.segment)] = key
         found: dict[CacheKey, ClipRecord] = {}
         try:
@@ -275,7 +276,7 @@ class Cache:
     def put_many(self, items: Iterable[tuple[CacheKey, ClipRecord]] | Mapping[CacheKey, ClipRecord]) -> None:
         """Store records under their keys, in one transaction; a failure disables the cache for the run (with a note)."""
         pairs = items.items() if isinstance(items, Mapping) else items
-        rows = [(k.path, k.segment, k.size, k.mtime_ns, self.version, *dumps(r)) for k, r in pairs if _storable(k.path) and _storable(r.error or "")]
+        rows = [(k.path, k.segment, k.size, k.mtime_ns, self.version, *dumps(r)) for k, r in pairs if utf8_encodable(k.path) and utf8_encodable(r.error or "")]
         if not rows:
             return
         self.open()
@@ -313,18 +314,6 @@ def _is_ours(path: Path) -> bool:
         return False
     finally:
         db.close()
-
-
-def _storable(text: str) -> bool:
-    """Whether sqlite can store ``text``: a file name whose bytes are not UTF-8 holds lone surrogates, which it cannot
-    (such a clip is simply never cached)."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _batches(items: list, size: int) -> Iterator[list]:

@@ -261,13 +261,9 @@ def _decode(ref: ClipRef, size: int, source: object = None) -> ClipRecord:
 def _openable(path: str) -> str | bytes:
     """``path`` as soundfile can open it: its bytes when it holds lone surrogates (a file name that is not UTF-8,
     which soundfile's own encoding of a name refuses)."""
-    if path.isascii():
-        return path
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return os.fsencode(path)
-    return path
+    from trainproof.safe import utf8_encodable
+
+    return path if utf8_encodable(path) else os.fsencode(path)
 
 
 def _message(exc: BaseException) -> str:

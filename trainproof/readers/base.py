@@ -566,9 +566,9 @@ def iter_line_blocks(path: Path) -> Iterator[tuple[int, list[str], bool]]:
                 yield number + 1, texts, True
                 number += len(texts)
             if over is not None:
-                raise _too_long(path, number + 1)
+                raise too_long(path, number + 1)
             if len(pending) > MAX_LINE_BYTES:
-                raise _too_long(path, number + 1)
+                raise too_long(path, number + 1)
     if blank:
         raise EmptyLog(path)
     if pending:
@@ -622,12 +622,12 @@ def iter_blocks(path: Path, size: int = COLUMN_BLOCK_BYTES) -> Iterator[tuple[in
                         k = int(over[0])
                         if k:
                             yield number, complete[: int(ends[k - 1]) + 1], True, k
-                        raise _too_long(path, number + k)
+                        raise too_long(path, number + k)
                 count = count_byte(complete, b"\n")
                 yield number, complete, True, count
                 number += count
             if len(pending) > MAX_LINE_BYTES:
-                raise _too_long(path, number)
+                raise too_long(path, number)
     if blank:
         raise EmptyLog(path)
     if pending:
@@ -652,7 +652,7 @@ def _may_hold_a_long_line(data: bytes) -> bool:
     return any(data.find(b"\n", at, at + half) < 0 for at in range(0, len(data) - half + 1, half))
 
 
-def _too_long(path: Path, number: int) -> InputError:
+def too_long(path: Path | str, number: int) -> InputError:
     return InputError(path, f"line {number} is longer than {size_text(MAX_LINE_BYTES)}: no log, manifest or transcript line is that long")
 
 
