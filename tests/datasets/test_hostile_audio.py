@@ -160,7 +160,7 @@ def test_a_header_claiming_64_channels_is_read_in_bounded_blocks(tmp_path):
     r, peak = peak_bytes(ClipRef(wav(tmp_path / "64.wav", samples.tobytes(), rate=48000, channels=64)))
     assert r.error is None
     assert (r.channels, r.frames) == (64, 200_000)
-    assert peak < 3 * clip.MAX_BLOCK_SAMPLES * 2, peak  # about one block of int16 (8 MB), not the file's 25 MB
+    assert peak < 1.5 * clip.MAX_BLOCK_SAMPLES * 2, peak  # about one block of int16 (8 MB), not half the file's 25 MB
 
 
 def test_a_header_claiming_2_gigahertz_spans_one_frame_over_blocks(tmp_path):

@@ -629,7 +629,9 @@ def test_another_column_of_words_is_dropped_with_a_note(tmp_path):
         ([10, 20, 30, 40, 50, 30, 40], [10, 20, 30, 40]),  # resumed at 30: its history before 30 stays
         ([10, 20, 30, 40, 50, 30], [10, 20, 30, 40, 50]),  # a last point alone is a stray value, sorted in: not a new run
         ([10, 20, 30, 40, 50, 0], [0, 10, 20, 30, 40, 50]),  # (MLflow's log_metric with no step logs at step 0)
-        ([10, 20, 30, 40, 50, 30, 40], [10, 20, 30, 40]),  # two points make it a resumption
+        ([10, 20, 30, 40, 50, 0, 10], [0, 10]),  # two points make it a restart: the run it replaced is gone
+        ([10, 20, 30, 40, 50, 60, 70, 80, 30, 40, 50, 20, 30, 10, 20], [10, 20]),  # three resumptions: RESUMES_AT_MOST
+        ([10, 20, 30, 40, 50, 60, 70, 80, 30, 40, 50, 20, 30, 10, 20, 5, 6], [5, 6, 10, 20, 30, 40, 50, 60, 70, 80]),  # four: out of order, sorted
         ([10, 20, 30, 30, 0, 10, 10, 20], [0, 10, 20]),  # a step logged twice (an eval beside it): its last value
         ([10, 20, 5, 30, 40], [5, 10, 20, 30, 40]),  # one point out of order is sorted in, not a resumption
         (list(range(20, 0, -1)), list(range(1, 21))),  # a log written newest first: out of order, sorted
