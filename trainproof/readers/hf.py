@@ -394,13 +394,25 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
         parse_step(history[problem]["step"], builder.path, f"log_history entry {problem + 1}")  # raises, naming it
     if runtime is not None:
         builder.runtime_s = runtime[1]
+    kept: dict[int, tuple] = {}  # a steps array the series of one kind share: cut once, the cut shared
     for target, parts in series.items():
-        builder.put(target, _merged(parts))
+        builder.put(target, _merged(parts, kept))
     return True
 
 
-def _merged(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]]) -> Series:
-    """One series from the points of several kinds of entry: in entry order, the last value of a step kept."""
+def _cut(steps: np.ndarray, kept: dict[int, tuple]) -> tuple[np.ndarray | None, np.ndarray]:
+    """What keeps one value per step of ``steps`` (:func:`last_of_each`) and the steps it leaves, worked out once per
+    steps array (``kept`` holds the array too, so its id is not reused)."""
+    found = kept.get(id(steps))
+    if found is None:
+        keep = last_of_each(steps)
+        found = kept[id(steps)] = (steps, keep, steps if keep is None else steps[keep])
+    return found[1], found[2]
+
+
+def _merged(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]], kept: dict[int, tuple]) -> Series:
+    """One series from the points of several kinds of entry: in entry order, the last value of a step kept. ``kept``
+    holds what a shared steps array was cut to (the series of one kind share it: cut once, and share the cut)."""
     if len(parts) == 1:
         rows, steps, values, texts = parts[0]
     else:
@@ -416,8 +428,8 @@ def _merged(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]
         order = np.argsort(rows, kind="stable")
         steps, values = steps[order], values[order]
         texts = moved(texts, order)
-    keep = last_of_each(steps)
+    keep, steps = _cut(steps, kept)
     if keep is not None:
-        steps, values = steps[keep], values[keep]
+        values = values[keep]
         texts = moved(texts, keep)
     return Series(steps, values, {int(steps[k]): text for k, text in texts.items()})
