@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 from trainproof import figures
@@ -21,7 +22,6 @@ class CompareContext:
     baseline: RunContext
     baseline_fails: tuple[Finding, ...]
     topic = "this comparison"
-    _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def t(self) -> Thresholds:
@@ -30,17 +30,13 @@ class CompareContext:
     def locate(self, finding: Finding) -> Finding:
         return self.run.locate(finding)
 
-    def baseline_curve(self, run: Profile) -> Profile:
-        """The baseline's loss profile over the steps the run covers (see :func:`_both`), worked out once."""
-        if "curve" not in self._cache:
-            try:
-                self._cache["curve"] = _baseline_curve(self, run)
-            except NotApplicable as exc:
-                self._cache["curve"] = exc
-        found = self._cache["curve"]
-        if isinstance(found, NotApplicable):
-            raise found
-        return found
+    @cached_property
+    def _baseline_cut(self) -> Profile | NotApplicable:
+        """The baseline's loss profile over the steps the run covers (see :func:`_both`), or why it cannot be had."""
+        try:
+            return _baseline_curve(self, self.run.curve())
+        except NotApplicable as exc:
+            return exc
 
 
 def _both(ctx: CompareContext) -> tuple[Profile, Profile]:
@@ -48,7 +44,10 @@ def _both(ctx: CompareContext) -> tuple[Profile, Profile]:
     (on the same step unit): a run of 1,000 steps is held to where the baseline was by step 1,000, not to the floor
     the baseline reached at step 10,000."""
     run = ctx.run.curve()
-    return run, ctx.baseline_curve(run)
+    base = ctx._baseline_cut
+    if isinstance(base, NotApplicable):
+        raise base
+    return run, base
 
 
 def _baseline_curve(ctx: CompareContext, run: Profile) -> Profile:

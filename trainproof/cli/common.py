@@ -104,18 +104,15 @@ def check_outputs(args: argparse.Namespace, name: str = "epoch", options: Mappin
     from trainproof import outputs
     from trainproof.judge import command
 
+    # the outputs already there, by name: one may be a file the inputs name inside them (a dataset's clip or transcript)
+    there = [str(value) for option, _ in FILE_OUTPUTS if (value := getattr(args, option)) is not None and outputs.identity(value)]
+    names = frozenset(os.path.basename(p) for value in there for p in (value, os.path.realpath(value)))
     protected = {}
     for path in args.paths:
-        for source in command(name).reads(str(path)):
+        named = command(name).reads_named(str(path), names, options or {}) if names else ()
+        for source in (*command(name).reads(str(path)), *named):
             if (found := outputs.identity(source)) is not None:
                 protected[found] = f"{visible(source)}: is read as an input; refusing to overwrite it"
-    existing = {found: value for option, _ in FILE_OUTPUTS if (value := getattr(args, option)) is not None and (found := outputs.identity(value))}
-    if existing:  # a file already there may be one the inputs name inside them (a dataset's clip or transcript)
-        names = frozenset(os.path.basename(p) for value in existing.values() for p in (str(value), os.path.realpath(value)))
-        for path in args.paths:
-            for source in command(name).reads_named(str(path), names, options or {}):
-                if (found := outputs.identity(source)) in existing:
-                    protected[found] = f"{visible(source)}: is read as an input; refusing to overwrite it"
     if getattr(args, "tokenizer", None):  # text's --tokenizer: its file, or its folder's, and what loading it reads beside
         from trainproof.tokenizer.load import files_read
 
