@@ -115,6 +115,20 @@ def diverge(ctx: RunContext) -> Iterator[Hit]:
     )
 
 
+def real_fall(prof: Profile, t: Thresholds) -> float | None:
+    """How far the loss's best level is below its head level, as a share of the head, when that is a real improvement
+    (at least DEAD_MIN_IMPROVEMENT, and beyond NOISE_SIGMAS of noise); None when it is not (or the head is not
+    positive). TP-NO-LEARNING's proof that a run learned at some point."""
+    head = prof.head_window_median
+    if head <= 0:
+        return None
+    gain = (head - prof.best) / head
+    points = int(prof.seg_size[prof.best_segment])
+    if gain < t.DEAD_MIN_IMPROVEMENT or not prof.above(head, prof.best, t.NOISE_SIGMAS, prof.head_window_points, points):
+        return None
+    return gain
+
+
 def no_learning(ctx: RunContext) -> Iterator[Hit]:
     """Training loss shows no real improvement from start to end.
 
@@ -147,10 +161,7 @@ def no_learning(ctx: RunContext) -> Iterator[Hit]:
     if head <= 0:
         raise NotApplicable("the loss's head level is not positive")
     end_gain = (head - prof.end) / head
-    best_gain = (head - prof.best) / head
-    best_segment = int(prof.seg_size[prof.best_segment])
-    best_is_real = best_gain >= t.DEAD_MIN_IMPROVEMENT and prof.above(head, prof.best, t.NOISE_SIGMAS, prof.head_window_points, best_segment)
-    if best_is_real:  # learned at some point: the trend (a sort of every point) is not needed to say so
+    if real_fall(prof, t) is not None:  # learned at some point: the trend (a sort of every point) is not needed to say so
         return
     trend = trend_t(prof.values)
     learned_by_end = end_gain >= t.DEAD_MIN_IMPROVEMENT and trend <= -t.DEAD_TREND_T

@@ -9,6 +9,7 @@ import numpy as np
 
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext, zero_tail
+from trainproof.checks.trend import real_fall
 from trainproof.model import Series
 from trainproof.report import Level
 from trainproof.stats import median
@@ -278,19 +279,15 @@ def lr_zero(ctx: RunContext) -> Iterator[Hit]:
 
 def loss_fell(ctx: RunContext) -> str | None:
     """How the training loss fell ("2.46 -> 0.52, 79%") when its best level is a real improvement on its head level
-    (TP-NO-LEARNING's test), else None (no curve to judge, or no proven fall)."""
+    (TP-NO-LEARNING's proof of learning, :func:`~trainproof.checks.trend.real_fall`), else None."""
     try:
         prof = ctx.curve()
     except NotApplicable:
         return None
-    head, best = prof.head_window_median, prof.best
-    if head <= 0:
+    gain = real_fall(prof, ctx.t)
+    if gain is None:
         return None
-    gain = (head - best) / head
-    points = int(prof.seg_size[prof.best_segment])
-    if gain < ctx.t.DEAD_MIN_IMPROVEMENT or not prof.above(head, best, ctx.t.NOISE_SIGMAS, prof.head_window_points, points):
-        return None
-    return f"{figures.num(head)} -> {figures.num(best)} ({figures.pct(gain)})"
+    return f"{figures.num(prof.head_window_median)} -> {figures.num(prof.best)} ({figures.pct(gain)})"
 
 
 def lr_zero_partial(ctx: RunContext) -> Iterator[Hit]:
