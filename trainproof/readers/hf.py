@@ -29,10 +29,19 @@ import numpy as np
 from trainproof.collector import collector_paused, drop, release_dropped
 from trainproof.errors import InputError
 from trainproof.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
-from trainproof.readers.base import RunBuilder, count_byte, load_json, parse_number, parse_step, read_document, read_document_bytes
+from trainproof.readers.base import (
+    RunBuilder,
+    count_byte,
+    last_per_step,
+    load_json,
+    parse_number,
+    parse_step,
+    read_document,
+    read_document_bytes,
+)
 from trainproof.readers.columns import metric_columns
 from trainproof.readers.names import DEFAULT_NAMES, Names
-from trainproof.readers.table import SPECIAL_FLOATS, as_columns, first_lines, last_of_each, moved
+from trainproof.readers.table import SPECIAL_FLOATS, as_columns, first_lines, moved
 
 name = "hf"
 description = "HuggingFace Trainer trainer_state.json"
@@ -401,11 +410,11 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
 
 
 def _cut(steps: np.ndarray, kept: dict[int, tuple]) -> tuple[np.ndarray | None, np.ndarray]:
-    """What keeps one value per step of ``steps`` (:func:`last_of_each`) and the steps it leaves, worked out once per
+    """What keeps one value per step of ``steps`` (:func:`last_per_step`) and the steps it leaves, worked out once per
     steps array (``kept`` holds the array too, so its id is not reused)."""
     found = kept.get(id(steps))
     if found is None:
-        keep = last_of_each(steps)
+        keep = last_per_step(steps)
         found = kept[id(steps)] = (steps, keep, steps if keep is None else steps[keep])
     return found[1], found[2]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from trainproof.model import DeferredStepLines, Run, Series, StepLines
-from trainproof.readers.base import RunBuilder, last_per_step, parse_number, parse_step, parse_timestamp
+from trainproof.readers.base import RunBuilder, last_per_step, one_of_each, parse_number, parse_step, parse_timestamp
 from trainproof.readers.columns import METRICS, finish, metric_columns
 from trainproof.readers.names import Names
 
@@ -405,7 +405,7 @@ class ColumnarRun:
             key = (part.steps, values.size)
             if key not in done:  # series sharing a steps buffer share their steps and what keeps one value per step
                 steps = (records if part.steps is None else part.steps.view())[: values.size]  # a shared buffer may run on
-                keep = last_of_each(steps)
+                keep = last_per_step(steps)
                 if keep is not None:
                     steps = steps[keep]
                 same = next((s for s in shared if s.size == steps.size and np.array_equal(s, steps)), None)
@@ -448,13 +448,6 @@ def _seconds(values: np.ndarray) -> np.ndarray:
     return np.where(values > 1e14, values / 1e6, np.where(values > 1e11, values / 1e3, values))
 
 
-def last_of_each(steps: np.ndarray) -> np.ndarray | None:
-    """What keeps the last value of each step, steps ascending (a mask or positions, see :func:`_one_of_each`); None
-    when the steps already rise strictly. Steps that go back a few times are a resumed run's: the points its last
-    timeline logs again or went past are left out (see :func:`trainproof.readers.base.last_per_step`)."""
-    return last_per_step(steps)
-
-
 def _first_lines_of(steps: np.ndarray, lines: np.ndarray | None) -> StepLines:
     """:func:`first_lines` of records on ``lines`` (None: record k on line k + 1)."""
     return first_lines([(steps, np.arange(1, steps.size + 1, dtype=np.int64) if lines is None else lines)])
@@ -475,27 +468,10 @@ def first_lines(parts: list[tuple[np.ndarray, np.ndarray]]) -> StepLines:
     """The first line of each step, from (steps, lines) blocks in file order."""
     steps = np.concatenate([s for s, _ in parts]) if len(parts) != 1 else parts[0][0]
     lines = np.concatenate([found for _, found in parts]) if len(parts) != 1 else parts[0][1]
-    keep = _one_of_each(steps, last=False)
+    keep = one_of_each(steps, last=False)
     return StepLines(steps, lines) if keep is None else StepLines(steps[keep], lines[keep])
 
 
-def _one_of_each(steps: np.ndarray, last: bool) -> np.ndarray | None:
-    """What keeps one entry of each step (its last, or its first, in the order given), steps ascending: a mask when
-    the steps never step back (an eval record beside the training one repeats a step: no sort needed), else the
-    positions in step order; None when the steps already rise strictly. Comparisons only, no differences: at ten
-    million steps each difference is an 80 MB array."""
-    if steps.size < 2:
-        return None
-    later, earlier = steps[1:], steps[:-1]
-    if bool(np.all(later > earlier)):
-        return None
-    if bool(np.all(later >= earlier)):
-        changes = later != earlier
-        return np.append(changes, True) if last else np.insert(changes, 0, True)
-    order = np.argsort(steps, kind="stable")
-    ordered = steps[order]
-    changes = ordered[1:] != ordered[:-1]
-    return order[np.append(changes, True) if last else np.insert(changes, 0, True)]
 
 
 def number_arrays(series: object) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:

@@ -46,10 +46,9 @@ import numpy as np
 from trainproof.errors import InputError
 from trainproof.model import Run, Series
 from trainproof.readers import EVENT_FILE_PREFIX, tfrecord
-from trainproof.readers.base import metric_fields
+from trainproof.readers.base import last_per_step, metric_fields
 from trainproof.readers.columns import METRICS
 from trainproof.readers.names import DEFAULT_NAMES, Names, eval_set, in_validation_folder, normal
-from trainproof.readers.table import last_of_each
 from trainproof.safe import visible
 
 name = "tensorboard"
@@ -405,7 +404,7 @@ class _Scalars:
         if (np.diff(ordinals) < 0).any():  # records of several lengths were decoded a length at a time
             order = np.argsort(ordinals, kind="stable")
             steps, values, walls = steps[order], values[order], walls[order]
-        keep = last_of_each(steps)
+        keep = last_per_step(steps)
         if keep is not None:
             steps, values, walls = steps[keep], values[keep], walls[keep]
         return steps, values, walls
