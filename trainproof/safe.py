@@ -20,7 +20,8 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
-def _escape(char: str) -> str:
+def spelled(char: str) -> str:
+    """One character as the text report spells it: ``\\n``, ``\\x1b``, ``\\u202e``, ``\\U000e0001``."""
     if char in _NAMED:
         return _NAMED[char]
     code = ord(char)
@@ -41,7 +42,7 @@ def visible(text: object, keep: str = "") -> str:
 
     def spell(match: re.Match[str]) -> str:
         char = match.group()
-        return char if char in keep or not hidden(char) else _escape(char)
+        return char if char in keep or not hidden(char) else spelled(char)
 
     return _SUSPECT.sub(spell, str(text))
 

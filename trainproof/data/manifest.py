@@ -40,7 +40,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 
@@ -359,11 +359,7 @@ def _normpath(path: str) -> str:
     """``path`` with "." segments and repeated separators taken out, as os.path.normpath does, but ".." kept: the
     system resolves ``a/../b.wav`` through ``a`` (which must exist, and may be a link to elsewhere), so a trainer
     opening it may not reach the ``b.wav`` that collapsing the text would name."""
-    if ".." not in path:
-        return os.path.normpath(path)
-    head = os.sep if path.startswith(os.sep) else ""
-    kept = [part for part in path.split(os.sep) if part not in ("", ".")]
-    return head + os.sep.join(kept) if kept else head or "."
+    return os.path.normpath(path) if ".." not in path else str(PurePath(path))
 
 
 def _is_normal(path: str) -> bool:

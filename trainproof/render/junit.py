@@ -19,7 +19,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from trainproof.report import Finding, Report, Subject, location
-from trainproof.safe import hidden
+from trainproof.safe import hidden, spelled
 
 # What XML 1.0 cannot carry even as a character reference.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -30,16 +30,11 @@ _SUSPECT = re.compile("[\t\r\x7f-\U0010ffff]")
 ZERO_TIME = "0.000"
 
 
-def _spelled(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def _clean(text: str) -> str:
     """User text as XML 1.0 can carry it: what XML cannot (C0 controls, lone surrogates, U+FFFE, U+FFFF) spelled out
     as the text report spells it, line breaks marked to become references. Once only: a second pass would spell the
     marks."""
-    return _XML_INVALID.sub(_spelled, text).replace("\n", _USER_LF)
+    return _XML_INVALID.sub(lambda match: spelled(match.group()), text).replace("\n", _USER_LF)
 
 
 def _referenced(match: re.Match[str]) -> str:
