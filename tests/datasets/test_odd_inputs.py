@@ -270,13 +270,16 @@ def test_an_empty_cache_dir_is_a_usage_error(tmp_path, capsys):
 
 def test_manifest_problems_are_counted_per_kind(tmp_path, capsys):
     clip(tmp_path / "a.wav")
-    lines = [json.dumps({"audio_filepath": "a.wav", "text": "one", "offset": -0.5, "duration": 0.2}).encode(), b'{"audio_filepath": "a.wav", "text": "caf\xe9"}']
+    latin = b'{"audio_filepath": "a.wav", "text": "caf\xe9"}'
+    lines = [json.dumps({"audio_filepath": "a.wav", "text": "one", "offset": -0.5, "duration": 0.2}).encode(), latin, latin]
     (tmp_path / "m.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     report = judged(capsys, tmp_path / "m.jsonl")
-    messages = [f["message"] for f in report["subjects"][0]["findings"] if f["id"] == "TP-DATA-MANIFEST"]
-    assert len(messages) == 2
-    assert not any("such lines)." in m for m in messages)  # one of each kind: no count of the other's lines
-    assert any("(1 such line)" in m for m in messages)  # the not-utf8 message's own count
+    found = {f["line"]: f for f in report["subjects"][0]["findings"] if f["id"] == "TP-DATA-MANIFEST"}
+    assert sorted(found) == [1, 2]
+    assert "such line" not in found[1]["message"]  # one negative offset: not counted with the other kind's lines
+    assert found[2]["message"].startswith("line 2 holds bytes that are not UTF-8")
+    assert "(2 such lines)." in found[2]["message"]  # its own two lines, told once
+    assert (found[1]["values"]["count"], found[2]["values"]["count"]) == (1, 2)
 
 
 def test_an_existing_report_file_does_not_make_the_dataset_read_twice(tmp_path, monkeypatch):

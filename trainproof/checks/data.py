@@ -154,10 +154,12 @@ def manifest_broken(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the other lines are fine; they are judged by the other rules.
     """
     problems = [p for p in ctx.manifest.problems if p.kind in ("unparsable", "no-audio-field", "not-utf8")]
-    kinds = Counter(p.kind for p in problems)
+    kinds: Counter[str] = Counter()
+    for p in problems:
+        kinds[p.kind] += p.lines
     for problem in problems[: ctx.t.DATA_EXAMPLES]:
-        same = kinds[problem.kind]  # a not-utf8 problem counts its own lines in its message
-        count = f" ({same:,} such lines)" if same > 1 and problem.kind != "not-utf8" else ""
+        same = kinds[problem.kind]
+        count = f" ({same:,} such lines)" if same > 1 else ""
         yield Hit(message=f"{problem.message}{count}.", evidence=f"line {problem.line}: {problem.kind}", values={"count": same}, line=problem.line, file=problem.manifest)
 
 

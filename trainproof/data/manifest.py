@@ -229,7 +229,7 @@ class _Builder:
     garbage_check: bool = True
     unreadable_texts: list[str] = field(default_factory=list)  # a folder dataset's transcripts that cannot be read
 
-    def problem(self, kind: str, message: str, manifest: str, line: int | None = None, file: str | None = None) -> None:
+    def problem(self, kind: str, message: str, manifest: str, line: int | None = None, file: str | None = None, lines: int = 1) -> None:
         if kind in ("unparsable", "no-audio-field"):
             count = self.line_problems[kind] = self.line_problems.get(kind, 0) + 1
             if self.garbage_check and not self.entries and sum(self.line_problems.values()) == LEADING_GARBAGE:
@@ -239,7 +239,7 @@ class _Builder:
                 )
             if count > MAX_LINE_PROBLEMS:
                 return
-        self.problems.append(Problem(kind, message, manifest, line, file))
+        self.problems.append(Problem(kind, message, manifest, line, file, lines))
 
     def _first_line_problem(self) -> str:
         return next((p.message for p in self.problems if p.kind in ("unparsable", "no-audio-field")), "")
@@ -302,10 +302,11 @@ def _lines(path: str, builder: _Builder) -> Iterator[tuple[int, str]]:
     if not_utf8:
         builder.problem(
             "not-utf8",
-            f"line {first_not_utf8} holds bytes that are not UTF-8 ({not_utf8:,} such line{'s' if not_utf8 != 1 else ''}): a trainer "
-            "reading the manifest as UTF-8 (Python's open() does) stops there with a UnicodeDecodeError; here they were read as U+FFFD",
+            f"line {first_not_utf8} holds bytes that are not UTF-8: a trainer reading the manifest as UTF-8 (Python's open() "
+            "does) stops there with a UnicodeDecodeError; here they were read as U+FFFD",
             path,
             first_not_utf8,
+            lines=not_utf8,
         )
     if crlf:
         builder.problem(

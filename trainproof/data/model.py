@@ -42,6 +42,8 @@ class Problem:
     UTF-8: one problem, at the first), ``no-audio-field``, ``empty-text``,
     ``duplicate-id``, ``bom``, ``crlf``, ``blank-line``, ``unlisted`` (an
     audio file in the folder that no line lists; ``file`` names it).
+    ``lines``: how many lines the problem stands for (a not-utf8 problem's
+    every bad line).
     """
 
     kind: str
@@ -49,6 +51,7 @@ class Problem:
     manifest: str
     line: int | None = None
     file: str | None = None
+    lines: int = 1
 
 
 @dataclass(frozen=True)
