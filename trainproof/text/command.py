@@ -33,9 +33,6 @@ ANSWER_MARK = "7391046285502846193"
 """What stands in for a conversation's first answer in its second rendering, to find where the template puts the
 answer: digits, which a template that trims, escapes or changes the case of content (Llama 3's ``| trim``) keeps."""
 
-UNMEASURED_SHOWN = 5
-"""Rows the tokenizer cannot encode named by line in the note that counts them."""
-
 
 def _turns(row: Any) -> list[dict]:
     return [{"role": m.role, "content": m.content or ""} for m in row.messages]
@@ -127,11 +124,10 @@ def _unmeasured(dataset: Any, lengths: Any) -> str | None:
     """The note naming the rows the tokenizer could not encode, None when there are none."""
     if not lengths.unmeasured:
         return None
-    count = len(lengths.unmeasured)
-    shown = "; ".join(f"line {dataset.rows[i].line} ({why})" for i, why in lengths.unmeasured[:UNMEASURED_SHOWN])
-    more = f"; and {count - UNMEASURED_SHOWN:,} more" if count > UNMEASURED_SHOWN else ""
-    s = "" if count == 1 else "s"
-    return f"the tokenizer cannot encode {count:,} row{s}, so {'its' if count == 1 else 'their'} length is not judged: {shown}{more}"
+    from trainproof.tokenizer.batches import failed_note
+
+    whose = "its" if len(lengths.unmeasured) == 1 else "their"
+    return failed_note([(dataset.rows[i].line, why) for i, why in lengths.unmeasured], "row", f"so {whose} length is not judged")
 
 
 def summarize(dataset: Any, lengths: Any, max_len: int | None) -> dict:

@@ -21,6 +21,9 @@ R = TypeVar("R")
 MAX_REASON_CHARS = 200
 """A library's message is cut to this many characters in a :class:`Failed`."""
 
+FAILED_SHOWN = 5
+"""Items the tokenizer could not encode named, by line, in the note that counts them."""
+
 
 @dataclass(frozen=True)
 class Failed:
@@ -58,3 +61,13 @@ def _reason(item: object, exc: Exception) -> str:
                 return f"{text[bad.start]!r} is a lone UTF-16 surrogate, not Unicode text"
     said = " ".join(f"{type(exc).__name__}: {exc}".split())
     return said if len(said) <= MAX_REASON_CHARS else said[: MAX_REASON_CHARS - 3] + "..."
+
+
+def failed_note(failed: Sequence[tuple[int, str]], noun: str, outcome: str) -> str:
+    """The note counting the items (``(line, why)``, in order) the tokenizer could not encode, the first FAILED_SHOWN
+    named: "the tokenizer cannot encode 2 rows, so their length is not judged: line 4 (...); line 9 (...)".
+    ``outcome`` says what that costs them."""
+    count = len(failed)
+    shown = "; ".join(f"line {line} ({why})" for line, why in failed[:FAILED_SHOWN])
+    more = f"; and {count - FAILED_SHOWN:,} more" if count > FAILED_SHOWN else ""
+    return f"the tokenizer cannot encode {count:,} {noun}{'' if count == 1 else 's'}, {outcome}: {shown}{more}"

@@ -29,8 +29,6 @@ from trainproof.tokenizer.transcripts import Transcripts, read_transcripts
 ENCODE_CHUNK = 16384
 """Lines encoded per batch call when a progress line is shown (it moves once per chunk)."""
 
-UNENCODED_SHOWN = 5
-"""Lines the tokenizer cannot encode named in the note that counts them."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ def encode(tokenizer: Any, text: Transcripts, progress: Callable[[int, int], Non
     """The text's encoding: in one batch call without a progress line (the library's threads see every line), else
     in chunks of ENCODE_CHUNK so the line can move. Lines the tokenizer cannot encode are left out of the text, with
     a note naming them; NothingEncoded when it can encode none."""
-    from trainproof.tokenizer.batches import Failed, each
+    from trainproof.tokenizer.batches import Failed, each, failed_note
 
     total = len(text.texts)
     chunk = max(total, 1) if progress is None else ENCODE_CHUNK
@@ -61,10 +59,7 @@ def encode(tokenizer: Any, text: Transcripts, progress: Callable[[int, int], Non
         raise NothingEncoded(next(ids.reason for ids in got if isinstance(ids, Failed)))
     failed = [(k, ids.reason) for k, ids in enumerate(got) if isinstance(ids, Failed)]
     kept = [k for k, ids in enumerate(got) if not isinstance(ids, Failed)]
-    shown = "; ".join(f"line {text.lines[k]} ({why})" for k, why in failed[:UNENCODED_SHOWN])
-    more = f"; and {len(failed) - UNENCODED_SHOWN:,} more" if len(failed) > UNENCODED_SHOWN else ""
-    s = "" if len(failed) == 1 else "s"
-    note = f"the tokenizer cannot encode {len(failed):,} line{s}, left out of the judgement: {shown}{more}"
+    note = failed_note([(text.lines[k], why) for k, why in failed], "line", "left out of the judgement")
     rest = replace(
         text,
         lines=tuple(text.lines[k] for k in kept),
