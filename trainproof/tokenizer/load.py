@@ -431,13 +431,16 @@ class TransformersTokenizer(Tokenizer):
             raise ValueError(f"the chat template of {self.path} fails on these messages: {_said(exc)}") from exc
 
     def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
+        from trainproof.tokenizer.batches import Failed, each
+
         if self.chat_template is None or not conversations:
             return [None] * len(conversations)
-        try:
-            rendered = self._tokenizer.apply_chat_template([[dict(m) for m in c] for c in conversations], tokenize=False)
-        except Exception:  # noqa: BLE001 -- one conversation the template refuses: each on its own, to find which
-            return super()._render_chats(conversations)
-        return [str(text) for text in rendered]
+
+        def render(batch: list[Sequence[Mapping[str, str]]]) -> list[str]:
+            return [str(text) for text in self._tokenizer.apply_chat_template([[dict(m) for m in c] for c in batch], tokenize=False)]
+
+        # a conversation the template refuses costs that one: halves rendered apart down to it, not each one alone
+        return [None if isinstance(text, Failed) else text for text in each(render, conversations)]
 
     def _count_before(self, texts: list[str], cuts: list[int]) -> list[tuple[int, int]]:
         backend = getattr(self._tokenizer, "backend_tokenizer", None) if getattr(self._tokenizer, "is_fast", False) else None
