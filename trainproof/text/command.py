@@ -86,8 +86,9 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
     rows = dataset.rows
     chats = [i for i, row in enumerate(rows) if row.shape == "messages"] if tokenizer.chat_template is not None else []
     rendered = dict(zip(chats, tokenizer.render_chats([_turns(rows[i]) for i in chats]))) if chats else {}
-    answered = [i for i, text in rendered.items() if text is not None and _first_answer(rows[i]) < len(rows[i].messages)]
-    marked = dict(zip(answered, tokenizer.render_chats([_marked(_turns(rows[i]), _first_answer(rows[i])) for i in answered]))) if answered else {}
+    first = {i: _first_answer(rows[i]) for i, text in rendered.items() if text is not None}
+    answered = [i for i, k in first.items() if k < len(rows[i].messages)]
+    marked = dict(zip(answered, tokenizer.render_chats([_marked(_turns(rows[i]), first[i]) for i in answered]))) if answered else {}
     cuts = {i: _before_answer(text, marked[i]) if i in marked else len(text) for i, text in rendered.items() if text is not None}
     whole = [i for i, cut in cuts.items() if cut is not None]
     apart = [i for i in range(len(rows)) if cuts.get(i) is None]

@@ -35,21 +35,17 @@ def panicked(exc: BaseException) -> bool:
 def guarded(path: str, doing: str) -> Iterator[None]:
     """A call into a tokenizer library; a panic in it is ``InputError(path, f"{doing}: the tokenizers library
     panicked (...)")``. KeyboardInterrupt and SystemExit pass through as they are."""
-    with _stderr_held() as held:
+    with _stderr_held():
         try:
             yield
         except BaseException as exc:
             if not panicked(exc):
                 raise
-            held.keep = False
+            with _Redirect.lock:
+                _Redirect.keep = False  # what the spool caught is the panic's report: not passed on
             text = " ".join(str(exc).split()) or "no message"
             text = text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
             raise InputError(path, f"{doing}: the tokenizers library panicked ({text})") from None
-
-
-class _Held:
-    keep = True
-    """Whether what was written to descriptor 2 goes on to stderr (False: it was a panic's report)."""
 
 
 class _Redirect:
@@ -66,8 +62,7 @@ class _Redirect:
 
 
 @contextmanager
-def _stderr_held() -> Iterator[_Held]:
-    held = _Held()
+def _stderr_held() -> Iterator[None]:
     with _Redirect.lock:
         if _Redirect.depth == 0:
             _Redirect.saved, _Redirect.spool = _redirectable()
@@ -76,10 +71,9 @@ def _stderr_held() -> Iterator[_Held]:
                 os.dup2(_Redirect.spool.fileno(), 2)
         _Redirect.depth += 1
     try:
-        yield held
+        yield
     finally:
         with _Redirect.lock:
-            _Redirect.keep = _Redirect.keep and held.keep
             _Redirect.depth -= 1
             if _Redirect.depth == 0 and _Redirect.saved is not None and _Redirect.spool is not None:
                 saved, spool = _Redirect.saved, _Redirect.spool
