@@ -519,12 +519,8 @@ class _Analysis:
         """The mean square about ``rest`` of the centred mono mix's last frame_len samples (all of a shorter clip)."""
         np = self.np
         keep = min(self.frame_len, self.tail_len)
-        pieces = [self.tail[0][self.tail_len - keep :], *self.tail[1:]]
-        if keep <= MAX_BLOCK_SAMPLES:
-            tail = (np.concatenate(pieces) if len(pieces) > 1 else pieces[0]).astype(np.float64) - rest
-            return float(np.dot(tail, tail)) / keep
-        total = 0.0  # a frame longer than a block (a header's rate far beyond speech's): piece by piece, not one more copy
-        for piece in pieces:
+        total = 0.0  # piece by piece (a frame longer than a block has several): no copy joins them
+        for piece in (self.tail[0][self.tail_len - keep :], *self.tail[1:]):
             centred = piece.astype(np.float64) - rest
             total += float(np.dot(centred, centred))
         return total / keep
