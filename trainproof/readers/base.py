@@ -290,8 +290,11 @@ class GrowingSeries:
         if not self._ordered:
             keep = last_per_step(steps)
             steps, values = steps[keep], values[keep]  # each step's last value, of the last timeline
-            kept = set(steps.tolist()) if self.raw else set()
-            return Series(steps, values, {step: text for step, text in self.raw.items() if step in kept})
+            raw = {}
+            if self.raw:  # a few steps' texts: looked up in the steps kept, not a set of them all
+                wanted = np.fromiter(self.raw, dtype=np.int64, count=len(self.raw))
+                raw = {step: self.raw[step] for step, inside in zip(wanted.tolist(), np.isin(wanted, steps).tolist()) if inside}
+            return Series(steps, values, raw)
         if copy:
             steps, values = steps.copy(), values.copy()
         return Series(steps, values, dict(self.raw) if self.raw else {})
