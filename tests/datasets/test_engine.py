@@ -124,7 +124,7 @@ def test_parallel_records_equal_inline_records(tmp_path, pooled):
 
 
 def test_missing_files_never_reach_a_worker(tmp_path, pooled, monkeypatch):
-    def no_pool(workers):
+    def no_pool(*args):
         raise AssertionError("a pool was started")
 
     monkeypatch.setattr(engine, "_executor", no_pool)
@@ -134,8 +134,26 @@ def test_missing_files_never_reach_a_worker(tmp_path, pooled, monkeypatch):
 
 def test_few_small_clips_are_decoded_inline(tmp_path, monkeypatch):
     """Below POOL_MIN_BYTES of audio, starting workers costs more than it saves."""
-    monkeypatch.setattr(engine, "_executor", lambda workers: (_ for _ in ()).throw(AssertionError("a pool was started")))
+    monkeypatch.setattr(engine, "_executor", lambda *args: (_ for _ in ()).throw(AssertionError("a pool was started")))
     assert len(analyze_all([ClipRef(p) for p in corpus(tmp_path / "c", 4)], jobs=2)) == 4
+
+
+LOADED = "{'numpy', 'soundfile', 'xxhash'} <= __import__('sys').modules.keys()"
+"""Evaluated in a worker (eval is pickled by name, so the task imports no module of its own): whether the analysis's
+libraries are imported there."""
+
+
+def test_every_worker_starts_and_imports_before_the_first_clip(pooled):
+    """The start check starts one process per worker at once (not the second after the first has answered), each
+    importing the default analysis's libraries as it starts; a pool for a custom per-clip function imports none."""
+    for analyze_fn, loaded in ((None, True), (counting, False)):
+        executor = engine._executor(2, analyze_fn)
+        try:
+            engine._check_start(executor, 2)
+            assert len(executor._processes) == 2
+            assert executor.submit(eval, LOADED).result() is loaded
+        finally:
+            executor.shutdown(wait=True)
 
 
 def test_progress_counts_up_to_the_total(tmp_path, pooled):

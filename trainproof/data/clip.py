@@ -162,6 +162,18 @@ _NOT_A_FILE = "File does not exist or is not a regular file"
 _UNKNOWN_SIZES = frozenset({0, 0xFFFFFFFF, 0x7FFFFFFF, 0xFFFFFFFF - 8})
 
 
+def prepare() -> None:
+    """Import the libraries a decoded clip needs (numpy, soundfile, xxhash) now: a worker pool calls this as each
+    worker starts, so the workers import them side by side rather than each at its first clip, one after another
+    behind the pool's start check. A library that is missing is left for the first clip to report."""
+    try:
+        import numpy  # noqa: F401
+        import soundfile  # noqa: F401
+        import xxhash  # noqa: F401
+    except ImportError:
+        pass
+
+
 def _failed(ref: ClipRef, kind: str, message: str, **fields: object) -> ClipRecord:
     return ClipRecord(audio=ref.audio, error=message, error_kind=kind, **fields)  # type: ignore[arg-type]
 

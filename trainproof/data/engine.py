@@ -223,12 +223,15 @@ def _ready() -> bool:
     return True
 
 
-def _check_start(executor) -> None:
-    """Raise _NoWorkers when the pool's first worker dies on a task that touches no clip (it could not start)."""
+def _check_start(executor, workers: int) -> None:
+    """Raise _NoWorkers when a worker dies on a task that touches no clip (workers cannot start). One such task per
+    worker: the pool starts a process per task it cannot hand to an idle one, so every worker starts (and imports
+    what it needs) at once, side by side, rather than the second only after the first has answered."""
     from concurrent.futures.process import BrokenProcessPool
 
     try:
-        executor.submit(_ready).result()
+        for future in [executor.submit(_ready) for _ in range(workers)]:
+            future.result()
     except BrokenProcessPool:
         executor.shutdown(wait=True)
         raise _NoWorkers from None
@@ -289,9 +292,14 @@ def _inline(ref: ClipRef, analyze: Analyze | None) -> ClipRecord:
         return ClipRecord(audio=ref.audio, error=f"the analysis failed ({type(exc).__name__}: {exc})", error_kind="unreadable")
 
 
-def _worker_init() -> None:
-    """Workers leave Ctrl-C to the parent, which terminates them (no traceback from every worker)."""
+def _worker_init(analyze: Analyze | None = None) -> None:
+    """Workers leave Ctrl-C to the parent, which terminates them (no traceback from every worker), and import the
+    default analysis's libraries as they start (:func:`trainproof.data.clip.prepare`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if analyze is None:
+        from trainproof.data.clip import prepare
+
+        prepare()
 
 
 def _analyze_chunk(refs: list[ClipRef], analyze: Analyze | None) -> list[tuple]:
@@ -321,11 +329,12 @@ def _unpack(audio: str, values: tuple) -> ClipRecord:
     return ClipRecord(audio, *fields)
 
 
-def _executor(workers: int):
+def _executor(workers: int, analyze: Analyze | None):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(START_METHOD), initializer=_worker_init)
+    context = multiprocessing.get_context(START_METHOD)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init, initargs=(analyze,))
 
 
 def _stop(executor) -> None:
@@ -348,9 +357,9 @@ def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, ana
     window = workers * IN_FLIGHT
     position = 0
     while position < len(todo):
-        executor = _executor(workers)
+        executor = _executor(workers, analyze)
         if position == 0:
-            _check_start(executor)
+            _check_start(executor, workers)
         running: dict = {}
         broken: list[int] = []
         try:
@@ -390,7 +399,7 @@ def _isolate(refs: Sequence[ClipRef], suspects: list[int], analyze: Analyze | No
     try:
         for i in suspects:
             if executor is None:
-                executor = _executor(1)
+                executor = _executor(1, analyze)
             try:
                 record = _unpack(refs[i].audio, executor.submit(_analyze_chunk, [refs[i]], analyze).result()[0])
             except BrokenProcessPool:
