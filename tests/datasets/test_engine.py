@@ -20,10 +20,11 @@ from tests.datasets.test_clip import SENTENCE, stereo, voiced, write  # noqa: E4
 from tests.helpers import REPO  # noqa: E402
 from trainproof.data import cache as cache_module  # noqa: E402
 from trainproof.data import engine  # noqa: E402
-from trainproof.data.cache import DB_NAME, ROW, Cache, CacheKey, dumps, loads  # noqa: E402
+from trainproof.data.cache import DB_NAME, Cache, CacheKey  # noqa: E402
 from trainproof.data.clip import analyze  # noqa: E402
 from trainproof.data.engine import analyze_all  # noqa: E402
 from trainproof.data.model import ClipRecord, ClipRef  # noqa: E402
+from trainproof.data.records import SIZE, pack, unpack  # noqa: E402
 
 # --- per-clip functions the tests hand the engine (top-level: workers import them by name) -------------
 
@@ -278,11 +279,11 @@ def test_infinities_and_nan_survive_the_cache(tmp_path):
     with Cache(tmp_path / "cache") as cache:
         cache.put_many([(key, odd)])
     with Cache(tmp_path / "cache") as cache:
-        back = cache.get_many([key])[key]  # through sqlite, which stores NaN as NULL
+        back = cache.get_many([key])[key]
     assert back.dc_offset != back.dc_offset
     assert back.peak == float("inf")
     assert back.extra == {"a": float("-inf"), "b": [1, 2]}
-    assert loads("x", dumps(odd)).extra == odd.extra
+    assert unpack("x", *pack(odd)).extra == odd.extra
 
 
 @pytest.mark.parametrize("error", [None, "the file is truncated"])
@@ -291,29 +292,36 @@ def test_a_row_comes_back_as_the_record_it_stores(error):
 
     record = ClipRecord("x", error=error, error_kind=error and "truncated", size=7, format="WAV", subtype="PCM_16", sample_rate=22050,
                         dc_offset=float("nan"), level_db=float("-inf"), audio_hash="ab", extra={"frames_read": 3})  # fmt: skip
-    row = list(dumps(record))
-    row[[name for name, _ in ROW].index("dc_offset")] = None  # as sqlite hands NaN back
-    row[[name for name, _ in ROW].index("format")] = "".join(["W", "AV"])  # a fresh string, as sqlite hands one back
-    back = loads("x", row)
+    back = unpack("x", *pack(record))
     assert repr(astuple(back)) == repr(astuple(record))
-    assert back.format is sys.intern("WAV")
 
 
-@pytest.mark.parametrize("field", ["size", "format", "audio_hash", "sample_rate"])
-def test_a_row_with_null_where_no_nan_can_be_is_refused(field):
-    row = list(dumps(ClipRecord("x", size=7, format="WAV")))
-    row[[name for name, _ in ROW].index(field)] = None
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda packed, texts: (packed[:-1], texts),  # another size
+        lambda packed, texts: (packed.decode("latin-1"), texts),  # text where bytes belong
+        lambda packed, texts: (packed, '{"extra": 3}'),
+        lambda packed, texts: (packed, '{"error": 5}'),
+        lambda packed, texts: (packed, '{"no_such_field": 1}'),
+        lambda packed, texts: (packed, "[1, 2]"),
+        lambda packed, texts: (packed, "[1, 2"),
+        lambda packed, texts: (packed.replace(b"WAV", b"W\xc4V"), texts),  # not ASCII in a string's slot
+    ],
+)
+def test_a_packed_row_pack_cannot_have_written_is_refused(damage):
+    packed, texts = damage(*pack(ClipRecord("x", size=7, format="WAV", extra={"frames_read": 3})))
     with pytest.raises(ValueError):
-        loads("x", row)
+        unpack("x", packed, texts)
 
 
 def test_a_row_with_extra_that_is_not_an_object_is_a_miss(tmp_path):
     path = corpus(tmp_path / "c", 1)[0]
     with Cache(tmp_path / "cache") as cache:
         first = analyze_all([ClipRef(path)], jobs=1, cache=cache)
-    for extra in ("[1, 2", "[1, 2]", "1e999999"):
+    for texts in ("[1, 2", "[1, 2]", "1e999999", '{"extra": [1]}', '{"format": 3}'):
         db = sqlite3.connect(tmp_path / "cache" / DB_NAME)
-        db.execute("UPDATE clips SET r_extra = ?", (extra,))
+        db.execute("UPDATE clips SET texts = ?", (texts,))
         db.commit()
         db.close()
         CALLS.clear()
@@ -341,6 +349,26 @@ def test_a_changed_file_is_decoded_again(tmp_path):
         assert CALLS == [paths[1]]
         assert records[1].duration_s == pytest.approx(0.3)
         assert cache.count() == 3  # replaced, not added
+
+
+@pytest.mark.parametrize("share", [0.0, 2.0], ids=["whole-table", "path-by-path"])
+def test_a_lookup_reads_the_whole_table_or_path_by_path_alike(tmp_path, monkeypatch, share):
+    """A lookup of most of the cache reads the table in one pass; of a few of its rows, QUERY_BATCH paths a query: the
+    same hits either way, and only valid ones (a stale size, another segment or another version is a miss)."""
+    monkeypatch.setattr(cache_module, "SCAN_SHARE", share)
+    monkeypatch.setattr(cache_module, "QUERY_BATCH", 2)
+    keys = [CacheKey(str(tmp_path / f"c{i}.wav"), 100 + i, 7) for i in range(9)]
+    with Cache(tmp_path / "cache") as cache:
+        cache.put_many([(key, ClipRecord(key.path, size=key.size, format="WAV")) for key in keys])
+        cache.put_many([(keys[0]._replace(offset=1.0, duration=2.0), ClipRecord(keys[0].path, size=1))])
+    asked = [keys[1], keys[4]._replace(size=1), keys[5], keys[0]._replace(offset=1.0, duration=2.0), keys[8], CacheKey("/nowhere.wav", 1, 1)]
+    with Cache(tmp_path / "cache") as cache:
+        found = cache.get_many(asked)
+        assert sorted(found) == sorted([keys[1], keys[5], asked[3], keys[8]])
+        assert found[keys[5]] == ClipRecord(keys[5].path, size=105, format="WAV")
+        assert found[asked[3]].size == 1
+    with Cache(tmp_path / "cache", version=99) as cache:
+        assert cache.get_many(asked) == {}
 
 
 def test_another_segment_of_the_same_file_is_another_entry(tmp_path):
@@ -487,12 +515,20 @@ def test_a_cache_of_another_schema_is_emptied(tmp_path):
         assert cache.notes == []
 
 
-def test_an_unreadable_row_is_a_miss(tmp_path):
+@pytest.mark.parametrize(
+    "update",
+    [
+        ("UPDATE clips SET packed = 'fast'", ()),  # text where the packed bytes belong: a row no version wrote
+        ("UPDATE clips SET packed = substr(packed, 1, 100)", ()),  # bytes of another layout
+        ("UPDATE clips SET packed = ?", (b"\xff" * SIZE,)),  # the right size, but no ASCII where a string's slot is
+    ],
+)
+def test_an_unreadable_row_is_a_miss(tmp_path, update):
     path = corpus(tmp_path / "c", 1)[0]
     with Cache(tmp_path / "cache") as cache:
         first = analyze_all([ClipRef(path)], jobs=1, cache=cache)
     db = sqlite3.connect(tmp_path / "cache" / DB_NAME)
-    db.execute("UPDATE clips SET r_sample_rate = 'fast'")  # text where a number belongs: a row no version wrote
+    db.execute(*update)
     db.commit()
     db.close()
     with Cache(tmp_path / "cache") as cache:

@@ -25,6 +25,7 @@ from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, rules_of
 from trainproof.collector import collector_paused
 from trainproof.data.model import ClipRecord, Manifest
+from trainproof.data.records import ClipRecords
 from trainproof.report import Finding, Level
 from trainproof.safe import hidden
 from trainproof.stats import MAD_SE, MAD_TO_SIGMA
@@ -55,7 +56,7 @@ class DataContext:
     """A dataset: its manifest, each listed clip's record (aligned with the entries), and the targets asked for."""
 
     manifest: Manifest
-    records: tuple[ClipRecord, ...]
+    records: Sequence[ClipRecord]  # a ClipRecords (columns) from the engines; any sequence will do
     t: Thresholds
     sample_rate: int | None = None
     channels: int | None = None
@@ -82,7 +83,8 @@ class DataContext:
                       "nonfinite": "nonfinite_samples"}  # fmt: skip
         if entries:  # column by column (a dict per row was most of a warm run's table)
             columns: dict[str, Any] = dict(zip(of_entries, zip(*map(attrgetter(*of_entries.values()), entries))))
-            columns.update(zip(of_records, zip(*map(attrgetter(*of_records.values()), records))))
+            clips = ClipRecords.of(records)
+            columns.update((name, clips.column(field)) for name, field in of_records.items())
             for name in _USER_TEXT:
                 columns[name] = _strings(columns[name])
             table = pd.DataFrame(columns)
@@ -106,9 +108,10 @@ class DataContext:
 
     @cached_property
     def decoded(self) -> pd.DataFrame:
-        """The rows whose audio was read."""
+        """The rows whose audio was read (the table itself when every clip was: a filter copies every column)."""
         table = self.table
-        return table[table["error_kind"].isna()]
+        readable = table["error_kind"].isna()
+        return table if readable.all() else table[readable]
 
 
 def _need_clips(ctx: DataContext) -> pd.DataFrame:
@@ -572,13 +575,16 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     DATA_CPS_MIN_CLIPS readable clips. TP-DATA-TEXT-RATE and the report's
     histogram both read this, so they agree.
     """
+    import pandas as pd
+
     decoded = _need_clips(ctx)
     t = ctx.t
     if len(decoded) < t.DATA_CPS_MIN_CLIPS:
         raise NotApplicable(f"only {len(decoded)} readable clips (needs {t.DATA_CPS_MIN_CLIPS})")
     speech = (decoded["duration_s"] - decoded["lead_s"] - decoded["trail_s"]).clip(lower=0.05)
     drop = {ord(ch): None for ch in ctx.characters if not ch.isalnum()}
-    letters = decoded["text"].fillna("").map(lambda s: len(s.translate(drop)))
+    texts = decoded["text"].tolist()  # a list comprehension: Series.map costs twice as much
+    letters = pd.Series([len(text.translate(drop)) if isinstance(text, str) else 0 for text in texts], index=decoded.index)
     spoken = letters > 0
     letters, speech = letters[spoken], speech[spoken]
     frame = decoded[spoken].assign(cps=letters / speech)

@@ -11,9 +11,11 @@ is opened: the command passes no cache under ``--no-cache``.
 
 A record is stored under the clip's absolute path and segment (offset,
 duration), with the file's size and mtime (ns) and the ANALYSIS_VERSION
-that computed it, one typed column per field of the record (so a warm run
-reads numbers, not text to parse: at 20,000 clips, parsing JSON records was
-a third of a warm run); a lookup is a hit only when all of them match, so a
+that computed it, as its packed bytes and texts
+(:func:`trainproof.data.records.pack`: a warm run reads one run of bytes a
+clip and turns the hits into columns at once, where a typed column per
+field cost a Python object per value; at 20,000 clips, reading rows was
+most of a warm run); a lookup is a hit only when all of them match, so a
 changed file, a changed segment or a new analysis is decoded again. One row
 per path and segment: a re-analysis replaces the stale row. (Like every
 mtime-keyed cache, a file rewritten with the same size within one mtime
@@ -29,18 +31,13 @@ share it through sqlite's own locking.
 from __future__ import annotations
 
 import itertools
-import json
-import math
-import operator
 import os
 import sqlite3
-import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import fields
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from trainproof.data import model
+from trainproof.data import model, records
 from trainproof.data.model import ClipRecord
 from trainproof.safe import utf8_encodable
 
@@ -50,7 +47,7 @@ DEFAULT_DIR = ".trainproof_cache"
 DB_NAME = "clips.sqlite3"
 """The database file inside the cache directory."""
 
-SCHEMA = 2
+SCHEMA = 3
 """The layout of the database; a database of another layout is emptied, not read."""
 
 TIMEOUT_S = 10.0
@@ -59,27 +56,25 @@ TIMEOUT_S = 10.0
 QUERY_BATCH = 500
 """Paths looked up per query (under sqlite's limit of host parameters)."""
 
+SCAN_SHARE = 0.5
+"""A lookup of at least this share of the cache's rows reads the whole table in one pass rather than path by path."""
+
 CACHEDIR_TAG = """Signature: 8a477f597d28d172789f06886806bc55
 # This file is a cache directory tag created by trainproof.
 # For information about cache directory tags, see https://bford.info/cachedir/
 """
 
-_FIELDS = tuple(f.name for f in fields(ClipRecord))
-_INTERNED = ("error_kind", "format", "subtype")  # one copy of each of the few strings every record repeats
-# The record's columns: every field but the path (the key's) and ``extra`` (JSON text, NULL when empty), typed.
-_TYPES = {f.name: f.type for f in fields(ClipRecord)}
-_COLUMNS = _FIELDS[1:-1]
-_SQL_TYPE = {"int": "INTEGER", "float": "REAL", "str": "TEXT", "str | None": "TEXT"}
-_PYTHON_TYPES = {"int": (int,), "float": (float,), "str": (str,), "str | None": (str, type(None))}
-_FLOATS = tuple(i for i, name in enumerate(_COLUMNS) if _TYPES[name] == "float")
-_FLOAT_VALUES = operator.itemgetter(*_FLOATS)
-# Every sequence of value types a row of this version can hold: a row is checked by one lookup of its types, not one
-# isinstance per value (a warm run reads 20,000 rows: 84 -> 64 ms for them all).
-_SIGNATURES = frozenset(itertools.product(*(_PYTHON_TYPES[_TYPES[name]] for name in _COLUMNS)))
+_SELECT = "SELECT path, segment, size, mtime_ns, version, packed, texts FROM clips"
 
-ROW = (*((name, _TYPES[name]) for name in _COLUMNS), ("extra", "str | None"))
-"""The values of a record's row (:func:`dumps`), in order, as (field, type): every field but the path, then ``extra`` as
-JSON text (None when empty). Also the wire format of the Ray engine (a column each)."""
+
+class Hits(NamedTuple):
+    """The keys of a lookup that the cache holds valid records for: their positions in the keys looked up, and their
+    records, checked to be what :func:`records.pack` writes: the packed ones as one block (:func:`records.unpack_many`,
+    a row each) and each one's texts."""
+
+    positions: list[int]
+    block: Any
+    texts: list[str | None]
 
 
 class CacheKey(NamedTuple):
@@ -104,42 +99,6 @@ class CacheKey(NamedTuple):
         return cls(os.path.abspath(audio), stat.st_size, stat.st_mtime_ns, offset, duration)
 
 
-def dumps(record: ClipRecord) -> tuple:
-    """A record as the row of its columns (the path is the key's); NaN is stored as NULL, which sqlite makes of it anyway."""
-    extra = json.dumps(record.extra, separators=(",", ":"), allow_nan=True) if record.extra else None
-    return (*(getattr(record, name) for name in _COLUMNS), extra)
-
-
-def loads(audio: str, row: Sequence[object]) -> ClipRecord:
-    """The record of ``audio`` from its columns; ValueError for a row this version cannot have written (the wrong
-    number or types of values, extra that is not a JSON object): the caller treats it as a miss."""
-    if len(row) != len(_COLUMNS) + 1:
-        raise ValueError("a cached record of another shape")
-    values = row[:-1]
-    if None in _FLOAT_VALUES(values):  # a NaN, stored as NULL
-        values = list(values)
-        for i in _FLOATS:
-            if values[i] is None:
-                values[i] = math.nan
-    if tuple(map(type, values)) not in _SIGNATURES:
-        raise ValueError("a cached record with values of the wrong type")
-    extra = row[-1]
-    if extra is None:
-        decoded: dict = {}
-    elif type(extra) is not str:
-        raise ValueError("a cached record with values of the wrong type")
-    else:
-        decoded = json.loads(extra)
-        if not isinstance(decoded, dict):
-            raise ValueError("a cached record whose extra is not an object")
-    record = ClipRecord.of_values(zip(_FIELDS, (audio, *values, decoded)))
-    state = record.__dict__
-    for name in _INTERNED:
-        if state[name] is not None:
-            state[name] = sys.intern(state[name])
-    return record
-
-
 class Cache:
     """The record cache in ``directory``; opened on first use (or by ``with``), written only by :meth:`put_many`."""
 
@@ -149,6 +108,7 @@ class Cache:
         self.notes: list[str] = []
         self._db: sqlite3.Connection | None = None
         self._broken = False
+        self._rows: int | None = None  # the table's rows when first looked up in (to choose how to read it)
 
     @property
     def path(self) -> Path:
@@ -228,10 +188,9 @@ class Cache:
                 row = db.execute(schema).fetchone()  # again, under the lock: another run may have just set it up
                 if row is None or row[0] != str(SCHEMA):
                     db.execute("DROP TABLE IF EXISTS clips")
-                    record = ", ".join(f"r_{name} {_SQL_TYPE[_TYPES[name]]}" for name in _COLUMNS)
                     db.execute(
                         "CREATE TABLE clips (path TEXT NOT NULL, segment TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
-                        f"version INTEGER NOT NULL, {record}, r_extra TEXT, PRIMARY KEY (path, segment)) WITHOUT ROWID"
+                        "version INTEGER NOT NULL, packed BLOB NOT NULL, texts TEXT, PRIMARY KEY (path, segment)) WITHOUT ROWID"
                     )
                     db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
                 db.execute("COMMIT")
@@ -247,37 +206,88 @@ class Cache:
 
     def get_many(self, keys: Iterable[CacheKey]) -> dict[CacheKey, ClipRecord]:
         """The cached records valid for these keys (a key that is not there, or stale, is simply absent)."""
+        keys = list(keys)
+        hits = self.look_up(keys)
+        return {keys[k]: records.unpack(keys[k].path, row.tobytes(), texts) for k, row, texts in zip(*hits)}
+
+    def look_up(self, keys: Sequence[CacheKey]) -> Hits:
+        """The valid cached records of these keys, packed (see :class:`Hits`); a key that is not there, is stale, or whose
+        row this version cannot read (it is replaced when re-analysed) is simply absent."""
+        positions: list[int] = []
+        packs: list[bytes] = []
+        texts_of: list[str | None] = []
         self.open()
-        if self._db is None:
-            return {}
-        wanted: dict[tuple[str, str], CacheKey] = {}
-        for key in keys:
-            if utf8_encodable(key.path):
-                wanted[(key.path, key.segment)] = key
-        found: dict[CacheKey, ClipRecord] = {}
+        if self._db is None or not keys:
+            return Hits(positions, records.unpack_many(packs), texts_of)
+        wanted: dict[tuple[str, str], int] = {}
+        for k, key in enumerate(keys):
+            path, _, _, offset, duration = key
+            segment = "" if offset is None and duration is None else key.segment
+            if path.isascii() or utf8_encodable(path):
+                wanted[(path, segment)] = k
         try:
-            for batch in _batches(sorted({path for path, _ in wanted}), QUERY_BATCH):
-                marks = ",".join("?" * len(batch))
-                query = f"SELECT * FROM clips WHERE path IN ({marks})"  # noqa: S608
-                for row in self._db.execute(query, batch):
-                    path, segment, size, mtime_ns, version = row[:5]
-                    key = wanted.get((path, segment))
-                    if key is None or size != key.size or mtime_ns != key.mtime_ns or version != self.version:
-                        continue
+            for path, segment, size, mtime_ns, version, packed, texts in self._read(wanted):
+                k = wanted.get((path, segment))  # type: ignore[arg-type]
+                if k is None:
+                    continue
+                key = keys[k]
+                if size != key.size or mtime_ns != key.mtime_ns or version != self.version or type(packed) is not bytes or len(packed) != records.SIZE:
+                    continue
+                if texts is not None:
                     try:
-                        found[key] = loads(path, row[5:])
-                    except (ValueError, TypeError, RecursionError):
-                        continue  # a row this version cannot read is a miss, and is replaced when re-analysed
+                        records._overrides(texts)
+                    except (ValueError, RecursionError):
+                        continue
+                positions.append(k)
+                packs.append(packed)
+                texts_of.append(texts)
         except sqlite3.Error as exc:
             self._give_up("cannot be read", exc)
-            return {}
-        return found
+            return Hits([], records.unpack_many([]), [])
+        block = records.unpack_many(packs)
+        ok = records.ascii_fixed(block)  # the string slots hold ASCII, as pack writes them: a row that does not is a miss
+        if not ok.all():
+            kept = ok.nonzero()[0].tolist()
+            return Hits([positions[j] for j in kept], block[ok], [texts_of[j] for j in kept])
+        return Hits(positions, block, texts_of)
+
+    def _read(self, wanted: Mapping[tuple[str, str], int]) -> Iterable[tuple]:
+        """The rows of the paths wanted: the whole table in one pass when they are most of it (sqlite hands rows out
+        fastest in its own order, and the cursor is iterated as it is, with no generator between), else QUERY_BATCH
+        paths a query."""
+        assert self._db is not None
+        if self._rows is None:
+            self._rows = int(self._db.execute("SELECT COUNT(*) FROM clips").fetchone()[0])
+        if len(wanted) >= self._rows * SCAN_SHARE:
+            return self._db.execute(_SELECT)
+        paths = sorted({path for path, _ in wanted})
+        db = self._db
+        return itertools.chain.from_iterable(
+            db.execute(f"{_SELECT} WHERE path IN ({','.join('?' * len(batch))})", batch)  # noqa: S608
+            for batch in _batches(paths, QUERY_BATCH)
+        )
 
     def put_many(self, items: Iterable[tuple[CacheKey, ClipRecord]] | Mapping[CacheKey, ClipRecord]) -> None:
-        """Store records under their keys, in one transaction; a failure disables the cache for the run (with a note)."""
+        """Store records under their keys, in one transaction; a failure disables the cache for the run (with a note).
+        A record whose ``extra`` JSON cannot hold is not stored."""
         pairs = items.items() if isinstance(items, Mapping) else items
-        rows = [(k.path, k.segment, k.size, k.mtime_ns, self.version, *dumps(r)) for k, r in pairs if utf8_encodable(k.path) and utf8_encodable(r.error or "")]
-        if not rows:
+        rows = []
+        for key, record in pairs:
+            try:
+                rows.append((key, *records.pack(record)))
+            except (TypeError, ValueError, RecursionError):
+                continue
+        self.put_packed(rows)
+
+    def put_packed(self, rows: Iterable[tuple[CacheKey, bytes, str | None]]) -> None:
+        """Store packed records (:func:`records.pack`) under their keys, in one transaction; a failure disables the cache
+        for the run (with a note). A path sqlite cannot hold (not UTF-8) is not stored."""
+        values = [
+            (key.path, key.segment, key.size, key.mtime_ns, self.version, packed, texts)
+            for key, packed, texts in rows
+            if key.path.isascii() or utf8_encodable(key.path)
+        ]
+        if not values:
             return
         self.open()
         if self._db is None:
@@ -285,8 +295,7 @@ class Cache:
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                marks = ", ".join("?" * (5 + len(_COLUMNS) + 1))
-                self._db.executemany(f"INSERT OR REPLACE INTO clips VALUES ({marks})", rows)  # noqa: S608
+                self._db.executemany("INSERT OR REPLACE INTO clips VALUES (?, ?, ?, ?, ?, ?, ?)", values)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise

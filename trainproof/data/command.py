@@ -20,6 +20,7 @@ from trainproof.checks.registry import RULES
 from trainproof.config import Settings
 from trainproof.data import ENGINES
 from trainproof.data.model import ClipRecord, ClipRef, Manifest
+from trainproof.data.records import ClipRecords
 from trainproof.data.uri import is_uri
 from trainproof.errors import MissingDependencyError, UsageError
 from trainproof.judge import Command, Prepared, Stage
@@ -33,7 +34,7 @@ class Dataset:
     """A manifest and the record of each clip it lists, in manifest order."""
 
     manifest: Manifest
-    records: tuple[ClipRecord, ...]
+    records: Sequence[ClipRecord]  # a ClipRecords (columns) from the engines
 
 
 def _require() -> None:
@@ -65,10 +66,10 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
             records = _decode(refs, cache, options)
         if cache.notes:
             manifest = replace(manifest, notes=manifest.notes + tuple(cache.notes))
-    return Dataset(manifest, tuple(records))
+    return Dataset(manifest, records)
 
 
-def _decode(refs: list[ClipRef], cache: Any, options: Mapping[str, Any]) -> list[ClipRecord]:
+def _decode(refs: list[ClipRef], cache: Any, options: Mapping[str, Any]) -> ClipRecords:
     """Every clip's record, in order, on the engine asked for."""
     progress = terminal_progress(options, "data", "clips decoded")
     if _engine(options) == "ray":
@@ -110,14 +111,17 @@ def summarize(dataset: Dataset) -> dict:
     """The dataset's summary pairs: clips, hours, sample rates, speakers, duration percentiles."""
     import numpy as np
 
-    records = [r for r in dataset.records if r.error_kind is None]
-    durations = np.array([r.duration_s for r in records], dtype=float)
-    rates = sorted({r.sample_rate for r in records})
+    from trainproof.data.records import ClipRecords
+
+    clips = ClipRecords.of(dataset.records)
+    readable = np.array([kind is None for kind in clips.column("error_kind").tolist()], dtype=bool)
+    durations = np.asarray(clips.column("duration_s")[readable], dtype=float)
+    rates = sorted(set(clips.column("sample_rate")[readable].tolist()))
     speakers = {e.speaker for e in dataset.manifest.entries if e.speaker}
     out: dict = {
         "layout": dataset.manifest.layout,
         "clips": len(dataset.manifest.entries),
-        "readable": len(records),
+        "readable": int(readable.sum()),
         "hours": round(float(durations.sum()) / 3600, 4),
         "sample_rates": ", ".join(f"{rate:,} Hz" for rate in rates) or None,
         "speakers": len(speakers) or None,

@@ -12,8 +12,11 @@ URI_STAT_THREADS at a time, and cached under the URI; one the stat decides
 second round trip to the store. Misses are decoded in
 worker processes, fed in chunks of CHUNK clips with at most IN_FLIGHT chunks
 per worker queued at any time, so memory holds the records and a bounded
-window of work, whatever the clip count; records reach the cache every
-CACHE_BATCH clips, so an interrupted run keeps what it decoded.
+window of work, whatever the clip count; records come back packed
+(:mod:`trainproof.data.records`: the bytes the cache stores), reach the
+cache every CACHE_BATCH clips, so an interrupted run keeps what it decoded,
+and are handed on as columns (:class:`~trainproof.data.records.ClipRecords`)
+with no record object built for a cached or decoded clip.
 
 Start method: ``forkserver`` on Linux, ``spawn`` elsewhere (the platform
 default on macOS and Windows), never ``fork``. A forked worker inherits the
@@ -49,7 +52,6 @@ import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
-from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from trainproof.collector import collector_paused
@@ -57,11 +59,13 @@ from trainproof.data.model import ClipRecord, ClipRef
 from trainproof.data.uri import is_uri
 
 if TYPE_CHECKING:
-    from trainproof.data.cache import Cache, CacheKey
+    from trainproof.data.cache import Cache, CacheKey, Hits
+    from trainproof.data.records import ClipRecords
 
 Analyze = Callable[[ClipRef], ClipRecord]
 Progress = Callable[[int, int], None]
-_FIELDS = tuple(f.name for f in fields(ClipRecord))
+Packed = tuple[bytes, "str | None"]
+"""A record as :func:`trainproof.data.records.pack` packs it: its bytes and texts."""
 _ROOT = os.sep
 
 CHUNK = 16
@@ -70,8 +74,9 @@ CHUNK = 16
 IN_FLIGHT = 4
 """Tasks queued per worker at any time: enough to keep it busy, few enough to bound memory."""
 
-LOOKUP_BATCH = 4096
-"""Clips stat'ed and looked up in the cache at a time (bounds the keys held for clips found in the cache)."""
+LOOKUP_BATCH = 32768
+"""Clips stat'ed and looked up in the cache at a time (bounds the keys held at once; a corpus up to this size, most of
+its cache, is read from the cache in one pass)."""
 
 URI_STAT_THREADS = 32
 """Clips named by URI stat'ed at once (threads: each stat is a request to the object store, which waits, not computes)."""
@@ -105,8 +110,9 @@ def analyze_all(
     progress: Progress | None = None,
     *,
     analyze: Analyze | None = None,
-) -> list[ClipRecord]:
-    """One record per reference, in the same order: cached where valid, decoded otherwise.
+) -> ClipRecords:
+    """One record per reference, in the same order (as columns, :class:`~trainproof.data.records.ClipRecords`): cached
+    where valid, decoded otherwise.
 
     ``jobs``: worker processes (None: every core; 1: all inline, no pool).
     ``cache``: a :class:`~trainproof.data.cache.Cache` (opened here if it is
@@ -122,7 +128,7 @@ def analyze_all(
         progress(done, total)
     try:
         if jobs == 1 or len(todo) <= 1 or work.todo_bytes < POOL_MIN_BYTES or not _workers_can_start():
-            results: Iterator[tuple[int, ClipRecord]] = ((i, _inline(refs[i], analyze)) for i in todo)
+            results: Iterator[tuple[int, ClipRecord | Packed]] = ((i, _inline(refs[i], analyze)) for i in todo)
             step = CHUNK
         else:
             chunk = max(1, min(CHUNK, len(todo) // (jobs * IN_FLIGHT) or 1))
@@ -135,84 +141,119 @@ def analyze_all(
                     if progress is not None and (n % step == 0 or n == len(todo)):
                         progress(done + n, total)
             except _NoWorkers:  # not one worker could start: the rest is decoded here
-                rest = [i for i in todo if work.records[i] is None]
+                rest = [i for i in todo if not work.stored(i)]
                 for n, i in enumerate(rest, len(todo) - len(rest) + 1):
                     work.store(i, _inline(refs[i], analyze))
                     if progress is not None and (n % CHUNK == 0 or n == len(todo)):
                         progress(done + n, total)
     finally:
         work.flush()
-    return work.records  # type: ignore[return-value]
+    return work.result()
 
 
 class Work:
     """One run's records as they are filled in, shared by every engine: what the cache already holds, then the rest.
 
     On construction, every file is stat'ed once (LOOKUP_BATCH at a time) and
-    looked up in the cache: a hit is its record (with the caller's path
-    string), a file that cannot be stat'ed (missing) is its record at once
-    (``analyze`` says so without decoding; for a URI, the stat itself), and
-    the rest are :attr:`todo`, in order, with :attr:`todo_bytes` of audio.
-    An engine decodes the todo
-    clips however it likes and hands each record to :meth:`store`, which
-    writes them to the cache CACHE_BATCH at a time; :meth:`flush` writes
-    the remainder (call it in a ``finally``, so an interrupted run keeps
-    what it decoded).
+    looked up in the cache: a hit stays packed as the cache holds it (with
+    the caller's path string), a file that cannot be stat'ed (missing) is
+    its record at once (``analyze`` says so without decoding; for a URI, the
+    stat itself), and the rest are :attr:`todo`, in order, with
+    :attr:`todo_bytes` of audio. An engine decodes the todo clips however it
+    likes and hands each record to :meth:`store`, which writes them to the
+    cache CACHE_BATCH at a time; :meth:`flush` writes the remainder (call it
+    in a ``finally``, so an interrupted run keeps what it decoded), and
+    :meth:`result` gives every record, as columns.
     """
 
     def __init__(self, refs: Sequence[ClipRef], cache: Cache | None = None, analyze: Analyze | None = None) -> None:
-        total = len(refs)
+        self.refs = refs
         self.cache = cache
-        self.records: list[ClipRecord | None] = [None] * total
         self.todo: list[int] = []
         self.todo_bytes = 0
+        self._records: dict[int, ClipRecord] = {}  # records known as objects: missing files, and any that will not pack
+        self._hits: list[tuple[list[int], Hits]] = []  # the clips found in the cache, a lookup batch at a time
+        self._rows: list[int] = []  # the clips decoded this run, as their records arrived, and their packed records
+        self._packed: list[bytes] = []
+        self._texts: list[str | None] = []
         self._keys: dict[int, CacheKey] = {}  # only the clips still to decode, and only with a cache
-        self._pending: list[tuple[CacheKey, ClipRecord]] = []
+        self._pending: list[tuple[CacheKey, bytes, str | None]] = []
         with collector_paused():
             self._look_up(refs, cache, analyze)
-        self.found = total - len(self.todo)
+        self.found = len(refs) - len(self.todo)
         """How many records were known without decoding (cached, or missing files)."""
 
     def _look_up(self, refs: Sequence[ClipRef], cache: Cache | None, analyze: Analyze | None) -> None:
-        from dataclasses import replace
-
         total = len(refs)
         cwd = os.getcwd()
         for start in range(0, total, LOOKUP_BATCH):
-            batch: dict[int, CacheKey] = {}
-            indices = range(start, min(start + LOOKUP_BATCH, total))
-            for i, key in zip(indices, _keys([refs[i] for i in indices], cwd)):
+            indices: list[int] = []
+            keys: list[CacheKey] = []
+            batch = range(start, min(start + LOOKUP_BATCH, total))
+            for i, key in zip(batch, _keys([refs[i] for i in batch], cwd)):
                 if isinstance(key, ClipRecord) and analyze is None:  # a URI its stat decided
-                    self.records[i] = key
+                    self._records[i] = key
                 elif key is None or isinstance(key, ClipRecord):  # missing (or not statable): a worker would say the same, at once
-                    self.records[i] = _inline(refs[i], analyze)
+                    self._records[i] = _inline(refs[i], analyze)
                 else:
-                    batch[i] = key
-            hits = cache.get_many(batch.values()) if cache is not None and batch else {}
-            for i, key in batch.items():
-                hit = hits.get(key)
-                if hit is not None:
-                    self.records[i] = hit if hit.audio == refs[i].audio else replace(hit, audio=refs[i].audio)
+                    indices.append(i)
+                    keys.append(key)
+            hits = cache.look_up(keys) if cache is not None and keys else None
+            found = bytearray(len(keys))
+            if hits is not None and hits.positions:
+                for k in hits.positions:
+                    found[k] = 1
+                self._hits.append(([indices[k] for k in hits.positions], hits))
+            for k, i in enumerate(indices):
+                if found[k]:
                     continue
                 self.todo.append(i)
-                self.todo_bytes += key.size
+                self.todo_bytes += keys[k].size
                 if cache is not None:
-                    self._keys[i] = key
-            del batch, hits
+                    self._keys[i] = keys[k]
 
-    def store(self, i: int, record: ClipRecord) -> None:
-        """The record of clip ``i`` (one of :attr:`todo`), cached with the next batch."""
-        self.records[i] = record
-        if self.cache is not None:
-            self._pending.append((self._keys.pop(i), record))
+    def store(self, i: int, record: ClipRecord | Packed) -> None:
+        """The record of clip ``i`` (one of :attr:`todo`), a :class:`ClipRecord` or packed as a worker sends it
+        (:func:`trainproof.data.records.pack`), cached with the next batch."""
+        from trainproof.data.records import pack
+
+        key = self._keys.pop(i, None)
+        if isinstance(record, ClipRecord):
+            try:
+                record = pack(record)
+            except (TypeError, ValueError, RecursionError):  # an extra JSON cannot hold: kept as it is, not cached
+                self._records[i] = record
+                return
+        packed, texts = record
+        self._rows.append(i)
+        self._packed.append(packed)
+        self._texts.append(texts)
+        if key is not None:
+            self._pending.append((key, packed, texts))
             if len(self._pending) >= CACHE_BATCH:
                 self.flush()
+
+    def stored(self, i: int) -> bool:
+        """Whether clip ``i``, one of :attr:`todo`, has its record (slow: for the rare fallback that asks)."""
+        return i in self._records or i in self._rows
 
     def flush(self) -> None:
         """Write the records stored since the last write to the cache."""
         if self.cache is not None and self._pending:
-            self.cache.put_many(self._pending)
+            self.cache.put_packed(self._pending)
             self._pending.clear()
+
+    def result(self) -> ClipRecords:
+        """Every clip's record, in order: the cached ones unpacked at once, a column per field."""
+        from trainproof.data.records import ClipRecords, unpack_many
+
+        builder = ClipRecords.builder(len(self.refs))
+        with collector_paused():
+            for rows, hits in self._hits:
+                builder.put_packed(rows, [self.refs[i].audio for i in rows], hits.block, hits.texts)
+            builder.put_packed(self._rows, [self.refs[i].audio for i in self._rows], unpack_many(self._packed), self._texts)
+            builder.put(list(self._records), list(self._records.values()))
+        return builder.build()
 
 
 class _NoWorkers(Exception):
@@ -246,16 +287,32 @@ def _workers_can_start() -> bool:
 
 
 def _keys(refs: Sequence[ClipRef], cwd: str) -> list[CacheKey | ClipRecord | None]:
-    """Each file's cache key (:func:`_key`; None when it cannot be stat'ed), or for a clip named by URI whose stat
-    already decides it (missing, not a file, empty) its record. URIs are stat'ed URI_STAT_THREADS at a time (each is
-    a round trip to the store), under the URI itself as the key's path; a clip decided so is not stat'ed again, one
-    after another, to say so."""
-    remote = [i for i, ref in enumerate(refs) if is_uri(ref.audio)]
-    keys: list[CacheKey | ClipRecord | None] = [None if is_uri(ref.audio) else _key(ref, cwd) for ref in refs]  # URIs below
+    """Each file's cache key: its path made absolute against ``cwd`` (not resolved), size and mtime from one stat, and
+    the segment; None when it cannot be stat'ed (missing). For a clip named by URI whose stat already decides it
+    (missing, not a file, empty), its record. URIs are stat'ed URI_STAT_THREADS at a time (each is a round trip to the
+    store), under the URI itself as the key's path; a clip decided so is not stat'ed again, one after another, to say
+    so. (One loop of plain calls: at 20,000 clips this was a fifth of a warm run.)"""
+    from trainproof.data.cache import CacheKey
+
+    make, stat, isabs, join = CacheKey._make, os.stat, os.path.isabs, os.path.join
+    keys: list[CacheKey | ClipRecord | None] = []
+    remote: list[int] = []
+    for i, ref in enumerate(refs):
+        audio = ref.audio
+        if "://" in audio and is_uri(audio):
+            remote.append(i)  # below
+            keys.append(None)
+            continue
+        try:
+            info = stat(audio)
+        except (OSError, ValueError):
+            keys.append(None)
+            continue
+        path = audio if audio.startswith(_ROOT) or isabs(audio) else join(cwd, audio)
+        keys.append(make((path, info.st_size, info.st_mtime_ns, ref.offset, ref.duration)))
     if remote:
         from concurrent.futures import ThreadPoolExecutor
 
-        from trainproof.data.cache import CacheKey
         from trainproof.data.clip import stat_uri
 
         with ThreadPoolExecutor(min(URI_STAT_THREADS, len(remote))) as pool:
@@ -263,18 +320,6 @@ def _keys(refs: Sequence[ClipRef], cwd: str) -> list[CacheKey | ClipRecord | Non
                 ref = refs[i]
                 keys[i] = stated if isinstance(stated, ClipRecord) else CacheKey(ref.audio, stated.size, stated.mtime_ns, ref.offset, ref.duration)
     return keys
-
-
-def _key(ref: ClipRef, cwd: str) -> CacheKey | None:
-    """The file's cache key (one stat), None when it cannot be stat'ed (missing)."""
-    from trainproof.data.cache import CacheKey
-
-    try:
-        stat = os.stat(ref.audio)
-    except (OSError, ValueError):
-        return None
-    path = ref.audio if ref.audio.startswith(_ROOT) or os.path.isabs(ref.audio) else os.path.join(cwd, ref.audio)
-    return CacheKey(path, stat.st_size, stat.st_mtime_ns, ref.offset, ref.duration)
 
 
 def crashed(ref: ClipRef) -> ClipRecord:
@@ -302,31 +347,21 @@ def _worker_init(analyze: Analyze | None = None) -> None:
         prepare()
 
 
-def _analyze_chunk(refs: list[ClipRef], analyze: Analyze | None) -> list[tuple]:
-    """A worker's task: a chunk of clips, in order (top-level, so any start method can pickle it).
+def _analyze_chunk(refs: list[ClipRef], analyze: Analyze | None) -> list[ClipRecord | Packed]:
+    """A worker's task: a chunk of clips, in order (top-level, so any start method can pickle it). Each record goes
+    back packed (:func:`trainproof.data.records.pack`, without its path, which the parent has): a third of the bytes of
+    a pickled dataclass, and the parent stores it as it is, with no object to build; one that will not pack goes back
+    as it is."""
+    from trainproof.data.records import pack
 
-    Each record goes back as the tuple of its fields after ``audio`` (the
-    parent has the path): half the bytes of a pickled dataclass, and the
-    parent rebuilds it with :func:`_unpack`.
-    """
-    return [_pack(_inline(ref, analyze)) for ref in refs]
-
-
-def _pack(record: ClipRecord) -> tuple:
-    return tuple(getattr(record, name) for name in _FIELDS[1:])
-
-
-# The few distinct strings that every record repeats (error_kind, format, subtype), by position in a packed record.
-_INTERNED = tuple(_FIELDS.index(name) - 1 for name in ("error_kind", "format", "subtype"))
-
-
-def _unpack(audio: str, values: tuple) -> ClipRecord:
-    """The record a worker packed, with the caller's path string and one copy of each repeated string."""
-    fields = list(values)
-    for j in _INTERNED:
-        if isinstance(fields[j], str):
-            fields[j] = sys.intern(fields[j])
-    return ClipRecord(audio, *fields)
+    out: list[ClipRecord | Packed] = []
+    for ref in refs:
+        record = _inline(ref, analyze)
+        try:
+            out.append(pack(record))
+        except (TypeError, ValueError, RecursionError):
+            out.append(record)
+    return out
 
 
 def _executor(workers: int, analyze: Analyze | None):
@@ -348,7 +383,7 @@ def _stop(executor) -> None:
         process.join(timeout=5)
 
 
-def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, analyze: Analyze | None) -> Iterator[tuple[int, ClipRecord]]:
+def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, analyze: Analyze | None) -> Iterator[tuple[int, ClipRecord | Packed]]:
     """(index, record) for every index in ``todo``, as workers finish them, with at most IN_FLIGHT chunks per worker queued."""
     from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
@@ -381,8 +416,7 @@ def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, ana
                     except BrokenProcessPool:
                         broken.extend(indices)
                         continue
-                    for i, values in zip(indices, records):
-                        yield i, _unpack(refs[i].audio, values)
+                    yield from zip(indices, records)
         except BaseException:
             _stop(executor)
             raise
@@ -391,7 +425,7 @@ def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, ana
             yield from _isolate(refs, sorted(broken), analyze)
 
 
-def _isolate(refs: Sequence[ClipRef], suspects: list[int], analyze: Analyze | None) -> Iterator[tuple[int, ClipRecord]]:
+def _isolate(refs: Sequence[ClipRef], suspects: list[int], analyze: Analyze | None) -> Iterator[tuple[int, ClipRecord | Packed]]:
     """The clips that were in flight when a worker died, one at a time in one worker: the one it dies on is unreadable."""
     from concurrent.futures.process import BrokenProcessPool
 
@@ -401,7 +435,7 @@ def _isolate(refs: Sequence[ClipRef], suspects: list[int], analyze: Analyze | No
             if executor is None:
                 executor = _executor(1, analyze)
             try:
-                record = _unpack(refs[i].audio, executor.submit(_analyze_chunk, [refs[i]], analyze).result()[0])
+                record = executor.submit(_analyze_chunk, [refs[i]], analyze).result()[0]
             except BrokenProcessPool:
                 executor.shutdown(wait=True)
                 executor = None

@@ -19,9 +19,9 @@ How a run goes (:func:`analyze_all`):
    end. ``map_batches`` runs one task per block: it decodes each clip where
    the task runs (from a shared filesystem or an object store, see
    :mod:`trainproof.data.uri`) through :func:`trainproof.data.clip.analyze`
-   (or the ``analyze`` hook) and returns the records as one pyarrow table,
-   a column per field in the cache's own row layout
-   (:data:`trainproof.data.cache.ROW`; about 200 bytes a clip).
+   (or the ``analyze`` hook) and returns the records as one pyarrow table
+   of each clip's index and its record packed as the cache holds it
+   (:func:`trainproof.data.records.pack`; about 220 bytes a clip).
 3. The driver iterates the result blocks as they complete
    (``iter_batches``), puts each record back at its index (so the records
    are in manifest order whatever order the tasks finish in) and writes them
@@ -81,13 +81,13 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trainproof.data import model
-from trainproof.data.cache import ROW
 from trainproof.data.engine import Analyze, Work, _inline, crashed
-from trainproof.data.model import ClipRecord, ClipRef
+from trainproof.data.model import ClipRef
 from trainproof.errors import ClusterError, MissingDependencyError
 
 if TYPE_CHECKING:
     from trainproof.data.cache import Cache
+    from trainproof.data.records import ClipRecords
 
 TASK_CLIPS = 1024
 """Most clips per Ray task: enough that a task's own cost to Ray Data (milliseconds) is small next to its decoding
@@ -255,8 +255,8 @@ def analyze_all(
     analyze: Analyze | None = None,
     address: str | None = None,
     jobs: int | None = None,
-) -> list[ClipRecord]:
-    """One record per reference, in the same order: cached where valid, decoded on the Ray cluster otherwise.
+) -> ClipRecords:
+    """One record per reference, in the same order (as columns): cached where valid, decoded on the Ray cluster otherwise.
 
     ``cache`` and ``analyze`` as for the local engine's ``analyze_all`` (the
     per-clip function must be importable on the workers); ``progress``: show
@@ -266,7 +266,7 @@ def analyze_all(
     ray = _ray()
     work = Work(refs, cache, analyze)
     if not work.todo:
-        return work.records  # type: ignore[return-value]
+        return work.result()
     connect(address, jobs)
     saved = _configure(ray, progress)
     try:
@@ -280,7 +280,7 @@ def analyze_all(
     finally:
         _restore(ray, saved)
         work.flush()
-    return work.records  # type: ignore[return-value]
+    return work.result()
 
 
 def _context(ray: Any) -> Any:
@@ -323,20 +323,16 @@ def _client(ray: Any) -> bool:
 def _run(ray: Any, work: Work, refs: Sequence[ClipRef], indices: list[int], per_task: int, analyze: Analyze | None) -> list[int]:
     """Decode ``indices`` on the cluster, ``per_task`` clips a task, storing each record as it arrives; the indices of
     the clips whose block was dropped (its task died every time)."""
-    from trainproof.data.cache import loads
-
     if _client(ray):
         batches = _through_client(ray, refs, indices, per_task, analyze)
     else:
         batches = _dataset(ray, _references(refs, indices), per_task, analyze).iter_batches(batch_size=None, batch_format="pyarrow")
-    names = [name for name, _ in ROW]
     pending = set(indices)
     for batch in batches:
-        columns = [batch.column(name).to_pylist() for name in names]
-        for i, *row in zip(batch.column("i").to_pylist(), *columns):
+        for i, packed, texts in zip(*(batch.column(name).to_pylist() for name in ("i", "packed", "texts"))):
             if i in pending:  # once each, should a retried block ever deliver twice
                 pending.discard(i)
-                work.store(i, loads(refs[i].audio, row))
+                work.store(i, (packed, texts))
     return sorted(pending)
 
 
@@ -400,22 +396,23 @@ def _drive(references: Any, per_task: int, analyze: Analyze | None) -> Any:
 def _schema() -> Any:
     import pyarrow as pa
 
-    types = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "str | None": pa.string()}
-    return pa.schema([("i", pa.int64()), *((name, types[kind]) for name, kind in ROW)])
+    return pa.schema([("i", pa.int64()), ("packed", pa.binary()), ("texts", pa.string())])
 
 
 def _task(batch: Any, analyze: Analyze | None) -> Any:
-    """A Ray task: each clip of a block of references analysed here, returned as a table of rows (the cache's layout)."""
+    """A Ray task: each clip of a block of references analysed here, returned as a table of each clip's index and its
+    packed record (:func:`trainproof.data.records.pack`, as the cache holds it)."""
     import pyarrow as pa
 
-    from trainproof.data.cache import dumps
+    from trainproof.data.records import pack
 
     rows = [
-        dumps(_inline(ClipRef(audio, offset, duration), analyze))
+        pack(_inline(ClipRef(audio, offset, duration), analyze))
         for audio, offset, duration in zip(*(batch.column(name).to_pylist() for name in ("audio", "offset", "duration")))
     ]
     schema = _schema()
     if not rows:
         return schema.empty_table()
-    columns = [batch.column("i").to_pylist(), *zip(*rows)]
+    packed, texts = zip(*rows)
+    columns = (batch.column("i").to_pylist(), packed, texts)
     return pa.Table.from_arrays([pa.array(values, field.type) for values, field in zip(columns, schema)], schema=schema)

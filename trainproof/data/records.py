@@ -1,0 +1,287 @@
+"""Many clips' records as columns, and one record as the packed bytes the cache and the Ray engine carry.
+
+A warm run of 20,000 clips used to build a :class:`ClipRecord` per cached
+row (23 values each, type-checked) and then take the corpus table apart
+again column by column: most of the run. Here a record travels as one
+fixed-size run of bytes (:func:`pack`), so the records of many clips are
+read back with one ``numpy.frombuffer`` (:func:`unpack_many`), and
+:class:`ClipRecords` holds a corpus's records as one array per field,
+which the corpus table takes as they are. A :class:`ClipRecord` is built
+only for whoever asks for one (indexing, iterating).
+
+The packed layout (:data:`PACKED`, little-endian, no padding): every int
+field as a signed 64-bit integer and every float field as a 64-bit float
+(NaN and infinities as they are), then the few short strings every record
+has as fixed-width ASCII (:data:`FIXED_TEXT`, NUL-padded; ``error_kind``'s
+None is empty). Beside it, ``texts``: None, or a JSON object of what does
+not fit the bytes: ``error``, a non-empty ``extra``, and any value that
+will not go into its slot (a string that is not short ASCII, an int past
+64 bits, a value of another type).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import fields
+from typing import Any, overload
+
+from trainproof.data.model import ClipRecord
+
+FIXED_TEXT = {"error_kind": 16, "format": 16, "subtype": 24, "audio_hash": 32}
+"""The string fields packed in place, with their widths in bytes: longer, non-ASCII or NUL-holding values go to texts."""
+
+_FIELDS = tuple(f.name for f in fields(ClipRecord))
+_TYPES = {f.name: f.type for f in fields(ClipRecord)}
+INTS = tuple(name for name in _FIELDS if _TYPES[name] == "int")
+FLOATS = tuple(name for name in _FIELDS if _TYPES[name] == "float")
+PACKED_FIELDS = (*INTS, *FLOATS, *FIXED_TEXT)
+"""The fields in the packed bytes, in order."""
+
+_STRUCT = struct.Struct("<" + "q" * len(INTS) + "d" * len(FLOATS) + "".join(f"{width}s" for width in FIXED_TEXT.values()))
+SIZE = _STRUCT.size
+"""Bytes of a packed record."""
+
+_INT_RANGE = range(-(2**63), 2**63)
+_DEFAULTS = {f.name: f.default for f in fields(ClipRecord) if f.name != "extra"}
+
+
+def _dtype() -> Any:
+    import numpy as np
+
+    return np.dtype([*((name, "<i8") for name in INTS), *((name, "<f8") for name in FLOATS), *((name, f"S{w}") for name, w in FIXED_TEXT.items())])
+
+
+def pack(record: ClipRecord) -> tuple[bytes, str | None]:
+    """A record as its packed bytes and texts (the path is not in them: the caller keys by it). TypeError or ValueError
+    for an ``extra`` that JSON cannot hold."""
+    texts: dict[str, Any] = {}
+    values: list[Any] = []
+    for name in INTS:
+        value = getattr(record, name)
+        if type(value) is int and value in _INT_RANGE:
+            values.append(value)
+        else:
+            values.append(0)
+            texts[name] = value
+    for name in FLOATS:
+        value = getattr(record, name)
+        if type(value) is float:
+            values.append(value)
+        else:
+            values.append(0.0)
+            texts[name] = value
+    for name, width in FIXED_TEXT.items():
+        value = getattr(record, name)
+        if name == "error_kind" and value is None:
+            values.append(b"")
+        elif type(value) is str and (value or name != "error_kind") and len(value) <= width and value.isascii() and "\x00" not in value:
+            values.append(value.encode("ascii"))
+        else:
+            values.append(b"")
+            texts[name] = value
+    if record.error is not None:
+        texts["error"] = record.error
+    if record.extra:
+        texts["extra"] = record.extra
+    return _STRUCT.pack(*values), json.dumps(texts, separators=(",", ":"), allow_nan=True) if texts else None
+
+
+def _overrides(texts: str | None) -> dict[str, Any]:
+    """What a record's texts set; ValueError when they are not what :func:`pack` writes (a damaged or foreign row)."""
+    if texts is None:
+        return {}
+    if type(texts) is not str:
+        raise ValueError("texts that are not text")
+    decoded = json.loads(texts)
+    if not isinstance(decoded, dict):
+        raise ValueError("texts that are not an object")
+    for name, value in decoded.items():
+        if name == "extra":
+            if not isinstance(value, dict):
+                raise ValueError("an extra that is not an object")
+        elif name in ("error", "error_kind"):
+            if not isinstance(value, (str, type(None))):
+                raise ValueError(f"a {name} that is not text")
+        elif name in FIXED_TEXT:
+            if not isinstance(value, str):
+                raise ValueError(f"a {name} that is not text")
+        elif name not in INTS and name not in FLOATS:
+            raise ValueError(f"texts naming {name!r}, not a field")
+    return decoded
+
+
+def unpack(audio: str, packed: bytes, texts: str | None) -> ClipRecord:
+    """The record of ``audio`` from :func:`pack`'s bytes and texts; ValueError for bytes or texts that :func:`pack` cannot
+    have written (the caller treats it as a miss)."""
+    if type(packed) is not bytes or len(packed) != SIZE:
+        raise ValueError("a packed record of another size")
+    values = list(_STRUCT.unpack(packed))
+    for j, name in enumerate(FIXED_TEXT, len(INTS) + len(FLOATS)):
+        raw = values[j].rstrip(b"\x00")
+        values[j] = raw.decode("ascii") if raw or name != "error_kind" else None  # UnicodeDecodeError is a ValueError
+    state: dict[str, Any] = {"audio": audio, "error": None, "extra": {}}
+    state.update(zip(PACKED_FIELDS, values))
+    state.update(_overrides(texts))
+    return ClipRecord.of_values(state)
+
+
+class ClipRecords(Sequence[ClipRecord]):
+    """Every clip's record, in order, held as one numpy array per field of :class:`ClipRecord`.
+
+    Int fields are int64 arrays and float fields float64, unless a record
+    holds a value they cannot (then that field's array holds objects);
+    string fields, ``error`` and ``extra`` are arrays of objects. Indexing
+    and iterating build :class:`ClipRecord` objects; :meth:`column` gives a
+    field's array as it is (do not write to it).
+    """
+
+    __slots__ = ("_columns", "_length")
+
+    def __init__(self, columns: Mapping[str, Any]) -> None:
+        lengths = {len(columns[name]) for name in _FIELDS}
+        if len(lengths) > 1:
+            raise ValueError("columns of different lengths")
+        self._columns = {name: columns[name] for name in _FIELDS}
+        self._length = lengths.pop() if lengths else 0
+
+    @classmethod
+    def of(cls, records: Iterable[ClipRecord]) -> ClipRecords:
+        """The records, as columns (a ClipRecords is returned as it is)."""
+        if isinstance(records, ClipRecords):
+            return records
+        records = list(records)
+        builder = _Builder(len(records))
+        builder.put(range(len(records)), records)
+        return builder.build()
+
+    @staticmethod
+    def builder(total: int) -> _Builder:
+        """A builder of ``total`` rows, to fill with :meth:`_Builder.put` and :meth:`_Builder.put_packed`, then build."""
+        return _Builder(total)
+
+    def column(self, name: str) -> Any:
+        """The values of one field, for every clip, as a numpy array."""
+        return self._columns[name]
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> ClipRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ClipRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> ClipRecord | list[ClipRecord]:
+        if isinstance(index, slice):
+            return list(self._records(range(self._length)[index]))
+        position = range(self._length)[index]  # IndexError, negative indices
+        return next(self._records(range(position, position + 1)))
+
+    def __iter__(self) -> Iterator[ClipRecord]:
+        return self._records(range(self._length))
+
+    def _records(self, rows: range) -> Iterator[ClipRecord]:
+        lists = [self._columns[name][rows.start : rows.stop : rows.step].tolist() for name in _FIELDS]
+        for values in zip(*lists):
+            yield ClipRecord.of_values(zip(_FIELDS, values))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (ClipRecords, list, tuple)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ClipRecords({len(self)} clips)"
+
+    def __reduce__(self) -> tuple:
+        return (ClipRecords, (self._columns,))
+
+
+class _Builder:
+    """Fills a :class:`ClipRecords` of ``total`` rows: records put at their rows, packed blocks at theirs."""
+
+    def __init__(self, total: int) -> None:
+        import numpy as np
+
+        self.np = np
+        self.total = total
+        self.columns: dict[str, Any] = {name: np.zeros(total, dtype=np.int64) for name in INTS}
+        self.columns.update({name: np.zeros(total, dtype=np.float64) for name in FLOATS})
+        for name in ("audio", "error", *FIXED_TEXT, "extra"):
+            self.columns[name] = np.full(total, _DEFAULTS.get(name), dtype=object)
+
+    def put(self, rows: Sequence[int], records: Sequence[ClipRecord]) -> None:
+        """``records[k]`` at row ``rows[k]``."""
+        if not records:
+            return
+        index = self.np.asarray(rows, dtype=self.np.intp)
+        for name in _FIELDS:
+            values = [getattr(record, name) for record in records]
+            self._assign(name, index, values)
+
+    def put_packed(self, rows: Any, audio: Sequence[str], block: Any, texts: Sequence[str | None]) -> None:
+        """At ``rows``: the records of ``audio`` whose packed bytes are the rows of ``block`` (:func:`unpack_many`) and
+        whose texts are ``texts``."""
+        np = self.np
+        rows = np.asarray(rows, dtype=np.intp)
+        if rows.size == 0:
+            return
+        self.columns["audio"][rows] = list(audio)
+        for name in (*INTS, *FLOATS):
+            self.columns[name][rows] = block[name]
+        for name in FIXED_TEXT:
+            raw = block[name]
+            distinct, inverse = np.unique(raw, return_inverse=True)  # one str object per distinct value
+            decoded = np.empty(len(distinct), dtype=object)
+            decoded[:] = [value.decode("ascii") if value or name != "error_kind" else None for value in distinct.tolist()]
+            self.columns[name][rows] = decoded[inverse.reshape(-1)]
+        extra = np.empty(rows.size, dtype=object)
+        extra[:] = [{} for _ in range(rows.size)]
+        self.columns["extra"][rows] = extra
+        for k in (k for k, text in enumerate(texts) if text is not None):
+            for name, value in _overrides(texts[k]).items():
+                self._assign(name, rows[k : k + 1], [value])
+
+    def _assign(self, name: str, index: Any, values: list) -> None:
+        np = self.np
+        column = self.columns[name]
+        if column.dtype != object:
+            kind = int if name in INTS else float
+            if all(type(value) is kind for value in values):
+                try:
+                    column[index] = values
+                    return
+                except OverflowError:
+                    pass
+            column = self.columns[name] = column.astype(object)
+        if len(values) == 1:
+            column[index[0]] = values[0]  # a list or dict value stays one object
+        else:
+            holder = np.empty(len(values), dtype=object)
+            holder[:] = values
+            column[index] = holder
+
+    def build(self) -> ClipRecords:
+        return ClipRecords(self.columns)
+
+
+def unpack_many(packed: Sequence[bytes]) -> Any:
+    """The packed records as one structured numpy array (a field per packed field); each must be SIZE bytes."""
+    import numpy as np
+
+    return np.frombuffer(b"".join(packed), dtype=_dtype())
+
+
+def ascii_fixed(block: Any) -> Any:
+    """Which rows of an :func:`unpack_many` block have ASCII in every string slot (as :func:`pack` writes them)."""
+    import numpy as np
+
+    ok = np.ones(len(block), dtype=bool)
+    for name, width in FIXED_TEXT.items():
+        ok &= (np.ascontiguousarray(block[name]).view(np.uint8).reshape(len(block), width) < 128).all(axis=1)
+    return ok
