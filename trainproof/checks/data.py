@@ -121,13 +121,16 @@ def _need_clips(ctx: DataContext) -> pd.DataFrame:
     return decoded
 
 
-def _examples(ctx: DataContext, rows: pd.DataFrame, what: str, say: Any, values: Mapping[str, Any] | None = None) -> Iterator[Hit]:
+def _examples(
+    ctx: DataContext, rows: pd.DataFrame, what: str, say: Any, values: Mapping[str, Any] | None = None, *, total: int | None = None
+) -> Iterator[Hit]:
     """One hit per clip for the first DATA_EXAMPLES of ``rows``, each at its manifest line, the first counting all.
 
     ``say(row)`` gives (message, evidence) for one clip; ``what`` names the
-    problem in the plural for the count ("clips are clipped").
+    problem in the plural for the count ("clips are clipped"). ``total``: how
+    many clips have it, when ``rows`` holds only the first of them.
     """
-    total = len(rows)
+    total = len(rows) if total is None else total
     if total == 0:
         return
     listed = len(ctx.table)
@@ -451,23 +454,28 @@ def silent(ctx: DataContext) -> Iterator[Hit]:
     )  # fmt: skip
 
 
-def _repeats(rows: pd.DataFrame, key: str, *, differing: Sequence[str] = ()) -> tuple[pd.DataFrame, dict[Any, str]]:
-    """Rows that repeat an earlier row's ``key`` (all but the first of each group), and each group's first clip by key.
+def _repeats(rows: pd.DataFrame, key: str, limit: int, *, differing: Sequence[str] = ()) -> tuple[pd.DataFrame, int, dict[Any, str]]:
+    """The rows that repeat an earlier row's ``key`` (all but the first of each group): the first ``limit`` of them in
+    line order, how many there are, and each group's first clip by key.
 
     Only groups whose rows also differ in every column of ``differing`` count
     (the paths of duplicated audio, the transcripts of conflicting audio). An
-    empty or missing key groups nothing. Vectorised: a corpus where every clip
-    has nine copies costs one sort, not a Python loop per group.
+    empty or missing key groups nothing. Vectorised on the few columns it
+    reads: a corpus where every clip has nine copies costs one sort, not a
+    Python loop per group, nor a copy of the whole table per step.
     """
-    keyed = rows[rows[key].fillna("") != ""]
+    keys = rows[key]
+    keyed = rows.loc[keys.notna() & (keys != ""), [key, *differing, "line", "listed"]]
     keyed = keyed[keyed.duplicated(key, keep=False)]
     for column in differing:
         if keyed.empty:
             break
         keyed = keyed[keyed.groupby(key, sort=False)[column].transform("nunique") > 1]
-    firsts = keyed.drop_duplicates(key, keep="first")
+    first = ~keyed.duplicated(key, keep="first")
+    firsts = keyed[first]
     names = {k: f"{listed} (line {line})" for k, listed, line in zip(firsts[key], firsts["listed"], firsts["line"])}
-    return keyed[keyed.duplicated(key, keep="first")].sort_values("line", kind="stable"), names
+    repeated = keyed[~first].sort_values("line", kind="stable")
+    return rows.loc[repeated.index[:limit]], len(repeated), names
 
 
 def duplicate_audio(ctx: DataContext) -> Iterator[Hit]:
@@ -479,10 +487,10 @@ def duplicate_audio(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: different recordings of the same sentence.
     Does not mean: which copy to keep; see TP-DATA-CONFLICTING-TEXT when their transcripts differ.
     """
-    rows, firsts = _repeats(_need_clips(ctx), "hash", differing=("audio",))
+    rows, count, firsts = _repeats(_need_clips(ctx), "hash", ctx.t.DATA_EXAMPLES, differing=("audio",))
     yield from _examples(
         ctx, rows, "clips duplicate another's audio",
-        lambda r: (f"{_name(r)} has the same audio as {firsts[r.hash]}.", f"identical decoded samples (hash {r.hash[:12]})"),
+        lambda r: (f"{_name(r)} has the same audio as {firsts[r.hash]}.", f"identical decoded samples (hash {r.hash[:12]})"), total=count,
     )  # fmt: skip
 
 
@@ -495,10 +503,11 @@ def conflicting_text(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: the same audio listed twice with the same sentence (see TP-DATA-DUPLICATE-AUDIO).
     Does not mean: which transcript is right.
     """
-    rows, firsts = _repeats(_need_clips(ctx), "hash", differing=("folded",))
+    rows, count, firsts = _repeats(_need_clips(ctx), "hash", ctx.t.DATA_EXAMPLES, differing=("folded",))
     yield from _examples(
         ctx, rows, "clips have the audio of another line with another transcript",
         lambda r: (f"{_name(r)} (line {r.line}) has the same audio as {firsts[r.hash]} but another transcript: {r.text!r}.", f"identical decoded samples (hash {r.hash[:12]}), different transcripts"),
+        total=count,
     )  # fmt: skip
 
 
@@ -695,8 +704,8 @@ def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: distinct sentences.
     Does not mean: the pairing is wrong; some corpora record prompts twice on purpose.
     """
-    rows, firsts = _repeats(ctx.table, "folded", differing=("audio", "hash"))
-    yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.folded]}: {r.text!r}.", f"line {r.line}: identical folded text"))
+    rows, count, firsts = _repeats(ctx.table, "folded", ctx.t.DATA_EXAMPLES, differing=("audio", "hash"))
+    yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.folded]}: {r.text!r}.", f"line {r.line}: identical folded text"), total=count)
 
 
 def empty_manifest(ctx: DataContext) -> Iterator[Hit]:

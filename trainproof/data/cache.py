@@ -64,7 +64,7 @@ CACHEDIR_TAG = """Signature: 8a477f597d28d172789f06886806bc55
 # For information about cache directory tags, see https://bford.info/cachedir/
 """
 
-_SELECT = "SELECT path, segment, size, mtime_ns, version, packed, texts FROM clips"
+_SELECT = "SELECT path, segment, size, mtime_ns, packed, texts FROM clips WHERE version = ?"
 
 
 class Hits(NamedTuple):
@@ -219,26 +219,24 @@ class Cache:
         self.open()
         if self._db is None or not keys:
             return Hits(positions, records.unpack_many(packs), texts_of)
-        wanted: dict[tuple[str, str], int] = {}
+        wanted: dict[tuple[str, str], tuple[int, int, int]] = {}  # (path, segment) -> (position, size, mtime)
         for k, key in enumerate(keys):
-            path, _, _, offset, duration = key
+            path, size, mtime_ns, offset, duration = key
             segment = "" if offset is None and duration is None else key.segment
             if path.isascii() or utf8_encodable(path):
-                wanted[(path, segment)] = k
+                wanted[(path, segment)] = (k, size, mtime_ns)
+        record_size = records.SIZE
         try:
-            for path, segment, size, mtime_ns, version, packed, texts in self._read(wanted):
-                k = wanted.get((path, segment))  # type: ignore[arg-type]
-                if k is None:
-                    continue
-                key = keys[k]
-                if size != key.size or mtime_ns != key.mtime_ns or version != self.version or type(packed) is not bytes or len(packed) != records.SIZE:
+            for path, segment, size, mtime_ns, packed, texts in self._read(wanted):
+                stamp = wanted.get((path, segment))
+                if stamp is None or stamp[1] != size or stamp[2] != mtime_ns or type(packed) is not bytes or len(packed) != record_size:
                     continue
                 if texts is not None:
                     try:
                         records._overrides(texts)
                     except (ValueError, RecursionError):
                         continue
-                positions.append(k)
+                positions.append(stamp[0])
                 packs.append(packed)
                 texts_of.append(texts)
         except sqlite3.Error as exc:
@@ -251,7 +249,7 @@ class Cache:
             return Hits([positions[j] for j in kept], block[ok], [texts_of[j] for j in kept])
         return Hits(positions, block, texts_of)
 
-    def _read(self, wanted: Mapping[tuple[str, str], int]) -> Iterable[tuple]:
+    def _read(self, wanted: Mapping[tuple[str, str], object]) -> Iterable[tuple]:
         """The rows of the paths wanted: the whole table in one pass when they are most of it (sqlite hands rows out
         fastest in its own order, and the cursor is iterated as it is, with no generator between), else QUERY_BATCH
         paths a query."""
@@ -259,11 +257,11 @@ class Cache:
         if self._rows is None:
             self._rows = int(self._db.execute("SELECT COUNT(*) FROM clips").fetchone()[0])
         if len(wanted) >= self._rows * SCAN_SHARE:
-            return self._db.execute(_SELECT)
+            return self._db.execute(_SELECT, (self.version,))
         paths = sorted({path for path, _ in wanted})
         db = self._db
         return itertools.chain.from_iterable(
-            db.execute(f"{_SELECT} WHERE path IN ({','.join('?' * len(batch))})", batch)  # noqa: S608
+            db.execute(f"{_SELECT} AND path IN ({','.join('?' * len(batch))})", (self.version, *batch))  # noqa: S608
             for batch in _batches(paths, QUERY_BATCH)
         )
 
