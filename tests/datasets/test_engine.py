@@ -266,6 +266,20 @@ def test_a_cached_parallel_run_decodes_nothing(tmp_path, pooled):
     assert second == first == [analyze(r) for r in refs]
 
 
+def unjsonable(ref: ClipRef) -> ClipRecord:
+    """A per-clip function whose records carry an extra that JSON cannot hold."""
+    return replace(analyze(ref), extra={"when": object()})
+
+
+def test_a_record_that_will_not_pack_is_kept_as_it_is_and_not_cached(tmp_path):
+    paths = corpus(tmp_path / "c", 2)
+    with Cache(tmp_path / "cache") as cache:
+        records = analyze_all([ClipRef(p) for p in paths], jobs=1, cache=cache, analyze=unjsonable)
+        assert [set(r.extra) for r in records] == [{"when"}, {"when"}]
+        assert records[1].duration_s == analyze(ClipRef(paths[1])).duration_s
+        assert cache.count() == 0
+
+
 def test_infinities_and_nan_survive_the_cache(tmp_path):
     silent = write(tmp_path / "zero.wav", np.zeros(16000), 16000)
     with Cache(tmp_path / "cache") as cache:
