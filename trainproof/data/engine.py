@@ -141,7 +141,8 @@ def analyze_all(
                     if progress is not None and (n % step == 0 or n == len(todo)):
                         progress(done + n, total)
             except _NoWorkers:  # not one worker could start: the rest is decoded here
-                rest = [i for i in todo if not work.stored(i)]
+                stored = work.stored()
+                rest = [i for i in todo if i not in stored]
                 for n, i in enumerate(rest, len(todo) - len(rest) + 1):
                     work.store(i, _inline(refs[i], analyze))
                     if progress is not None and (n % CHUNK == 0 or n == len(todo)):
@@ -233,9 +234,9 @@ class Work:
             if len(self._pending) >= CACHE_BATCH:
                 self.flush()
 
-    def stored(self, i: int) -> bool:
-        """Whether clip ``i``, one of :attr:`todo`, has its record (slow: for the rare fallback that asks)."""
-        return i in self._records or i in self._rows
+    def stored(self) -> set[int]:
+        """The clips of :attr:`todo` whose records are stored (and the missing files')."""
+        return {*self._records, *self._rows}
 
     def flush(self) -> None:
         """Write the records stored since the last write to the cache."""

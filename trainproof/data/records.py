@@ -44,7 +44,7 @@ SIZE = _STRUCT.size
 """Bytes of a packed record."""
 
 _INT_RANGE = range(-(2**63), 2**63)
-_DEFAULTS = {f.name: f.default for f in fields(ClipRecord) if f.name != "extra"}
+_DEFAULTS = {f.name: f.default for f in fields(ClipRecord) if f.name not in ("audio", "extra")}  # the two with no default
 
 
 def _dtype() -> Any:
@@ -231,7 +231,9 @@ class _Builder:
         rows = np.asarray(rows, dtype=np.intp)
         if rows.size == 0:
             return
-        self.columns["audio"][rows] = list(audio)
+        holder = np.empty(rows.size, dtype=object)
+        holder[:] = list(audio)  # through an object array: a list of strings would first become a numpy string array
+        self.columns["audio"][rows] = holder
         for name in (*INTS, *FLOATS):
             self.columns[name][rows] = block[name]
         for name in FIXED_TEXT:
