@@ -185,20 +185,22 @@ class Work:
         """How many records were known without decoding (cached, or missing files)."""
 
     def _look_up(self, refs: Sequence[ClipRef], cache: Cache | None, analyze: Analyze | None) -> None:
+        from trainproof.data.cache import CacheKey
+
         total = len(refs)
         cwd = os.getcwd()
         for start in range(0, total, LOOKUP_BATCH):
             indices: list[int] = []
             keys: list[CacheKey] = []
             batch = range(start, min(start + LOOKUP_BATCH, total))
-            for i, key in zip(batch, _keys([refs[i] for i in batch], cwd)):
-                if isinstance(key, ClipRecord) and analyze is None:  # a URI its stat decided
-                    self._records[i] = key
-                elif key is None or isinstance(key, ClipRecord):  # missing (or not statable): a worker would say the same, at once
-                    self._records[i] = _inline(refs[i], analyze)
-                else:
+            for i, key in zip(batch, _keys(refs[batch.start : batch.stop], cwd)):
+                if type(key) is CacheKey:
                     indices.append(i)
                     keys.append(key)
+                elif isinstance(key, ClipRecord) and analyze is None:  # a URI its stat decided
+                    self._records[i] = key
+                else:  # missing (or not statable): a worker would say the same, at once
+                    self._records[i] = _inline(refs[i], analyze)
             hits = cache.look_up(keys) if cache is not None and keys else None
             found = bytearray(len(keys))
             if hits is not None and hits.positions:

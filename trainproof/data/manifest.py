@@ -48,7 +48,7 @@ from trainproof.data import uri
 from trainproof.data.model import Entry, Manifest, Problem
 from trainproof.data.uri import is_uri
 from trainproof.errors import InputError
-from trainproof.readers.base import BLOCK_BYTES, MAX_LINE_BYTES, EmptyLog, iter_lines, open_log, read_block
+from trainproof.readers.base import BLOCK_BYTES, MAX_LINE_BYTES, EmptyLog, iter_lines, mostly_binary, open_log, read_block
 
 AUDIO_EXTENSIONS = (
     ".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64",
@@ -193,15 +193,13 @@ def _check_text(path: str) -> None:
         raise InputError(path, "holds binary data (NUL bytes), not a text manifest")
     if not head:
         return
-    control = sum(1 for byte in head if byte < 32 and byte not in (9, 10, 12, 13))
-    undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
-    if control > BINARY_SHARE * len(head) or undecodable > BINARY_SHARE * len(head):
+    if mostly_binary(head, BINARY_SHARE):
         raise InputError(path, "is mostly binary data, not a text manifest")
 
 
 def _content_lines(path: str) -> Iterator[tuple[int, str]]:
-    """The non-blank lines of a file, unreported (for sniffing)."""
-    for number, text, _ in iter_lines(Path(path)):
+    """The non-blank lines of a file, unreported (for sniffing: its head is read first, not a whole block)."""
+    for number, text, _ in iter_lines(Path(path), HEAD_BYTES):
         if text.lstrip("\ufeff").strip():
             yield number, text
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from trainproof.errors import InputError
-from trainproof.readers.base import BLOCK_BYTES, open_log, read_block, size_text
+from trainproof.readers.base import BLOCK_BYTES, mostly_binary, open_log, read_block, size_text
 from trainproof.text.model import ROLES, SHAPES, Message, Row, RowProblem, TextDataset
 
 MAX_TEXT_LINE_BYTES = 16 * 1024 * 1024
@@ -136,9 +136,7 @@ def _check_head(path: str, head: bytes) -> None:
                 path, f"is {utf16} text without a byte-order mark, not UTF-8, which trainers read JSON Lines as: save it as UTF-8"
             )
         raise InputError(path, "is binary, not JSON Lines (it holds NUL bytes)")
-    control = sum(1 for byte in head if byte < 32 and byte not in (9, 10, 12, 13))
-    undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
-    if control > BINARY_SHARE * len(head) or undecodable > BINARY_SHARE * len(head):
+    if mostly_binary(head, BINARY_SHARE):
         raise InputError(path, "is binary, not JSON Lines")
 
 
