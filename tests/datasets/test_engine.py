@@ -344,6 +344,18 @@ def test_a_row_with_extra_that_is_not_an_object_is_a_miss(tmp_path):
         assert CALLS == [path]
 
 
+def test_a_clip_listed_twice_is_found_in_the_cache_twice(tmp_path):
+    """The same file on two lines (a duplicated line, one clip with two transcripts) is one cache row, found for both."""
+    paths = corpus(tmp_path / "c", 2)
+    refs = [ClipRef(paths[0]), ClipRef(paths[1]), ClipRef(paths[0]), ClipRef(paths[0], offset=0.1, duration=0.2), ClipRef(paths[0])]
+    with Cache(tmp_path / "cache") as cache:
+        first = analyze_all(refs, jobs=1, cache=cache)
+    CALLS.clear()
+    with Cache(tmp_path / "cache") as cache:
+        assert analyze_all(refs, jobs=1, cache=cache, analyze=counting) == first
+    assert CALLS == []
+
+
 def test_a_changed_file_is_decoded_again(tmp_path):
     paths = corpus(tmp_path / "c", 3)
     refs = [ClipRef(p) for p in paths]

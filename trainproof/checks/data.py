@@ -454,9 +454,9 @@ def silent(ctx: DataContext) -> Iterator[Hit]:
     )  # fmt: skip
 
 
-def _repeats(rows: pd.DataFrame, key: str, limit: int, *, differing: Sequence[str] = ()) -> tuple[pd.DataFrame, int, dict[Any, str]]:
-    """The rows that repeat an earlier row's ``key`` (all but the first of each group): the first ``limit`` of them in
-    line order, how many there are, and each group's first clip by key.
+def _repeats(ctx: DataContext, rows: pd.DataFrame, key: str, *, differing: Sequence[str] = ()) -> tuple[pd.DataFrame, int, dict[Any, str]]:
+    """The rows that repeat an earlier row's ``key`` (all but the first of each group): the first DATA_EXAMPLES of them
+    in line order (all :func:`_examples` shows), how many there are, and each group's first clip by key.
 
     Only groups whose rows also differ in every column of ``differing`` count
     (the paths of duplicated audio, the transcripts of conflicting audio). An
@@ -475,7 +475,7 @@ def _repeats(rows: pd.DataFrame, key: str, limit: int, *, differing: Sequence[st
     firsts = keyed[first]
     names = {k: f"{listed} (line {line})" for k, listed, line in zip(firsts[key], firsts["listed"], firsts["line"])}
     repeated = keyed[~first].sort_values("line", kind="stable")
-    return rows.loc[repeated.index[:limit]], len(repeated), names
+    return rows.loc[repeated.index[: ctx.t.DATA_EXAMPLES]], len(repeated), names
 
 
 def duplicate_audio(ctx: DataContext) -> Iterator[Hit]:
@@ -487,7 +487,7 @@ def duplicate_audio(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: different recordings of the same sentence.
     Does not mean: which copy to keep; see TP-DATA-CONFLICTING-TEXT when their transcripts differ.
     """
-    rows, count, firsts = _repeats(_need_clips(ctx), "hash", ctx.t.DATA_EXAMPLES, differing=("audio",))
+    rows, count, firsts = _repeats(ctx, _need_clips(ctx), "hash", differing=("audio",))
     yield from _examples(
         ctx, rows, "clips duplicate another's audio",
         lambda r: (f"{_name(r)} has the same audio as {firsts[r.hash]}.", f"identical decoded samples (hash {r.hash[:12]})"), total=count,
@@ -503,7 +503,7 @@ def conflicting_text(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: the same audio listed twice with the same sentence (see TP-DATA-DUPLICATE-AUDIO).
     Does not mean: which transcript is right.
     """
-    rows, count, firsts = _repeats(_need_clips(ctx), "hash", ctx.t.DATA_EXAMPLES, differing=("folded",))
+    rows, count, firsts = _repeats(ctx, _need_clips(ctx), "hash", differing=("folded",))
     yield from _examples(
         ctx, rows, "clips have the audio of another line with another transcript",
         lambda r: (f"{_name(r)} (line {r.line}) has the same audio as {firsts[r.hash]} but another transcript: {r.text!r}.", f"identical decoded samples (hash {r.hash[:12]}), different transcripts"),
@@ -704,7 +704,7 @@ def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: distinct sentences.
     Does not mean: the pairing is wrong; some corpora record prompts twice on purpose.
     """
-    rows, count, firsts = _repeats(ctx.table, "folded", ctx.t.DATA_EXAMPLES, differing=("audio", "hash"))
+    rows, count, firsts = _repeats(ctx, ctx.table, "folded", differing=("audio", "hash"))
     yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.folded]}: {r.text!r}.", f"line {r.line}: identical folded text"), total=count)
 
 

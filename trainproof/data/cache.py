@@ -220,11 +220,14 @@ class Cache:
         if self._db is None or not keys:
             return Hits(positions, records.unpack_many(packs), texts_of)
         wanted: dict[tuple[str, str], tuple[int, int, int]] = {}  # (path, segment) -> (position, size, mtime)
+        again: dict[tuple[str, str], list[tuple[int, int, int]]] = {}  # the same clip listed again: its other positions
         for k, key in enumerate(keys):
             path, size, mtime_ns, offset, duration = key
             segment = "" if offset is None and duration is None else key.segment
             if path.isascii() or utf8_encodable(path):
-                wanted[(path, segment)] = (k, size, mtime_ns)
+                stamp = (k, size, mtime_ns)
+                if wanted.setdefault((path, segment), stamp) is not stamp:
+                    again.setdefault((path, segment), []).append(stamp)
         record_size = records.SIZE
         try:
             for path, segment, size, mtime_ns, packed, texts in self._read(wanted):
@@ -233,12 +236,17 @@ class Cache:
                     continue
                 if texts is not None:
                     try:
-                        records._overrides(texts)
+                        records.overrides(texts)
                     except (ValueError, RecursionError):
                         continue
                 positions.append(stamp[0])
                 packs.append(packed)
                 texts_of.append(texts)
+                for other in again.get((path, segment), ()) if again else ():
+                    if other[1:] == stamp[1:]:  # stat'ed alike
+                        positions.append(other[0])
+                        packs.append(packed)
+                        texts_of.append(texts)
         except sqlite3.Error as exc:
             self._give_up("cannot be read", exc)
             return Hits([], records.unpack_many([]), [])

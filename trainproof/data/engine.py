@@ -376,14 +376,20 @@ def _executor(workers: int, analyze: Analyze | None):
 
 
 def _stop(executor) -> None:
-    """Terminate the workers now (Ctrl-C, or the caller stopped early): cancel what is queued, kill what runs."""
+    """Terminate the workers now (Ctrl-C, or the caller stopped early): cancel what is queued, kill what runs, and let
+    the pool's manager thread end here. Left running, it closes its wake-up pipe while the interpreter's exit hook
+    writes to it (a race CPython 3.11 does not lock), and the exit prints an "Exception ignored ... Bad file
+    descriptor" traceback after a clean Ctrl-C."""
     processes = list((getattr(executor, "_processes", None) or {}).values())
+    manager = getattr(executor, "_executor_manager_thread", None)
     executor.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         if process.is_alive():
             process.terminate()
     for process in processes:
         process.join(timeout=5)
+    if manager is not None:
+        manager.join(timeout=5)
 
 
 def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, analyze: Analyze | None) -> Iterator[tuple[int, ClipRecord | Packed]]:

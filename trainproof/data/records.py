@@ -88,7 +88,7 @@ def pack(record: ClipRecord) -> tuple[bytes, str | None]:
     return _STRUCT.pack(*values), json.dumps(texts, separators=(",", ":"), allow_nan=True) if texts else None
 
 
-def _overrides(texts: str | None) -> dict[str, Any]:
+def overrides(texts: str | None) -> dict[str, Any]:
     """What a record's texts set; ValueError when they are not what :func:`pack` writes (a damaged or foreign row)."""
     if texts is None:
         return {}
@@ -123,7 +123,7 @@ def unpack(audio: str, packed: bytes, texts: str | None) -> ClipRecord:
         values[j] = raw.decode("ascii") if raw or name != "error_kind" else None  # UnicodeDecodeError is a ValueError
     state: dict[str, Any] = {"audio": audio, "error": None, "extra": {}}
     state.update(zip(PACKED_FIELDS, values))
-    state.update(_overrides(texts))
+    state.update(overrides(texts))
     return ClipRecord.of_values(state)
 
 
@@ -246,7 +246,7 @@ class _Builder:
         extra[:] = [{} for _ in range(rows.size)]
         self.columns["extra"][rows] = extra
         for k in (k for k, text in enumerate(texts) if text is not None):
-            for name, value in _overrides(texts[k]).items():
+            for name, value in overrides(texts[k]).items():
                 self._assign(name, rows[k : k + 1], [value])
 
     def _assign(self, name: str, index: Any, values: list) -> None:
