@@ -100,7 +100,8 @@ class CacheKey(NamedTuple):
 
 
 class Cache:
-    """The record cache in ``directory``; opened on first use (or by ``with``), written only by :meth:`put_many`."""
+    """The record cache in ``directory``; opened on first use (or by ``with``), written only by :meth:`put_many` and
+    :meth:`put_packed`."""
 
     def __init__(self, directory: str | os.PathLike[str] = DEFAULT_DIR, *, version: int | None = None) -> None:
         self.directory = Path(directory)
@@ -275,7 +276,8 @@ class Cache:
 
     def put_many(self, items: Iterable[tuple[CacheKey, ClipRecord]] | Mapping[CacheKey, ClipRecord]) -> None:
         """Store records under their keys, in one transaction; a failure disables the cache for the run (with a note).
-        A record whose ``extra`` JSON cannot hold is not stored."""
+        A record :func:`records.pack` refuses (a value of a type its field cannot have, an ``extra`` JSON cannot hold)
+        is not stored."""
         pairs = items.items() if isinstance(items, Mapping) else items
         rows = []
         for key, record in pairs:

@@ -137,7 +137,7 @@ class ClipRecord:
     def of_values(cls, values: Mapping[str, object] | Iterable[tuple[str, object]]) -> ClipRecord:
         """The record of every field's value (a mapping, or (name, value) pairs), built as unpickling builds one: the
         generated ``__init__`` of a frozen dataclass sets each of the 23 fields through ``object.__setattr__``, 2.5
-        times the cost, and a warm cache builds 20,000 records. ``values`` must name every field, with values of its
+        times the cost, and a corpus of 20,000 clips may build them all. ``values`` must name every field, with values of its
         type (the caller checks)."""
         record = object.__new__(cls)
         record.__dict__.update(values)

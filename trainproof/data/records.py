@@ -22,6 +22,8 @@ will not go into its slot (a string that is not short ASCII, an int past
 from __future__ import annotations
 
 import json
+import numbers
+import operator
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
@@ -54,61 +56,79 @@ def _dtype() -> Any:
 
 
 def pack(record: ClipRecord) -> tuple[bytes, str | None]:
-    """A record as its packed bytes and texts (the path is not in them: the caller keys by it). TypeError or ValueError
-    for an ``extra`` that JSON cannot hold."""
+    """A record as its packed bytes and texts (the path is not in them: the caller keys by it).
+
+    Numbers are taken as Python numbers (an integer type such as numpy's
+    int64 as an int, a real one as a float), and ``extra`` as the JSON it
+    becomes. TypeError for a value of a type its field cannot have (a
+    string that is None, an int field holding 1.5, an ``extra`` that is not
+    a dict), or an ``extra`` that JSON cannot hold: such a record is not
+    packed at all (the engines keep it as it is, uncached), so texts only
+    ever hold what :func:`overrides` accepts.
+    """
     texts: dict[str, Any] = {}
     values: list[Any] = []
     for name in INTS:
         value = getattr(record, name)
-        if type(value) is int and value in _INT_RANGE:
+        if type(value) is not int:
+            value = operator.index(value)  # TypeError for a float, None, a string
+        if value in _INT_RANGE:
             values.append(value)
         else:
             values.append(0)
             texts[name] = value
     for name in FLOATS:
         value = getattr(record, name)
-        if type(value) is float:
-            values.append(value)
-        else:
-            values.append(0.0)
-            texts[name] = value
+        if type(value) is not float:
+            if not isinstance(value, numbers.Real):
+                raise TypeError(f"{name} is {type(value).__name__}, not a number")
+            value = float(value)
+        values.append(value)
     for name, width in FIXED_TEXT.items():
         value = getattr(record, name)
-        if name == "error_kind" and value is None:
+        if value is None and name == "error_kind":
             values.append(b"")
-        elif type(value) is str and (value or name != "error_kind") and len(value) <= width and value.isascii() and "\x00" not in value:
+        elif type(value) is not str:
+            raise TypeError(f"{name} is {type(value).__name__}, not text")
+        elif (value or name != "error_kind") and len(value) <= width and value.isascii() and "\x00" not in value:
             values.append(value.encode("ascii"))
         else:
             values.append(b"")
             texts[name] = value
     if record.error is not None:
+        if type(record.error) is not str:
+            raise TypeError(f"error is {type(record.error).__name__}, not text")
         texts["error"] = record.error
+    if type(record.extra) is not dict:
+        raise TypeError(f"extra is {type(record.extra).__name__}, not a dict")
     if record.extra:
         texts["extra"] = record.extra
     return _STRUCT.pack(*values), json.dumps(texts, separators=(",", ":"), allow_nan=True) if texts else None
 
 
 def overrides(texts: str | None) -> dict[str, Any]:
-    """What a record's texts set; ValueError when they are not what :func:`pack` writes (a damaged or foreign row)."""
+    """What a record's texts set; ValueError when they are not what :func:`pack` writes (a damaged or foreign row): an
+    object naming only an int field past 64 bits with an int, a string field with a string, ``error`` with a string,
+    ``extra`` with an object."""
     if texts is None:
         return {}
     if type(texts) is not str:
         raise ValueError("texts that are not text")
     decoded = json.loads(texts)
-    if not isinstance(decoded, dict):
+    if type(decoded) is not dict:
         raise ValueError("texts that are not an object")
     for name, value in decoded.items():
         if name == "extra":
-            if not isinstance(value, dict):
+            if type(value) is not dict:
                 raise ValueError("an extra that is not an object")
-        elif name in ("error", "error_kind"):
-            if not isinstance(value, (str, type(None))):
+        elif name == "error" or name in FIXED_TEXT:
+            if type(value) is not str:
                 raise ValueError(f"a {name} that is not text")
-        elif name in FIXED_TEXT:
-            if not isinstance(value, str):
-                raise ValueError(f"a {name} that is not text")
-        elif name not in INTS and name not in FLOATS:
-            raise ValueError(f"texts naming {name!r}, not a field")
+        elif name in INTS:
+            if type(value) is not int or value in _INT_RANGE:
+                raise ValueError(f"a {name} that is not an int past 64 bits")
+        else:
+            raise ValueError(f"texts naming {name!r}, which pack never writes there")
     return decoded
 
 
@@ -176,19 +196,23 @@ class ClipRecords(Sequence[ClipRecord]):
 
     def __getitem__(self, index: int | slice) -> ClipRecord | list[ClipRecord]:
         if isinstance(index, slice):
-            return list(self._records(range(self._length)[index]))
+            return list(self._records(index))
         position = range(self._length)[index]  # IndexError, negative indices
-        return next(self._records(range(position, position + 1)))
+        return next(self._records(slice(position, position + 1)))
 
     def __iter__(self) -> Iterator[ClipRecord]:
-        return self._records(range(self._length))
+        return self._records(slice(None))
 
-    def _records(self, rows: range) -> Iterator[ClipRecord]:
-        lists = [self._columns[name][rows.start : rows.stop : rows.step].tolist() for name in _FIELDS]
+    def _records(self, rows: slice) -> Iterator[ClipRecord]:
+        lists = [self._columns[name][rows].tolist() for name in _FIELDS]
         for values in zip(*lists):
             yield ClipRecord.of_values(zip(_FIELDS, values))
 
     def __eq__(self, other: object) -> bool:
+        """Record by record, as a list compares; each record is built afresh, so one holding NaN equals no other (a
+        list's shortcut of identity does not apply), but a ClipRecords equals itself."""
+        if other is self:
+            return True
         if not isinstance(other, (ClipRecords, list, tuple)):
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other))
@@ -252,7 +276,8 @@ class _Builder:
     def _assign(self, name: str, index: Any, values: list) -> None:
         np = self.np
         column = self.columns[name]
-        if column.dtype != object:
+        numeric = column.dtype != object
+        if numeric:
             kind = int if name in INTS else float
             if all(type(value) is kind for value in values):
                 try:
@@ -260,13 +285,14 @@ class _Builder:
                     return
                 except OverflowError:
                     pass
-            column = self.columns[name] = column.astype(object)
-        if len(values) == 1:
-            column[index[0]] = values[0]  # a list or dict value stays one object
-        else:
-            holder = np.empty(len(values), dtype=object)
-            holder[:] = values
-            column[index] = holder
+            column = column.astype(object)
+        holder = np.empty(len(values), dtype=object)  # a list or dict value stays one object
+        holder[:] = values
+        column[index] = holder
+        if numeric:  # values its dtype cannot hold: the column as numpy infers it from them all (ints and floats: float64)
+            inferred = np.array(column.tolist())
+            column = inferred if inferred.dtype.kind in "iufb" and inferred.shape == column.shape else column
+        self.columns[name] = column
 
     def build(self) -> ClipRecords:
         return ClipRecords(self.columns)
