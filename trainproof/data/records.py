@@ -16,7 +16,10 @@ has as fixed-width ASCII (:data:`FIXED_TEXT`, NUL-padded; ``error_kind``'s
 None is empty). Beside it, ``texts``: None, or a JSON object of what does
 not fit the bytes: ``error``, a non-empty ``extra``, and any value that
 will not go into its slot (a string that is not short ASCII, an int past
-64 bits, a value of another type).
+64 bits). Every record an engine decodes passes through :func:`pack`,
+cached or not, so it comes back with Python numbers and its ``extra`` as
+the JSON it becomes (keys as strings, tuples as lists); a record that will
+not pack is kept as it is, and not cached.
 """
 
 from __future__ import annotations
