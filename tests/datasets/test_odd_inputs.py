@@ -16,6 +16,7 @@ pytest.importorskip("pandas")
 from tests.datasets.test_clip import SENTENCE, voiced, write  # noqa: E402
 from tests.helpers import REPO  # noqa: E402
 from trainproof.cli import main  # noqa: E402
+from trainproof.data.cache import Cache  # noqa: E402
 from trainproof.data.manifest import read_manifest  # noqa: E402
 
 RATE = 22050
@@ -105,6 +106,9 @@ def test_a_clip_whose_name_is_not_utf8_is_judged_like_any_other(tmp_path, capsys
         assert (code, err) == (0, "")
         subject = json.loads(out)["subjects"][0]
         assert subject["summary"]["readable"] == 2
+    if cache:  # the clip whose path sqlite cannot hold is judged every run, and never stored
+        with Cache(tmp_path / ".trainproof_cache") as stored:
+            assert stored.count() == 1
 
 
 def test_a_transcript_with_a_lone_surrogate_escape_is_judged(tmp_path, capsys):

@@ -21,7 +21,7 @@ pytest.importorskip("soundfile")
 pytest.importorskip("pandas")
 
 from tests.datasets.speech import FAULTS, clean_corpus  # noqa: E402
-from tests.datasets.test_engine import corpus, raising, refusing  # noqa: E402
+from tests.datasets.test_engine import corpus, raising, refusing, unjsonable  # noqa: E402
 from tests.helpers import REPO  # noqa: E402
 from trainproof.cli import main  # noqa: E402
 from trainproof.data import engine, ray_engine  # noqa: E402
@@ -149,6 +149,15 @@ def test_the_engines_share_the_cache_and_a_rerun_decodes_only_what_changed(ray_c
 
 
 # --- failures ----------------------------------------------------------------------------------------------------
+
+
+def test_a_record_that_will_not_pack_comes_back_as_it_is_as_on_the_local_engine(ray_cluster, tmp_path):
+    """Not a crash: the task sends a record pack refuses (an extra JSON cannot hold) pickled, as local workers do."""
+    refs = [ClipRef(p) for p in corpus(tmp_path / "c", 2)]
+    records = ray_engine.analyze_all(refs, analyze=unjsonable)
+    assert [r.error for r in records] == [None, None]
+    assert [set(r.extra) for r in records] == [{"when"}, {"when"}]
+    assert [r.duration_s for r in records] == [r.duration_s for r in analyze_all(refs, jobs=1)]
 
 
 def test_an_exception_in_the_analysis_is_that_clips_record_as_on_the_local_engine(ray_cluster, tmp_path):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from trainproof.data.model import ClipRecord
-from trainproof.data.records import SIZE, ClipRecords, pack, unpack, unpack_many
+from trainproof.data.records import SIZE, ClipRecords, overrides, pack, unpack, unpack_many
 
 PLAIN = ClipRecord("a.wav", size=10, format="WAV", subtype="PCM_16", sample_rate=22050, channels=1, frames=33075, duration_s=1.5,
                    peak=0.7, level_db=-20.5, first_frame_db=-math.inf, audio_hash="0123456789abcdef" * 2)  # fmt: skip
@@ -60,7 +60,7 @@ def test_records_as_columns_come_back_as_records_in_order():
 def test_packed_and_object_records_fill_one_table_in_their_rows():
     builder = ClipRecords.builder(4)
     packs = [pack(r) for r in (PLAIN, ODD[1])]
-    builder.put_packed([3, 0], ["x.wav", "y.wav"], unpack_many([p for p, _ in packs]), [t for _, t in packs])
+    builder.put_packed([3, 0], ["x.wav", "y.wav"], unpack_many([p for p, _ in packs]), [None if t is None else overrides(t) for _, t in packs])
     builder.put([1, 2], [ODD[0], ODD[2]])
     built = builder.build()
     assert same(built[3], ClipRecord("x.wav", **{k: v for k, v in PLAIN.__dict__.items() if k != "audio"}))
@@ -70,6 +70,16 @@ def test_packed_and_object_records_fill_one_table_in_their_rows():
     assert same(built[1], ODD[0])
     assert same(built[2], ODD[2])
     assert built[3].extra is not built[1].extra  # each row its own dict
+
+
+def test_a_block_of_packed_records_comes_back_as_they_went():
+    """The decoder a run uses (a block at once, texts grouped by field) on every odd record together."""
+    records = [PLAIN, *ODD, PLAIN, ODD[1]]
+    packs = [pack(r) for r in records]
+    builder = ClipRecords.builder(len(records))
+    builder.put_packed(range(len(records)), [r.audio for r in records], unpack_many([p for p, _ in packs]),
+                       [None if t is None else overrides(t) for _, t in packs])  # fmt: skip
+    assert all(same(a, b) for a, b in zip(builder.build(), records))
 
 
 def test_records_as_columns_pickle():

@@ -70,11 +70,11 @@ _SELECT = "SELECT path, segment, size, mtime_ns, packed, texts FROM clips WHERE 
 class Hits(NamedTuple):
     """The keys of a lookup that the cache holds valid records for: their positions in the keys looked up, and their
     records, checked to be what :func:`records.pack` writes: the packed ones as one block (:func:`records.unpack_many`,
-    a row each) and each one's texts."""
+    a row each) and each one's texts as :func:`records.overrides` parsed them (None for a record with none)."""
 
     positions: list[int]
     block: Any
-    texts: list[str | None]
+    overridden: list[dict[str, Any] | None]
 
 
 class CacheKey(NamedTuple):
@@ -209,17 +209,19 @@ class Cache:
         """The cached records valid for these keys (a key that is not there, or stale, is simply absent)."""
         keys = list(keys)
         hits = self.look_up(keys)
-        return {keys[k]: records.unpack(keys[k].path, row.tobytes(), texts) for k, row, texts in zip(*hits)}
+        builder = records.ClipRecords.builder(len(hits.positions))
+        builder.put_packed(range(len(hits.positions)), [keys[k].path for k in hits.positions], hits.block, hits.overridden)
+        return dict(zip((keys[k] for k in hits.positions), builder.build()))
 
     def look_up(self, keys: Sequence[CacheKey]) -> Hits:
         """The valid cached records of these keys, packed (see :class:`Hits`); a key that is not there, is stale, or whose
         row this version cannot read (it is replaced when re-analysed) is simply absent."""
         positions: list[int] = []
         packs: list[bytes] = []
-        texts_of: list[str | None] = []
+        overridden: list[dict[str, Any] | None] = []
         self.open()
         if self._db is None or not keys:
-            return Hits(positions, records.unpack_many(packs), texts_of)
+            return Hits(positions, records.unpack_many(packs), overridden)
         wanted: dict[tuple[str, str], tuple[int, int, int]] = {}  # (path, segment) -> (position, size, mtime)
         again: dict[tuple[str, str], list[tuple[int, int, int]]] = {}  # the same clip listed again: its other positions
         for k, key in enumerate(keys):
@@ -235,19 +237,20 @@ class Cache:
                 stamp = wanted.get((path, segment))
                 if stamp is None or stamp[1] != size or stamp[2] != mtime_ns or type(packed) is not bytes or len(packed) != record_size:
                     continue
+                fields = None
                 if texts is not None:
                     try:
-                        records.overrides(texts)
+                        fields = records.overrides(texts)
                     except (ValueError, RecursionError):
                         continue
                 positions.append(stamp[0])
                 packs.append(packed)
-                texts_of.append(texts)
+                overridden.append(fields)
                 for other in again.get((path, segment), ()) if again else ():
                     if other[1:] == stamp[1:]:  # stat'ed alike
                         positions.append(other[0])
                         packs.append(packed)
-                        texts_of.append(texts)
+                        overridden.append(fields)
         except sqlite3.Error as exc:
             self._give_up("cannot be read", exc)
             return Hits([], records.unpack_many([]), [])
@@ -255,8 +258,8 @@ class Cache:
         ok = records.ascii_fixed(block)  # the string slots hold ASCII, as pack writes them: a row that does not is a miss
         if not ok.all():
             kept = ok.nonzero()[0].tolist()
-            return Hits([positions[j] for j in kept], block[ok], [texts_of[j] for j in kept])
-        return Hits(positions, block, texts_of)
+            return Hits([positions[j] for j in kept], block[ok], [overridden[j] for j in kept])
+        return Hits(positions, block, overridden)
 
     def _read(self, wanted: Mapping[tuple[str, str], object]) -> Iterable[tuple]:
         """The rows of the paths wanted: the whole table in one pass when they are most of it (sqlite hands rows out
@@ -279,13 +282,7 @@ class Cache:
         A record :func:`records.pack` refuses (a value of a type its field cannot have, an ``extra`` JSON cannot hold)
         is not stored."""
         pairs = items.items() if isinstance(items, Mapping) else items
-        rows = []
-        for key, record in pairs:
-            try:
-                rows.append((key, *records.pack(record)))
-            except (TypeError, ValueError, RecursionError):
-                continue
-        self.put_packed(rows)
+        self.put_packed([(key, *packed) for key, record in pairs if (packed := records.try_pack(record)) is not None])
 
     def put_packed(self, rows: Iterable[tuple[CacheKey, bytes, str | None]]) -> None:
         """Store packed records (:func:`records.pack`) under their keys, in one transaction; a failure disables the cache

@@ -218,15 +218,15 @@ class Work:
     def store(self, i: int, record: ClipRecord | Packed) -> None:
         """The record of clip ``i`` (one of :attr:`todo`), a :class:`ClipRecord` or packed as a worker sends it
         (:func:`trainproof.data.records.pack`), cached with the next batch."""
-        from trainproof.data.records import pack
+        from trainproof.data.records import try_pack
 
         key = self._keys.pop(i, None)
         if isinstance(record, ClipRecord):
-            try:
-                record = pack(record)
-            except (TypeError, ValueError, RecursionError):  # an extra JSON cannot hold: kept as it is, not cached
+            packed_record = try_pack(record)
+            if packed_record is None:  # a record pack refuses: kept as it is, not cached
                 self._records[i] = record
                 return
+            record = packed_record
         packed, texts = record
         self._rows.append(i)
         self._packed.append(packed)
@@ -248,13 +248,14 @@ class Work:
 
     def result(self) -> ClipRecords:
         """Every clip's record, in order: the cached ones unpacked at once, a column per field."""
-        from trainproof.data.records import ClipRecords, unpack_many
+        from trainproof.data.records import ClipRecords, overrides, unpack_many
 
         builder = ClipRecords.builder(len(self.refs))
         with collector_paused():
             for rows, hits in self._hits:
-                builder.put_packed(rows, [self.refs[i].audio for i in rows], hits.block, hits.texts)
-            builder.put_packed(self._rows, [self.refs[i].audio for i in self._rows], unpack_many(self._packed), self._texts)
+                builder.put_packed(rows, [self.refs[i].audio for i in rows], hits.block, hits.overridden)
+            fresh = [None if texts is None else overrides(texts) for texts in self._texts]
+            builder.put_packed(self._rows, [self.refs[i].audio for i in self._rows], unpack_many(self._packed), fresh)
             builder.put(list(self._records), list(self._records.values()))
         return builder.build()
 
@@ -355,15 +356,12 @@ def _analyze_chunk(refs: list[ClipRef], analyze: Analyze | None) -> list[ClipRec
     back packed (:func:`trainproof.data.records.pack`, without its path, which the parent has): a third of the bytes of
     a pickled dataclass, and the parent stores it as it is, with no object to build; one that will not pack goes back
     as it is."""
-    from trainproof.data.records import pack
+    from trainproof.data.records import try_pack
 
     out: list[ClipRecord | Packed] = []
     for ref in refs:
         record = _inline(ref, analyze)
-        try:
-            out.append(pack(record))
-        except (TypeError, ValueError, RecursionError):
-            out.append(record)
+        out.append(try_pack(record) or record)
     return out
 
 

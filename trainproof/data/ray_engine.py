@@ -73,6 +73,7 @@ import importlib.util
 import logging
 import math
 import os
+import pickle
 import socket
 import sys
 import tempfile
@@ -329,10 +330,10 @@ def _run(ray: Any, work: Work, refs: Sequence[ClipRef], indices: list[int], per_
         batches = _dataset(ray, _references(refs, indices), per_task, analyze).iter_batches(batch_size=None, batch_format="pyarrow")
     pending = set(indices)
     for batch in batches:
-        for i, packed, texts in zip(*(batch.column(name).to_pylist() for name in ("i", "packed", "texts"))):
+        for i, packed, texts, pickled in zip(*(batch.column(name).to_pylist() for name in ("i", "packed", "texts", "pickled"))):
             if i in pending:  # once each, should a retried block ever deliver twice
                 pending.discard(i)
-                work.store(i, (packed, texts))
+                work.store(i, (packed, texts) if packed is not None else pickle.loads(pickled))  # noqa: S301 -- our own task's record
     return sorted(pending)
 
 
@@ -396,23 +397,25 @@ def _drive(references: Any, per_task: int, analyze: Analyze | None) -> Any:
 def _schema() -> Any:
     import pyarrow as pa
 
-    return pa.schema([("i", pa.int64()), ("packed", pa.binary()), ("texts", pa.string())])
+    return pa.schema([("i", pa.int64()), ("packed", pa.binary()), ("texts", pa.string()), ("pickled", pa.binary())])
 
 
 def _task(batch: Any, analyze: Analyze | None) -> Any:
     """A Ray task: each clip of a block of references analysed here, returned as a table of each clip's index and its
-    packed record (:func:`trainproof.data.records.pack`, as the cache holds it)."""
+    packed record (:func:`trainproof.data.records.pack`, as the cache holds it); a record that will not pack (a custom
+    analysis's) goes back pickled instead, as the local engine's workers send it."""
     import pyarrow as pa
 
-    from trainproof.data.records import pack
+    from trainproof.data.records import try_pack
 
-    rows = [
-        pack(_inline(ClipRef(audio, offset, duration), analyze))
-        for audio, offset, duration in zip(*(batch.column(name).to_pylist() for name in ("audio", "offset", "duration")))
-    ]
+    indices, packs, texts, pickled = [], [], [], []
+    for i, audio, offset, duration in zip(*(batch.column(name).to_pylist() for name in ("i", "audio", "offset", "duration"))):
+        record = _inline(ClipRef(audio, offset, duration), analyze)
+        packed = try_pack(record)
+        indices.append(i)
+        packs.append(packed[0] if packed else None)
+        texts.append(packed[1] if packed else None)
+        pickled.append(None if packed else pickle.dumps(record))
     schema = _schema()
-    if not rows:
-        return schema.empty_table()
-    packed, texts = zip(*rows)
-    columns = (batch.column("i").to_pylist(), packed, texts)
+    columns = (indices, packs, texts, pickled)
     return pa.Table.from_arrays([pa.array(values, field.type) for values, field in zip(columns, schema)], schema=schema)

@@ -109,6 +109,14 @@ def pack(record: ClipRecord) -> tuple[bytes, str | None]:
     return _STRUCT.pack(*values), json.dumps(texts, separators=(",", ":"), allow_nan=True) if texts else None
 
 
+def try_pack(record: ClipRecord) -> tuple[bytes, str | None] | None:
+    """:func:`pack`, or None for a record it refuses (every engine keeps such a record as it is, uncached)."""
+    try:
+        return pack(record)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 def overrides(texts: str | None) -> dict[str, Any]:
     """What a record's texts set; ValueError when they are not what :func:`pack` writes (a damaged or foreign row): an
     object naming only an int field past 64 bits with an int, a string field with a string, ``error`` with a string,
@@ -136,18 +144,17 @@ def overrides(texts: str | None) -> dict[str, Any]:
 
 
 def unpack(audio: str, packed: bytes, texts: str | None) -> ClipRecord:
-    """The record of ``audio`` from :func:`pack`'s bytes and texts; ValueError for bytes or texts that :func:`pack` cannot
-    have written (the caller treats it as a miss)."""
+    """The record of ``audio`` from :func:`pack`'s bytes and texts, decoded as a block of many is
+    (:meth:`_Builder.put_packed`); ValueError for bytes or texts that :func:`pack` cannot have written (the caller
+    treats it as a miss)."""
     if type(packed) is not bytes or len(packed) != SIZE:
         raise ValueError("a packed record of another size")
-    values = list(_STRUCT.unpack(packed))
-    for j, name in enumerate(FIXED_TEXT, len(INTS) + len(FLOATS)):
-        raw = values[j].rstrip(b"\x00")
-        values[j] = raw.decode("ascii") if raw or name != "error_kind" else None  # UnicodeDecodeError is a ValueError
-    state: dict[str, Any] = {"audio": audio, "error": None, "extra": {}}
-    state.update(zip(PACKED_FIELDS, values))
-    state.update(overrides(texts))
-    return ClipRecord.of_values(state)
+    block = unpack_many([packed])
+    if not ascii_fixed(block).all():
+        raise ValueError("a string slot that is not ASCII")
+    builder = _Builder(1)
+    builder.put_packed([0], [audio], block, [overrides(texts) if texts is not None else None])
+    return builder.build()[0]
 
 
 class ClipRecords(Sequence[ClipRecord]):
@@ -251,9 +258,9 @@ class _Builder:
             values = [getattr(record, name) for record in records]
             self._assign(name, index, values)
 
-    def put_packed(self, rows: Any, audio: Sequence[str], block: Any, texts: Sequence[str | None]) -> None:
+    def put_packed(self, rows: Any, audio: Sequence[str], block: Any, overridden: Sequence[dict[str, Any] | None]) -> None:
         """At ``rows``: the records of ``audio`` whose packed bytes are the rows of ``block`` (:func:`unpack_many`) and
-        whose texts are ``texts``."""
+        whose texts, parsed by :func:`overrides`, are ``overridden`` (None where a record has none)."""
         np = self.np
         rows = np.asarray(rows, dtype=np.intp)
         if rows.size == 0:
@@ -272,9 +279,14 @@ class _Builder:
         extra = np.empty(rows.size, dtype=object)
         extra[:] = [{} for _ in range(rows.size)]
         self.columns["extra"][rows] = extra
-        for k in (k for k, text in enumerate(texts) if text is not None):
-            for name, value in overrides(texts[k]).items():
-                self._assign(name, rows[k : k + 1], [value])
+        by_field: dict[str, tuple[list[int], list[Any]]] = {}  # one assignment a field, not one a record
+        for k, overrides_k in enumerate(overridden):
+            for name, value in (overrides_k or {}).items():
+                at, values = by_field.setdefault(name, ([], []))
+                at.append(k)
+                values.append(value)
+        for name, (at, values) in by_field.items():
+            self._assign(name, rows[at], values)
 
     def _assign(self, name: str, index: Any, values: list) -> None:
         np = self.np
