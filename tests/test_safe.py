@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers import decaying, hf_entries, noisy, pb_field, tf_record, write_hf_state
 from tests.test_cli import run_cli
-from trainproof.safe import visible
+from trainproof.safe import replace_hidden, visible
 
 INJECTION = "\n::error file=README.md,line=1::INJECTED\n"
 # What a terminal or a CI log must never receive from a user's file.
@@ -39,6 +39,12 @@ def test_visible_spells_out_what_would_break_a_line_or_a_terminal(text, shown):
 
 def test_visible_leaves_what_it_is_told_to_keep():
     assert visible("a\tb\r\n\x1b\u202e", keep="\t\n\r") == "a\tb\r\n\\x1b\\u202e"
+
+
+def test_replace_hidden_spells_only_hidden_characters_its_own_way():
+    text = "a\tb\nc\x1b\u202e\U000e0041 caf\u00e9 \uffff"  # U+FFFF is unassigned (Cn), not hidden
+    assert replace_hidden(text, lambda char: f"<{ord(char):x}>", keep="\n") == "a<9>b\nc<1b><202e><e0041> caf\u00e9 \uffff"
+    assert replace_hidden("plain ascii") == "plain ascii"
 
 
 def assert_clean(stream: str, raw_chars: tuple[str, ...] = RAW) -> None:

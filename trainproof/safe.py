@@ -6,14 +6,17 @@ TensorBoard tag or a logged string is the user's (or an attacker's) text: it
 must never break a line, move the cursor, recolour the screen or reverse the
 reading order. :func:`visible` spells every such character out as a
 backslash escape, so the text stays readable and evidently odd.
+:func:`replace_hidden` is the loop beneath it, which the JSON and JUnit
+renderers share with their own spelling of a character.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+from collections.abc import Callable
 
-_SUSPECT = re.compile(r"[^\x20-\x7e]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # Control characters, format characters (bidi overrides, zero-width), line and
 # paragraph separators, and lone surrogates (undecodable bytes of a file name).
@@ -33,18 +36,34 @@ def hidden(char: str) -> bool:
     return unicodedata.category(char) in _HIDDEN_CATEGORIES
 
 
+@functools.lru_cache(maxsize=16)
+def _suspect(keep: str) -> re.Pattern[str]:
+    """What may be hidden: all but printable ASCII and the characters of ``keep``, so that text holding nothing else
+    is scanned once, in C, with no call per character."""
+    kept = "".join(f"\\U{ord(char):08x}" for char in keep)
+    return re.compile(f"[^\\x20-\\x7e{kept}]")
+
+
+def replace_hidden(text: str, spell: Callable[[str], str] = spelled, keep: str = "") -> str:
+    """``text`` with every control, format or separator character and lone surrogate (see :func:`hidden`) but those
+    in ``keep`` replaced by ``spell(char)``; every other character is left as it is."""
+    if text.isascii() and text.isprintable():  # the usual name or message: nothing to look at
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        char = match.group()
+        return spell(char) if hidden(char) else char
+
+    return _suspect(keep).sub(replace, text)
+
+
 def visible(text: object, keep: str = "") -> str:
     """``text`` on one line with every control, format or separator character escaped.
 
     ``keep`` names characters to leave as they are (the markdown renderer keeps
     tab, CR and LF, which it then turns into plain spaces).
     """
-
-    def spell(match: re.Match[str]) -> str:
-        char = match.group()
-        return char if char in keep or not hidden(char) else spelled(char)
-
-    return _SUSPECT.sub(spell, str(text))
+    return replace_hidden(str(text), keep=keep)
 
 
 def utf8_encodable(text: str) -> bool:

@@ -19,14 +19,13 @@ import re
 import xml.etree.ElementTree as ET
 
 from trainproof.report import Finding, Report, Subject, location
-from trainproof.safe import hidden, spelled
+from trainproof.safe import replace_hidden, spelled
 
 # What XML 1.0 cannot carry even as a character reference.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # Stands in for a line break of the user's text until serialisation, which writes it as a reference: a noncharacter,
 # so no user text carries one once _clean has spelled the user's own out.
 _USER_LF = "\uffff"
-_SUSPECT = re.compile("[\t\r\x7f-\U0010ffff]")
 ZERO_TIME = "0.000"
 
 
@@ -37,22 +36,15 @@ def _clean(text: str) -> str:
     return _XML_INVALID.sub(lambda match: spelled(match.group()), text).replace("\n", _USER_LF)
 
 
-def _referenced(match: re.Match[str]) -> str:
-    char = match.group()
-    if char == _USER_LF:
-        return "&#xa;"
-    return f"&#x{ord(char):x};" if char in "\t\r" or hidden(char) else char
-
-
 def _references(xml: str) -> str:
     """Serialised XML with the user's line breaks, tabs, CRs, DEL, C1, bidi and other format characters as references.
 
     A parser reads back the same text, but the file itself, printed to a terminal or a CI log, carries none of them
     raw, and no user text starts a line of it; a CR in a text node survives instead of being read as LF. ElementTree
     writes only ASCII markup, so any such character is in text or in an attribute value, where a reference means the
-    character itself.
+    character itself. The raw line breaks are the indentation's; the user's are the marks _clean left.
     """
-    return _SUSPECT.sub(_referenced, xml)
+    return replace_hidden(xml, lambda char: f"&#x{ord(char):x};", keep="\n").replace(_USER_LF, "&#xa;")
 
 
 def _finding_text(subject: Subject, finding: Finding) -> str:

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 from typing import Any
 
-from trainproof.safe import hidden
-
-_NON_ASCII = re.compile(r"[^\x00-\x7e]")
+from trainproof.safe import replace_hidden
 
 
 def relative(path: str, base: str | None) -> str | None:
@@ -33,10 +30,8 @@ def json_number(value: Any) -> Any:
     return value
 
 
-def _json_escape(match: re.Match[str]) -> str:
-    char = match.group()
-    if not hidden(char):
-        return char
+def _u_escaped(char: str) -> str:
+    """One character as JSON's ``\\u`` escape: a surrogate pair above U+FFFF."""
     units = char.encode("utf-16-be", "surrogatepass")
     return "".join(f"\\u{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2))
 
@@ -46,7 +41,7 @@ def json_text(document: Any) -> str:
     (which ``json.dumps`` leaves raw above U+007E: DEL, C1, bidi controls, U+2028) as a ``\\u`` escape.
 
     The escapes change the bytes, not what a parser reads: every such character can only be inside a string, as JSON
-    outside strings is ASCII.
+    outside strings is ASCII. The line breaks kept are the indentation's: ``json.dumps`` escapes one in a string.
     """
     text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
-    return _NON_ASCII.sub(_json_escape, text) + "\n"
+    return replace_hidden(text, _u_escaped, keep="\n") + "\n"
