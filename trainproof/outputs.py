@@ -71,14 +71,11 @@ def write(path: str, content: str) -> None:
         if os.path.islink(target):
             _write_through(target, data)
             return
-        try:
-            info = os.stat(target)
-        except FileNotFoundError:
-            info = None
+        info = _found(target)
         if info is not None and stat.S_ISDIR(info.st_mode):
             raise UsageError(f"{visible(path)}: is a directory; name a file to write")
         if info is not None and not stat.S_ISREG(info.st_mode):
-            _write_through(target, data, fifo=stat.S_ISFIFO(info.st_mode))
+            _write_through(target, data, info)
             return
         _replace(target, data, None if info is None else stat.S_IMODE(info.st_mode))
     except OSError as exc:
@@ -89,16 +86,24 @@ def append(path: str, content: str) -> None:
     """Append to ``path`` (the job summary GitHub names), creating it; a FIFO no process reads is an error, not a wait
     forever. OSError when it cannot be written."""
     data = content.encode("utf-8", errors="backslashreplace")
+    target = Path(path)
+    _write_through(target, data, _found(target), flags=os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+
+
+def _found(target: Path) -> os.stat_result | None:
+    """What ``target`` names after following links; None when nothing is there (a path through a file raises)."""
     try:
-        info = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        info = None
-    _write_through(Path(path), data, fifo=info is not None and stat.S_ISFIFO(info.st_mode), flags=os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        return os.stat(target)
+    except FileNotFoundError:
+        return None
 
 
-def _write_through(target: Path, data: bytes, fifo: bool = False, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC) -> None:
-    """Write into what ``target`` names (a link's file, a FIFO, a device) without replacing it."""
-    if fifo:
+def _write_through(
+    target: Path, data: bytes, info: os.stat_result | None = None, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+) -> None:
+    """Write into what ``target`` names (a link's file, a FIFO, a device; ``info`` its stat, None for none taken)
+    without replacing it."""
+    if info is not None and stat.S_ISFIFO(info.st_mode):
         try:  # with no process reading, opening a FIFO would wait forever
             fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
         except OSError as exc:

@@ -6,6 +6,8 @@ whose per-batch loss noise is a fifth of its level, as real SFT logs are) never 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -179,6 +181,22 @@ def test_compare_holds_a_shorter_run_to_where_the_baseline_was_at_its_last_step(
     subject = judge("compare", [flat], DEFAULT_SETTINGS, baseline=late).subjects[0]
     assert not [f for f in subject.findings if f.rule_id.startswith("TP-CMP-") and f.level is Level.FAIL]
     assert "the two cannot be compared over the same steps" in {s.rule_id: s.reason for s in subject.skipped}["TP-CMP-FLOOR"]
+
+
+def test_compare_does_not_cut_a_baseline_that_counts_in_another_unit() -> None:
+    """A run counting epochs ends at "epoch 100"; a baseline counting steps is at step 100 in its first epoch: held
+    to the baseline there, the run would be judged against a baseline that had barely started. The cut is for runs
+    that count alike; a baseline counting another unit is judged whole."""
+    rng = np.random.default_rng(5)
+    fast = make_run(decaying(1000, 3.0, 0.5, 60.0) * np.exp(rng.normal(0.0, 0.03, 1000)))
+    flat = replace(make_run(3.0 * np.exp(rng.normal(0.0, 0.03, 100)), steps=list(range(1, 101))), step_unit="epoch")
+    subject = judge("compare", [flat], DEFAULT_SETTINGS, baseline=fast).subjects[0]
+    judged = {f.rule_id: f for f in subject.findings}
+    assert judged["TP-CMP-FLOOR"].level is Level.FAIL
+    for rule_id in ("TP-CMP-FLOOR", "TP-CMP-END"):
+        assert rule_id in judged, subject.skipped
+        assert "the baseline up to" not in judged[rule_id].evidence
+    assert not {"TP-CMP-FLOOR", "TP-CMP-END"} & {s.rule_id for s in subject.skipped}
 
 
 def test_compare_worse_than_start_needs_a_baseline_that_proved_the_loss_can_fall() -> None:

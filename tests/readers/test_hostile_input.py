@@ -622,6 +622,11 @@ def test_another_column_of_words_is_dropped_with_a_note(tmp_path):
 # --- resumed and restarted runs -------------------------------------------------------------------
 
 
+def _spans(*spans: tuple[int, int]) -> list[int]:
+    """The steps of timelines logged one after another, each from its first step to its last."""
+    return [step for first, last in spans for step in range(first, last + 1)]
+
+
 @pytest.mark.parametrize(
     ("steps", "kept"),
     [
@@ -636,6 +641,11 @@ def test_another_column_of_words_is_dropped_with_a_note(tmp_path):
         ([10, 20, 5, 30, 40], [5, 10, 20, 30, 40]),  # one point out of order is sorted in, not a resumption
         (list(range(20, 0, -1)), list(range(1, 21))),  # a log written newest first: out of order, sorted
         ([1, 2, 3, 2**63 - 1, 0, 1, 2**63 - 1], [0, 1, 2**63 - 1]),
+        # 200 stretches may be resumed up to RESUME_SHARE of them, 10 times: five resumptions, the last one ending at
+        # 110, below the 120 logged before it, are kept as resumptions (sorted, steps 111-120 would stay)
+        (_spans((1, 60), (31, 70), (51, 80), (71, 100), (91, 120), (101, 110)), list(range(1, 111))),
+        # eleven times back in 200 stretches is more than RESUME_SHARE: out of order, sorted (steps 91-95 stay)
+        (_spans((1, 45), *((31 + 5 * k, 45 + 5 * k) for k in range(1, 11)), (86, 90)), list(range(1, 96))),
     ],
 )
 def test_a_resumed_or_restarted_series_keeps_its_last_timeline(steps, kept):

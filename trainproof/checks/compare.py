@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, Rule, RunContext
-from trainproof.checks.values import loss_fell
+from trainproof.checks.values import loss_fell, zero_rate_causes
 from trainproof.model import Series
 from trainproof.report import Finding, Level
 from trainproof.stats import Profile, median, profile
@@ -34,7 +34,7 @@ class CompareContext:
     def _baseline_cut(self) -> Profile | NotApplicable:
         """The baseline's loss profile over the steps the run covers (see :func:`_both`), or why it cannot be had."""
         try:
-            return _baseline_curve(self, self.run.curve())
+            return _baseline_curve(self, int(self.run.curve().steps[-1]))
         except NotApplicable as exc:
             return exc
 
@@ -50,12 +50,13 @@ def _both(ctx: CompareContext) -> tuple[Profile, Profile]:
     return run, base
 
 
-def _baseline_curve(ctx: CompareContext, run: Profile) -> Profile:
+def _baseline_curve(ctx: CompareContext, last: int) -> Profile:
+    """The baseline's loss profile, cut at ``last``, the run's last step (see :func:`_both`): the profile itself when
+    it is not cut."""
     try:
         base = ctx.baseline.curve()
     except NotApplicable as exc:
         raise NotApplicable(f"the baseline's curve cannot be judged: {exc}") from None
-    last = int(run.steps[-1])
     if ctx.run.run.step_unit != ctx.baseline.run.step_unit or int(base.steps[-1]) <= last:
         return base
     kept = int(base.steps.searchsorted(last, side="right"))
@@ -72,7 +73,7 @@ def _baseline_curve(ctx: CompareContext, run: Profile) -> Profile:
 def _cut(ctx: CompareContext, base: Profile) -> str:
     """What the evidence says when the baseline was cut at the run's last step."""
     full = ctx.baseline.loss_profile
-    if full is None or full.n == base.n:
+    if full is None or base is full:  # not cut: _baseline_curve returns the baseline's profile itself
         return ""
     unit, cut, went = ctx.run.run.step_unit, figures.step(int(base.steps[-1])), figures.step(int(full.steps[-1]))
     return f" (the baseline up to {unit} {cut}, where the run ends; it went on to {went})"
@@ -313,7 +314,7 @@ def lr_zero(ctx: CompareContext) -> Iterator[Hit]:
     evidence = f"run: {int((run_lr == 0).sum())} of {run_lr.size} logged rates are 0; baseline peaks at {figures.num(base_lr.max())}"
     fell = loss_fell(ctx.run)  # the weights moved: the zeros are a rounded or another param group's rate (as TP-LR-ZERO)
     if fell is not None:
-        message += f" Yet the run's training loss fell {fell}: its logged rate is rounded to 0, or is that of a param group that does not train."
+        message += f" Yet the run's training loss fell {fell}: {zero_rate_causes('its')}"
         evidence += f"; run's training loss {fell}"
     yield Hit(
         message=message,

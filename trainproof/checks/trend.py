@@ -157,12 +157,12 @@ def no_learning(ctx: RunContext) -> Iterator[Hit]:
     """
     prof = ctx.curve()
     t = ctx.t
-    head = prof.head_window_median
-    if head <= 0:
-        raise NotApplicable("the loss's head level is not positive")
-    end_gain = (head - prof.end) / head
     if real_fall(prof, t) is not None:  # learned at some point: the trend (a sort of every point) is not needed to say so
         return
+    head = prof.head_window_median
+    if head <= 0:  # real_fall proves no fall from such a head: nothing to judge a fall against
+        raise NotApplicable("the loss's head level is not positive")
+    end_gain = (head - prof.end) / head
     trend = trend_t(prof.values)
     learned_by_end = end_gain >= t.DEAD_MIN_IMPROVEMENT and trend <= -t.DEAD_TREND_T
     if learned_by_end:

@@ -265,7 +265,7 @@ def lr_zero(ctx: RunContext) -> Iterator[Hit]:
     if fell is not None:
         message = (
             f"The learning rate is logged as 0 on {int(zero.sum())} of {values.size} steps, yet the training loss fell "
-            f"{fell}: the weights did move. The logged rate is rounded to 0, or is that of a param group that does not train."
+            f"{fell}: the weights did move. {zero_rate_causes('The')}"
         )
         evidence += f"; training loss {fell}"
     yield Hit(
@@ -288,6 +288,12 @@ def loss_fell(ctx: RunContext) -> str | None:
     if gain is None:
         return None
     return f"{figures.num(prof.head_window_median)} -> {figures.num(prof.best)} ({figures.pct(gain)})"
+
+
+def zero_rate_causes(whose: str) -> str:
+    """What a learning rate logged as 0 is when the loss fell all the same (:func:`loss_fell`): the sentence both
+    learning-rate rules end their WARN with, ``whose`` its first word ("The", "its")."""
+    return f"{whose} logged rate is rounded to 0, or is that of a param group that does not train."
 
 
 def lr_zero_partial(ctx: RunContext) -> Iterator[Hit]:

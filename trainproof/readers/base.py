@@ -8,7 +8,7 @@ import os
 import re
 import reprlib
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -195,6 +195,34 @@ def last_per_step(steps: np.ndarray) -> np.ndarray | None:
         return one_of_each(steps, last=True)
     stretches = np.flatnonzero(np.append(steps[1:] != steps[:-1], True))  # the last point of each stretch of one step
     return stretches[_timeline(steps[stretches])]
+
+
+class StepCuts:
+    """:func:`last_per_step` worked out once per steps array that several series share (the series of one kind of
+    record share their steps: cut once, the cut shared). Given ``shared`` arrays, steps cut equal to one of them, or to
+    steps cut before, are that array: equal steps, one array."""
+
+    __slots__ = ("_done", "_shared")
+
+    def __init__(self, shared: list[np.ndarray] | None = None) -> None:
+        self._done: dict[Hashable, tuple[np.ndarray | None, np.ndarray, np.ndarray]] = {}
+        self._shared = shared
+
+    def cut(self, key: Hashable, steps: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        """What keeps one value per step of ``steps`` (:func:`last_per_step`) and the steps it leaves, worked out on the
+        first call with ``key`` (an array's id will do: the steps are held, so it is not reused)."""
+        found = self._done.get(key)
+        if found is None:
+            keep = last_per_step(steps)
+            kept = steps if keep is None else steps[keep]
+            if self._shared is not None:
+                same = next((s for s in self._shared if s.size == kept.size and np.array_equal(s, kept)), None)
+                if same is None:
+                    self._shared.append(kept)
+                else:
+                    kept = same
+            found = self._done[key] = (keep, kept, steps)
+        return found[0], found[1]
 
 
 def _timeline(steps: np.ndarray) -> np.ndarray:

@@ -31,8 +31,8 @@ from trainproof.errors import InputError
 from trainproof.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
 from trainproof.readers.base import (
     RunBuilder,
+    StepCuts,
     count_byte,
-    last_per_step,
     load_json,
     parse_number,
     parse_step,
@@ -403,25 +403,15 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
         parse_step(history[problem]["step"], builder.path, f"log_history entry {problem + 1}")  # raises, naming it
     if runtime is not None:
         builder.runtime_s = runtime[1]
-    kept: dict[int, tuple] = {}  # a steps array the series of one kind share: cut once, the cut shared
+    cuts = StepCuts()  # a steps array the series of one kind share: cut once, the cut shared
     for target, parts in series.items():
-        builder.put(target, _merged(parts, kept))
+        builder.put(target, _merged(parts, cuts))
     return True
 
 
-def _cut(steps: np.ndarray, kept: dict[int, tuple]) -> tuple[np.ndarray | None, np.ndarray]:
-    """What keeps one value per step of ``steps`` (:func:`last_per_step`) and the steps it leaves, worked out once per
-    steps array (``kept`` holds the array too, so its id is not reused)."""
-    found = kept.get(id(steps))
-    if found is None:
-        keep = last_per_step(steps)
-        found = kept[id(steps)] = (steps, keep, steps if keep is None else steps[keep])
-    return found[1], found[2]
-
-
-def _merged(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]], kept: dict[int, tuple]) -> Series:
-    """One series from the points of several kinds of entry: in entry order, the last value of a step kept. ``kept``
-    holds what a shared steps array was cut to (the series of one kind share it: cut once, and share the cut)."""
+def _merged(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]], cuts: StepCuts) -> Series:
+    """One series from the points of several kinds of entry: in entry order, the last value of a step kept, by
+    ``cuts`` (a steps array the series of one kind share is cut once)."""
     if len(parts) == 1:
         rows, steps, values, texts = parts[0]
     else:
@@ -437,7 +427,7 @@ def _merged(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]
         order = np.argsort(rows, kind="stable")
         steps, values = steps[order], values[order]
         texts = moved(texts, order)
-    keep, steps = _cut(steps, kept)
+    keep, steps = cuts.cut(id(steps), steps)
     if keep is not None:
         values = values[keep]
         texts = moved(texts, keep)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from trainproof.model import DeferredStepLines, Run, Series, StepLines
-from trainproof.readers.base import RunBuilder, last_per_step, one_of_each, parse_number, parse_step, parse_timestamp
+from trainproof.readers.base import RunBuilder, StepCuts, one_of_each, parse_number, parse_step, parse_timestamp
 from trainproof.readers.columns import METRICS, finish, metric_columns
 from trainproof.readers.names import Names
 
@@ -397,22 +397,13 @@ class ColumnarRun:
     def build(self, copy: bool = True) -> Run:
         records = self._record_steps.view() if self._record_steps is not None else np.empty(0, dtype=np.int64)
         lines = self._lines.view() if self._lines is not None else None
-        shared: list[np.ndarray] = [records]
-        done: dict[tuple[_Growing | None, int], tuple[np.ndarray, np.ndarray | None]] = {}  # by steps buffer and length
+        cuts = StepCuts(shared=[records])  # equal steps of other buffers: one array
         for series in list(self._parts):
             part = self._parts.pop(series)
             values = part.values.view()
-            key = (part.steps, values.size)
-            if key not in done:  # series sharing a steps buffer share their steps and what keeps one value per step
-                steps = (records if part.steps is None else part.steps.view())[: values.size]  # a shared buffer may run on
-                keep = last_per_step(steps)
-                if keep is not None:
-                    steps = steps[keep]
-                same = next((s for s in shared if s.size == steps.size and np.array_equal(s, steps)), None)
-                if same is None:
-                    shared.append(steps)
-                done[key] = (steps if same is None else same, keep)  # equal steps of other buffers: one array
-            steps, keep = done[key]
+            # series sharing a steps buffer (by buffer and length) share their steps and what keeps one value per step
+            steps = (records if part.steps is None else part.steps.view())[: values.size]  # a shared buffer may run on
+            keep, steps = cuts.cut((part.steps, values.size), steps)
             raw: Mapping[int, str] = part.raw
             if keep is not None:
                 values, raw = values[keep], moved(part.raw, keep)
