@@ -99,6 +99,11 @@ class Command:
         :meth:`reads` cannot list before reading (a dataset's clips): asked only about outputs that exist already."""
         return ()
 
+    def reads_options(self, options: Mapping[str, Any]) -> Sequence[tuple[str, str]]:
+        """The files the command's ``options`` (not its inputs) make it read, which no output may overwrite, each with
+        why, as the refusal says it: ``("tok/tokenizer.json", "is read as the tokenizer")``."""
+        return ()
+
     def inputs(self, source: Any, options: Mapping[str, Any], prepared: Prepared) -> Inputs:
         """What one source stands for (each run of a folder of runs); InputError when that cannot be worked out."""
         return Inputs((Input(source),))

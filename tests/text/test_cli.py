@@ -369,17 +369,25 @@ def test_no_output_may_overwrite_the_tokenizer_json(capsys, tmp_path, built, opt
 
 @pytest.mark.parametrize("name", ["special_tokens_map.json", "tokenizer_config.json"])
 def test_no_output_may_overwrite_a_file_the_tokenizer_is_read_with(capsys, tmp_path, built, name):
-    """Beside a tokenizer.json, what names its special tokens; in a folder, every file."""
+    """Beside a tokenizer.json, what names its special tokens."""
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "tokenizer.json").write_bytes(built("bpe").read_bytes())
-    (plain / name).write_text('{"eos_token": "</s>"}', encoding="utf-8")
-    for tokenizer, target in ((plain / "tokenizer.json", plain / name), (built("hf"), built("hf") / "tokenizer_config.json")):
-        before = target.read_bytes()
-        code, _, err = run(capsys, "text", jsonl(tmp_path, *rows(2)), "--tokenizer", tokenizer, "--markdown", target)
-        assert code == 2
-        assert one_error_line(err) == f"trainproof: error: {target}: is read as the tokenizer; refusing to overwrite it"
-        assert target.read_bytes() == before
+    target = plain / name
+    target.write_text('{"eos_token": "</s>"}', encoding="utf-8")
+    code, _, err = run(capsys, "text", jsonl(tmp_path, *rows(2)), "--tokenizer", plain / "tokenizer.json", "--markdown", target)
+    assert code == 2
+    assert one_error_line(err) == f"trainproof: error: {target}: is read as the tokenizer; refusing to overwrite it"
+    assert target.read_text(encoding="utf-8") == '{"eos_token": "</s>"}'
+
+
+def test_no_output_may_overwrite_a_file_of_a_tokenizer_folder(capsys, tmp_path, built):
+    target = built("hf") / "tokenizer_config.json"
+    before = target.read_bytes()
+    code, _, err = run(capsys, "text", jsonl(tmp_path, *rows(2)), "--tokenizer", built("hf"), "--markdown", target)
+    assert code == 2
+    assert one_error_line(err) == f"trainproof: error: {target}: is read as the tokenizer; refusing to overwrite it"
+    assert target.read_bytes() == before
 
 
 def test_the_job_summary_may_not_be_the_tokenizer(capsys, tmp_path, built, monkeypatch):

@@ -582,7 +582,7 @@ def test_a_row_the_tokenizer_cannot_encode_costs_that_row(tmp_path, tokenizers):
         "the tokenizer cannot encode 1 row, so its length is not judged: line 2 ('\\ud800' is a lone UTF-16 surrogate, not Unicode text)",
     )
     assert lines_of(findings_of(subject, "TP-TEXT-TRUNCATED-TARGET")) == [3]
-    assert subject.summary["tokens_p50"] > 0  # the row not measured is not a row of no tokens
+    assert subject.summary["tokens_p50"] == subject.summary["tokens_max"]  # of the two rows measured, the longer: not a row of no tokens
     unmeasured = judged(jsonl(tmp_path, {"text": "\ud800"}, name="only.jsonl"), tokenizer=tokenizers("sentencepiece"), max_len=64)
     assert unmeasured.verdict is Verdict.NOT_CHECKED
     assert unmeasured.unjudged == "--max-len could not be judged: the tokenizer failed on this file ('\\ud800' is a lone UTF-16 surrogate, not Unicode text)"
@@ -647,7 +647,7 @@ class _Failing:
         raise RuntimeError("the library choked")
 
 
-def test_a_tokenizer_that_fails_costs_the_length_rules_not_the_run(tmp_path):
+def test_a_tokenizer_that_fails_on_every_row_costs_the_length_rules_not_the_run(tmp_path):
     subject = judged(jsonl(tmp_path, pc(1), pc(1)), tokenizer=_Failing(), max_len=8)
     reason = "the tokenizer failed on this file (RuntimeError: the library choked)"
     assert subject.skipped == (Skipped("TP-TEXT-TRUNCATED-TARGET", reason), Skipped("TP-TEXT-TOO-LONG", reason))

@@ -41,6 +41,23 @@ def test_a_lone_surrogate_is_said_as_such():
     assert got == [[1], Failed("'\\ud800' is a lone UTF-16 surrogate, not Unicode text")]
 
 
+def test_items_holding_a_lone_surrogate_cost_no_call():
+    """No library encodes a lone surrogate: such items are failed up front, as a call on them alone would fail them,
+    and a file of nothing else costs no call at all."""
+    library = Library()
+    texts = ["bad \ud800 one", "text", ("fine", "bad \udc00 two"), "bad"]
+    assert each(library.encode_batch, texts) == [
+        Failed("'\\ud800' is a lone UTF-16 surrogate, not Unicode text"),
+        [4],
+        Failed("'\\udc00' is a lone UTF-16 surrogate, not Unicode text"),
+        Failed("TypeError: List elements must be str or bytes"),
+    ]
+    assert library.calls == 3  # the two items left, then each alone
+    library.calls = 0
+    assert each(library.encode_batch, [f"line {i} \ud800" for i in range(1000)]) == [Failed("'\\ud800' is a lone UTF-16 surrogate, not Unicode text")] * 1000
+    assert library.calls == 0
+
+
 def test_nothing_to_call_on_is_no_call():
     assert each(lambda items: 1 / 0, []) == []
 

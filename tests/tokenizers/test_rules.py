@@ -503,6 +503,16 @@ def test_no_output_may_overwrite_a_file_read_beside_a_tokenizer_json(built, tmp_
     assert beside.read_text(encoding="utf-8") == '{"eos_token": "</s>"}'
 
 
+def test_an_output_beside_a_text_is_not_taken_for_a_tokenizer_file(built, tmp_path, capsys):
+    """What a tokenizer.json's special tokens are read from is protected beside the tokenizer, not beside each text."""
+    (tmp_path / "tok").mkdir()
+    tokenizer = shutil.copy(built("bpe"), tmp_path / "tok" / "tokenizer.json")
+    beside = tmp_path / "tokenizer_config.json"
+    code, _, err = run(capsys, str(tokenizer), str(write_text(tmp_path / "clean.txt", CLEAN)), "--markdown", str(beside))
+    assert (code, err) == (0, "")
+    assert beside.read_text(encoding="utf-8").startswith("<!-- trainproof:tokenizer -->")
+
+
 def _panics(tmp_path: Path, spec: dict) -> Path:
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(spec), encoding="utf-8")

@@ -79,7 +79,7 @@ def add_judging_command(
         sources, extra = inputs(args.paths)
         chosen = options(args)
         with searching_once():  # the folders checked against the outputs are judged as found, not searched again
-            check_outputs(args, name, chosen)
+            check_outputs(args, name, {**chosen, **extra})
             settings = settings_from(args)
             report = judge(name, sources, settings, **chosen, **extra)
         return emit(report, args)
@@ -99,8 +99,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return load(args.config).with_fail_on(args.fail_on).with_map(getattr(args, "map", None)).with_metrics(getattr(args, "metric", None))
 
 
-def check_outputs(args: argparse.Namespace, name: str = "epoch", options: Mapping[str, Any] | None = None) -> None:
-    """Refuse impossible or destructive output requests before any work is done."""
+def check_outputs(args: argparse.Namespace, name: str, options: Mapping[str, Any]) -> None:
+    """Refuse impossible or destructive output requests before any work is done (``options``: the command's, as
+    :func:`trainproof.judge.judge` is given them)."""
     from trainproof import outputs
     from trainproof.judge import command
 
@@ -109,16 +110,13 @@ def check_outputs(args: argparse.Namespace, name: str = "epoch", options: Mappin
     names = frozenset(os.path.basename(p) for value in there for p in (value, os.path.realpath(value)))
     protected = {}
     for path in args.paths:
-        named = command(name).reads_named(str(path), names, options or {}) if names else ()
+        named = command(name).reads_named(str(path), names, options) if names else ()
         for source in (*command(name).reads(str(path)), *named):
             if (found := outputs.identity(source)) is not None:
                 protected[found] = f"{visible(source)}: is read as an input; refusing to overwrite it"
-    if getattr(args, "tokenizer", None):  # text's --tokenizer: its file, or its folder's, and what loading it reads beside
-        from trainproof.tokenizer.load import files_read
-
-        for source in files_read(args.tokenizer):
-            if (found := outputs.identity(source)) is not None:
-                protected[found] = f"{visible(source)}: is read as the tokenizer; refusing to overwrite it"
+    for source, why in command(name).reads_options(options):  # what an option names (text's --tokenizer)
+        if (found := outputs.identity(source)) is not None:
+            protected[found] = f"{visible(source)}: {why}; refusing to overwrite it"
     if args.config and (found := outputs.identity(args.config)) is not None:
         protected[found] = f"{visible(args.config)}: is the configuration file; refusing to overwrite it"
     summary = os.environ.get("GITHUB_STEP_SUMMARY") if getattr(args, "github", False) else None

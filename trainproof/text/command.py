@@ -21,7 +21,6 @@ from typing import Any
 from trainproof import figures
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
-from trainproof.errors import TrainproofError
 from trainproof.judge import Command, Outcome, Prepared, Stage, nothing_ran
 from trainproof.progress import terminal_progress
 from trainproof.report import Subject
@@ -172,6 +171,12 @@ class TextCommand(Command):
     def reads(self, path: str) -> Sequence[Path]:
         return [Path(path)]
 
+    def reads_options(self, options: Mapping[str, Any]) -> Sequence[tuple[str, str]]:
+        """With ``--tokenizer``, every file loading it reads (a folder's files, the configurations beside a file)."""
+        from trainproof.tokenizer.load import files_read_as
+
+        return files_read_as(options.get("tokenizer") or None, "is read as the tokenizer")
+
     def read(self, source: Any, options: Mapping[str, Any]) -> Any:
         from trainproof.text.reader import read_text_dataset
 
@@ -186,12 +191,8 @@ class TextCommand(Command):
         tokenizer, max_len = shared.get("tokenizer"), shared.get("max_len")
         lengths = None
         if tokenizer is not None:
-            try:
-                lengths = measure(dataset, tokenizer, terminal_progress(shared, "text", "rows measured"))
-            except TrainproofError:  # the tokenizer itself is broken (its library panicked): no row can be measured
-                raise
-            except Exception as exc:  # noqa: BLE001 -- a library that chokes on this file costs its length rules, not the run
-                return self._unmeasured(dataset, settings, f"{type(exc).__name__}: {exc}")
+            # a row the library refuses costs that row (batches.each); a panic is an InputError, for the run
+            lengths = measure(dataset, tokenizer, terminal_progress(shared, "text", "rows measured"))
             if dataset.rows and len(lengths.unmeasured) == len(dataset.rows):
                 return self._unmeasured(dataset, settings, lengths.unmeasured[0][1])
         return (Stage(RULES["text"], TextContext(dataset, settings.thresholds, lengths, max_len)),)

@@ -2,9 +2,11 @@
 
 A library's batch encoder raises for the whole batch when one text is
 unusable (sentencepiece on a lone UTF-16 surrogate, ``"\\ud800"`` from a JSON
-escape: "List elements must be str or bytes"). :func:`each` then calls it on
-each half, and so on down to the items that fail alone, so one bad line costs
-that line: about two calls per bad item per halving, not a call per item.
+escape: "List elements must be str or bytes"). :func:`each` says the items
+holding a lone surrogate failed without calling the library on them (which
+none encodes), and where the call on the rest raises, calls it on each half,
+and so on down to the items that fail alone, so one bad line costs that line:
+about two calls per bad item per halving, not a call per item.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from trainproof.errors import TrainproofError
+from trainproof.safe import utf8_encodable
+from trainproof.tokenizer.panics import one_line
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -33,10 +37,19 @@ class Failed:
 
 
 def each(call: Callable[[list[T]], list[R]], items: Sequence[T]) -> list[R | Failed]:
-    """``call(items)``, one result per item; where it raises, the halves called apart, down to the items that fail
+    """``call(items)``, one result per item; an item holding a lone surrogate (a text, or a tuple holding texts) is a
+    :class:`Failed` without a call; where the call raises, the halves called apart, down to the items that fail
     alone, which are a :class:`Failed`. A TrainproofError (a library that panicked: the tokenizer itself is broken)
     is raised as it is."""
     batch = list(items)
+    screened: list[Failed | None] = [_lone_surrogate(item) for item in batch]
+    if not any(screened):
+        return _halving(call, batch)
+    answered = iter(_halving(call, [item for item, bad in zip(batch, screened) if bad is None]))
+    return [bad if bad is not None else next(answered) for bad in screened]
+
+
+def _halving(call: Callable[[list[T]], list[R]], batch: list[T]) -> list[R | Failed]:
     if not batch:
         return []
     try:
@@ -45,22 +58,21 @@ def each(call: Callable[[list[T]], list[R]], items: Sequence[T]) -> list[R | Fai
         raise
     except Exception as exc:  # noqa: BLE001 -- whatever the library raises for one of the items
         if len(batch) == 1:
-            return [Failed(_reason(batch[0], exc))]
+            return [Failed(one_line(f"{type(exc).__name__}: {exc}", MAX_REASON_CHARS))]
     middle = len(batch) // 2
-    return each(call, batch[:middle]) + each(call, batch[middle:])
+    return _halving(call, batch[:middle]) + _halving(call, batch[middle:])
 
 
-def _reason(item: object, exc: Exception) -> str:
-    """Why the call fails on an item (a text, or a tuple holding texts): a lone surrogate said as such (the libraries
-    say "List elements must be str or bytes", or "Unable to cast Python instance"), else the library's message."""
+def _lone_surrogate(item: object) -> Failed | None:
+    """An item (a text, or a tuple holding texts) with a lone surrogate, which no library encodes (they say "List
+    elements must be str or bytes", or "Unable to cast Python instance"), failed as that; else None."""
     for text in item if isinstance(item, tuple) else (item,):
-        if isinstance(text, str):
+        if isinstance(text, str) and not utf8_encodable(text):
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError as bad:
-                return f"{text[bad.start]!r} is a lone UTF-16 surrogate, not Unicode text"
-    said = " ".join(f"{type(exc).__name__}: {exc}".split())
-    return said if len(said) <= MAX_REASON_CHARS else said[: MAX_REASON_CHARS - 3] + "..."
+                return Failed(f"{text[bad.start]!r} is a lone UTF-16 surrogate, not Unicode text")
+    return None
 
 
 def failed_note(failed: Sequence[tuple[int, str]], noun: str, outcome: str) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 from trainproof import figures
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
-from trainproof.errors import TrainproofError, UsageError
+from trainproof.errors import UsageError
 from trainproof.judge import Command, Prepared, Stage
 from trainproof.progress import terminal_progress
 from trainproof.report import Subject
@@ -124,11 +124,18 @@ class TokenizerCommand(Command):
     name = "tokenizer"
 
     def reads(self, path: str) -> Sequence[Path]:
-        """Every file loading a tokenizer reads is an input too (no output may overwrite a folder's tokenizer.json, or
-        the special_tokens_map.json beside a tokenizer.json); a text's are among them (a folder's metadata.csv)."""
-        from trainproof.tokenizer.load import files_read
+        """A text folder's files are inputs too (no output may overwrite its metadata.csv)."""
+        target = Path(path)
+        if target.is_dir():
+            return sorted(p for p in target.iterdir() if p.is_file()) + [target]
+        return [target]
 
-        return [Path(file) for file in files_read(path)]
+    def reads_options(self, options: Mapping[str, Any]) -> Sequence[tuple[str, str]]:
+        """Every file loading the tokenizer reads (a folder's tokenizer.json, the special_tokens_map.json beside a
+        tokenizer.json)."""
+        from trainproof.tokenizer.load import files_read_as
+
+        return files_read_as(options.get("tokenizer"), "is read as an input")
 
     def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
         from trainproof.tokenizer.load import load_tokenizer
@@ -149,14 +156,10 @@ class TokenizerCommand(Command):
 
         shared = prepared.shared
         tokenizer = shared["tokenizer"]
-        try:
+        try:  # a line the library refuses costs that line (batches.each); a panic is an InputError, for the run
             encoded = text if isinstance(text, EncodedText) else encode(tokenizer, text, terminal_progress(shared, "tokenizer", "lines encoded"))
-        except TrainproofError:  # the tokenizer itself is broken (its library panicked): said once, for the run
-            raise
         except NothingEncoded as exc:
             return (Stage(RULES["tokenizer"], f"the tokenizer cannot encode any line of this text ({exc})"),)
-        except Exception as exc:  # noqa: BLE001 -- a library that chokes on one text costs that text's verdict, not the run
-            return (Stage(RULES["tokenizer"], f"the tokenizer failed to encode this text ({type(exc).__name__}: {exc})"),)
         ctx = TokenizerContext(tokenizer, encoded.text, encoded.ids, settings.thresholds, shared.get("max_tokens"))
         return (Stage(RULES["tokenizer"], ctx),)
 

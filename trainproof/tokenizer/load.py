@@ -66,14 +66,11 @@ from typing import Any, ClassVar
 
 from trainproof.errors import InputError, MissingDependencyError
 from trainproof.readers.base import load_json
-from trainproof.tokenizer.panics import guarded
+from trainproof.tokenizer.panics import guarded, said
 
 MAX_FILE_BYTES = 1 << 30
 """Bytes: the largest file read as a tokenizer (1 GiB). The largest tokenizer.json files are tens of MB; a file
 over this is a model or a dataset given by mistake, refused before it is read into memory."""
-
-MAX_MESSAGE_CHARS = 300
-"""A library's error message is cut to this many characters in an InputError."""
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".bin", ".pt", ".pth")
 """File names refused as pickles whatever their first bytes (a zip-format torch file does not start with 0x80)."""
@@ -252,13 +249,7 @@ class Tokenizer(ABC):
         return None
 
     def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
-        out: list[str | None] = []
-        for messages in conversations:
-            try:
-                out.append(self._render_chat(messages))
-            except ValueError:
-                out.append(None)
-        return out
+        return [None] * len(conversations)
 
     def _count_before(self, texts: list[str], cuts: list[int]) -> list[tuple[int, int]]:
         wholes = self._encode_batch(texts)
@@ -428,7 +419,7 @@ class TransformersTokenizer(Tokenizer):
         try:
             return self._tokenizer.apply_chat_template([dict(message) for message in messages], tokenize=False)
         except Exception as exc:  # jinja2's TemplateError, or whatever the template raises
-            raise ValueError(f"the chat template of {self.path} fails on these messages: {_said(exc)}") from exc
+            raise ValueError(f"the chat template of {self.path} fails on these messages: {said(exc)}") from exc
 
     def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
         from trainproof.tokenizer.batches import Failed, each
@@ -482,6 +473,14 @@ def files_read(path: str | os.PathLike[str]) -> list[str]:
     return [shown, *(os.path.join(os.path.dirname(shown), name) for name in _NAMING_FILES)]
 
 
+def files_read_as(source: Any, why: str) -> list[tuple[str, str]]:
+    """:func:`files_read` for the tokenizer at ``source`` (none for a tokenizer already loaded, or none given), each
+    with ``why`` no output may overwrite it."""
+    if not isinstance(source, (str, os.PathLike)):
+        return []
+    return [(file, why) for file in files_read(source)]
+
+
 def load_tokenizer(path: str | os.PathLike[str]) -> Tokenizer:
     """The tokenizer at ``path`` (a file or a folder; see the module doc), or an InputError that says why not."""
     shown = os.fsdecode(path)
@@ -531,7 +530,7 @@ def _load_tokenizer_json(file: str, shown: str) -> TokenizersTokenizer:
         try:
             backend = tokenizers.Tokenizer.from_str(text)
         except Exception as exc:  # the Rust side raises a bare Exception
-            raise InputError(file, f"is a tokenizer.json the tokenizers library cannot load: {_said(exc)}") from None
+            raise InputError(file, f"is a tokenizer.json the tokenizers library cannot load: {said(exc)}") from None
         return TokenizersTokenizer(shown, backend, spec, named)
 
 
@@ -545,7 +544,7 @@ def _load_sentencepiece(file: str, shown: str) -> SentencePieceTokenizer:
     try:
         processor = sentencepiece.SentencePieceProcessor(model_file=file)
     except Exception as exc:  # RuntimeError or OSError, with sentencepiece's status text
-        raise InputError(file, f"is not a sentencepiece model sentencepiece can load: {_said(exc)}") from None
+        raise InputError(file, f"is not a sentencepiece model sentencepiece can load: {said(exc)}") from None
     return SentencePieceTokenizer(shown, processor, _user_defined(pieces))
 
 
@@ -667,7 +666,7 @@ def _load_transformers(path: str) -> TransformersTokenizer:
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
         except Exception as exc:  # OSError, ValueError, KeyError, ImportError for a converter's package...: all say "cannot load"
-            raise InputError(path, f"transformers cannot load this tokenizer folder: {_said(exc)}") from None
+            raise InputError(path, f"transformers cannot load this tokenizer folder: {said(exc)}") from None
         return TransformersTokenizer(path, tokenizer)
 
 
@@ -712,14 +711,6 @@ def _require(package: str) -> Any:
         return __import__(package)
     except ImportError:
         raise MissingDependencyError(package, "tokenizer", "trainproof tokenizer") from None
-
-
-def _said(exc: BaseException) -> str:
-    """A library's message on one line (the CLI prints one line per error), at most MAX_MESSAGE_CHARS of it."""
-    text = " ".join(str(exc).split()).rstrip(".")
-    if not text or isinstance(exc, KeyError):  # a KeyError's message is the bare key
-        text = f"{type(exc).__name__} {text}".strip()
-    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
 def _specials(found: Mapping[str, tuple[int | None, str | None]]) -> Specials:

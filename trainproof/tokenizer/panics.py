@@ -23,7 +23,22 @@ from typing import IO
 from trainproof.errors import InputError
 
 MAX_MESSAGE_CHARS = 300
-"""A panic's message is cut to this many characters in the InputError."""
+"""A library's message (a panic's too) is cut to this many characters in an InputError."""
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` on one line (the CLI prints one line per error), at most ``limit`` characters of it."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def said(exc: BaseException, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A library's message on one line, at most ``limit`` characters of it, without its closing full stop; its
+    class's name when it has none, or when it is a KeyError's (the bare key)."""
+    text = " ".join(str(exc).split()).rstrip(".")
+    if not text or isinstance(exc, KeyError):
+        text = f"{type(exc).__name__} {text}".strip()
+    return one_line(text, limit)
 
 
 def panicked(exc: BaseException) -> bool:
@@ -43,8 +58,7 @@ def guarded(path: str, doing: str) -> Iterator[None]:
                 raise
             with _Redirect.lock:
                 _Redirect.keep = False  # what the spool caught is the panic's report: not passed on
-            text = " ".join(str(exc).split()) or "no message"
-            text = text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
+            text = one_line(str(exc)) or "no message"
             raise InputError(path, f"{doing}: the tokenizers library panicked ({text})") from None
 
 
