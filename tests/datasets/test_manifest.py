@@ -696,12 +696,14 @@ def test_nemo_lines_read_alike_by_the_fast_and_the_standard_parser(tmp_path):
         '{"audio_filepath": "/data//c.wav", "text": "three", "duration": 1e400}\n'
         '{"audio_filepath": "/data/d.wav", "text": "four",}\n'
         '{"audio_filepath": "/data/e.wav", "text": "five", "id": -9223372036854775809}\n'
+        '{"audio_filepath": "/data/f.wav", "text": "six", "duration": 1' + "0" * 400 + "}\n"
     )
     m = read_manifest(str(manifest))
     assert [e.id for e in m.entries][:1] == ["1234567890123456789012"]
-    assert m.entries[-1].id == "-9223372036854775809"  # one past int64: orjson's float is seen and read again
-    assert [e.audio for e in m.entries] == ["/data/a.wav", os.path.normpath("/data/./b.wav"), os.path.normpath("/data//c.wav"), "/data/e.wav"]
+    assert m.entries[-2].id == "-9223372036854775809"  # one past int64: orjson's float is seen and read again
+    assert [e.audio for e in m.entries] == ["/data/a.wav", os.path.normpath("/data/./b.wav"), os.path.normpath("/data//c.wav"), "/data/e.wav", "/data/f.wav"]
     problems = {(p.line, p.kind): p.message for p in m.problems}
     assert problems[2, "unparsable"] == "line 2: duration 'nan' is not a number of seconds"
     assert problems[3, "unparsable"] == "line 3: duration 'inf' is not a number of seconds"
     assert problems[4, "unparsable"] == "line 4 is not valid JSON: Expecting property name enclosed in double quotes at column 50"
+    assert problems[6, "unparsable"] == "line 6: duration '1" + "0" * 39 + "...' is not a number of seconds"  # past float range: not a crash

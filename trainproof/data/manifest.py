@@ -387,14 +387,11 @@ def _seconds(value: object) -> tuple[float | None, bool]:
         return None, True
     if isinstance(value, bool):
         return None, False
-    if isinstance(value, (int, float)):
+    if not isinstance(value, (int, float, str)):
+        return None, False
+    try:
         number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            return None, False
-    else:
+    except (ValueError, OverflowError):  # OverflowError: a whole number of 309 digits or more
         return None, False
     return (number, True) if math.isfinite(number) else (None, False)
 
