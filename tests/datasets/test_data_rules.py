@@ -375,3 +375,22 @@ def test_the_histogram_svg_escapes_and_survives_odd_numbers():
     assert histogram(empty) == ""
     bad = Histogram("n", "s", np.array([0.0, np.nan]), np.array([2]), np.array([0]), np.array([0]))
     assert histogram(bad) == ""
+
+
+def test_transcript_characters_and_letters_are_counted_per_code_point():
+    """The corpus's distinct characters and each transcript's letters and digits, counted over the code points of all
+    transcripts at once, are what a loop over each transcript's characters gives: with no transcript, an empty one,
+    characters past the BMP, combining marks and a lone surrogate."""
+    from trainproof.checks.data import DataContext
+    from trainproof.data.model import Entry, Manifest
+    from trainproof.thresholds import Thresholds
+
+    texts = [None, "", "Hello, world 42!", "naïve cafe\u0301", "😀 emoji 𝔘", "lone \ud800 surrogate", "日本語のテキスト。", "   "]
+    entries = tuple(Entry(line=n, id=str(n), audio=f"/{n}.wav", listed=f"{n}.wav", text=t, manifest="m") for n, t in enumerate(texts, 1))
+    ctx = DataContext(Manifest(path="m", layout="nemo", entries=entries), [], Thresholds())
+    assert ctx.characters == frozenset("".join(t for t in texts if t))
+    assert ctx.letters.tolist() == [sum(ch.isalnum() for ch in t or "") for t in texts]
+    assert ctx.letters.tolist()[2:4] == [12, 9]  # a combining accent is not a letter of its own
+    empty = DataContext(Manifest(path="m", layout="nemo", entries=()), [], Thresholds())
+    assert empty.characters == frozenset()
+    assert empty.letters.tolist() == []
