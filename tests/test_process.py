@@ -229,3 +229,36 @@ def test_a_dropped_document_is_kept_to_the_end_only_in_the_short_process(argv, f
     done = subprocess.run([sys.executable, "-c", DROPPED, *argv], capture_output=True, text=True, cwd=REPO, env=_clean_env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == fate
+
+
+def test_what_is_built_with_the_collector_paused_goes_to_the_oldest_generation():
+    """A corpus's entries, built with the collector paused, are not left young for the next collections to walk."""
+    import gc
+
+    from trainproof.collector import collector_paused
+
+    assert gc.get_freeze_count() == 0
+    with collector_paused():
+        assert not gc.isenabled()
+        built = [[n] for n in range(10_000)]
+    assert gc.isenabled()
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(o) in oldest for o in built)
+    assert not any(id(o) in oldest for o in [[n] for n in range(10)])  # what comes after starts young, as ever
+
+
+def test_a_programs_own_frozen_objects_stay_frozen_through_a_pause():
+    import gc
+
+    from trainproof.collector import collector_paused
+
+    kept = [[n] for n in range(100)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_paused():
+            built = [[n] for n in range(100)]
+        assert gc.get_freeze_count() == frozen
+        assert len(built) == len(kept)
+    finally:
+        gc.unfreeze()

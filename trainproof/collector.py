@@ -18,12 +18,23 @@ def collector_paused() -> Iterator[None]:
     (about a tenth of a warm run of 20,000 clips). Reference counting frees
     them as always, and the collector is back on for the decoding (where a
     cluster library may make cycles for hours) and the rules.
+
+    What was built is kept for the run, so it goes straight to the oldest
+    generation as the pause ends (``gc.freeze`` then ``gc.unfreeze``: two
+    list splices, no walk), rather than to the youngest, where each of the
+    next collections walked all of it on its way up (10-15 ms of that warm
+    run). A cycle left over from before the pause waits for the next full
+    collection. Skipped when the program has frozen objects of its own,
+    which unfreezing would let go of.
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
         if was_enabled:
             gc.enable()
 
