@@ -272,6 +272,11 @@ class _Builder:
             self.columns[name][rows] = block[name]
         for name in FIXED_TEXT:
             raw = block[name]
+            if name == "audio_hash":  # one a clip: decoded in C, not sorted into distinct values first
+                decoded = np.empty(rows.size, dtype=object)
+                decoded[:] = raw.astype(f"U{raw.dtype.itemsize}").tolist()
+                self.columns[name][rows] = decoded
+                continue
             distinct, inverse = np.unique(raw, return_inverse=True)  # one str object per distinct value
             decoded = np.empty(len(distinct), dtype=object)
             decoded[:] = [value.decode("ascii") if value or name != "error_kind" else None for value in distinct.tolist()]
@@ -281,7 +286,9 @@ class _Builder:
         self.columns["extra"][rows] = extra
         by_field: dict[str, tuple[list[int], list[Any]]] = {}  # one assignment a field, not one a record
         for k, overrides_k in enumerate(overridden):
-            for name, value in (overrides_k or {}).items():
+            if not overrides_k:
+                continue
+            for name, value in overrides_k.items():
                 at, values = by_field.setdefault(name, ([], []))
                 at.append(k)
                 values.append(value)
