@@ -394,3 +394,56 @@ def test_transcript_characters_and_letters_are_counted_per_code_point():
     empty = DataContext(Manifest(path="m", layout="nemo", entries=()), [], Thresholds())
     assert empty.characters == frozenset()
     assert empty.letters.tolist() == []
+
+
+def _repeats_by_hand(rows, key, differing, examples):
+    """What _repeats means, spelled out a row at a time: the reference its vectorised form is held to."""
+    groups: dict = {}
+    for position, row in enumerate(rows):
+        if row[key] is not None and row[key] != "":
+            groups.setdefault(row[key], []).append(position)
+    counted = []
+    for members in groups.values():
+        if len(members) > 1 and all(len({rows[p][c] for p in members} - {None}) > 1 for c in differing):
+            counted.extend(members[1:])
+    counted.sort(key=lambda p: rows[p]["line"])  # stable: ties keep table order
+    shown = counted[:examples]
+    names = {rows[p][key]: f"{rows[groups[rows[p][key]][0]]['listed']} (line {rows[groups[rows[p][key]][0]]['line']})" for p in shown}
+    return shown, len(counted), names
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_repeats_are_what_a_loop_over_the_rows_finds(seed):
+    """The groups of the duplicate rules (TP-DATA-DUPLICATE-AUDIO, -CONFLICTING-TEXT, -DUPLICATE-TEXT): random tables of
+    repeated, empty and missing keys, lines out of order, against the same question asked a row at a time."""
+    import random
+    import types
+
+    import pandas as pd
+
+    from trainproof.checks.data import _repeats
+    from trainproof.thresholds import Thresholds
+
+    rng = random.Random(seed)
+    ctx = types.SimpleNamespace(t=Thresholds())
+    for _ in range(25):
+        n = rng.randint(0, 40)
+        lines = list(range(1, n + 1))
+        if rng.random() < 0.3:
+            rng.shuffle(lines)
+        rows = [
+            {"hash": rng.choice(["a", "b", "c", "", None]), "audio": rng.choice(["x", "y", None]), "folded": rng.choice(["p", "q", ""]),
+             "line": line, "listed": f"clip{k}.wav"}
+            for k, line in enumerate(lines)
+        ]  # fmt: skip
+        table = pd.DataFrame({
+            "hash": pd.Series([r["hash"] for r in rows], dtype="str"),
+            "audio": pd.Series([r["audio"] for r in rows], dtype="str"),
+            "folded": pd.Series([r["folded"] for r in rows], dtype=object),
+            "line": pd.Series(lines, dtype="int64"),
+            "listed": pd.Series([r["listed"] for r in rows], dtype="str"),
+        })  # fmt: skip
+        for key, differing in (("hash", ("audio",)), ("hash", ("folded",)), ("folded", ("audio", "hash")), ("hash", ())):
+            shown, count, names = _repeats(ctx, table, key, differing=differing)
+            expected = _repeats_by_hand(rows, key, differing, ctx.t.DATA_EXAMPLES)
+            assert (list(shown.index), count, names) == expected

@@ -480,25 +480,38 @@ def _repeats(ctx: DataContext, rows: pd.DataFrame, key: str, *, differing: Seque
     in line order (all :func:`_examples` shows), how many there are, and the first clip of each of their groups by key.
 
     Only groups whose rows also differ in every column of ``differing`` count
-    (the paths of duplicated audio, the transcripts of conflicting audio). An
-    empty or missing key groups nothing. Vectorised on the few columns it
-    reads: a corpus where every clip has nine copies costs one sort, not a
-    Python loop per group, nor a copy of the whole table per step.
+    (the paths of duplicated audio, the transcripts of conflicting audio; a
+    missing value is no difference). An empty or missing key groups nothing.
+    Worked out on the factorised codes of the few columns it reads, with
+    numpy: a corpus where every clip has nine copies costs one sort, not a
+    Python loop per group, nor a pandas step (and its copy) per question.
     """
+    import pandas as pd
+
     keys = rows[key]
-    keyed = rows.loc[keys.notna() & (keys != ""), [key, *differing, "line", "listed"]]
-    keyed = keyed[keyed.duplicated(key, keep=False)]
+    groups = pd.factorize(keys)[0]  # a missing key: -1
+    member = (groups >= 0) & (keys != "").to_numpy(dtype=bool, na_value=False)
+    count = int(groups.max()) + 1 if groups.size else 0
+    member[member] = np.bincount(groups[member], minlength=count)[groups[member]] > 1
     for column in differing:
-        if keyed.empty:
+        if not member.any():
             break
-        keyed = keyed[keyed.groupby(key, sort=False)[column].transform("nunique") > 1]
-    first = ~keyed.duplicated(key, keep="first")
-    repeated = keyed[~first].sort_values("line", kind="stable")
-    shown = repeated.index[: ctx.t.DATA_EXAMPLES]
-    firsts = keyed[first]
-    firsts = firsts[firsts[key].isin(repeated.loc[shown, key])]  # named only for the repeats shown
-    names = {k: f"{listed} (line {line})" for k, listed, line in zip(firsts[key], firsts["listed"], firsts["line"])}
-    return rows.loc[shown], len(repeated), names
+        values, within = pd.factorize(rows[column])[0][member], groups[member]
+        known = values >= 0
+        lowest, highest = np.full(count, np.iinfo(np.int64).max), np.full(count, -1)
+        np.minimum.at(lowest, within[known], values[known])
+        np.maximum.at(highest, within[known], values[known])
+        member[member] = (highest > lowest)[within]
+    position = np.flatnonzero(member)
+    first = np.full(count, len(rows))
+    np.minimum.at(first, groups[position], position)
+    repeat = position[first[groups[position]] != position]
+    lines = rows["line"].to_numpy()
+    repeat = repeat[np.argsort(lines[repeat], kind="stable")]
+    shown = repeat[: ctx.t.DATA_EXAMPLES]
+    listed = rows["listed"]
+    names = {keys.iloc[i]: f"{listed.iloc[i]} (line {int(lines[i])})" for i in np.unique(first[groups[shown]]).tolist()}
+    return rows.iloc[shown], len(repeat), names
 
 
 def duplicate_audio(ctx: DataContext) -> Iterator[Hit]:
