@@ -196,6 +196,15 @@ def test_crlf_is_one_problem_with_count_and_first_line(tmp_path):
     assert [e.text for e in m.entries] == ["one", "two", "three"]
 
 
+def test_the_byte_pass_tells_a_replacement_character_from_a_bad_byte(tmp_path):
+    """The lines are read once; the bytes are looked at again only when a line held a CR or U+FFFD, and that pass
+    decides: U+FFFD written as such is no problem, a bad byte in a last line with no newline is one."""
+    ljspeech(tmp_path, "a|one \ufffd\nb|two \r here\n", ("a.wav", "b.wav"))
+    assert kinds(read_manifest(tmp_path)) == []
+    write(tmp_path / "metadata.csv", b"a|one\nb|caf\xe9")
+    assert kinds(read_manifest(tmp_path)) == [("not-utf8", 2)]
+
+
 def test_crlf_split_across_read_blocks(tmp_path):
     from trainproof.readers.base import BLOCK_BYTES
 

@@ -274,11 +274,14 @@ def _quote(text: object, limit: int = 60) -> str:
 def _lines(path: str, builder: _Builder) -> Iterator[tuple[int, str]]:
     """The non-blank lines of a manifest file, streamed; a BOM, blank lines and CRLF line ends become problems.
 
-    A BOM is taken off the first line. CRLF is counted in a second bounded
-    pass once the lines are read (``iter_lines`` drops the CR).
+    A BOM is taken off the first line. CRLF, and bytes that are not UTF-8,
+    are counted in a second bounded pass once the lines are read (``iter_lines``
+    drops the CR, and reads a bad byte as U+FFFD), when the lines held a CR or
+    a U+FFFD.
     """
     blank, first_blank = 0, None
-    for number, text, _ in iter_lines(Path(path)):
+    seen: set[str] = set()
+    for number, text, _ in iter_lines(Path(path), seen=seen):
         if number == 1 and text.startswith("\ufeff"):
             builder.problem(
                 "bom",
@@ -296,7 +299,7 @@ def _lines(path: str, builder: _Builder) -> Iterator[tuple[int, str]]:
         builder.problem(
             "blank-line", f"has {blank:,} blank line{'s' if blank != 1 else ''}, the first at line {first_blank}", path, first_blank
         )
-    crlf, first_crlf, not_utf8, first_not_utf8 = _scan_bytes(path)
+    crlf, first_crlf, not_utf8, first_not_utf8 = _scan_bytes(path) if seen else (0, None, 0, None)
     if not_utf8:
         builder.problem(
             "not-utf8",

@@ -550,7 +550,7 @@ def read_block(handle: BinaryIO, size: int, path: Path | str) -> bytes:
         raise _unreadable(path, exc) from None
 
 
-def iter_lines(path: Path, first_block: int = BLOCK_BYTES) -> Iterator[tuple[int, str, bool]]:
+def iter_lines(path: Path, first_block: int = BLOCK_BYTES, seen: set[str] | None = None) -> Iterator[tuple[int, str, bool]]:
     """The lines of a log as ``(number, text, ended)``, read in blocks: memory stays bounded whatever the file holds.
 
     Lines end at a newline (a trailing CR is dropped, so CRLF logs read the
@@ -560,9 +560,10 @@ def iter_lines(path: Path, first_block: int = BLOCK_BYTES) -> Iterator[tuple[int
     is that long, so 2 GB of zero bytes (or ``/dev/zero``) costs one line's
     worth of memory, not the file's; a file of nothing but whitespace "is
     empty". ``first_block``: the bytes read first (less for a reader that wants only the first lines; the rest are
-    read BLOCK_BYTES at a time).
+    read BLOCK_BYTES at a time). ``seen``, when given, gets ``"cr"`` if a line held a CR (before it was dropped) and
+    ``"replaced"`` if one held U+FFFD once decoded (a byte that is not UTF-8, or the character itself).
     """
-    for first, texts, ended in iter_line_blocks(path, first_block):
+    for first, texts, ended in iter_line_blocks(path, first_block, seen):
         for number, text in enumerate(texts, first):
             yield number, text, ended
 
@@ -600,9 +601,9 @@ def count_byte(data: bytes | memoryview, byte: bytes) -> int:
     return total
 
 
-def iter_line_blocks(path: Path, first_block: int = BLOCK_BYTES) -> Iterator[tuple[int, list[str], bool]]:
+def iter_line_blocks(path: Path, first_block: int = BLOCK_BYTES, seen: set[str] | None = None) -> Iterator[tuple[int, list[str], bool]]:
     """The lines of :func:`iter_lines`, a block at a time: ``(number of the first, texts, ended)``, for a reader that
-    handles lines in bulk (100,000 transcripts) rather than one by one."""
+    handles lines in bulk (100,000 transcripts) rather than one by one. ``seen``: as for :func:`iter_lines`."""
     number, pending, blank = 0, b"", True
     size = first_block
     with open_log(path) as handle:
@@ -622,6 +623,10 @@ def iter_line_blocks(path: Path, first_block: int = BLOCK_BYTES) -> Iterator[tup
                 texts = decoded.split("\n")
                 if "\r" in decoded:
                     texts = [text.rstrip("\r") for text in texts]
+                    if seen is not None:
+                        seen.add("cr")
+                if seen is not None and "\ufffd" in decoded:
+                    seen.add("replaced")
                 yield number + 1, texts, True
                 number += len(texts)
             if over is not None:
@@ -631,7 +636,10 @@ def iter_line_blocks(path: Path, first_block: int = BLOCK_BYTES) -> Iterator[tup
     if blank:
         raise EmptyLog(path)
     if pending:
-        yield number + 1, [pending.decode("utf-8", errors="replace").rstrip("\r")], False
+        last = pending.decode("utf-8", errors="replace")
+        if seen is not None:
+            seen.update(name for name, char in (("cr", "\r"), ("replaced", "\ufffd")) if char in last)
+        yield number + 1, [last.rstrip("\r")], False
 
 
 COLUMN_BLOCK_BYTES = 64 * 1024 * 1024
