@@ -768,4 +768,4 @@ def test_nemo_plain_lines_read_alike_by_the_shortcut_and_the_full_reading(tmp_pa
     assert quick == full
     assert len(quick.entries) > 10
     assert len(quick.problems) > 8
-    assert taken == [1, 2, 3, 4, 5, 6, 7, 8, 19, 29]  # the plain lines took the shortcut, and only they
+    assert taken == [1, 2, 3, 4, 5, 6, 7, 8, 18, 19, 29]  # the plain lines took the shortcut, and only they (18: orjson reads 2**70 as a float)

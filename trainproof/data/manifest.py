@@ -548,6 +548,7 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
                 known[raw] = found
         columns, folded = found
         if folded or not _plain_entry(record, columns, number, path, resolve, builder):
+            record = _exactly(record, text)
             _record(_folded(record) if folded else record, columns, number, path, resolve, builder)
     resolve.note(builder)
 
@@ -609,17 +610,22 @@ def _folded(record: dict[str, object]) -> dict[str, object]:
 
 def _loads(text: str) -> object:
     """One manifest line's JSON: parsed by orjson, several times faster; a line orjson refuses (NaN, a number past
-    float range, a lone surrogate, a syntax error), or may have read differently (a whole number past 64 bits, which
-    orjson makes a float: seen as a field's float of that size), by the standard parser, which accepts what JSON
-    Lines writers emit and names the column of a real error. Only a record's own fields are read, not nested ones."""
+    float range, a lone surrogate, a syntax error) by the standard parser, which accepts what JSON Lines writers emit
+    and names the column of a real error. See :func:`_exactly` for what orjson may read differently."""
     try:
-        record = orjson.loads(text)
+        return orjson.loads(text)
     except orjson.JSONDecodeError:
         return json.loads(text)
-    if type(record) is dict:
-        for value in record.values():  # a plain loop: any() over a generator cost a fifth of the manifest's parse
-            if type(value) is float and abs(value) >= 2.0**63:
-                return json.loads(text)
+
+
+def _exactly(record: dict[str, object], text: str) -> dict[str, object]:
+    """The record as the standard parser reads it when orjson may have read it differently: a whole number past 64
+    bits, which orjson makes a float (seen as a field's float of that size; only a record's own fields are read, not
+    nested ones). Asked only of a line the full reading takes: a plain line's fields are strings, and a duration reads
+    the same either way."""
+    for value in record.values():  # a plain loop: any() over a generator cost a fifth of the manifest's parse
+        if type(value) is float and abs(value) >= 2.0**63:
+            return json.loads(text)
     return record
 
 
