@@ -558,8 +558,8 @@ def _plain_entry(
 ) -> bool:
     """The entry of a record with nothing to say about it, added at once: what a NeMo line almost always is (a path, a
     transcript, perhaps a duration and a speaker, a new id). False, having changed nothing, for anything else, which
-    :func:`_record` reads and reports on. The same entries as ``_record`` at half its cost a line, which at 20,000 lines
-    was a tenth of a warm re-run."""
+    :func:`_record` reads and reports on. The same entries as ``_record`` at about half its cost a line (20 ms saved at
+    20,000 lines, of a warm re-run of 0.3 s)."""
     audio_key, text_key = columns.audio, columns.text
     if audio_key is None or text_key is None or columns.offset is not None:
         return False
