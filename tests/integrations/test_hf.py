@@ -127,6 +127,9 @@ callback = TrainproofCallback(policy="stop_on_fail")
 trainer = load_tiny_task().make_trainer("lr_hot", 0, sys.argv[1], extra_callbacks=[callback], training_args={{"ddp_backend": "gloo"}})
 trainer.train()
 print(f"rank={{os.environ['RANK']}} world={{trainer.args.world_size}} stopped_at={{callback.stopped_at}} step={{trainer.state.global_step}}", flush=True)
+if torch.distributed.is_initialized():  # an orderly end: left to the interpreter's exit, a rank now and then aborts (SIGABRT) in gloo's teardown
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
 """
 
 
