@@ -769,3 +769,90 @@ def test_nemo_plain_lines_read_alike_by_the_shortcut_and_the_full_reading(tmp_pa
     assert len(quick.entries) > 10
     assert len(quick.problems) > 8
     assert taken == [1, 2, 3, 4, 5, 6, 7, 8, 18, 19, 29]  # the plain lines took the shortcut, and only they (18: orjson reads 2**70 as a float)
+
+
+COLUMNAR_CASES = {
+    # name: (lines of the manifest, whether Arrow's columnar reading takes it)
+    "plain": (['{"audio_filepath": "/d/a.wav", "text": "one", "duration": 1.5, "speaker": "s1", "id": "a"}',
+               '{"audio_filepath": "/d/b.wav", "text": "two", "duration": 2, "speaker": "", "id": ""}',
+               '{"audio_filepath": "/d/c.wav", "text": "caf\u00e9 \u65e5\u672c", "duration": null, "speaker": null, "id": null, "extra": {"x": [1]}}',
+               '{"audio_filepath": "/d/d.wav", "text": "a \\n b", "duration": 0}'], True),
+    "relative and odd paths": (['{"audio_filepath": "rel.wav", "text": "one"}', '{"audio_filepath": "/d//e.wav", "text": "two"}',
+                                '{"audio_filepath": "sub/../x.wav", "text": "three"}'], True),
+    "no newline at the end": (['{"audio_filepath": "/d/a.wav", "text": "one"}', '{"audio_filepath": "/d/b.wav", "text": "two"}\\'], True),
+    "a whole number past 64 bits": (['{"audio_filepath": "/d/a.wav", "text": "one", "duration": 1180591620717411303424}'], True),
+    "BOM": (['\ufeff{"audio_filepath": "/d/a.wav", "text": "one"}'], False),
+    "CRLF": (['{"audio_filepath": "/d/a.wav", "text": "one"}\r'], False),
+    "blank line": (['{"audio_filepath": "/d/a.wav", "text": "one"}', "", '{"audio_filepath": "/d/b.wav", "text": "two"}'], False),
+    "whitespace line": (['{"audio_filepath": "/d/a.wav", "text": "one"}', "  \u3000", '{"audio_filepath": "/d/b.wav", "text": "two"}'], False),
+    "tab": (['{"audio_filepath": "/d/a.wav",\t"text": "one"}'], False),
+    "escaped pair": (['{"audio_filepath": "/d/a.wav", "text": "\\ud83d\\ude00"}'], False),
+    "lone surrogate": (['{"audio_filepath": "/d/a.wav", "text": "x\\udc80"}'], False),
+    "NaN": (['{"audio_filepath": "/d/a.wav", "text": "one", "duration": NaN}'], False),
+    "negative": (['{"audio_filepath": "/d/a.wav", "text": "one", "duration": -1}'], False),
+    "duplicate id": (['{"audio_filepath": "/d/a.wav", "text": "one"}', '{"audio_filepath": "/d/a.wav", "text": "two"}'], False),
+    "upper-case key": (['{"Audio_Filepath": "/d/a.wav", "text": "one"}'], False),
+    "two speaker names": (['{"audio_filepath": "/d/a.wav", "text": "one", "speaker": "s"}', '{"audio_filepath": "/d/b.wav", "text": "two", "spk": "t"}'], False),
+    "missing text": (['{"audio_filepath": "/d/a.wav", "text": "one"}', '{"audio_filepath": "/d/b.wav"}'], False),
+    "empty text": (['{"audio_filepath": "/d/a.wav", "text": " "}'], False),
+    "unicode space text": (['{"audio_filepath": "/d/a.wav", "text": "\u3000"}'], False),
+    "audio as a dict": (['{"audio": {"path": "/d/a.wav"}, "text": "one"}'], False),
+    "an array line": (['{"audio_filepath": "/d/a.wav", "text": "one"}', "[1, 2]"], False),
+    "number id": (['{"audio_filepath": "/d/a.wav", "text": "one", "id": 7}'], False),
+    "offset": (['{"audio_filepath": "/d/a.wav", "text": "one", "offset": 1.0}'], False),
+    "duration as text": (['{"audio_filepath": "/d/a.wav", "text": "one", "duration": "2.5"}'], False),
+    "two objects on a line": (['{"audio_filepath": "/d/a.wav", "text": "one"} {"audio_filepath": "/d/b.wav", "text": "two"}'], False),
+    "empty object": (['{"audio_filepath": "/d/a.wav", "text": "one"}', "{}"], False),
+    "repeated key": (['{"audio_filepath": "/d/a.wav", "text": "one", "text": "two"}'], False),
+    "bad UTF-8": ([b'{"audio_filepath": "/d/a.wav", "text": "caf\xe9"}'], False),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(COLUMNAR_CASES))
+def test_nemo_read_as_columns_is_what_the_line_reading_gives(case, tmp_path, monkeypatch):
+    """A plain NeMo manifest is read at once as columns by Arrow's JSON reader; anything the line reading has something
+    to say about, or that Arrow and Python's json might read apart, goes to the line reading. Either way, the same
+    entries, problems and notes as the line reading alone."""
+    pytest.importorskip("pyarrow")
+    from trainproof.data import manifest as manifest_module
+
+    lines, columnar = COLUMNAR_CASES[case]
+    raw = [line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass") for line in lines]
+    data = b"\n".join(raw)
+    data = data[:-1] if data.endswith(b"\\") else data + b"\n"  # a last line ending in a backslash: no newline after it
+    path = write(tmp_path / "m.jsonl", data)
+    touch(tmp_path / "rel.wav")
+    taken = []
+    at_once = manifest_module._read_nemo_columns
+    monkeypatch.setattr(manifest_module, "_read_nemo_columns", lambda *a: at_once(*a) and not taken.append(True))
+    monkeypatch.chdir(tmp_path)
+    quick = read_manifest(path)
+    monkeypatch.setattr(manifest_module, "_read_nemo_columns", lambda *a: False)
+    lined = read_manifest(path)
+    assert (quick.entries, quick.problems, quick.notes) == (lined.entries, lined.problems, lined.notes)
+    assert bool(taken) is columnar
+    if columnar:
+        assert len(quick.entries) == len(lines)
+
+
+def test_entries_kept_as_rows_or_as_columns_are_the_same_sequence():
+    """A manifest's entries as the line reading keeps them (objects) and as the columnar reading does (lists): equal,
+    indexed, sliced, pickled and read a column at a time alike."""
+    import pickle
+
+    from trainproof.data.model import ENTRY_FIELDS, Entries, Entry, entry_column
+
+    rows = (Entry(1, "a", "/d/a.wav", "a.wav", "one", "m", 1.5, None, "s"), Entry(2, "b", "/d/b.wav", "b.wav", None, "m"))
+    columns = {name: [getattr(entry, name) for entry in rows] for name in ENTRY_FIELDS}
+    as_rows, as_columns = Entries(rows), Entries(columns=columns)
+    assert as_rows == as_columns == rows
+    assert as_columns == list(rows)
+    assert as_columns != rows[:1]
+    assert (len(as_columns), as_columns[1], as_columns[-1], as_columns[:1]) == (2, rows[1], rows[1], rows[:1])
+    assert list(as_columns) == list(rows)
+    assert pickle.loads(pickle.dumps(as_columns)) == rows
+    assert hash(as_rows) == hash(as_columns)
+    for name in ENTRY_FIELDS:
+        assert list(as_rows.column(name)) == list(as_columns.column(name)) == list(entry_column(rows, name))
+    assert not Entries()
+    assert Entries(columns={name: [] for name in ENTRY_FIELDS}) == ()

@@ -16,7 +16,6 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +23,7 @@ import numpy as np
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, rules_of
 from trainproof.collector import collector_paused
-from trainproof.data.model import ClipRecord, Manifest
+from trainproof.data.model import ClipRecord, Manifest, entry_column
 from trainproof.data.records import ClipRecords
 from trainproof.report import Finding, Level
 from trainproof.safe import hidden
@@ -82,7 +81,7 @@ class DataContext:
                       "trail_s": "trail_silence_s", "first_db": "first_frame_db", "last_db": "last_frame_db", "hash": "audio_hash",
                       "nonfinite": "nonfinite_samples"}  # fmt: skip
         if entries:  # column by column (a dict per row was most of a warm run's table)
-            columns: dict[str, Any] = dict(zip(of_entries, zip(*map(attrgetter(*of_entries.values()), entries))))
+            columns: dict[str, Any] = {name: entry_column(entries, field) for name, field in of_entries.items()}
             clips = ClipRecords.of(records)
             columns.update((name, clips.column(field)) for name, field in of_records.items())
             for name in _USER_TEXT:
@@ -93,14 +92,15 @@ class DataContext:
         for name in ("claimed_s", "duration_s", "dc", "level_db", "lead_s", "trail_s", "first_db", "last_db"):
             table[name] = table[name].astype("float64")
         # for comparing transcripts: case and runs of whitespace folded (a list comprehension: Series.map costs twice as much)
-        table["folded"] = pd.Series([" ".join(e.text.casefold().split()) if e.text else "" for e in entries], index=table.index, dtype=object)
+        texts = entry_column(entries, "text")
+        table["folded"] = pd.Series([" ".join(text.casefold().split()) if text else "" for text in texts], index=table.index, dtype=object)
         return table
 
     @cached_property
     def _code_points(self) -> tuple[np.ndarray, np.ndarray]:
         """Every transcript's code points end to end, in manifest order (none for a clip without one), and how many each
         transcript has. A lone surrogate stays its own code point."""
-        texts = [entry.text or "" for entry in self.manifest.entries]
+        texts = [text or "" for text in entry_column(self.manifest.entries, "text")]
         codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         return codes, np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
 

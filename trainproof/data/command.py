@@ -19,7 +19,7 @@ from trainproof import figures
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
 from trainproof.data import ENGINES
-from trainproof.data.model import ClipRecord, ClipRef, Manifest
+from trainproof.data.model import ClipRecord, ClipRef, Manifest, entry_column
 from trainproof.data.records import ClipRecords
 from trainproof.data.uri import is_uri
 from trainproof.errors import MissingDependencyError, UsageError
@@ -55,7 +55,11 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
 
     with collector_paused():
         manifest = read_manifest(source, root=options.get("root"), audio_dir=options.get("audio_dir"))
-        refs = [ClipRef(entry.audio, entry.offset, entry.duration if entry.offset is not None else None) for entry in manifest.entries]
+        entries = manifest.entries
+        refs = [
+            ClipRef(audio, offset, duration if offset is not None else None)
+            for audio, offset, duration in zip(*(entry_column(entries, name) for name in ("audio", "offset", "duration")))
+        ]
     if any(is_uri(ref.audio) for ref in refs):
         _require_uri_support()
     cache = _cache(options)
@@ -117,7 +121,7 @@ def summarize(dataset: Dataset) -> dict:
     readable = np.array([kind is None for kind in clips.column("error_kind").tolist()], dtype=bool)
     durations = np.asarray(clips.column("duration_s")[readable], dtype=float)
     rates = sorted(set(clips.column("sample_rate")[readable].tolist()))
-    speakers = {e.speaker for e in dataset.manifest.entries if e.speaker}
+    speakers = {speaker for speaker in entry_column(dataset.manifest.entries, "speaker") if speaker}
     out: dict = {
         "layout": dataset.manifest.layout,
         "clips": len(dataset.manifest.entries),

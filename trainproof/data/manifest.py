@@ -35,17 +35,20 @@ and LJSpeech ids are looked up in one listing of each audio folder.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
+from typing import Any
 
 import orjson
 
 from trainproof.data import uri
-from trainproof.data.model import Entry, Manifest, Problem
+from trainproof.data.model import Entries, Entry, Manifest, Problem
 from trainproof.data.uri import is_uri
 from trainproof.errors import InputError
 from trainproof.readers.base import BLOCK_BYTES, MAX_LINE_BYTES, EmptyLog, iter_lines, mostly_binary, open_log, read_block
@@ -226,6 +229,7 @@ class _Builder:
     line_problems: dict[str, int] = field(default_factory=dict)
     garbage_check: bool = True
     unreadable_texts: list[str] = field(default_factory=list)  # a folder dataset's transcripts that cannot be read
+    columns: dict[str, Sequence[object]] | None = None  # every entry at once, as columns (instead of ``entries``)
 
     def problem(self, kind: str, message: str, manifest: str, line: int | None = None, file: str | None = None, lines: int = 1) -> None:
         if kind in ("unparsable", "no-audio-field"):
@@ -263,7 +267,8 @@ class _Builder:
             if count > MAX_LINE_PROBLEMS:
                 notes.append(f"{count:,} lines are {kind}; the first {MAX_LINE_PROBLEMS:,} are listed")
         problems = sorted(self.problems, key=lambda p: (p.manifest, p.line if p.line is not None else 0))
-        return Manifest(path=path, layout=self.layout, entries=tuple(self.entries), problems=tuple(problems), notes=tuple(notes))
+        entries = Entries(self.entries) if self.columns is None else Entries(columns=self.columns)
+        return Manifest(path=path, layout=self.layout, entries=entries, problems=tuple(problems), notes=tuple(notes))
 
 
 def _quote(text: object, limit: int = 60) -> str:
@@ -524,6 +529,9 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
         builder.problem("unparsable", f"is {what}, not JSON Lines: NeMo reads one JSON object per line", path, number)
         return
     resolve = _PathResolver(path, ctx)
+    if _read_nemo_columns(path, resolve, builder):
+        resolve.note(builder)
+        return
     known: dict[tuple[str, ...], _Columns] = {}  # the columns of each set of keys seen (records mostly share one)
     for number, text in _lines(path, builder):
         try:
@@ -551,6 +559,113 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
             record = _exactly(record, text)
             _record(_folded(record) if folded else record, columns, number, path, resolve, builder)
     resolve.note(builder)
+
+
+COLUMNAR_MAX_BYTES = 32 * 1024 * 1024
+"""The largest NeMo manifest :func:`_read_nemo_columns` reads whole (with its text and its columns, a few times this in
+memory); a larger one is read line by line, in bounded memory."""
+
+_CONTROL_BYTES = bytes(1 if byte < 0x20 and byte != 0x0A else 0 for byte in range(256))
+"""A translation that marks every control byte but the newline: a CR, a tab or a NUL, raw, which only the line reading
+judges (Arrow's parser and Python's json need not agree on one inside a string)."""
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""An escaped surrogate: a lone one is kept as Python's json keeps it, where Arrow refuses it."""
+
+_BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
+"""An empty or whitespace-only line (Python's whitespace, as ``str.strip`` sees it) between two newlines."""
+
+
+def _read_nemo_columns(path: str, resolve: Callable[[str], str], builder: _Builder) -> bool:
+    """Every entry of a plain NeMo manifest at once, as columns, parsed by Arrow's JSON reader: True when it was.
+
+    False, having changed nothing, for a manifest the line reading has
+    something to say about, or that Arrow and Python's json might read
+    apart: a BOM, a CR, a blank line, bytes that are not UTF-8, a raw
+    control character, an escaped surrogate, a line that is not one object
+    (Arrow refuses it, or counts rows and lines apart), keys not in lower
+    case, two names for a speaker or an id, a path or transcript that is
+    missing, empty or not a string, a duration that is not a finite
+    non-negative number, an id or speaker that is not a string, an offset,
+    an id listed twice; and when pyarrow is not installed or the file is
+    larger than COLUMNAR_MAX_BYTES. The entries are those the line reading
+    gives (a test holds the two to that), without an object a line.
+    """
+    try:
+        if not 0 < os.path.getsize(path) <= COLUMNAR_MAX_BYTES:
+            return False
+        import pyarrow as pa
+        import pyarrow.json as pa_json
+    except (OSError, ImportError):
+        return False
+    with open_log(Path(path)) as handle:
+        data = read_block(handle, COLUMNAR_MAX_BYTES + 1, path)
+    if data.startswith(b"\xef\xbb\xbf") or 1 in data.translate(_CONTROL_BYTES) or (b"\\u" in data and _SURROGATE_ESCAPE.search(data)):
+        return False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    body = text[:-1] if text.endswith("\n") else text
+    if _BLANK_LINE.search(f"\n{body}\n"):
+        return False
+    try:
+        table = pa_json.read_json(pa.BufferReader(data), read_options=pa_json.ReadOptions(block_size=MAX_LINE_BYTES))
+    except (pa.ArrowException, ValueError):
+        return False
+    names = table.column_names
+    if table.num_rows != body.count("\n") + 1 or any(name != name.lower() for name in names):
+        return False
+    present = set(names)
+    if any(len(present.intersection(keys)) > 1 for keys in (SPEAKER_KEYS, ID_KEYS)):
+        return False  # a record without the first name would be read under the second
+    columns = _Columns.of(names)
+    if columns.audio is None or columns.text is None or columns.offset is not None:
+        return False
+    rows = table.num_rows
+
+    def strings(name: str | None) -> list[Any] | None:
+        if name is None:
+            return [None] * rows
+        column = table.column(name)
+        return column.to_pylist() if pa.types.is_string(column.type) or pa.types.is_null(column.type) else None
+
+    audio, texts, speakers, ids = strings(columns.audio), strings(columns.text), strings(columns.speaker), strings(columns.id)
+    if audio is None or texts is None or speakers is None or ids is None:
+        return False
+    if None in audio or None in texts or "" in audio or "" in texts or any(map(str.isspace, audio)) or any(map(str.isspace, texts)):
+        return False
+    durations: list[Any] = [None] * rows
+    if columns.duration is not None:
+        column = table.column(columns.duration)
+        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+            durations = [None if d is None else float(d) for d in column.to_pylist()]
+        elif not pa.types.is_null(column.type):
+            return False
+        if any(d is not None and not 0.0 <= d < math.inf for d in durations):  # NaN fails the comparison
+            return False
+    keys = [ident or listed for ident, listed in zip(ids, audio)]
+    if len(set(keys)) != rows:
+        return False  # a duplicate-id problem
+    # judged plain: every line is an entry
+    resolved = audio if _all_absolute_normal(table.column(columns.audio)) else [resolve(listed) for listed in audio]
+    builder.columns = {
+        "line": range(1, rows + 1), "id": keys, "audio": resolved, "listed": audio, "text": texts, "manifest": [path] * rows,
+        "duration": durations, "offset": [None] * rows, "speaker": [speaker or None for speaker in speakers],
+    }  # fmt: skip
+    builder.ids.update(zip(keys, itertools.count(1)))
+    return True
+
+
+def _all_absolute_normal(paths: Any) -> bool:
+    """Whether every path of an Arrow string column is absolute and normal already (see :func:`_is_normal`): what
+    resolving would give back unchanged."""
+    import pyarrow.compute as pc
+
+    if not _POSIX:
+        return False
+    odd = pc.or_(pc.or_(pc.match_substring(paths, "//"), pc.match_substring(paths, "/.")), pc.ends_with(paths, "/"))
+    return bool(pc.all(pc.and_(pc.starts_with(paths, "/"), pc.invert(odd))).as_py())
 
 
 def _plain_entry(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 
 ANALYSIS_VERSION = 3
 """Bumped whenever :func:`trainproof.data.clip.analyze` would compute a record differently: cached records of
@@ -42,6 +42,69 @@ class Entry:
         return entry
 
 
+ENTRY_FIELDS = tuple(f.name for f in fields(Entry))
+"""The fields of :class:`Entry`, in order."""
+
+
+class Entries(Sequence[Entry]):
+    """A manifest's entries, kept as a reader made them: :class:`Entry` objects one at a time, or columns (one list per
+    field) when a whole manifest was read at once. Either way a sequence of entries (one is built when it is asked
+    for), and :meth:`column` gives one field of all of them, which is how a corpus's table and references are made:
+    a 20,000-line manifest read as columns never builds 20,000 objects."""
+
+    __slots__ = ("_rows", "_columns")
+
+    def __init__(self, rows: Iterable[Entry] = (), columns: Mapping[str, Sequence[object]] | None = None) -> None:
+        self._rows: tuple[Entry, ...] | None = None if columns is not None else tuple(rows)
+        self._columns: dict[str, Sequence[object]] = {} if columns is None else {name: columns[name] for name in ENTRY_FIELDS}
+
+    def column(self, name: str) -> Sequence[object]:
+        """Every entry's value of the field ``name``, in order (the list kept here: read it, do not change it)."""
+        found = self._columns.get(name)
+        if found is None:
+            found = self._columns[name] = [getattr(entry, name) for entry in self._rows or ()]
+        return found
+
+    def _entries(self) -> tuple[Entry, ...]:
+        if self._rows is None:
+            self._rows = tuple(
+                Entry.of_values(**dict(zip(ENTRY_FIELDS, values))) for values in zip(*(self._columns[name] for name in ENTRY_FIELDS))
+            )
+        return self._rows
+
+    def __len__(self) -> int:
+        return len(self._rows) if self._rows is not None else len(self._columns["line"])
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._entries()[index]
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self._entries())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Entries):
+            return self._entries() == other._entries()
+        if isinstance(other, (tuple, list)):
+            return self._entries() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._entries())
+
+    def __repr__(self) -> str:
+        return f"Entries({list(self._entries())!r})"
+
+    def __reduce__(self):  # type: ignore[override]
+        return (Entries, (self._entries(),))
+
+
+def entry_column(entries: Sequence[Entry], name: str) -> Sequence[object]:
+    """One field of every entry, in order: :meth:`Entries.column`, or read off any other sequence of entries."""
+    if isinstance(entries, Entries):
+        return entries.column(name)
+    return [getattr(entry, name) for entry in entries]
+
+
 @dataclass(frozen=True)
 class Problem:
     """A structural problem of a manifest, at its line (None: the file as a whole).
@@ -69,7 +132,7 @@ class Manifest:
 
     path: str
     layout: str  # "ljspeech", "nemo", "csv", "kaldi", "folder"
-    entries: tuple[Entry, ...]
+    entries: Sequence[Entry]  # Entries, as the readers give them; a tuple of entries is taken too
     problems: tuple[Problem, ...] = ()
     notes: tuple[str, ...] = ()
 
