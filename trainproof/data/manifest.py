@@ -13,7 +13,9 @@ The layout is detected from the path:
 - ``nemo``: JSON Lines (``audio_filepath``, ``text``, ``duration``,
   ``offset``, ``speaker`` and common aliases). A relative path resolves
   from the working directory when the file is there, else against the
-  manifest's folder (NeMo's own rule).
+  manifest's folder (NeMo's own rule). A plain manifest (nothing for the
+  line reading to report) is read at once as columns by Arrow's JSON
+  reader when pyarrow is installed; any other, line by line.
 - ``csv``: a comma- or tab-separated file with a header naming the columns
   (the JSONL names, DeepSpeech's ``wav_filename``/``transcript``, Common
   Voice's ``path``/``sentence``/``client_id``); paths resolve like NeMo's,
