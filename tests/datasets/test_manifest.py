@@ -784,6 +784,8 @@ COLUMNAR_CASES = {
     "BOM": (['\ufeff{"audio_filepath": "/d/a.wav", "text": "one"}'], False),
     "CRLF": (['{"audio_filepath": "/d/a.wav", "text": "one"}\r'], False),
     "blank line": (['{"audio_filepath": "/d/a.wav", "text": "one"}', "", '{"audio_filepath": "/d/b.wav", "text": "two"}'], False),
+    "spaces line": (['{"audio_filepath": "/d/a.wav", "text": "one"}', "   ", '{"audio_filepath": "/d/b.wav", "text": "two"}'], False),
+    "blank last lines": (['{"audio_filepath": "/d/a.wav", "text": "one"}', "", ""], False),
     "whitespace line": (['{"audio_filepath": "/d/a.wav", "text": "one"}', "  \u3000", '{"audio_filepath": "/d/b.wav", "text": "two"}'], False),
     "tab": (['{"audio_filepath": "/d/a.wav",\t"text": "one"}'], False),
     "escaped pair": (['{"audio_filepath": "/d/a.wav", "text": "\\ud83d\\ude00"}'], False),

@@ -574,10 +574,6 @@ judges (Arrow's parser and Python's json need not agree on one inside a string).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 """An escaped surrogate: a lone one is kept as Python's json keeps it, where Arrow refuses it."""
 
-_BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
-"""An empty or whitespace-only line (Python's whitespace, as ``str.strip`` sees it) between two newlines."""
-
-
 def _read_nemo_columns(path: str, resolve: Callable[[str], str], builder: _Builder) -> bool:
     """Every entry of a plain NeMo manifest at once, as columns, parsed by Arrow's JSON reader: True when it was.
 
@@ -604,19 +600,35 @@ def _read_nemo_columns(path: str, resolve: Callable[[str], str], builder: _Build
         data = read_block(handle, COLUMNAR_MAX_BYTES + 1, path)
     if data.startswith(b"\xef\xbb\xbf") or 1 in data.translate(_CONTROL_BYTES) or (b"\\u" in data and _SURROGATE_ESCAPE.search(data)):
         return False
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    body = text[:-1] if text.endswith("\n") else text
-    if _BLANK_LINE.search(f"\n{body}\n"):
-        return False
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    lines = data.count(b"\n") + (not data.endswith(b"\n"))
     try:
         table = pa_json.read_json(pa.BufferReader(data), read_options=pa_json.ReadOptions(block_size=MAX_LINE_BYTES))
     except (pa.ArrowException, ValueError):
         return False
+    finally:
+        del data
+    try:
+        return _columns_of_table(table, lines, path, resolve, builder)
+    finally:
+        del table
+        release = getattr(pa.default_memory_pool(), "release_unused", None)  # pyarrow 9 and later
+        if release is not None:
+            release()  # the parsed file's buffers, a few times its size: returned, not kept by the pool
+
+
+def _columns_of_table(table: Any, lines: int, path: str, resolve: Callable[[str], str], builder: _Builder) -> bool:
+    """The entries of a manifest Arrow parsed (``lines`` lines long) as ``builder.columns``, when it is plain: see
+    :func:`_read_nemo_columns`."""
+    import pyarrow as pa
+
     names = table.column_names
-    if table.num_rows != body.count("\n") + 1 or any(name != name.lower() for name in names):
+    # a blank or whitespace-only line is a row fewer (Arrow skips it); a line of two objects, one more
+    if table.num_rows != lines or any(name != name.lower() for name in names):
         return False
     present = set(names)
     if any(len(present.intersection(keys)) > 1 for keys in (SPEAKER_KEYS, ID_KEYS)):
