@@ -118,7 +118,7 @@ def summarize(dataset: Dataset) -> dict:
     from trainproof.data.records import ClipRecords
 
     clips = ClipRecords.of(dataset.records)
-    readable = np.array([kind is None for kind in clips.column("error_kind").tolist()], dtype=bool)
+    readable = np.equal(clips.column("error_kind"), None)
     durations = np.asarray(clips.column("duration_s")[readable], dtype=float)
     rates = sorted(set(clips.column("sample_rate")[readable].tolist()))
     speakers = {speaker for speaker in entry_column(dataset.manifest.entries, "speaker") if speaker}

@@ -38,7 +38,7 @@ class Entry:
         dataclass costs three times as much, and a manifest of 20,000 lines builds 20,000. ``values`` must name every
         field, with a value of its type (the caller checks)."""
         entry = object.__new__(cls)
-        entry.__dict__.update(values)
+        object.__setattr__(entry, "__dict__", values)  # the keyword arguments' own new dict, taken as it is
         return entry
 
 
