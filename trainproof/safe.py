@@ -76,3 +76,18 @@ def utf8_encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+QUOTE_CHARS = 200
+"""The most characters of one piece of user text (a transcript, a line of a file) a report quotes: enough to
+recognise it, and a bound on what a file that is not what it claims (a credentials file behind a symlink) can put
+into every output."""
+
+
+def quoted(text: object, limit: int = QUOTE_CHARS) -> str:
+    """``text`` as a quotation in a finding: its ``repr``, cut to ``limit`` characters with ``...`` and its length
+    when longer (``'abc...' (1,234 characters)``)."""
+    shown = str(text)
+    if len(shown) <= limit:
+        return repr(shown)
+    return f"{shown[:limit]!r}... ({len(shown):,} characters)"
