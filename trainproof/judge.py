@@ -94,9 +94,9 @@ class Command:
         """The files judging ``path`` reads, which no output may overwrite (a folder's log, a dataset's manifest)."""
         return [Path(path)]
 
-    def reads_named(self, path: str, names: frozenset[str], options: Mapping[str, Any]) -> Sequence[str]:
-        """The files judging ``path`` (with ``options``) reads whose base name is one of ``names``, among those that
-        :meth:`reads` cannot list before reading (a dataset's clips): asked only about outputs that exist already."""
+    def reads_listed(self, path: str, options: Mapping[str, Any]) -> Sequence[str]:
+        """The files judging ``path`` (with ``options``) reads that :meth:`reads` cannot list before reading the input
+        (a dataset's clips and transcripts): asked only when an output exists already, which may be one of them."""
         return ()
 
     def reads_options(self, options: Mapping[str, Any]) -> Sequence[tuple[str, str]]:

@@ -10,15 +10,13 @@ decide nothing about a run.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from trainproof import figures
+from trainproof import figures, memo
 from trainproof.checks.base import NotApplicable, Rule, RunContext
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
@@ -252,18 +250,10 @@ def curve_unjudged(ctx: RunContext) -> str | None:
     return None
 
 
-_SEARCHES: ContextVar[dict[tuple[str, Path], Search] | None] = ContextVar("trainproof_searches", default=None)
-
-
-@contextmanager
-def searching_once() -> Iterator[None]:
+def searching_once():
     """Within the block, each folder is searched once: what one command invocation reads (to protect it from the outputs)
     and then judges is the same search. Outside it every look searches afresh, as ``watch`` must."""
-    token = _SEARCHES.set({})
-    try:
-        yield
-    finally:
-        _SEARCHES.reset(token)
+    return memo.invocation()
 
 
 def _search(source: Any) -> Search | None:
@@ -274,18 +264,15 @@ def _search(source: Any) -> Search | None:
     if isinstance(source, Run):
         return None
     path = Path(source)
-    memo = _SEARCHES.get()
     try:
         if not path.is_dir():
             return None
-        key = (str(path), path.resolve()) if memo is not None else None  # resolved only where a search is kept (not each poll of watch)
+        if not memo.active():  # resolved only where a search is kept (not each poll of watch)
+            return find_runs(path)
+        key = ("search", str(path), path.resolve())
     except (OSError, RuntimeError, ValueError):
         return None
-    if memo is None:
-        return find_runs(path)
-    if key not in memo:
-        memo[key] = find_runs(path)
-    return memo[key]
+    return memo.remembered(key, lambda: find_runs(path))
 
 
 def expand(source: Any) -> Inputs:

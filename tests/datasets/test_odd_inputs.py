@@ -286,12 +286,16 @@ def test_manifest_problems_are_counted_per_kind(tmp_path, capsys):
     assert (found[1]["values"]["count"], found[2]["values"]["count"]) == (1, 2)
 
 
-def test_an_existing_report_file_does_not_make_the_dataset_read_twice(tmp_path, monkeypatch):
+def test_an_existing_report_file_does_not_make_the_dataset_read_twice(tmp_path, monkeypatch, capsys):
     from trainproof.data import manifest
-    from trainproof.judge import command
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("the manifest was read to protect a report.json")
+    clip(tmp_path / "lj" / "wavs" / "b.wav")
+    (tmp_path / "lj" / "metadata.csv").write_text("b|hello there|hello there\n")
+    (tmp_path / "report.json").write_text("{}")
+    reads = []
+    real = manifest.read_manifest
+    monkeypatch.setattr(manifest, "read_manifest", lambda *args, **kwargs: reads.append(args) or real(*args, **kwargs))
+    code, _, _ = run(capsys, tmp_path / "lj", "--json-file", tmp_path / "report.json")
+    assert code == 0
+    assert len(reads) == 1  # read to check the clips against report.json, and judged as read
 
-    monkeypatch.setattr(manifest, "read_manifest", refuse)
-    assert command("data").reads_named(str(tmp_path), frozenset({"report.json", "r.html"}), {}) == ()

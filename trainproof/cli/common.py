@@ -74,11 +74,11 @@ def add_judging_command(
 
     def run(args: argparse.Namespace) -> int:
         from trainproof.judge import judge
-        from trainproof.runs import searching_once
+        from trainproof.memo import invocation
 
         sources, extra = inputs(args.paths)
         chosen = options(args)
-        with searching_once():  # the folders checked against the outputs are judged as found, not searched again
+        with invocation():  # what is read to check the outputs (a folder's search, a manifest) is judged as read, not read again
             check_outputs(args, name, {**chosen, **extra})
             settings = settings_from(args)
             report = judge(name, sources, settings, **chosen, **extra)
@@ -101,41 +101,55 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 def check_outputs(args: argparse.Namespace, name: str, options: Mapping[str, Any]) -> None:
     """Refuse impossible or destructive output requests before any work is done (``options``: the command's, as
-    :func:`trainproof.judge.judge` is given them)."""
+    :func:`trainproof.judge.judge` is given them). Files are told apart by identity (device and inode), so a symlink or
+    a hard link to an input is refused like the input itself."""
     from trainproof import outputs
     from trainproof.judge import command
 
-    # the outputs already there, by name: one may be a file the inputs name inside them (a dataset's clip or transcript)
-    there = [str(value) for option, _ in FILE_OUTPUTS if (value := getattr(args, option)) is not None and outputs.identity(value)]
-    names = frozenset(os.path.basename(p) for value in there for p in (value, os.path.realpath(value)))
-    protected = {}
+    judging = command(name)
+    protected: dict[outputs.Identity, tuple[str, str]] = {}  # identity -> (the file as the input names it, why it is read)
+
+    def protect(source: object, why: str) -> None:
+        if (found := outputs.identity(source)) is not None:  # type: ignore[arg-type]
+            protected.setdefault(found, (str(source), why))
+
     for path in args.paths:
-        named = command(name).reads_named(str(path), names, options) if names else ()
-        for source in (*command(name).reads(str(path)), *named):
-            if (found := outputs.identity(source)) is not None:
-                protected[found] = f"{visible(source)}: is read as an input; refusing to overwrite it"
-    for source, why in command(name).reads_options(options):  # what an option names (text's --tokenizer)
-        if (found := outputs.identity(source)) is not None:
-            protected[found] = f"{visible(source)}: {why}; refusing to overwrite it"
-    if args.config and (found := outputs.identity(args.config)) is not None:
-        protected[found] = f"{visible(args.config)}: is the configuration file; refusing to overwrite it"
+        for source in judging.reads(str(path)):
+            protect(source, "is read as an input")
+    for source, why in judging.reads_options(options):  # what an option names (text's --tokenizer)
+        protect(source, why)
+    if args.config:
+        protect(args.config, "is the configuration file")
+    targets = [(f"--{option.replace('_', '-')}", str(value)) for option, _ in FILE_OUTPUTS if (value := getattr(args, option)) is not None]
     summary = os.environ.get("GITHUB_STEP_SUMMARY") if getattr(args, "github", False) else None
+    there = [target for _, target in targets] + ([summary] if summary else [])
+    if any(outputs.identity(target) not in (None, *protected) for target in there):
+        # an output already there may be a file an input lists (a clip, a transcript, under any name): only then are the
+        # inputs' lists read (once: judging takes the same reading) and each listed file compared by identity
+        for path in args.paths:
+            for source in judging.reads_listed(str(path), options):
+                protect(source, "is read as an input")
     if summary and (found := outputs.identity(summary)) in protected:
-        raise UsageError(f"GITHUB_STEP_SUMMARY ({visible(summary)}) is one of the inputs; refusing to append to it")
+        source, why = protected[found]
+        raise UsageError(f"GITHUB_STEP_SUMMARY ({visible(summary)}) is {visible(source)}, which {why}; refusing to append to it")
     named: dict[object, str] = {}
-    for option, _ in FILE_OUTPUTS:
-        value = getattr(args, option)
-        if value is None:
-            continue
-        flag = option.replace("_", "-")
-        outputs.check_target(flag, str(value))
+    for flag, value in targets:
+        outputs.check_target(flag.lstrip("-"), value)
         found = outputs.identity(value)
         if found in protected:
-            raise UsageError(protected[found])
+            raise UsageError(f"{_same_file(value, *protected[found])}; refusing to overwrite it")
         key = found or Path(value).resolve()
         if key in named:
-            raise UsageError(f"{visible(value)}: named by both --{named[key]} and --{flag}")
+            raise UsageError(f"{visible(value)}: named by both {named[key]} and {flag}")
         named[key] = flag
+
+
+def _same_file(output: str, source: str, why: str) -> str:
+    """What an output path is, said of the input file it would overwrite: ``a.txt: is read as an input``, or, for
+    another name of it (a hard link, a symlink), ``out.json: is the same file as a.txt, which is read as an input``."""
+    if os.path.abspath(output) == os.path.abspath(source):
+        return f"{visible(source)}: {why}"
+    return f"{visible(output)}: is the same file as {visible(source)}, which {why}"
 
 
 def emit(report: Report, args: argparse.Namespace) -> int:

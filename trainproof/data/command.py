@@ -51,10 +51,9 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
         return source
     _require()
     from trainproof.collector import collector_paused
-    from trainproof.data.manifest import read_manifest
 
     with collector_paused():
-        manifest = read_manifest(source, root=options.get("root"), audio_dir=options.get("audio_dir"))
+        manifest = manifest_of(source, options)
         entries = manifest.entries
         refs = [
             ClipRef(audio, offset, duration if offset is not None else None)
@@ -71,6 +70,23 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
         if cache.notes:
             manifest = replace(manifest, notes=manifest.notes + tuple(cache.notes))
     return Dataset(manifest, records)
+
+
+def manifest_of(source: Any, options: Mapping[str, Any]) -> Manifest:
+    """The manifest of the dataset at ``source`` as ``options`` say to read it; read once per invocation (checking the
+    outputs against the listed clips and judging take the same reading)."""
+    from trainproof import memo
+    from trainproof.data.manifest import read_manifest
+
+    def read() -> Manifest:
+        return read_manifest(source, root=options.get("root"), audio_dir=options.get("audio_dir"))
+
+    key = ("manifest", str(source), os.getcwd(), *(str(options.get(name)) for name in MANIFEST_OPTIONS))
+    return memo.remembered(key, read)
+
+
+MANIFEST_OPTIONS = ("root", "audio_dir", "follow_links")
+"""The options that change how a manifest is read (and so which reading an invocation may share)."""
 
 
 def _decode(refs: list[ClipRef], cache: Any, options: Mapping[str, Any]) -> ClipRecords:
@@ -164,21 +180,17 @@ class Data(Command):
         names = ("metadata.csv", "wav.scp", "text", "utt2spk", "segments")
         return [target / name for name in names if (target / name).is_file()] + [target]
 
-    def reads_named(self, path: str, names: frozenset[str], options: Mapping[str, Any]) -> Sequence[str]:
-        """The listed clips and the transcript files of the dataset at ``path`` with one of these base names. Only a
-        name of audio or a transcript is looked for (reading the manifest again for a report.json would cost a
-        second parse of the dataset on every re-run)."""
-        from trainproof.data.manifest import AUDIO_EXTENSIONS, TRANSCRIPT_SUFFIXES, read_manifest
+    def reads_listed(self, path: str, options: Mapping[str, Any]) -> Sequence[str]:
+        """Every listed clip and transcript file of the dataset at ``path`` (asked only when an output exists already:
+        the manifest read here is the one judged, see :func:`manifest_of`)."""
         from trainproof.errors import InputError
 
-        if not any(name.lower().endswith((*AUDIO_EXTENSIONS, *TRANSCRIPT_SUFFIXES)) for name in names):
-            return ()
         try:
-            manifest = read_manifest(path, root=options.get("root"), audio_dir=options.get("audio_dir"))
+            manifest = manifest_of(path, options)
         except (InputError, OSError):
             return ()
-        files = {file for entry in manifest.entries for file in (entry.audio, entry.manifest)}
-        return sorted(file for file in files if os.path.basename(file) in names and not is_uri(file))
+        files = dict.fromkeys(file for column in ("audio", "manifest") for file in entry_column(manifest.entries, column))
+        return [file for file in files if not is_uri(file)]
 
     def stages(self, dataset: Dataset, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
         from trainproof.checks.data import DataContext
