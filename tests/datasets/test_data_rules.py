@@ -396,16 +396,24 @@ def test_transcript_characters_and_letters_are_counted_per_code_point():
     assert empty.letters.tolist() == []
 
 
-def _repeats_by_hand(rows, key, differing, examples):
+def _repeats_by_hand(rows, key, differing, examples, unlike_first=None):
     """What _repeats means, spelled out a row at a time: the reference its vectorised form is held to."""
+
+    def value(row, item):  # a tuple of columns is one value, missing only when every column is
+        if isinstance(item, str):
+            return row[item]
+        values = tuple(row[c] for c in item)
+        return None if all(v is None for v in values) else values
+
     groups: dict = {}
     for position, row in enumerate(rows):
         if row[key] is not None and row[key] != "":
             groups.setdefault(row[key], []).append(position)
     counted = []
     for members in groups.values():
-        if len(members) > 1 and all(len({rows[p][c] for p in members} - {None}) > 1 for c in differing):
-            counted.extend(members[1:])
+        if len(members) > 1 and all(len({value(rows[p], c) for p in members} - {None}) > 1 for c in differing):
+            first = members[0]
+            counted.extend(p for p in members[1:] if unlike_first is None or rows[p][unlike_first] != rows[first][unlike_first])
     counted.sort(key=lambda p: rows[p]["line"])  # stable: ties keep table order
     shown = counted[:examples]
     names = {rows[p][key]: f"{rows[groups[rows[p][key]][0]]['listed']} (line {rows[groups[rows[p][key]][0]]['line']})" for p in shown}
@@ -433,17 +441,160 @@ def test_repeats_are_what_a_loop_over_the_rows_finds(seed):
             rng.shuffle(lines)
         rows = [
             {"hash": rng.choice(["a", "b", "c", "", None]), "audio": rng.choice(["x", "y", None]), "folded": rng.choice(["p", "q", ""]),
-             "line": line, "listed": f"clip{k}.wav"}
+             "id": rng.choice(["i", "j", None]), "line": line, "listed": f"clip{k}.wav"}
             for k, line in enumerate(lines)
         ]  # fmt: skip
         table = pd.DataFrame({
             "hash": pd.Series([r["hash"] for r in rows], dtype="str"),
             "audio": pd.Series([r["audio"] for r in rows], dtype="str"),
             "folded": pd.Series([r["folded"] for r in rows], dtype=object),
+            "id": pd.Series([r["id"] for r in rows], dtype="str"),
             "line": pd.Series(lines, dtype="int64"),
             "listed": pd.Series([r["listed"] for r in rows], dtype="str"),
         })  # fmt: skip
-        for key, differing in (("hash", ("audio",)), ("hash", ("folded",)), ("folded", ("audio", "hash")), ("hash", ())):
-            shown, count, names = _repeats(ctx, table, key, differing=differing)
-            expected = _repeats_by_hand(rows, key, differing, ctx.t.DATA_EXAMPLES)
-            assert (list(shown.index), count, names) == expected
+        for key, differing, unlike in (
+            ("hash", ("audio",), None), ("hash", ("folded",), None), ("folded", ("audio", "hash"), None), ("hash", (), None),
+            ("hash", (("audio", "id"),), None), ("folded", (("audio", "id"), "hash"), None), ("hash", (), "folded"), ("hash", ("audio",), "id"),
+        ):  # fmt: skip
+            shown, count, names = _repeats(ctx, table, key, differing=differing, unlike_first=unlike)
+            expected = _repeats_by_hand(rows, key, differing, ctx.t.DATA_EXAMPLES, unlike)
+            assert (list(shown.index), count, names) == expected, (key, differing, unlike)
+
+
+# --- what a duplicate and a conflict are (issue 27, item 8) ---------------------------------------------------------
+
+
+def _distinct_clips(folder: Path, n: int) -> list[str]:
+    from tests.datasets.test_clip import SENTENCE, voiced, write
+
+    return [write(folder / f"c{i}.wav", voiced(16000, SENTENCE, seed=i), 16000) for i in range(n)]
+
+
+def _nemo_manifest(path: Path, lines: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def _hits(subject: Subject, rule_id: str) -> list:
+    return [f for f in subject.findings if f.rule_id == rule_id]
+
+
+def test_a_line_without_a_transcript_is_no_conflict_with_one_that_has_one(tmp_path):
+    """Two lines of one clip with no transcript (none at all, and an empty one) and a third with one: the missing
+    transcripts are TP-DATA-EMPTY-TEXT's, not a conflict ("another transcript: nan" before: NaN is not equal to itself)."""
+    clips = _distinct_clips(tmp_path, 3)
+    manifest = _nemo_manifest(tmp_path / "m.jsonl", [
+        {"audio_filepath": clips[0], "id": "a"},
+        {"audio_filepath": clips[0], "id": "b", "text": ""},
+        {"audio_filepath": clips[0], "id": "c", "text": "hello there"},
+        {"audio_filepath": clips[1], "id": "d", "text": "good morning"},
+        {"audio_filepath": clips[2], "id": "e", "text": "good evening"},
+    ])  # fmt: skip
+    subject = judged_path(manifest)
+    assert "TP-DATA-CONFLICTING-TEXT" in subject.ran
+    assert _hits(subject, "TP-DATA-CONFLICTING-TEXT") == []
+    assert [f.line for f in _hits(subject, "TP-DATA-EMPTY-TEXT")] == [1, 2]
+
+
+def test_a_conflict_names_the_lines_whose_transcript_differs_from_the_first(tmp_path):
+    """One clip on four lines: no transcript, "hello there", the same folded otherwise, and "good night". Only the last
+    conflicts, with line 2 (the first with a transcript)."""
+    clips = _distinct_clips(tmp_path, 3)
+    manifest = _nemo_manifest(tmp_path / "m.jsonl", [
+        {"audio_filepath": clips[0], "id": "a"},
+        {"audio_filepath": clips[0], "id": "b", "text": "hello there"},
+        {"audio_filepath": clips[0], "id": "c", "text": "Hello  there"},
+        {"audio_filepath": clips[0], "id": "d", "text": "good night"},
+        {"audio_filepath": clips[1], "id": "e", "text": "good morning"},
+        {"audio_filepath": clips[2], "id": "f", "text": "good evening"},
+    ])  # fmt: skip
+    (finding,) = _hits(judged_path(manifest), "TP-DATA-CONFLICTING-TEXT")
+    assert finding.line == 4
+    assert finding.values["count"] == 1
+    assert "(line 2) but another transcript: 'good night'." in finding.message
+    assert "nan" not in finding.message
+
+
+def test_one_clip_listed_six_times_under_six_ids_is_duplicate_audio(tmp_path):
+    """The same file and transcript on six lines under six ids: trained on six times as often as the others."""
+    clips = _distinct_clips(tmp_path, 3)
+    lines = [{"audio_filepath": clips[0], "id": f"r{k}", "text": "hello there"} for k in range(6)]
+    lines += [{"audio_filepath": clips[1], "id": "x", "text": "good morning"}, {"audio_filepath": clips[2], "id": "y", "text": "good evening"}]
+    subject = judged_path(_nemo_manifest(tmp_path / "m.jsonl", lines))
+    hits = _hits(subject, "TP-DATA-DUPLICATE-AUDIO")
+    assert [f.line for f in hits] == [2, 3, 4, 5, 6]
+    assert hits[0].values["count"] == 5
+    assert "under the id 'r1'" in hits[0].message
+    assert "(line 1)" in hits[0].message
+    assert "listed 6 times in all, so it weighs 6 times in training" in hits[0].message
+    assert _hits(subject, "TP-DATA-DUPLICATE-ID") == []
+    assert _hits(subject, "TP-DATA-CONFLICTING-TEXT") == []
+
+
+def test_one_clip_listed_twice_through_two_spellings_of_its_path_is_duplicate_audio(tmp_path):
+    """``c0.wav`` and ``./c0.wav``: two ids (NeMo's id is the path as written) for one file."""
+    _distinct_clips(tmp_path, 3)
+    manifest = _nemo_manifest(tmp_path / "m.jsonl", [
+        {"audio_filepath": "c0.wav", "text": "hello there"},
+        {"audio_filepath": "c1.wav", "text": "good morning"},
+        {"audio_filepath": "./c0.wav", "text": "hello there"},
+        {"audio_filepath": "c2.wav", "text": "good evening"},
+    ])  # fmt: skip
+    (finding,) = _hits(judged_path(manifest), "TP-DATA-DUPLICATE-AUDIO")
+    assert finding.line == 3
+    assert "listed 2 times in all" in finding.message
+
+
+def test_a_line_repeated_whole_is_a_duplicate_id_not_duplicate_audio(clean, tmp_path):
+    """Two manifests concatenated: the same id, file and transcript twice is TP-DATA-DUPLICATE-ID's finding alone."""
+    corpus = clean("ljspeech", 12).copy(tmp_path)
+    FAULTS["duplicate_id"](corpus)
+    subject = judged(corpus)
+    assert _hits(subject, "TP-DATA-DUPLICATE-ID")
+    assert "TP-DATA-DUPLICATE-AUDIO" in subject.ran
+    assert _hits(subject, "TP-DATA-DUPLICATE-AUDIO") == []
+
+
+# --- quotations of user text are capped (issue 27, item 1) -------------------------------------------------------------
+
+
+def test_transcripts_and_names_are_quoted_capped_in_every_finding(tmp_path, capsys):
+    """A 64 KiB transcript ending in a secret (what a .txt symlinked to .git/config or /proc/self/environ holds),
+    duplicated and conflicting; a transcript of 5,000 distinct numbers and a 100,000-digit one; 3,000 distinct odd
+    characters; a 100,000-character audio path. Each finding quotes at most QUOTE_CHARS of any of them, with its length,
+    and the secret appears in no output."""
+    import trainproof.safe
+
+    QUOTE_CHARS = getattr(trainproof.safe, "QUOTE_CHARS", 200)  # noqa: N806 -- the cap, as trainproof.safe has it
+    clips = _distinct_clips(tmp_path, 4)
+    secret = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
+    long = "the quick brown fox " * 3276 + secret  # 65,580 characters
+    numbers = "7" * 100_000 + " " + " ".join(str(n) for n in range(5000))
+    odd = "hello " + "".join(chr(0xE000 + k) for k in range(3000))  # private use
+    far = str(tmp_path / ("d" * 100_000 + ".wav"))
+    manifest = _nemo_manifest(tmp_path / "m.jsonl", [
+        {"audio_filepath": clips[0], "id": "a", "text": long},
+        {"audio_filepath": clips[1], "id": "b", "text": long},  # the same transcript: TP-DATA-DUPLICATE-TEXT
+        {"audio_filepath": clips[0], "id": "c", "text": long[::-1]},  # the same audio: TP-DATA-CONFLICTING-TEXT
+        {"audio_filepath": clips[2], "id": "d", "text": numbers},
+        {"audio_filepath": clips[3], "id": "e", "text": odd},
+        {"audio_filepath": far, "id": "f", "text": "hello there"},
+    ])  # fmt: skip
+    assert main(["data", str(manifest), "--no-cache", "--jobs", "1", "--json"]) == 1
+    out, _ = capsys.readouterr()
+    assert secret not in out
+    assert "7" * (QUOTE_CHARS + 1) not in out
+    assert "d" * (QUOTE_CHARS + 1) not in out
+    found = json.loads(out)["subjects"][0]["findings"]
+    fired = {f["id"] for f in found}
+    assert {"TP-DATA-DUPLICATE-TEXT", "TP-DATA-CONFLICTING-TEXT", "TP-DATA-UNNORMALIZED", "TP-DATA-CHARACTERS", "TP-DATA-UNREADABLE"} <= fired
+    for finding in found:
+        assert len(finding["message"]) < 4 * QUOTE_CHARS + 400, (finding["id"], len(finding["message"]))
+        assert len(finding["evidence"]) < 2 * QUOTE_CHARS + 200, (finding["id"], len(finding["evidence"]))
+    by_id = {f["id"]: f["message"] for f in found}
+    assert f"({len(long):,} characters)" in by_id["TP-DATA-DUPLICATE-TEXT"]
+    assert f"({len(long):,} characters)" in by_id["TP-DATA-CONFLICTING-TEXT"]
+    assert "(100,000 characters)" in by_id["TP-DATA-UNNORMALIZED"]
+    assert "more." in by_id["TP-DATA-UNNORMALIZED"]
+    assert "more." in by_id["TP-DATA-CHARACTERS"]
+    assert f"({len(far):,} characters)" in by_id["TP-DATA-UNREADABLE"]

@@ -26,7 +26,7 @@ from trainproof.collector import collector_paused
 from trainproof.data.model import ClipRecord, Manifest, entry_column
 from trainproof.data.records import ClipRecords
 from trainproof.report import Finding, Level
-from trainproof.safe import hidden
+from trainproof.safe import QUOTE_CHARS, hidden, quoted
 from trainproof.stats import MAD_SE, MAD_TO_SIGMA
 from trainproof.thresholds import Thresholds
 
@@ -165,7 +165,24 @@ def _examples(
 
 
 def _name(row: Any) -> str:
-    return str(row.listed)
+    return _shown(row.listed)
+
+
+def _shown(text: object) -> str:
+    """A name from the user's files in a message (a path as listed, an id): as it is when it is short, else a capped
+    quotation (:func:`trainproof.safe.quoted`), so a 1 MiB manifest field is not copied into every output."""
+    shown = str(text)
+    return shown if len(shown) <= QUOTE_CHARS else quoted(shown)
+
+
+SHOWN_ITEMS = 8
+"""The most distinct items (numbers, symbols, odd characters) one finding lists out of a transcript; the rest are counted."""
+
+
+def _listed(items: Sequence[str]) -> str:
+    """``items`` joined with commas, the first SHOWN_ITEMS of them, and how many more there are."""
+    more = f" and {len(items) - SHOWN_ITEMS:,} more" if len(items) > SHOWN_ITEMS else ""
+    return ", ".join(items[:SHOWN_ITEMS]) + more
 
 
 # --- the manifest ---------------------------------------------------------------
@@ -230,7 +247,7 @@ def unlisted(ctx: DataContext) -> Iterator[Hit]:
     problems = [p for p in ctx.manifest.problems if p.kind == "unlisted"]
     if not problems:
         return
-    names = ", ".join(str(p.file) for p in problems[: ctx.t.DATA_EXAMPLES])
+    names = ", ".join(_shown(p.file) for p in problems[: ctx.t.DATA_EXAMPLES])
     more = f" and {len(problems) - ctx.t.DATA_EXAMPLES:,} more" if len(problems) > ctx.t.DATA_EXAMPLES else ""
     yield Hit(
         message=f"{len(problems):,} audio file{'s are' if len(problems) != 1 else ' is'} in the dataset's folder but on no manifest line: {names}{more}.",
@@ -254,7 +271,7 @@ def missing(ctx: DataContext) -> Iterator[Hit]:
     """
     table = ctx.table
     rows = table[table["error_kind"] == "missing"]
-    yield from _examples(ctx, rows, "clips are missing", lambda r: (f"{_name(r)} does not exist.", f"line {r.line}: resolved to {r.audio}"))
+    yield from _examples(ctx, rows, "clips are missing", lambda r: (f"{_name(r)} does not exist.", f"line {r.line}: resolved to {_shown(r.audio)}"))
 
 
 def unreadable(ctx: DataContext) -> Iterator[Hit]:
@@ -268,7 +285,7 @@ def unreadable(ctx: DataContext) -> Iterator[Hit]:
     """
     table = ctx.table
     rows = table[table["error_kind"].isin(["unreadable", "empty", "truncated"])]
-    yield from _examples(ctx, rows, "clips cannot be read", lambda r: (f"{_name(r)} cannot be read: {r.error}.", f"line {r.line}: {r.error_kind}"))
+    yield from _examples(ctx, rows, "clips cannot be read", lambda r: (f"{_name(r)} cannot be read: {_shown(r.error)}.", f"line {r.line}: {r.error_kind}"))
 
 
 def nonfinite(ctx: DataContext) -> Iterator[Hit]:
@@ -475,16 +492,23 @@ def silent(ctx: DataContext) -> Iterator[Hit]:
     )  # fmt: skip
 
 
-def _repeats(ctx: DataContext, rows: pd.DataFrame, key: str, *, differing: Sequence[str] = ()) -> tuple[pd.DataFrame, int, dict[Any, str]]:
+def _repeats(
+    ctx: DataContext, rows: pd.DataFrame, key: str, *, differing: Sequence[str | tuple[str, ...]] = (), unlike_first: str | None = None
+) -> tuple[pd.DataFrame, int, dict[Any, str]]:
     """The rows that repeat an earlier row's ``key`` (all but the first of each group): the first DATA_EXAMPLES of them
     in line order (all :func:`_examples` shows), how many there are, and the first clip of each of their groups by key.
 
-    Only groups whose rows also differ in every column of ``differing`` count
-    (the paths of duplicated audio, the transcripts of conflicting audio; a
-    missing value is no difference). An empty or missing key groups nothing.
-    Worked out on the factorised codes of the few columns it reads, with
-    numpy: a corpus where every clip has nine copies costs one sort, not a
-    Python loop per group, nor a pandas step (and its copy) per question.
+    Only groups whose rows also differ in every item of ``differing`` count
+    (the paths and ids of duplicated audio, the transcripts of duplicated
+    text; a missing value is no difference). An item that is a tuple of
+    columns differs where any of them does (a missing value only where all
+    are). With ``unlike_first``, only the rows whose value in that column is
+    not their group's first row's count (the transcripts of conflicting
+    audio: a line that agrees with the first is no conflict). An empty or
+    missing key groups nothing. Worked out on the factorised codes of the
+    few columns it reads, with numpy: a corpus where every clip has nine
+    copies costs one sort, not a Python loop per group, nor a pandas step
+    (and its copy) per question.
     """
     import pandas as pd
 
@@ -496,7 +520,7 @@ def _repeats(ctx: DataContext, rows: pd.DataFrame, key: str, *, differing: Seque
     for column in differing:
         if not member.any():
             break
-        values, within = pd.factorize(rows[column])[0][member], groups[member]
+        values, within = _codes(rows, column)[member], groups[member]
         known = values >= 0
         lowest, highest = np.full(count, np.iinfo(np.int64).max), np.full(count, -1)
         np.minimum.at(lowest, within[known], values[known])
@@ -506,43 +530,78 @@ def _repeats(ctx: DataContext, rows: pd.DataFrame, key: str, *, differing: Seque
     first = np.full(count, len(rows))
     np.minimum.at(first, groups[position], position)
     repeat = position[first[groups[position]] != position]
+    if unlike_first is not None:
+        values = pd.factorize(rows[unlike_first])[0]
+        repeat = repeat[values[repeat] != values[first[groups[repeat]]]]
     lines = rows["line"].to_numpy()
     repeat = repeat[np.argsort(lines[repeat], kind="stable")]
     shown = repeat[: ctx.t.DATA_EXAMPLES]
     listed = rows["listed"]
-    names = {keys.iloc[i]: f"{listed.iloc[i]} (line {int(lines[i])})" for i in np.unique(first[groups[shown]]).tolist()}
+    names = {keys.iloc[i]: f"{_shown(listed.iloc[i])} (line {int(lines[i])})" for i in np.unique(first[groups[shown]]).tolist()}
     return rows.iloc[shown], len(repeat), names
+
+
+def _codes(rows: pd.DataFrame, columns: str | tuple[str, ...]) -> np.ndarray:
+    """Each row's value of one column, or of a tuple of columns taken together, as an integer code; -1 where the value
+    is missing (for a tuple, where every column's is)."""
+    import pandas as pd
+
+    if isinstance(columns, str):
+        return pd.factorize(rows[columns])[0]
+    codes = np.zeros(len(rows), dtype=np.int64)
+    missing = np.ones(len(rows), dtype=bool)
+    for column in columns:
+        part = pd.factorize(rows[column])[0]
+        missing &= part < 0
+        codes = pd.factorize(codes * (int(part.max(initial=-1)) + 2) + part + 1)[0]  # dense again: no overflow
+    codes[missing] = -1
+    return codes
 
 
 def duplicate_audio(ctx: DataContext) -> Iterator[Hit]:
     """The same audio is listed under different names.
 
-    What it detects: decoded clips whose samples are identical (the same audio in WAV and FLAC counts as the same) under different paths or ids.
-    Why it matters: a duplicate doubles that clip's weight in training and leaks between a train and a validation split.
-    Fires on: a clip copied under a new name.
-    Does not fire on: different recordings of the same sentence.
+    What it detects: decoded clips whose samples are identical (the same audio in WAV and FLAC counts as the same) under different paths or ids: a copy of a file, or one file (or segment) listed on several lines under different ids.
+    Why it matters: a duplicate doubles that clip's weight in training (a clip listed six times weighs six times) and leaks between a train and a validation split.
+    Fires on: a clip copied under a new name; one clip and its transcript listed on six lines under six ids.
+    Does not fire on: different recordings of the same sentence; a line repeated whole, id and all (TP-DATA-DUPLICATE-ID says so).
     Does not mean: which copy to keep; see TP-DATA-CONFLICTING-TEXT when their transcripts differ.
     """
-    rows, count, firsts = _repeats(ctx, _need_clips(ctx), "hash", differing=("audio",))
-    yield from _examples(
-        ctx, rows, "clips duplicate another's audio",
-        lambda r: (f"{_name(r)} has the same audio as {firsts[r.hash]}.", f"identical decoded samples (hash {r.hash[:12]})"), total=count,
-    )  # fmt: skip
+    decoded = _need_clips(ctx)
+    rows, count, firsts = _repeats(ctx, decoded, "hash", differing=(("audio", "id"),))
+    if not count:
+        return
+    hashes = decoded["hash"]
+    groups = {h: decoded[hashes == h] for h in dict.fromkeys(rows["hash"])}  # the few groups shown: a filter each
+
+    def say(r: Any) -> tuple[str, str]:
+        group = groups[r.hash]
+        times = len(group)
+        if r.audio == group["audio"].iloc[0]:
+            return (
+                f"{_name(r)} is listed again under the id {quoted(r.id)}: the same clip as {firsts[r.hash]}, listed {times:,} times in all, "
+                f"so it weighs {times:,} times in training.", f"the same file, listed {times:,} times (hash {r.hash[:12]})",
+            )  # fmt: skip
+        return f"{_name(r)} has the same audio as {firsts[r.hash]}.", f"identical decoded samples (hash {r.hash[:12]})"
+
+    yield from _examples(ctx, rows, "clips duplicate another's audio", say, total=count)
 
 
 def conflicting_text(ctx: DataContext) -> Iterator[Hit]:
     """The same audio is listed with different transcripts.
 
-    What it detects: identical decoded audio (the same file on two lines, or a copy) whose transcripts differ after case and whitespace are folded.
+    What it detects: identical decoded audio (the same file on two lines, or a copy) whose transcripts differ after case and whitespace are folded: each line whose transcript is not that of the first line with the audio and a transcript.
     Why it matters: the model is told one sound means two things; at least one pairing is wrong.
     Fires on: one clip listed on two lines with different sentences.
-    Does not fire on: the same audio listed twice with the same sentence (see TP-DATA-DUPLICATE-AUDIO).
+    Does not fire on: the same audio listed twice with the same sentence (see TP-DATA-DUPLICATE-AUDIO); a line with no transcript beside one with a transcript (TP-DATA-EMPTY-TEXT names the empty one).
     Does not mean: which transcript is right.
     """
-    rows, count, firsts = _repeats(ctx, _need_clips(ctx), "hash", differing=("folded",))
+    decoded = _need_clips(ctx)
+    spoken = decoded["folded"] != ""
+    rows, count, firsts = _repeats(ctx, decoded if spoken.all() else decoded[spoken], "hash", unlike_first="folded")
     yield from _examples(
         ctx, rows, "clips have the audio of another line with another transcript",
-        lambda r: (f"{_name(r)} (line {r.line}) has the same audio as {firsts[r.hash]} but another transcript: {r.text!r}.", f"identical decoded samples (hash {r.hash[:12]}), different transcripts"),
+        lambda r: (f"{_name(r)} (line {r.line}) has the same audio as {firsts[r.hash]} but another transcript: {quoted(r.text)}.", f"identical decoded samples (hash {r.hash[:12]}), different transcripts"),
         total=count,
     )  # fmt: skip
 
@@ -669,7 +728,7 @@ def unnormalized(ctx: DataContext) -> Iterator[Hit]:
 
     def say(r: Any) -> tuple[str, str]:
         found = [m.group(0) for pattern in (_DIGIT, _SYMBOL, _ABBREVIATION) for m in pattern.finditer(r.text or "")]
-        shown = ", ".join(repr(x) for x in dict.fromkeys(found))
+        shown = _listed([quoted(x) for x in dict.fromkeys(found)])
         return f"{_name(r)} has unnormalised text: {shown}.", f"line {r.line}: {len(found)} digit, symbol or abbreviation occurrence{'s' if len(found) != 1 else ''}"
 
     yield from _examples(ctx, rows, "transcripts are not normalised", say)
@@ -717,7 +776,7 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
     rows = table.assign(odd=marks)[marks.map(bool)]
 
     def say(r: Any) -> tuple[str, str]:
-        shown = ", ".join(f"U+{ord(ch):04X} {unicodedata.name(ch, unicodedata.category(ch))}" for ch in dict.fromkeys(r.odd))
+        shown = _listed([f"U+{ord(ch):04X} {unicodedata.name(ch, unicodedata.category(ch))}" for ch in dict.fromkeys(r.odd)])
         return f"{_name(r)} has characters foreign to the corpus: {shown}.", f"line {r.line}: {len(r.odd)} character{'s' if len(r.odd) != 1 else ''}"
 
     yield from _examples(ctx, rows, "transcripts have odd characters", say)
@@ -739,7 +798,7 @@ def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the pairing is wrong; some corpora record prompts twice on purpose.
     """
     rows, count, firsts = _repeats(ctx, ctx.table, "folded", differing=("audio", "hash"))
-    yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.folded]}: {r.text!r}.", f"line {r.line}: identical folded text"), total=count)
+    yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.folded]}: {quoted(r.text)}.", f"line {r.line}: identical folded text"), total=count)
 
 
 def empty_manifest(ctx: DataContext) -> Iterator[Hit]:
