@@ -60,6 +60,25 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
+def option_naming_a_file(argv: Sequence[str]) -> str | None:
+    """The first word before ``--`` that reads as an option yet names a file or folder in the working directory.
+
+    A hook or a workflow that expands a glob puts a committed file's name where
+    options go unless ``--`` comes first: a file named ``--tokenizer=chat.jsonl``
+    would choose the tokenizer, ``--json-file=x.jsonl`` where the report goes.
+    Such a word is ambiguous, so it is refused rather than guessed at, whoever
+    wrote the command line. ``-`` and ``--`` are the conventions, never options.
+    """
+    import os
+
+    for word in argv:
+        if word == "--":
+            return None
+        if word.startswith("-") and word != "-" and os.path.lexists(word):
+            return word
+    return None
+
+
 def process_main() -> int:
     """The ``trainproof`` process (the console script and ``python -m trainproof``): :func:`main`, in a process set
     for a short command that builds and drops arrays of a million points: the allocator keeps what it frees (see
@@ -173,6 +192,14 @@ def ordinary_pages() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if (word := option_naming_a_file(argv)) is not None:
+        command = _command_in(argv) or "COMMAND"
+        print(
+            f"trainproof: error: {visible(word)}: reads as an option but names a file or folder here; put -- before the paths "
+            f"(trainproof {command} [OPTIONS] -- PATH...)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
