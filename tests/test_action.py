@@ -223,3 +223,28 @@ def test_comment_is_best_effort(workspace, runner_temp, tmp_path):
     assert result.code == 0, result.stdout + result.stderr
     assert "repos/example/project/issues/7/comments" in calls.read_text()
     assert "::warning title=trainproof::could not post the pull-request comment" in result.stdout
+
+
+def metrics_log() -> str:
+    """A healthy metrics.jsonl training log: 200 steps of a decaying loss."""
+    return "".join(json.dumps({"step": i, "loss": 2.0 * 0.99**i + 0.5, "learning_rate": 1e-4}) + "\n" for i in range(1, 201))
+
+
+def test_a_file_named_like_an_option_is_a_path(workspace, runner_temp):
+    """Committed files named `--tokenizer=tok.jsonl` and `-x.jsonl`, matched by the glob, are judged as logs: the step
+    passes every option before `--` and every path after it. Before, trainproof took them for options (exit 2)."""
+    for name in ("--tokenizer=tok.jsonl", "-x.jsonl"):
+        (workspace / name).write_text(metrics_log())
+    result = run_action(workspace, runner_temp, paths="*.jsonl")
+    assert result.code == 0, result.stdout + result.stderr
+    report = json.loads(Path(result.outputs["report-file"]).read_text())
+    assert {s["path"]: s["verdict"] for s in report["subjects"]} == {"--tokenizer=tok.jsonl": "PASS", "-x.jsonl": "PASS"}
+    assert result.outputs["verdict"] == "PASS"
+
+
+def test_args_take_options_only(workspace, runner_temp):
+    """`--` in args would make the step's own options (--fail-on, the outputs) paths: refused, naming the input."""
+    result = run_action(workspace, runner_temp, paths="logs/healthy", args="--no-color -- logs/lr_hot")
+    assert result.code == 2
+    assert result.failed_step == "Judge"
+    assert "::error title=trainproof::args takes options only; give paths in the paths input" in result.stdout
