@@ -120,7 +120,7 @@ def test_the_tokenizer_hook_judges_the_tokenizer_with_its_text(tmp_path, pre_com
     (project / "tok" / "sample.txt").write_text("The birch canoe slid on the smooth planks.\nGlue the sheet to the dark blue background.\n")
     (project / ".pre-commit-config.yaml").write_text(
         f"repos:\n- repo: {tmp_path / 'trainproof'}\n  rev: {rev}\n  hooks:\n  - id: trainproof-tokenizer\n"
-        "    args: [tok/tts.model, tok/sample.txt]\n"
+        "    args: [--, tok/tts.model, tok/sample.txt]\n"
     )
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     subprocess.run(["git", "add", "-A"], cwd=project, check=True)
@@ -134,3 +134,66 @@ def test_the_tokenizer_hook_judges_the_tokenizer_with_its_text(tmp_path, pre_com
     result = subprocess.run(run, cwd=project, env=env, capture_output=True, text=True)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "TP-TOK-UNKNOWN" in result.stdout
+
+
+CHAT_ROW = '{"messages": [{"role": "user", "content": "What is two and two?"}, {"role": "assistant", "content": "Four."}]}\n'
+LOOPING_TOKENIZER_CONFIG = '{"chat_template": "{% for i in range(1000000000) %}{{ i }}{% endfor %}", "eos_token": "</s>"}\n'
+"""A tokenizer folder's config whose chat template never ends: loading and using it would hang the hook."""
+
+
+def option_named_files(root):
+    """A scratch repository with `--tokenizer=chat.jsonl` committed at its root (matched by the finetune hook's
+    pattern) and the tokenizer folder `chat.jsonl/` its name points at."""
+    (root / "--tokenizer=chat.jsonl").write_text(CHAT_ROW)
+    (root / "sft_clean.jsonl").write_text(CHAT_ROW)
+    (root / "chat.jsonl").mkdir()
+    (root / "chat.jsonl" / "tokenizer_config.json").write_text(LOOPING_TOKENIZER_CONFIG)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+
+
+def test_the_finetune_hook_reads_files_named_like_options_as_data(tmp_path, pre_commit_home):
+    """The hook's `args: ["--"]` puts the file names after `--`: `--tokenizer=chat.jsonl` is judged as a dataset and
+    no tokenizer is loaded; `-x_chat.jsonl` fails on its own rows. Before, each was taken for an option."""
+    option_named_files(tmp_path)
+    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-finetune-jsonl")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS  --tokenizer=chat.jsonl\n" in result.stdout
+    assert "PASS  sft_clean.jsonl\n" in result.stdout
+    assert "Skipped TP-TEXT-TOO-LONG: no --tokenizer given" in result.stdout
+    assert "tokens per row" not in result.stdout
+    (tmp_path / "-x_chat.jsonl").write_text('{"Prompt": "a", "Completion": "b"}\n')
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-finetune-jsonl")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL  -x_chat.jsonl\n" in result.stdout
+    assert "TP-TEXT-SHAPE" in result.stdout
+    assert "PASS  --tokenizer=chat.jsonl\n" in result.stdout
+
+
+def test_own_args_without_dashdash_are_refused_not_guessed(tmp_path, pre_commit_home):
+    """A user's `args` that forget the closing `--`: trainproof refuses the file name that reads as an option (exit 2,
+    one line saying to put -- before the paths) instead of loading the tokenizer it names; with `--` it judges."""
+    rev = _committed_copy(tmp_path / "trainproof")
+    project = tmp_path / "project"
+    project.mkdir()
+    option_named_files(project)
+    config = project / ".pre-commit-config.yaml"
+    hook = f"repos:\n- repo: {tmp_path / 'trainproof'}\n  rev: {rev}\n  hooks:\n  - id: trainproof-finetune-jsonl\n"
+    env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
+    run = ["pre-commit", "run", "trainproof-finetune-jsonl", "--all-files", "--verbose", "--color", "never"]
+    config.write_text(hook + "    args: [--fail-on, warn]\n")
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    result = subprocess.run(run, cwd=project, env=env, capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "trainproof: error: --tokenizer=chat.jsonl: reads as an option but names a file or folder here; "
+        "put -- before the paths (trainproof text [OPTIONS] -- PATH...)"
+    ) in result.stdout
+    assert "PASS" not in result.stdout
+    config.write_text(hook + "    args: [--fail-on, warn, --]\n")
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    result = subprocess.run(run, cwd=project, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS  --tokenizer=chat.jsonl\n" in result.stdout
+    assert "tokens per row" not in result.stdout
