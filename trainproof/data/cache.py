@@ -19,13 +19,37 @@ most of a warm run); a lookup is a hit only when all of them match, so a
 changed file, a changed segment or a new analysis is decoded again. One row
 per path and segment: a re-analysis replaces the stale row. (Like every
 mtime-keyed cache, a file rewritten with the same size within one mtime
-tick of the filesystem is not seen as changed.)
+tick of the filesystem is not seen as changed.) A row holding what the
+analysis cannot write (bytes of another size, a string slot that is not
+ASCII, a number out of its range: :func:`records.in_range`) is a miss too.
+
+What the cache did not write is not the cache's, because a cache folder can
+arrive in a checkout (a pull request that commits ``.trainproof_cache/``):
+
+- the default folder is used only when it is a folder, not a symbolic link
+  to one (a folder named by --cache-dir is the user's to point anywhere);
+- a marker is created with O_EXCL and O_NOFOLLOW: whatever is already under
+  its name (a dangling link to ``../.gitignore``, say) is left as it is;
+- the database is opened only when DB_NAME is a regular file with one link
+  (not a symbolic link, FIFO, device or folder, nor a hard link to a file
+  elsewhere) marked with APPLICATION_ID, or a trainproof cache from before
+  the mark; another application's database is never written. sqlite's side
+  files (``-journal``, ``-wal``, ``-shm``) must likewise be absent or regular
+  files with one link, and a journal must not name a super-journal: sqlite
+  deletes the file a hot journal names there, wherever it is. Journals stay
+  on disk (sqlite's default), so that a run killed mid-write is rolled back
+  by the next, and concurrent runs keep sqlite's locking as it is;
+  otherwise the run goes on without the cache, with a note, and leaves the
+  files as they are.
+
+These checks are against what a checkout or a copy can hold, made once a
+run (a few syscalls), not against a process racing the run in the folder.
 
 The cache never fails a run: a database that cannot be opened, is locked by
 another run for longer than TIMEOUT_S, or is full or read-only is ignored
 from then on, with a note in :attr:`Cache.notes`; a file that is not a
-database (corrupt) is replaced by an empty one, with a note. Concurrent runs
-share it through sqlite's own locking.
+database (corrupt) in the cache's own folder is replaced by an empty one,
+with a note. Concurrent runs share it through sqlite's own locking.
 """
 
 from __future__ import annotations
@@ -33,6 +57,7 @@ from __future__ import annotations
 import itertools
 import os
 import sqlite3
+import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -50,6 +75,15 @@ DB_NAME = "clips.sqlite3"
 SCHEMA = 3
 """The layout of the database; a database of another layout is emptied, not read."""
 
+APPLICATION_ID = 0x54505243
+"""sqlite's application id ("TPRC", in the header's bytes 68-71) marking a database as a trainproof cache."""
+
+MARKERS = (("CACHEDIR.TAG", None), (".gitignore", "# Automatically created by trainproof.\n*\n"))
+"""The files a folder of the cache's own gets (CACHEDIR.TAG's text is CACHEDIR_TAG)."""
+
+SIDE_FILES = ("-journal", "-wal", "-shm")
+"""What sqlite keeps beside a database (suffixes of its name)."""
+
 TIMEOUT_S = 10.0
 """Seconds to wait for another run's lock on the database before going on without the cache."""
 
@@ -65,6 +99,17 @@ CACHEDIR_TAG = """Signature: 8a477f597d28d172789f06886806bc55
 """
 
 _SELECT = "SELECT path, segment, size, mtime_ns, packed, texts FROM clips WHERE version = ?"
+_META = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+_CLIPS = (
+    "CREATE TABLE clips (path TEXT NOT NULL, segment TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
+    "version INTEGER NOT NULL, packed BLOB NOT NULL, texts TEXT, PRIMARY KEY (path, segment)) WITHOUT ROWID"
+)
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_HEADER_BYTES = 100
+_JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")  # a rollback journal's, which also ends its super-journal pointer
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in after the lstat does not hang the open
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class Hits(NamedTuple):
@@ -99,12 +144,17 @@ class CacheKey(NamedTuple):
         return cls(os.path.abspath(audio), stat.st_size, stat.st_mtime_ns, offset, duration)
 
 
-class Cache:
-    """The record cache in ``directory``; opened on first use (or by ``with``), written only by :meth:`put_many` and
-    :meth:`put_packed`."""
+class _NotOurs(Exception):
+    """A file under one of the cache's names that the cache did not write: why, to follow its path in a note."""
 
-    def __init__(self, directory: str | os.PathLike[str] = DEFAULT_DIR, *, version: int | None = None) -> None:
-        self.directory = Path(directory)
+
+class Cache:
+    """The record cache in ``directory`` (None: DEFAULT_DIR, which must be a folder, not a symbolic link to one); opened
+    on first use (or by ``with``), written only by :meth:`put_many` and :meth:`put_packed`."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None, *, version: int | None = None) -> None:
+        self.named = directory is not None
+        self.directory = Path(DEFAULT_DIR if directory is None else directory)
         self.version = model.ANALYSIS_VERSION if version is None else version
         self.notes: list[str] = []
         self._db: sqlite3.Connection | None = None
@@ -128,29 +178,16 @@ class Cache:
         self.close()
 
     def open(self) -> Cache:
-        """Create the directory and database if needed; a failure only disables the cache (with a note)."""
+        """Create the directory and database if needed; a failure, or a file under the cache's names that it did not
+        write, only disables the cache (with a note)."""
         if self._db is not None or self._broken:
             return self
         try:
             own = self._prepare_directory()
-            if not own and self.path.exists() and not _is_ours(self.path):
-                self._broken = True
-                self.notes.append(
-                    f"{self.path} is not a trainproof cache, in a folder that is not the cache's own; it was left as it is and the run went on without a cache"
-                )
-                return self
-            self._db = self._connect()
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) or not self.path.exists():
-                self._give_up("cannot be opened", exc)
-                return self
-            # not a database (a corrupt or foreign file under our name): start afresh
-            try:
-                self.path.unlink()
-                self._db = self._connect()
-                self.notes.append(f"the cache {self.path} was not a readable database ({exc}); it was replaced by an empty one")
-            except (OSError, sqlite3.Error) as again:
-                self._give_up("is corrupt and cannot be replaced", again)
+            if own is not None:
+                self._db = self._open_database(own)
+        except _NotOurs as exc:
+            self._leave(str(exc))
         except OSError as exc:
             self._give_up("cannot be created", exc)
         return self
@@ -163,42 +200,101 @@ class Cache:
                 pass
             self._db = None
 
-    def _prepare_directory(self) -> bool:
+    def _prepare_directory(self) -> bool | None:
         """Create the directory; tag it only when it is ours (new, empty, or tagged already): a ``.gitignore`` of ``*``
         dropped into a folder the user pointed at with --cache-dir (their project, say) would hide it from git.
-        Whether it is ours."""
-        fresh = not self.directory.exists()
-        self.directory.mkdir(parents=True, exist_ok=True)
-        if not (fresh or (self.directory / "CACHEDIR.TAG").exists() or not any(self.directory.iterdir())):
+        Whether it is ours; _NotOurs when the default directory is there but is not a folder (a symbolic link to one
+        elsewhere, say, committed to the repository)."""
+        if self.named:
+            fresh = not self.directory.exists()
+            self.directory.mkdir(parents=True, exist_ok=True)
+        else:
+            try:
+                os.mkdir(self.directory)
+                fresh = True
+            except FileExistsError:
+                fresh = False
+                found = os.lstat(self.directory)
+                if not stat.S_ISDIR(found.st_mode):
+                    raise _NotOurs(
+                        f"{self.directory} is {_kind(found)}, not a folder: the default cache folder is never followed "
+                        "elsewhere (--cache-dir names a folder to use)"
+                    ) from None
+        tag = _lstat(self.directory / "CACHEDIR.TAG")
+        if not (fresh or (tag is not None and stat.S_ISREG(tag.st_mode)) or not any(self.directory.iterdir())):
             return False
-        for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Automatically created by trainproof.\n*\n")):
-            target = self.directory / name
-            if not target.exists():
-                target.write_text(text, encoding="utf-8")
+        for name, text in MARKERS:
+            _create(self.directory / name, CACHEDIR_TAG if text is None else text, 0o666)
         return True
+
+    def _open_database(self, own: bool) -> sqlite3.Connection | None:
+        """The database, when DB_NAME is the cache's (see the module's doc): created if absent, replaced if it is not a
+        database at all in a folder of the cache's own; _NotOurs for anything else there, left as it is."""
+        path = self.path
+        _create(path, "", 0o644)  # a file of the cache's own where there was none: sqlite is never the one to create it
+        found, header = _inspect(path)
+        _check_side_files(path)
+        kind = _kind_of_database(header)
+        elsewhere = "" if own else ", in a folder that is not the cache's own"
+        if kind == "not a database":
+            if not own:
+                raise _NotOurs(f"{path} is not a trainproof cache{elsewhere}")
+            return self._replace(path, "was not a readable database (no sqlite header)")
+        if kind == "unmarked" and not _legacy_on_disk(path):
+            raise _NotOurs(f"{path} is not a trainproof cache{elsewhere}")
+        try:
+            db = self._connect()
+        except sqlite3.OperationalError as exc:
+            self._give_up("cannot be opened", exc)
+            return None
+        except sqlite3.DatabaseError as exc:
+            if not own and kind != "ours":
+                self._give_up("cannot be opened", exc)
+                return None
+            return self._replace(path, f"was not a readable database ({exc})")
+        if _identity(os.lstat(path)) != _identity(found):
+            db.close()
+            raise _NotOurs(f"{path} was replaced while the cache opened it")
+        return db
+
+    def _replace(self, path: Path, why: str) -> sqlite3.Connection | None:
+        """A new, empty database in place of the file at ``path`` (a regular file of one link in the cache's folder)."""
+        try:
+            path.unlink()
+            _create(path, "", 0o644)
+            found, _ = _inspect(path)
+            db = self._connect()
+            if _identity(os.lstat(path)) != _identity(found):
+                db.close()
+                raise _NotOurs(f"{path} was replaced while the cache opened it")
+        except (OSError, sqlite3.Error) as again:
+            self._give_up("is corrupt and cannot be replaced", again)
+            return None
+        self.notes.append(f"the cache {path} {why}; it was replaced by an empty one")
+        return db
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=TIMEOUT_S, isolation_level=None)
         try:
             db.execute("PRAGMA synchronous=OFF")  # a cache: a torn write after an OS crash is a corrupt file, which is replaced
-            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            schema = "SELECT value FROM meta WHERE key = 'schema'"
-            row = db.execute(schema).fetchone()
-            if row is None or row[0] != str(SCHEMA):
+            if not _current(db):
                 db.execute("BEGIN IMMEDIATE")
-                row = db.execute(schema).fetchone()  # again, under the lock: another run may have just set it up
-                if row is None or row[0] != str(SCHEMA):
-                    db.execute("DROP TABLE IF EXISTS clips")
-                    db.execute(
-                        "CREATE TABLE clips (path TEXT NOT NULL, segment TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
-                        "version INTEGER NOT NULL, packed BLOB NOT NULL, texts TEXT, PRIMARY KEY (path, segment)) WITHOUT ROWID"
-                    )
-                    db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+                try:
+                    if not _current(db):  # again, under the lock: another run may have just set it up
+                        _take_over(db, self.path)
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
                 db.execute("COMMIT")
         except BaseException:
             db.close()
             raise
         return db
+
+    def _leave(self, why: str) -> None:
+        self.close()
+        self._broken = True
+        self.notes.append(f"{why}; it was left as it is and the run went on without a cache")
 
     def _give_up(self, what: str, exc: BaseException) -> None:
         self.close()
@@ -243,6 +339,8 @@ class Cache:
                         fields = records.overrides(texts)
                     except (ValueError, RecursionError):
                         continue
+                    if not records.analysed_overrides(fields):
+                        continue
                 positions.append(stamp[0])
                 packs.append(packed)
                 overridden.append(fields)
@@ -255,7 +353,8 @@ class Cache:
             self._give_up("cannot be read", exc)
             return Hits([], records.unpack_many([]), [])
         block = records.unpack_many(packs)
-        ok = records.ascii_fixed(block)  # the string slots hold ASCII, as pack writes them: a row that does not is a miss
+        # the string slots hold ASCII, as pack writes them, and the numbers are ones the analysis writes: a row that is not is a miss
+        ok = records.ascii_fixed(block) & records.in_range(block)
         if not ok.all():
             kept = ok.nonzero()[0].tolist()
             return Hits([positions[j] for j in kept], block[ok], [overridden[j] for j in kept])
@@ -316,18 +415,139 @@ class Cache:
         return int(self._db.execute("SELECT COUNT(*) FROM clips").fetchone()[0])
 
 
-def _is_ours(path: Path) -> bool:
-    """Whether ``path`` is a database trainproof wrote (it has the meta table's schema row), read without writing to it."""
+def _current(db: sqlite3.Connection) -> bool:
+    """Whether the database is a trainproof cache of this SCHEMA, marked as one."""
+    if db.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        return False
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    return row is not None and row[0] == str(SCHEMA)
+
+
+def _take_over(db: sqlite3.Connection, path: Path) -> None:
+    """Under the write lock: set up a database that holds nothing, mark a cache from before APPLICATION_ID, empty one
+    of another SCHEMA; _NotOurs for a database with tables of its own (another application's), which is not touched."""
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if tables and db.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID and not _legacy(db):
+        raise _NotOurs(f"{path} is not a trainproof cache")
+    db.execute(_META.replace("TABLE", "TABLE IF NOT EXISTS", 1))
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    if row is None or row[0] != str(SCHEMA) or "clips" not in tables:
+        db.execute("DROP TABLE IF EXISTS clips")
+        db.execute(_CLIPS)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+def _legacy(db: sqlite3.Connection) -> bool:
+    """Whether an unmarked database is a trainproof cache from before APPLICATION_ID: its meta table as trainproof
+    creates it, holding a schema row, and no table but meta and clips."""
+    tables = dict(db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
+    if tables.get("meta") != _META or not set(tables) <= {"meta", "clips"}:
+        return False
+    return db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() is not None
+
+
+def _legacy_on_disk(path: Path) -> bool:
+    """:func:`_legacy`, read without writing to it (not even to roll back a journal found beside it)."""
     try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=TIMEOUT_S)
+        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=TIMEOUT_S)
     except (sqlite3.Error, OSError, ValueError):
         return False
     try:
-        return db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() is not None
+        return _legacy(db)
     except sqlite3.Error:
         return False
     finally:
         db.close()
+
+
+def _kind_of_database(header: bytes) -> str:
+    """What a database file's first bytes say it is: "empty" (no bytes: the cache's own, new), "not a database",
+    "ours" (APPLICATION_ID) or "unmarked" (an sqlite database without it)."""
+    if not header:
+        return "empty"
+    if len(header) < _HEADER_BYTES or not header.startswith(_SQLITE_MAGIC):
+        return "not a database"
+    return "ours" if int.from_bytes(header[68:72], "big", signed=True) == APPLICATION_ID else "unmarked"
+
+
+def _lstat(path: Path | str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _identity(found: os.stat_result) -> tuple[int, int]:
+    return found.st_dev, found.st_ino
+
+
+def _kind(found: os.stat_result) -> str:
+    mode = found.st_mode
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISREG(mode) and found.st_nlink > 1:
+        return f"a file with {found.st_nlink:,} hard links (so also a file elsewhere)"
+    return "not a regular file" if not stat.S_ISREG(mode) else "a file"
+
+
+def _own_file(path: Path, found: os.stat_result) -> None:
+    """_NotOurs unless ``found`` is a regular file with one link: what sqlite opens there is written in place."""
+    if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
+        raise _NotOurs(f"{path} is {_kind(found)}")
+
+
+def _create(path: Path, text: str, mode: int) -> None:
+    """``path`` holding ``text``, created only when nothing is under its name: O_EXCL with O_NOFOLLOW leaves whatever is
+    there as it is (a dangling symbolic link to ``../.gitignore`` is not written through)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+    except FileExistsError:
+        return
+    with open(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+
+
+def _inspect(path: Path) -> tuple[os.stat_result, bytes]:
+    """The database file's lstat and first bytes, read without following a link; _NotOurs when it is not a regular
+    file with one link."""
+    found = os.lstat(path)
+    _own_file(path, found)
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+    try:
+        if _identity(os.fstat(fd)) != _identity(found):
+            raise _NotOurs(f"{path} was replaced while the cache opened it")
+        return found, os.read(fd, _HEADER_BYTES)
+    finally:
+        os.close(fd)
+
+
+def _check_side_files(path: Path) -> None:
+    """_NotOurs unless each of sqlite's side files of ``path`` is absent or a regular file with one link, and a journal
+    names no super-journal (rolling a hot journal back, sqlite deletes the super-journal it names, wherever it is; the
+    cache never attaches a second database, so it never writes one)."""
+    for suffix in SIDE_FILES:
+        side = Path(f"{path}{suffix}")
+        found = _lstat(side)
+        if found is None:
+            continue
+        _own_file(side, found)
+        if suffix == "-journal" and found.st_size >= len(_JOURNAL_MAGIC):
+            fd = os.open(side, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+            try:
+                os.lseek(fd, found.st_size - len(_JOURNAL_MAGIC), os.SEEK_SET)
+                if os.read(fd, len(_JOURNAL_MAGIC)) == _JOURNAL_MAGIC:
+                    raise _NotOurs(f"{side} is a journal that names a super-journal, which sqlite would delete")
+            finally:
+                os.close(fd)
 
 
 def _batches(items: list, size: int) -> Iterator[list]:

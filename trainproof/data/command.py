@@ -124,7 +124,7 @@ def _cache(options: Mapping[str, Any]) -> Any:
         return None
     from trainproof.data.cache import Cache
 
-    return Cache(options.get("cache_dir") or ".trainproof_cache")
+    return Cache(options.get("cache_dir") or None)  # None: the default folder, which must not be a symbolic link
 
 
 def summarize(dataset: Dataset) -> dict:

@@ -327,6 +327,46 @@ def unpack_many(packed: Sequence[bytes]) -> Any:
     return np.frombuffer(b"".join(packed), dtype=_dtype())
 
 
+MAX_SECONDS = 2.0**63
+"""No duration the analysis writes is longer (seconds): frames are a 64-bit count, and a rate at least 1 Hz."""
+
+MAX_SAMPLE = 2.0**128
+"""No peak or DC offset the analysis writes is larger (full scale 1.0): float32, the widest sample it reads, stops short of it."""
+
+MAX_DB = 10_000.0
+"""No level the analysis writes, nor a frame's level relative to it, is further from 0 dB (10·log10 of float64's
+positive range spans -3,233 to 3,083 dB); -inf is a silent frame's or clip's level."""
+
+_SECONDS = ("duration_s", "lead_silence_s", "trail_silence_s", "active_s")
+_DECIBELS = ("level_db", "first_frame_db", "last_frame_db")
+
+
+def in_range(block: Any) -> Any:
+    """Which rows of an :func:`unpack_many` block hold numbers the analysis (:mod:`trainproof.data.clip`) can write:
+    counts, sizes and rates at least 0; seconds finite, from 0 to MAX_SECONDS; the peak (from 0) and the DC offset
+    finite within MAX_SAMPLE; levels in dB within MAX_DB, or -inf. NaN is never one of them. The cache takes a row that
+    is not for a miss: a duration of NaN or inf, added up and rounded for the summary, was an internal error."""
+    import numpy as np
+
+    ok = np.ones(len(block), dtype=bool)
+    for name in INTS:
+        ok &= block[name] >= 0
+    for name in _SECONDS:
+        ok &= (block[name] >= 0.0) & (block[name] <= MAX_SECONDS)
+    ok &= (block["peak"] >= 0.0) & (block["peak"] <= MAX_SAMPLE)
+    ok &= np.abs(block["dc_offset"]) <= MAX_SAMPLE
+    for name in _DECIBELS:
+        ok &= block[name] <= MAX_DB
+        ok &= (block[name] >= -MAX_DB) | (block[name] == -np.inf)
+    return ok
+
+
+def analysed_overrides(fields: Mapping[str, Any]) -> bool:
+    """Whether texts parsed by :func:`overrides` hold only what the analysis can write: never an int past 64 bits (a
+    file's size, frames and counts fit in one), which :func:`pack` keeps there only for records made some other way."""
+    return not any(name in fields for name in INTS)
+
+
 def ascii_fixed(block: Any) -> Any:
     """Which rows of an :func:`unpack_many` block have ASCII in every string slot (as :func:`pack` writes them)."""
     import numpy as np
