@@ -70,36 +70,77 @@ def test_what_is_wrong_with_a_uri_is_the_clips_record(tmp_path):
     assert kinds["text.wav"].error.startswith("libsndfile: ")
 
 
-def test_a_scheme_pyarrow_does_not_know_is_unreadable_for_each_clip(monkeypatch):
-    """A URI that does not parse is that clip's problem alone (only a store that cannot be reached is remembered for
-    the clips of its bucket), so the clips of a manifest read alike in any order."""
-    monkeypatch.setattr(uri, "_UNRESOLVED", {})
-    records = [analyze(ClipRef(f"nosuchscheme://host/clip{i}.wav")) for i in range(3)]
-    assert {r.error_kind for r in records} == {"unreadable"}
-    assert all("cannot resolve the URI" in r.error for r in records)
-    assert uri._UNRESOLVED == {}
+READ = ["s3://bucket/a.wav", "gs://bucket/deep/a.wav", "s3://Legacy_Bucket.1/a%20b.wav", "gs://b/a b.wav", "s3://bucket"]
+REFUSED = {
+    "abfs://container@account.dfs.core.windows.net/a.wav": "scheme abfs:// is not read",
+    "hdfs://namenode:8020/a.wav": "scheme hdfs:// is not read",
+    "mock:///a.wav": "scheme mock:// is not read",
+    "s3://b/a.wav?endpoint_override=127.0.0.1:9&scheme=http": "has a query",
+    "gs://b/a.wav?endpoint_override=127.0.0.1:9": "has a query",
+    "s3://b/a.wav#x": "has a fragment",
+    "s3://key:secret@b/a.wav": "names a user",
+    "s3://127.0.0.1:9000/a.wav": "not a bucket name",
+    "s3://b%2Fc/a.wav": "not a bucket name",
+    "gs:///a.wav": "names no bucket",
+    "file://host/a.wav": "names a host",
+    "s3://b/x/../../other/a.wav": "'..' segment",
+    "s3://b/a%ff.wav": "not UTF-8",
+    "s3://b/a%0a.wav": "control character",
+}
 
 
-@pytest.mark.parametrize("order", [1, -1])
-def test_escaped_and_unparsable_uris_read_the_same_whatever_comes_first(tmp_path, monkeypatch, order):
-    monkeypatch.setattr(uri, "_FILESYSTEMS", {})
-    monkeypatch.setattr(uri, "_UNRESOLVED", {})
-    for name in ("a b.wav", "a%20b.wav", "x.wav"):
+def test_what_a_uri_may_name_is_decided_before_any_library_is_asked():
+    """A URI names an object and nothing else: no other scheme, no setting (query, fragment, user, port)."""
+    assert {address: uri.refusal(address) for address in READ} == dict.fromkeys(READ)
+    for address, reason in REFUSED.items():
+        assert reason in (uri.refusal(address) or ""), address
+    assert uri.parse("s3://b/a%20b.wav").path == "b/a b.wav"
+    assert uri.parse("gs://b/k.wav").store == "gs://b"
+    assert uri.parse("file://localhost/tmp/a.wav").path == "/tmp/a.wav"
+
+
+def test_a_uri_that_is_refused_is_the_clips_record_and_its_neighbours_are_read(tmp_path):
+    """A file:// URI with a query, and pyarrow's own in-memory ``mock://`` scheme: read as their paths before
+    (from_uri drops a file URI's query, and knows mock://), now each clip's ``unreadable`` record, without a library call."""
+    path = corpus(tmp_path / "c", 1)[0]
+    address = Path(path).as_uri()
+    for refused in (f"{address}?x=1", f"{address}#1", "mock:///a.wav", f"file://elsewhere{path}"):
+        record = analyze(ClipRef(refused))
+        assert (record.error_kind, record.audio) == ("unreadable", refused), record
+        assert record.error == uri.refusal(refused)
+    assert analyze(ClipRef(address)).error_kind is None
+
+
+def test_escaped_uris_name_the_file_they_spell(tmp_path):
+    for name in ("a b.wav", "x.wav"):
         (tmp_path / name).write_bytes(b"x" * (10 + len(name)))
     base = f"file://{tmp_path}"
-    uris = [f"{base}/a b.wav", f"{base}/x.wav", f"{base}/a%20b.wav", f"{base}/x.wav#1"][::order]
-    found = {}
-    for address in uris:  # the unparsable one first, or last
-        if " " in address:
-            with pytest.raises(OSError, match="cannot resolve the URI"):
-                uri.stat(address)
-        else:
-            found[address] = uri.stat(address)
-    assert found[f"{base}/x.wav"].size == 15
-    assert found[f"{base}/a%20b.wav"].size == len("a b.wav") + 10  # %20 is a space, as from_uri reads it
-    assert found[f"{base}/x.wav#1"].size == 15  # the fragment is not part of the path
-    assert uri.stat(f"{base}/x.wav").kind == "file"  # a URI that does not parse spoils nothing for its neighbours
-    assert uri._UNRESOLVED == {}
+    assert uri.stat(f"{base}/a%20b.wav").size == len("a b.wav") + 10  # %20 is a space, as a URI spells it
+    assert uri.stat(f"{base}/a b.wav").size == len("a b.wav") + 10
+    assert uri.stat(f"{base}/x.wav").kind == "file"
+    assert uri.stat(f"{base}/y.wav").kind == "missing"
+    with pytest.raises(uri.Refused):
+        uri.stat(f"{base}/x.wav#1")
+
+
+def test_a_fetch_that_fails_ends_the_bytes_and_says_why(tmp_path, monkeypatch):
+    """The object shrinks under an open reader (a fetch gives no bytes): the reader ends its bytes and keeps why (the
+    clip's record is then unreadable), never raising into soundfile's C callbacks."""
+    monkeypatch.setattr(uri, "URI_READ_BLOCK_BYTES", 4096)
+    path = Path(corpus(tmp_path / "c", 1)[0])
+    source = uri.open_input(path.as_uri())
+    size = source.size()
+    assert source.read(44) == path.read_bytes()[:44]
+    path.write_bytes(b"")
+    source.seek(size // 2)
+    assert source.read(1000) == b""
+    assert "no bytes" in (source.error or "")
+    source.close()
+
+
+def test_reach_asks_only_object_stores():
+    """file:// URIs and refused ones are not asked about: nothing to reach, no request."""
+    assert uri.reach(["file:///nonexistent/a.wav", "s3://b/a.wav?x=1", "abfs://c@a/x.wav", "local/a.wav"]) == []
 
 
 def test_the_engine_asks_the_store_about_each_uri_once(tmp_path, monkeypatch):

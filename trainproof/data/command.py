@@ -59,8 +59,12 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
             ClipRef(audio, offset, duration if offset is not None else None)
             for audio, offset, duration in zip(*(entry_column(entries, name) for name in ("audio", "offset", "duration")))
         ]
-    if any(is_uri(ref.audio) for ref in refs):
+    remote = [ref.audio for ref in refs if "://" in ref.audio and is_uri(ref.audio)]
+    if remote:
         _require_uri_support()
+        from trainproof.data import uri
+
+        _require_reachable(source, uri.reach(remote))
     cache = _cache(options)
     if cache is None:
         records = _decode(refs, None, options)
@@ -69,7 +73,21 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
             records = _decode(refs, cache, options)
         if cache.notes:
             manifest = replace(manifest, notes=manifest.notes + tuple(cache.notes))
+    if remote:
+        _require_reachable(source, uri.unreachable(remote))  # a store that stopped answering while its clips were read
     return Dataset(manifest, records)
+
+
+def _require_reachable(source: Any, problems: Sequence[tuple[str, str]]) -> None:
+    """An object store the manifest names that cannot be reached (no network, no region, credentials refused, no
+    answer in time) is an InputError about the manifest, one line and exit 2, not one finding per clip."""
+    if not problems:
+        return
+    from trainproof.errors import InputError
+
+    store, why = problems[0]
+    more = f" (and {len(problems) - 1:,} other stores)" if len(problems) > 1 else ""
+    raise InputError(source, f"cannot reach {store}: {why}{more}")
 
 
 def manifest_of(source: Any, options: Mapping[str, Any]) -> Manifest:
