@@ -514,6 +514,49 @@ def test_kaldi_segments_give_offset_and_duration(tmp_path):
     assert m.problems == ()
 
 
+def test_a_segment_past_any_recording_is_unparsable_at_its_line(tmp_path):
+    """A segment time of 1e308 s (past MAX_CLAIM_S, 68 years) is a value out of range at its line, not a segment sought
+    at a clamped frame count and reported at that figure (issue 27, item 9)."""
+    segments = "s1 rec1 1e308 1e308\ns2 rec1 0 1e308\ns3 rec1 0.5 2147483648\n"
+    folder = kaldi(tmp_path / "k", "rec1 rec1.wav\n", "s3 three\n", segments=segments)
+    m = read_manifest(folder, cwd=tmp_path)
+    assert [(e.id, e.offset, e.duration) for e in m.entries] == [("s3", 0.5, 2147483647.5)]  # up to 2**31 s is a time
+    why = "1e+308 s is out of range: over 2,147,483,648 s (68 years), longer than any recording"
+    assert [(p.kind, p.line, p.message) for p in m.problems] == [
+        ("unparsable", 1, f"line 1: segment 's1''s start {why}"),
+        ("unparsable", 2, f"line 2: segment 's2''s end {why}"),
+    ]
+    lines = [
+        {"audio_filepath": "a.wav", "text": "one", "offset": 1e308, "duration": 1.0},
+        {"audio_filepath": "b.wav", "text": "two", "offset": 1.0, "duration": 1e308},
+        {"audio_filepath": "c.wav", "text": "three", "offset": 2**31, "duration": 1.0},
+        {"audio_filepath": "d.wav", "text": "four", "duration": 1e308},  # no segment: a claim about the clip, kept
+    ]
+    m = read_manifest(write(tmp_path / "m.jsonl", "".join(json.dumps(line) + "\n" for line in lines)), cwd=tmp_path)
+    assert [(e.offset, e.duration) for e in m.entries] == [(None, 1.0), (1.0, None), (2.0**31, 1.0), (None, 1e308)]
+    assert [(p.line, p.message) for p in m.problems] == [(1, f"line 1: offset {why}"), (2, f"line 2: duration {why}")]
+
+
+def test_a_segment_past_any_recording_is_reported_as_its_value_not_a_clamped_figure(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("soundfile")
+    pytest.importorskip("pandas")
+    import wave
+
+    from trainproof.cli import main
+
+    with wave.open(str(tmp_path / "a.wav"), "wb") as clip:
+        clip.setnchannels(1)
+        clip.setsampwidth(2)
+        clip.setframerate(16000)
+        clip.writeframes(bytes(range(256)) * 125)
+    write(tmp_path / "m.jsonl", json.dumps({"audio_filepath": "a.wav", "text": "hello there", "offset": 1e308, "duration": 1.0}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    main(["data", "m.jsonl", "--no-cache", "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert "288230376151711" not in out
+    assert "line 1: offset 1e+308 s is out of range" in out
+
+
 def test_kaldi_pipeline_is_unparsable_and_bad_segments(tmp_path):
     folder = kaldi(
         tmp_path,
@@ -771,6 +814,10 @@ def test_nemo_plain_lines_read_alike_by_the_shortcut_and_the_full_reading(tmp_pa
     assert taken == [1, 2, 3, 4, 5, 6, 7, 8, 18, 19, 29]  # the plain lines took the shortcut, and only they (18: orjson reads 2**70 as a float)
 
 
+def _plain_line(i: int, **more: object) -> str:
+    return json.dumps({"audio_filepath": f"/d/{i}.wav", "text": f"line {i}", **more})
+
+
 COLUMNAR_CASES = {
     # name: (lines of the manifest, whether Arrow's columnar reading takes it)
     "plain": (['{"audio_filepath": "/d/a.wav", "text": "one", "duration": 1.5, "speaker": "s1", "id": "a"}',
@@ -807,6 +854,17 @@ COLUMNAR_CASES = {
     "empty object": (['{"audio_filepath": "/d/a.wav", "text": "one"}', "{}"], False),
     "repeated key": (['{"audio_filepath": "/d/a.wav", "text": "one", "text": "two"}'], False),
     "bad UTF-8": ([b'{"audio_filepath": "/d/a.wav", "text": "caf\xe9"}'], False),
+    # screened before Arrow sees the bytes (issue 27): nesting that crashes or stalls its parser, fields that blow up
+    "nesting within the bound": ([_plain_line(i) for i in range(40)]
+                                 + ['{"audio_filepath": "/d/a.wav", "text": "one", "x": ' + "[" * 100 + "]" * 100 + "}"], True),
+    "nesting past the bound": (['{"audio_filepath": "/d/a.wav", "text": "one"}',
+                                '{"audio_filepath": "/d/b.wav", "text": "two", "x": ' + "[" * 257 + "]" * 257 + "}"], False),
+    "brackets in a transcript past the bound": (['{"audio_filepath": "/d/a.wav", "text": "' + "[noise] " * 300 + '"}'], False),
+    "a field first seen past the sampled lines": ([_plain_line(i) for i in range(70)] + [_plain_line(70, extra=1)], False),
+    "a whole-number duration in the sampled lines, a fraction later": ([_plain_line(i, duration=i + 1) for i in range(70)]
+                                                                       + [_plain_line(70, duration=2.5)], True),
+    "more fields than the file has bytes for": ([_plain_line(0, **{f"k{i}": 0 for i in range(300)})]
+                                                + [_plain_line(i) for i in range(1, 200)], False),
 }  # fmt: skip
 
 

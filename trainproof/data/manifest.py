@@ -48,11 +48,13 @@ from typing import Any
 
 import orjson
 
+from trainproof.access import ReadPolicy
 from trainproof.data import uri
 from trainproof.data.model import Entries, Entry, Manifest, Problem
 from trainproof.data.uri import is_uri
 from trainproof.errors import InputError
 from trainproof.readers.base import BLOCK_BYTES, MAX_LINE_BYTES, EmptyLog, iter_lines, mostly_binary, open_log, read_block
+from trainproof.safe import visible
 
 AUDIO_EXTENSIONS = (
     ".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64",
@@ -89,6 +91,13 @@ LEADING_GARBAGE = 100
 NOTE_EXAMPLES = 3
 """How many examples a note names."""
 
+MAX_CLAIM_S = float(2**31)
+"""The latest a segment may start or end, and the longest it may last, in seconds: 2**31 s (68 years) is past any
+recording, and at any sample rate a header can give (under 2**31 Hz) stays a frame count the records hold (64 bits).
+A larger one (an offset of 1e308) is an unparsable value at its line, not a segment sought at a figure clamped out of
+recognition. A duration without an offset is a claim about the clip, compared as it is."""
+_CLAIM_YEARS = MAX_CLAIM_S / (365.25 * 86400)
+
 AUDIO_KEYS = (
     "audio_filepath", "audio_path", "audio_file", "audio_filename", "audio", "wav_filename", "wav_path", "wav_file",
     "wav", "filepath", "file_path", "path", "filename", "file_name", "file",
@@ -112,23 +121,30 @@ def read_manifest(
     root: str | Path | None = None,
     audio_dir: str | Path | None = None,
     cwd: str | Path | None = None,
+    follow_links: bool = False,
 ) -> Manifest:
     """The dataset at ``path`` (a manifest file or a dataset folder) as its manifest describes it.
 
     ``root`` replaces every base relative audio paths are joined to;
     ``audio_dir`` is where bare LJSpeech ids are looked for; ``cwd`` is the
     working directory a trainer would run in (default: this process's, and
-    then paths found there stay relative).
+    then paths found there stay relative). ``follow_links``: read through
+    every symlink (see :func:`read_policy` for what is refused without it).
     """
     given = str(path)
     if not os.path.exists(given):
         raise InputError(given, "does not exist")
+    here = os.getcwd() if cwd is None else str(cwd)
+    refusal = ReadPolicy.for_input(given, cwd=False, extra=(here,), follow_links=follow_links).refusal(given)
+    if refusal is not None:  # the named manifest (or folder) is a link out of its folder and the working directory
+        raise InputError(visible(given), visible(refusal))
+    layout, target = _detect(given)
     ctx = _Context(
         root=None if root is None else str(root),
         audio_dir=None if audio_dir is None else str(audio_dir),
         cwd=None if cwd is None else str(cwd),
+        policy=read_policy(given, layout, root=root, audio_dir=audio_dir, cwd=here, follow_links=follow_links),
     )
-    layout, target = _detect(given)
     builder = _Builder(layout)
     if layout == "ljspeech":
         _read_ljspeech(target, ctx, builder)
@@ -140,10 +156,44 @@ def read_manifest(
         builder.garbage_check = False  # a data dir's entries are made once every file is read
         _read_kaldi(target, ctx, builder)
     else:
-        _read_folder(target, builder)
+        _read_folder(target, ctx, builder)
     if ctx.audio_dir is not None and layout != "ljspeech":
         builder.notes.append(f"--audio-dir applies to LJSpeech ids only; this is a {layout} dataset, so it was not used")
     return builder.build(given)
+
+
+def read_policy(
+    path: str,
+    layout: str,
+    *,
+    root: str | Path | None = None,
+    audio_dir: str | Path | None = None,
+    cwd: str | Path | None = None,
+    follow_links: bool = False,
+) -> ReadPolicy:
+    """What the dataset at ``path`` (of ``layout``) may read: the files within its folder (the folder named, or the
+    manifest's), within the working directory ``cwd`` for the layouts whose paths resolve there (NeMo, CSV, Kaldi),
+    and within ``--root`` and ``--audio-dir``, but no symlink met there that leads out of them or into a ``.git``
+    folder, unless ``follow_links`` (:class:`trainproof.access.ReadPolicy`). The dataset's folder is taken as named
+    when it is a link itself (the named path was judged on its own: see :func:`read_manifest`)."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    named = [folder, *(str(extra) for extra in (root, audio_dir) if extra is not None and not is_uri(str(extra)))]
+    if layout in CWD_LAYOUTS:
+        named.append(os.getcwd() if cwd is None else str(cwd))
+    roots = tuple(dict.fromkeys(os.path.abspath(root_) for root_ in named))
+    return ReadPolicy(roots, follow_links, tuple(dict.fromkeys(os.path.realpath(root_) for root_ in roots)))
+
+
+CWD_LAYOUTS = frozenset({"nemo", "csv", "kaldi"})
+"""The layouts whose relative paths resolve from the working directory, which is then one of a dataset's roots."""
+
+
+def _allowed(path: str, ctx: _Context) -> None:
+    """An InputError when the dataset's policy refuses ``path``, a manifest file found in the dataset's folder (an
+    LJSpeech metadata.csv, a Kaldi list) that is a link out of it: it is never opened."""
+    refusal = ctx.policy.refusal(path)
+    if refusal is not None:
+        raise InputError(visible(path), visible(refusal))
 
 
 # --- detection ------------------------------------------------------------------
@@ -153,14 +203,14 @@ def _detect(path: str) -> tuple[str, str]:
     """The layout of the dataset at an existing path, and the file (or folder) to read it from."""
     if os.path.isdir(path):
         metadata = os.path.join(path, "metadata.csv")
-        if os.path.isfile(metadata):
+        if _present(metadata):
             return "ljspeech", metadata
-        if os.path.isfile(os.path.join(path, "wav.scp")):
+        if _present(os.path.join(path, "wav.scp")):
             return "kaldi", path
         return "folder", path
     name = os.path.basename(path)
     folder = os.path.dirname(path)
-    if name in _KALDI_FILES or (name == "text" and os.path.isfile(os.path.join(folder, "wav.scp"))):
+    if name in _KALDI_FILES or (name == "text" and _present(os.path.join(folder, "wav.scp"))):
         return "kaldi", folder
     if _extension(name) in _AUDIO:
         raise InputError(path, "is an audio file, not a manifest: give the dataset's manifest or its folder")
@@ -181,6 +231,12 @@ def _detect(path: str) -> tuple[str, str]:
         "is not a manifest trainproof reads: its first line is not JSON, nor pipe-, tab- or comma-separated "
         "(layouts: LJSpeech metadata.csv, NeMo JSONL, CSV/TSV with a header, a Kaldi data dir, a folder of audio)",
     )
+
+
+def _present(path: str) -> bool:
+    """Whether something that is not a folder is at ``path``: a file, but also a FIFO, a device or a dangling link,
+    which reading it then reports (a FIFO ``text`` is an error, not a data dir without transcripts)."""
+    return os.path.lexists(path) and not os.path.isdir(path)
 
 
 def _extension(name: str) -> str:
@@ -216,6 +272,7 @@ class _Context:
     root: str | None
     audio_dir: str | None
     cwd: str | None
+    policy: ReadPolicy = field(default_factory=ReadPolicy)
 
 
 @dataclass
@@ -405,6 +462,11 @@ def _seconds(value: object) -> tuple[float | None, bool]:
     return (number, True) if math.isfinite(number) else (None, False)
 
 
+def _too_long(seconds: float) -> str:
+    """What is wrong with a claim over MAX_CLAIM_S, after the word naming it."""
+    return f"{seconds:g} s is out of range: over {MAX_CLAIM_S:,.0f} s ({_CLAIM_YEARS:.0f} years), longer than any recording"
+
+
 def _first_key(names: Iterable[str], keys: tuple[str, ...]) -> str | None:
     present = set(names)
     return next((key for key in keys if key in present), None)
@@ -499,6 +561,10 @@ def _record(
         elif claims[what] is not None and claims[what] < 0:  # a loader seeking to it, or reading that much, fails
             builder.problem("unparsable", f"line {number}: {what} {claims[what]:g} s is negative", manifest, number)
             claims[what] = None
+    for what in ("offset", "duration"):  # a segment's: a duration without an offset is a claim, compared as it is
+        if claims["offset"] is not None and claims[what] is not None and claims[what] > MAX_CLAIM_S:  # type: ignore[operator]
+            builder.problem("unparsable", f"line {number}: {what} {_too_long(claims[what])}", manifest, number)  # type: ignore[arg-type]
+            claims[what] = None
     text = fields.get(columns.text) if columns.text else None
     speaker = fields.get(columns.speaker) if columns.speaker else None
     ident = fields.get(columns.id) if columns.id else None
@@ -573,6 +639,33 @@ judges (Arrow's parser and Python's json need not agree on one inside a string).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 """An escaped surrogate: a lone one is kept as Python's json keeps it, where Arrow refuses it."""
 
+COLUMNAR_MAX_OPENERS = 256
+"""The most ``[`` and ``{`` one line may hold (inside strings too) for Arrow to parse the manifest: its parser recurses
+per level of nesting, costs time quadratic in the depth (10,000 levels: 70 s) and overflows the stack (50,000: a
+segfault, nothing printed). A count bounds the depth whatever strings hold; a line over it sends the file to the line
+reading, which refuses a line nested past the parsers' limits as unparsable."""
+
+COLUMNAR_BYTES_PER_MARK = 8
+"""Bytes of the manifest per line end and per ``[`` or ``{``, at least, for Arrow to parse it (a plain NeMo line has
+one ``{`` in a hundred bytes or more): the screen holds an 8-byte index of each (two of each opener), so a file of
+denser marks (``{}`` lines, bracket runs) would cost it several times its size; it goes to the line reading."""
+
+COLUMNAR_SAMPLE_LINES = 64
+"""Lines whose fields Arrow infers first (whole lines, at most COLUMNAR_SAMPLE_BYTES of them): the rest of the manifest
+is parsed with exactly those fields, and a line with a field of its own sends the file to the line reading."""
+
+COLUMNAR_SAMPLE_BYTES = 16 * 1024
+"""Bytes of the lines whose fields Arrow infers first, at most; a first line longer than this (a plain NeMo line is a
+few hundred bytes) sends the file to the line reading. Bounds what inference itself may cost: each object of the
+sample gets a value for each field of the sample, and both are bounded by its bytes."""
+
+COLUMNAR_BYTES_PER_FIELD = 4
+"""Bytes of the manifest per value Arrow would fill, at least, for Arrow to parse it: every JSON object (each ``{``)
+gets a value, or a null, for every field of the widest object of the sampled lines, and a field present holds at
+least this much (``"k":0``). A file under it is mostly objects without those fields, whose nulls Arrow allocates one
+by one (a new key a line: 20,000 lines, 1.7 MB, took 3.4 GB). Bounds Arrow's values to a quarter of the file's bytes."""
+
+
 def _read_nemo_columns(path: str, resolve: Callable[[str], str], builder: _Builder) -> bool:
     """Every entry of a plain NeMo manifest at once, as columns, parsed by Arrow's JSON reader: True when it was.
 
@@ -584,8 +677,11 @@ def _read_nemo_columns(path: str, resolve: Callable[[str], str], builder: _Build
     case, two names for a speaker or an id, a path or transcript that is
     missing, empty or not a string, a duration that is not a finite
     non-negative number, an id or speaker that is not a string, an offset,
-    an id listed twice; and when pyarrow is not installed or the file is
-    larger than COLUMNAR_MAX_BYTES. The entries are those the line reading
+    an id listed twice; when pyarrow is not installed or the file is
+    larger than COLUMNAR_MAX_BYTES; and for a file that could make Arrow
+    crash, stall or take GBs (deep nesting, a field of its own on a later
+    line: see :func:`_arrow_table`, which screens it before Arrow parses
+    it). The entries are those the line reading
     gives (a test holds the two to that), without an object a line.
     """
     try:
@@ -606,11 +702,13 @@ def _read_nemo_columns(path: str, resolve: Callable[[str], str], builder: _Build
             return False
     lines = data.count(b"\n") + (not data.endswith(b"\n"))
     try:
-        table = pa_json.read_json(pa.BufferReader(data), read_options=pa_json.ReadOptions(block_size=MAX_LINE_BYTES))
+        table = _arrow_table(data, lines, pa, pa_json)
     except (pa.ArrowException, ValueError):
         return False
     finally:
         del data
+    if table is None:
+        return False
     try:
         return _columns_of_table(table, lines, path, resolve, builder)
     finally:
@@ -618,6 +716,65 @@ def _read_nemo_columns(path: str, resolve: Callable[[str], str], builder: _Build
         release = getattr(pa.default_memory_pool(), "release_unused", None)  # pyarrow 9 and later
         if release is not None:
             release()  # the parsed file's buffers, a few times its size: returned, not kept by the pool
+
+
+def _arrow_table(data: bytes, lines: int, pa: Any, pa_json: Any) -> Any:
+    """The manifest ``data`` (``lines`` lines) parsed by Arrow, or None where it is refused before Arrow sees it all:
+    line ends and brackets denser than COLUMNAR_BYTES_PER_MARK, a line with more than COLUMNAR_MAX_OPENERS ``[`` or
+    ``{``, a first line over COLUMNAR_SAMPLE_BYTES, or objects too wide for the file's size (COLUMNAR_BYTES_PER_FIELD).
+    The first lines are parsed first; the rest is parsed with exactly their fields (a whole number widened to float,
+    as inference does when a later line has a fraction): a line with another field, or a value of another type, is an
+    error, and the line reading takes the file. The screen is vectorised (numpy over the bytes): about 3 ms of the
+    20,000 lines of benchmarks/bench_data.py, whose columnar reading takes about 20."""
+    import numpy as np
+
+    raw = np.frombuffer(data, dtype=np.uint8)
+    is_opener = (raw | 0x20) == 0x7B  # "[" or "{": 0x5B and 0x7B are the only bytes this maps to 0x7B
+    if (lines + int(np.count_nonzero(is_opener))) * COLUMNAR_BYTES_PER_MARK > len(data):
+        return None
+    openers = np.flatnonzero(is_opener)
+    del is_opener
+    ends = np.flatnonzero(raw == 0x0A)  # the index of each line's newline
+    if openers.size > COLUMNAR_MAX_OPENERS:
+        line = np.searchsorted(ends, openers)  # the line of each opener, in order
+        if bool(np.any(line[COLUMNAR_MAX_OPENERS:] == line[:-COLUMNAR_MAX_OPENERS])):  # one more than the most on a line
+            return None
+    sampled = min(COLUMNAR_SAMPLE_LINES, int(np.searchsorted(ends, COLUMNAR_SAMPLE_BYTES)))  # whole lines in the bytes
+    cut = int(ends[sampled - 1]) + 1 if sampled else len(data)
+    if cut > COLUMNAR_SAMPLE_BYTES:
+        return None  # a first line longer than the sample may be
+    buffer = pa.py_buffer(data)
+    options = pa_json.ReadOptions(block_size=MAX_LINE_BYTES)
+    sample = pa_json.read_json(pa.BufferReader(buffer.slice(0, cut)), read_options=options)
+    objects = int(np.count_nonzero(raw[openers] == 0x7B))
+    if objects * _widest_object(sample.schema, pa) * COLUMNAR_BYTES_PER_FIELD > len(data):
+        return None
+    if cut == len(data):
+        return sample
+    schema = pa.schema([f.with_type(pa.float64()) if pa.types.is_integer(f.type) else f for f in sample.schema])
+    parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    return pa_json.read_json(pa.BufferReader(buffer), read_options=options, parse_options=parse)
+
+
+def _widest_object(schema: Any, pa: Any) -> int:
+    """The most values one JSON object makes Arrow fill under ``schema``: of every object type (a record, or the
+    elements of a list), its fields and those of the objects within them, each filled (or null) with it. A list's
+    elements are values of their own, each object among them counted with its ``{``."""
+    widest, objects = 0, [list(schema)]
+    while objects:
+        fields, values = objects.pop(), 0
+        while fields:
+            kind = fields.pop().type
+            values += 1
+            if pa.types.is_struct(kind):
+                fields.extend(kind.field(i) for i in range(kind.num_fields))
+                continue
+            while hasattr(kind, "value_type"):  # a list (of lists ...)
+                kind = kind.value_type
+            if pa.types.is_struct(kind):
+                objects.append([kind.field(i) for i in range(kind.num_fields)])
+        widest = max(widest, values)
+    return widest
 
 
 def _columns_of_table(table: Any, lines: int, path: str, resolve: Callable[[str], str], builder: _Builder) -> bool:
@@ -960,6 +1117,7 @@ class _IdResolver:
 
 
 def _read_ljspeech(path: str, ctx: _Context, builder: _Builder) -> None:
+    _allowed(path, ctx)
     base = ctx.root if ctx.root is not None else os.path.dirname(path)
     resolve = _IdResolver(base, ctx.audio_dir)
     _check_text(path)
@@ -1053,13 +1211,16 @@ def _unlisted(path: str, resolve: _IdResolver, builder: _Builder) -> None:
 # --- Kaldi data dir --------------------------------------------------------------
 
 
-def _kaldi_table(path: str, builder: _Builder, required: bool) -> dict[str, tuple[int, str]]:
+def _kaldi_table(path: str, ctx: _Context, builder: _Builder, required: bool) -> dict[str, tuple[int, str]]:
     """A Kaldi ``key rest`` file as key -> (line, rest); a repeated key is a problem and the first one kept.
 
-    An optional file that is absent or empty is an empty table."""
+    An optional file that is absent or empty is an empty table; one that is there but a FIFO, a device or a link the
+    dataset's policy refuses is an InputError, as for ``wav.scp``: judging the dir without it would be judging
+    another dataset."""
     table: dict[str, tuple[int, str]] = {}
-    if not required and not os.path.isfile(path):
+    if not required and not os.path.lexists(path):
         return table
+    _allowed(path, ctx)
     _check_text(path)
     try:
         for number, text in _lines(path, builder):
@@ -1079,7 +1240,7 @@ def _read_kaldi(folder: str, ctx: _Context, builder: _Builder) -> None:
     scp_path, text_path = os.path.join(folder, "wav.scp"), os.path.join(folder, "text")
     seg_path, spk_path = os.path.join(folder, "segments"), os.path.join(folder, "utt2spk")
     base = ctx.root if ctx.root is not None else (ctx.cwd or "")
-    scp = _kaldi_table(scp_path, builder, required=True)
+    scp = _kaldi_table(scp_path, ctx, builder, required=True)
     recordings: dict[str, str] = {}
     for rec, (number, rest) in scp.items():
         if rest.endswith("|"):
@@ -1097,17 +1258,23 @@ def _read_kaldi(folder: str, ctx: _Context, builder: _Builder) -> None:
             builder.problem("no-audio-field", f"line {number}: {_quote(rec)} names no file", scp_path, number)
         else:
             recordings[rec] = rest
-    speakers = {utt: rest for utt, (_, rest) in _kaldi_table(spk_path, builder, required=False).items()}
-    has_segments = os.path.isfile(seg_path)
+    speakers = {utt: rest for utt, (_, rest) in _kaldi_table(spk_path, ctx, builder, required=False).items()}
+    has_segments = os.path.lexists(seg_path)
     # utterance -> (recording, offset, duration, line, the file of that line)
     utterances: dict[str, tuple[str, float | None, float | None, int, str]] = {}
     if has_segments:
-        for utt, (number, rest) in _kaldi_table(seg_path, builder, required=False).items():
+        for utt, (number, rest) in _kaldi_table(seg_path, ctx, builder, required=False).items():
             parts = rest.split()
             start = _seconds(parts[1])[0] if len(parts) >= 3 else None
             end = _seconds(parts[2])[0] if len(parts) >= 3 else None
             if start is None or end is None or start < 0:
                 builder.problem("unparsable", f"line {number} is not 'utterance recording start end'", seg_path, number)
+                continue
+            if max(start, end) > MAX_CLAIM_S:
+                what = "start" if start > MAX_CLAIM_S else "end"
+                builder.problem(
+                    "unparsable", f"line {number}: segment {_quote(utt)}'s {what} {_too_long(max(start, end))}", seg_path, number
+                )
                 continue
             if end != -1 and end <= start:
                 builder.problem(
@@ -1120,7 +1287,7 @@ def _read_kaldi(folder: str, ctx: _Context, builder: _Builder) -> None:
             utterances[utt] = (parts[0], start, None if end == -1 else end - start, number, seg_path)
     else:
         utterances = {rec: (rec, None, None, number, scp_path) for rec, (number, _) in scp.items()}
-    texts = _kaldi_table(text_path, builder, required=False)
+    texts = _kaldi_table(text_path, ctx, builder, required=False)
 
     def add(utt: str, line: int, manifest: str, text: str | None) -> None:
         rec, offset, duration, rec_line, rec_file = utterances[utt]
@@ -1159,7 +1326,7 @@ def _transcript_stem(text_path: str) -> str:
     return os.path.splitext(text_path)[0]
 
 
-def _read_folder(folder: str, builder: _Builder) -> None:
+def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
     count = 0
     orphans: list[str] = []
     manifests: list[str] = []
@@ -1185,7 +1352,7 @@ def _read_folder(folder: str, builder: _Builder) -> None:
                 continue
             used.add(transcript)
             text_path = os.path.join(dirpath, transcript)
-            text = _read_transcript(text_path, builder)
+            text = _read_transcript(text_path, ctx, builder)
             builder.add(Entry(1, ident, os.path.normpath(audio_path), ident, text, text_path), unique=False)
         if audio:
             orphans.extend(
@@ -1194,7 +1361,7 @@ def _read_folder(folder: str, builder: _Builder) -> None:
     for text_path in orphans:  # a transcript whose clip is gone: listed, and missing
         stem = _transcript_stem(text_path)
         ident = os.path.relpath(stem, folder).replace(os.sep, "/")
-        builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", _read_transcript(text_path, builder), text_path), unique=False)
+        builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", _read_transcript(text_path, ctx, builder), text_path), unique=False)
     if count and not builder.entries:
         raise InputError(folder, f"holds {count:,} audio files but no transcript beside any of them (.txt or .lab of the same name): give the manifest that lists them")
     if count == 0:
@@ -1218,11 +1385,16 @@ def _is_doc(name: str) -> bool:
     return os.path.splitext(name)[0].lower() in ("readme", "license", "licence", "copying", "notes", "changelog", "requirements")
 
 
-def _read_transcript(path: str, builder: _Builder) -> str | None:
+def _read_transcript(path: str, ctx: _Context, builder: _Builder) -> str | None:
     """A folder dataset's transcript: its text (at most HEAD_BYTES of it) with lines joined; a BOM is a problem. None
-    when it cannot be read (a dangling link, a FIFO): that clip has no transcript, the rest of the folder is judged.
+    when it cannot be read (a dangling link, a FIFO) or may not be (a link out of the dataset: never opened): that
+    clip has no transcript, the rest of the folder is judged, and a note says which file and why.
     Lines are split at CR, LF and CRLF only (as Python's open() reads text): a vertical tab or U+2028 inside a line
     stays for the character rules to see."""
+    refusal = ctx.policy.refusal(path)
+    if refusal is not None:
+        builder.unreadable_texts.append(f"{visible(path)} {visible(refusal)}")
+        return None
     try:
         with open_log(Path(path)) as handle:
             data = read_block(handle, HEAD_BYTES, path)
