@@ -4,6 +4,7 @@ a crashed run, or memory that follows what a header claims rather than what the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import struct
@@ -131,26 +132,30 @@ def test_a_pooled_run_gives_hostile_clips_their_own_records(tmp_path, monkeypatc
     refs = [ClipRef(p) for p in paths]
     pooled = engine.analyze_all(refs, jobs=2)
     assert pooled == engine.analyze_all(refs, jobs=1)
-    assert [r.error_kind for r in pooled] == [None, "truncated", None, None]
+    assert [r.error_kind for r in pooled] == [None, "truncated", "too-long", None]  # 16,000 samples at 1 Hz: 4 h 26 min
     assert not any("analysis failed" in (r.error or "") for r in pooled)
 
 
 # --- headers that claim a rate, a channel count or a length -------------------------------------------
 
 
-def test_a_header_claiming_1_hz_costs_no_more_memory_than_the_same_bytes_at_8_khz(tmp_path):
-    """Each 10 ms frame keeps a few numbers: at 1 Hz a frame was one sample, and 2 MB of audio held some 60 MB of frame
-    energies (a 100 MB file, 3 GB). Frames are now at least MIN_FRAME_SAMPLES long."""
+def test_a_header_claiming_100_hz_costs_no_more_memory_than_the_same_bytes_at_8_khz(tmp_path):
+    """Each 10 ms frame keeps a few numbers: at 100 Hz (or 1 Hz) a frame was one sample, and 2 MB of audio held some
+    60 MB of frame energies (a 100 MB file, 3 GB). Frames are now at least MIN_FRAME_SAMPLES long. (At 1 Hz the same
+    million samples last 278 hours: more than the analysis decodes, so not decoded at all.)"""
     samples = np.random.default_rng(1).integers(-8000, 8000, 1_000_000).astype("<i2").tobytes()
-    one_hz, low = peak_bytes(ClipRef(wav(tmp_path / "one-hz.wav", samples, rate=1)))
+    slow, low = peak_bytes(ClipRef(wav(tmp_path / "100-hz.wav", samples, rate=100)))
     telephone, usual = peak_bytes(ClipRef(wav(tmp_path / "8k.wav", samples, rate=8000)))
-    assert one_hz.error is None
+    assert slow.error is None
     assert telephone.error is None
-    assert one_hz.frames == telephone.frames == 1_000_000
+    assert slow.frames == telephone.frames == 1_000_000
     assert low <= usual * 1.2 + 1_000_000, (low, usual)
     # the frames are as long as 8 kHz's, so everything but the time scale agrees
-    assert one_hz.level_db == pytest.approx(telephone.level_db, abs=1e-9)
-    assert one_hz.lead_silence_s == pytest.approx(telephone.lead_silence_s * 8000)
+    assert slow.level_db == pytest.approx(telephone.level_db, abs=1e-9)
+    assert slow.lead_silence_s == pytest.approx(telephone.lead_silence_s * 80)
+    one_hz, least = peak_bytes(ClipRef(wav(tmp_path / "1-hz.wav", samples, rate=1)))
+    assert (one_hz.error_kind, one_hz.frames, one_hz.sample_rate) == ("too-long", 1_000_000, 1)
+    assert least < usual
 
 
 def test_a_header_claiming_64_channels_is_read_in_bounded_blocks(tmp_path):
@@ -176,16 +181,17 @@ def test_a_header_claiming_2_gigahertz_spans_one_frame_over_blocks(tmp_path):
     assert r.lead_silence_s == r.trail_silence_s == 0
 
 
-def test_an_ogg_claiming_a_huge_length_at_2_gigahertz_is_truncated_not_out_of_memory(tmp_path):
+def test_an_ogg_claiming_a_huge_length_at_2_gigahertz_is_its_record_not_out_of_memory(tmp_path):
     """The buffer was sized for min(block, the claimed frames): 2**40 claimed frames at 2 GHz asked numpy for 350 GB,
-    and the clip became 'out of memory while decoding' with its header lost."""
+    and the clip became 'out of memory while decoding' with its header lost. (Decoded, it was truncated: it holds 2 s;
+    2**40 samples are now more than the analysis decodes, so it is not decoded at all.)"""
     r = analyze(ClipRef(ogg_that_claims(tmp_path / "claim.ogg", rate=2**31 - 1, last_granule=2**40)))
-    assert r.error_kind == "truncated", r
+    assert r.error_kind == "too-long", r
     assert (r.format, r.subtype, r.sample_rate) == ("OGG", "VORBIS", 2**31 - 1)
     assert r.frames == 2**40
-    assert r.extra["frames_read"] == 2 * RATE
-    # the same claim at a rate of speech was already fine
-    assert analyze(ClipRef(ogg_that_claims(tmp_path / "claim16k.ogg", rate=RATE, last_granule=2**40))).error_kind == "truncated"
+    assert r.extra["frames_read"] == 0
+    # the same claim at a rate of speech is 19,000 hours: more than the analysis decodes, so not decoded at all
+    assert analyze(ClipRef(ogg_that_claims(tmp_path / "claim16k.ogg", rate=RATE, last_granule=2**40))).error_kind == "too-long"
 
 
 @pytest.mark.parametrize("frames_per_block_samples", [37, 160, 1000])
@@ -331,3 +337,110 @@ def test_one_full_scale_click_in_a_very_short_clip_is_not_clipping(tmp_path, cap
     assert "TP-DATA-CLIPPING" not in dict(findings(judged(capsys, manifest)))
     click[200:203] = 1.0  # a run of DATA_CLIP_RUN is clipping, however short the clip
     assert ("TP-DATA-CLIPPING", "WARN") in findings(judged(capsys, _one_clip_manifest(tmp_path, click)))
+
+
+# --- decoded audio is bounded per clip (issue 27, item 7) ----------------------------------------------------------
+
+BOMB_RATE = 8000
+CAP_S = getattr(clip, "MAX_DECODE_S", 4 * 3600.0)  # the cap, as trainproof.data.clip has it
+
+
+def silence_flac(path, seconds: float, rate: int = BOMB_RATE) -> str:
+    """A real FLAC of digital silence, written by soundfile a block at a time: a run of zeros compresses to almost
+    nothing, so a small file decodes to hours (4.5 hours at 8 kHz is about 1 MB; 13 MB made 100 hours)."""
+    frames, block = int(round(seconds * rate)), np.zeros(rate * 600, dtype=np.int16)
+    with sf.SoundFile(str(path), "w", rate, 1, format="FLAC", subtype="PCM_16") as out:
+        written = 0
+        while written < frames:
+            out.write(block[: min(len(block), frames - written)])
+            written += min(len(block), frames - written)
+    return str(path)
+
+
+def flac_stating(source, path, total: int) -> str:
+    """A copy of the FLAC ``source`` whose STREAMINFO gives ``total`` samples: 0 is "unknown", as an encoder writing
+    to a pipe leaves it (libsndfile then gives no length)."""
+    data = bytearray(open(source, "rb").read())
+    assert data[:4] == b"fLaC" and data[4] & 0x7F == 0  # STREAMINFO is the first block
+    field = int.from_bytes(data[18:26], "big")  # 20 bits of rate, 3 of channels, 5 of bits, 36 of total samples
+    data[18:26] = ((field & ~((1 << 36) - 1)) | total).to_bytes(8, "big")
+    path.write_bytes(bytes(data))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def bomb(tmp_path_factory) -> str:
+    """Half an hour more than the cap of digital silence, as FLAC."""
+    return silence_flac(tmp_path_factory.mktemp("bomb") / "bomb.flac", CAP_S + 1800)
+
+
+def test_a_flac_whose_header_claims_more_than_the_cap_is_not_decoded(bomb):
+    """Before, every frame was decoded (100 hours: 31 s and 1.5 GB of frame energies); now the header's claim alone
+    makes the record, the header's numbers kept."""
+    r, peak = peak_bytes(ClipRef(bomb))
+    assert r.error_kind == "too-long", r
+    assert (r.format, r.subtype, r.sample_rate, r.channels) == ("FLAC", "PCM_16", BOMB_RATE, 1)
+    assert r.frames == int((CAP_S + 1800) * BOMB_RATE)
+    assert r.duration_s == CAP_S + 1800
+    assert r.extra == {"frames_read": 0}
+    assert "the header claims 4 h 30 min (16,200 s), more than the 4 h (14,400 s)" in r.error
+    assert peak < 4 * 2**20, peak  # nothing decoded: no frame energies
+
+
+def test_a_flac_of_no_stated_length_stops_decoding_at_the_cap(bomb, tmp_path):
+    """A header may give no length (0 total samples): such a clip is decoded until it ends or passes the cap, where it
+    stops. Before, it was decoded to its end and then called truncated (libsndfile's SF_COUNT_MAX taken as a claim)."""
+    r = analyze(ClipRef(flac_stating(bomb, tmp_path / "unknown.flac", 0)))
+    assert r.error_kind == "too-long", r
+    assert r.extra["frames_read"] == r.frames == int(CAP_S * BOMB_RATE) + 1
+    assert "header gives no length and it still had audio at 4 h (14,400 s)" in r.error
+
+
+def test_a_flac_claiming_few_frames_is_read_for_those_alone(bomb, tmp_path):
+    r = analyze(ClipRef(flac_stating(bomb, tmp_path / "few.flac", 100)))
+    assert (r.error_kind, r.frames) == (None, 100)
+
+
+def test_a_short_flac_of_no_stated_length_is_read_to_its_end(tmp_path):
+    """Its record is the one of the same FLAC with its length stated (it was truncated: soundfile seeks after every
+    read, libsndfile cannot seek in such a stream, and the frames of the last read were lost)."""
+    known = write(tmp_path / "known.flac", voiced(RATE, SENTENCE), RATE)
+    unknown = flac_stating(known, tmp_path / "unknown.flac", 0)
+    assert sf.info(unknown).frames == 2**63 - 1  # libsndfile's SF_COUNT_MAX: no length
+    assert analyze(ClipRef(unknown)) == dataclasses.replace(analyze(ClipRef(known)), audio=unknown)
+
+
+def test_a_flac_claiming_more_samples_than_the_cap_in_fewer_hours_is_not_decoded(tmp_path):
+    """Eight channels at 96 kHz for an hour are 2.8 billion samples: decoding time follows samples, so the cap is in
+    samples too (MAX_DECODE_SAMPLES: four hours of 48 kHz stereo)."""
+    source = write(tmp_path / "eight.flac", np.zeros((96_000, 8)), 96_000)
+    r = analyze(ClipRef(flac_stating(source, tmp_path / "claim.flac", 96_000 * 3600)))
+    assert r.error_kind == "too-long", r
+    assert (r.sample_rate, r.channels, r.duration_s) == (96_000, 8, 3600.0)
+    assert "the header claims 2,764,800,000 samples (1 h (3,600 s) of 8 channels at 96,000 Hz), more than the 1,382,400,000" in r.error
+
+
+def test_a_segment_is_capped_by_its_own_length_not_its_files(bomb):
+    """A Kaldi segment of one second four hours into a longer recording is read; one longer than the cap is not."""
+    inside = analyze(ClipRef(bomb, offset=CAP_S, duration=1.0))
+    assert (inside.error_kind, inside.frames, inside.duration_s) == (None, BOMB_RATE, 1.0)
+    over = analyze(ClipRef(bomb, offset=0.0, duration=CAP_S + 60))
+    assert over.error_kind == "too-long", over
+    assert over.duration_s == CAP_S + 60
+    assert "the segment lasts 4 h 1 min (14,460 s)" in over.error
+
+
+def test_a_clip_past_the_cap_is_a_duration_warning_at_its_header_length(bomb, tmp_path, capsys):
+    """The clip is one TP-DATA-DURATION finding that says it was not analysed, with the header's duration; it is not
+    unreadable, and the run is judged (exit 0: a WARN)."""
+    clips = [write(tmp_path / f"c{i}.wav", voiced(RATE, SENTENCE, seed=i), RATE) for i in range(2)]
+    manifest = tmp_path / "m.json"
+    lines = [{"audio_filepath": bomb, "text": "a long silence"}] + [{"audio_filepath": c, "text": f"clip {i}"} for i, c in enumerate(clips)]
+    manifest.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = judged(capsys, manifest)
+    assert report["code"] == 0
+    (finding,) = [f for f in report["subjects"][0]["findings"] if f["id"] == "TP-DATA-DURATION"]
+    assert finding["line"] == 1
+    assert "bomb.flac is not analysed: the header claims 4 h 30 min (16,200 s)" in finding["message"]
+    assert finding["evidence"].startswith("16,200 s, not analysed")
+    assert ("TP-DATA-UNREADABLE", "FAIL") not in findings(report)

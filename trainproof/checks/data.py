@@ -366,17 +366,29 @@ def sample_format(ctx: DataContext) -> Iterator[Hit]:
 def duration(ctx: DataContext) -> Iterator[Hit]:
     """A clip is shorter than DATA_MIN_DURATION_S or longer than DATA_MAX_DURATION_S.
 
-    What it detects: decoded clips (or segments) whose duration is under DATA_MIN_DURATION_S or over DATA_MAX_DURATION_S.
+    What it detects: decoded clips (or segments) whose duration is under DATA_MIN_DURATION_S or over DATA_MAX_DURATION_S; and, whatever the bounds, clips longer than trainproof decodes (4 hours), by what their header claims, or by what was decoded before it stopped when the header gives no length.
     Why it matters: TTS and ASR recipes drop such clips silently (a max audio length, a min text length), so the corpus you train on is smaller than the one you check; kept, a very long clip dominates a batch's memory.
-    Fires on: a 0.3 s clip; a 25 s clip.
+    Fires on: a 0.3 s clip; a 25 s clip; a 13 MB FLAC of silence that decodes to 100 hours.
     Does not fire on: clips within the bounds (set them to your recipe's in the configuration).
-    Does not mean: the clip is bad audio.
+    Does not mean: the clip is bad audio; but a clip past what trainproof decodes is not analysed (no level, silence, clipping or duplicate check).
     """
-    decoded = _need_clips(ctx)
-    t = ctx.t
-    rows = decoded[(decoded["duration_s"] < t.DATA_MIN_DURATION_S) | (decoded["duration_s"] > t.DATA_MAX_DURATION_S)]
+    from trainproof.data.clip import TOO_LONG
+
+    table, t = ctx.table, ctx.t
+    kinds = table["error_kind"]
+    readable, past = kinds.isna(), kinds == TOO_LONG
+    if not (readable.any() or past.any()):
+        raise NotApplicable("no clip could be read")
+    seconds = table["duration_s"]
+    rows = table[(readable & ((seconds < t.DATA_MIN_DURATION_S) | (seconds > t.DATA_MAX_DURATION_S))) | past]
     bounds = f"bounds {figures.num(t.DATA_MIN_DURATION_S)}-{figures.num(t.DATA_MAX_DURATION_S)} s"
-    yield from _examples(ctx, rows, "clips are out of the duration bounds", lambda r: (f"{_name(r)} lasts {figures.num(r.duration_s)} s.", f"{figures.num(r.duration_s)} s; {bounds}"))
+
+    def say(r: Any) -> tuple[str, str]:
+        if r.error_kind == TOO_LONG:
+            return f"{_name(r)} is not analysed: {r.error}.", f"{figures.num(r.duration_s)} s, not analysed; {bounds}"
+        return f"{_name(r)} lasts {figures.num(r.duration_s)} s.", f"{figures.num(r.duration_s)} s; {bounds}"
+
+    yield from _examples(ctx, rows, "clips are out of the duration bounds", say)
 
 
 def duration_claim(ctx: DataContext) -> Iterator[Hit]:

@@ -58,6 +58,16 @@ pyarrow filesystem (:mod:`trainproof.data.uri`) and read as a file object
 (stat'ed only when it cannot be opened, to say why), with the same record
 and the same errors as a file.
 
+At most MAX_DECODE_S seconds, and MAX_DECODE_SAMPLES samples (frames times
+channels), of a clip (or segment) are decoded: the first bounds the memory of
+its frame energies, the second the time its decoding takes, whatever rate
+and channel count a header gives. A clip whose header claims more is not
+decoded at all, and one whose header gives no length (libsndfile's
+SF_COUNT_MAX: a FLAC streamed with 0 total samples) is decoded to its end or
+until it passes the cap, where it stops: either is a ``too-long`` record
+(below). A header claiming fewer frames than the file holds is read for what
+it claims, no further.
+
 A segment (``ref.offset`` / ``ref.duration``, seconds) is read by seeking to
 ``round(offset * rate)`` and reading ``round(duration * rate)`` frames (each
 at most MAX_FRAMES: an offset or duration beyond it, or not finite, is past
@@ -83,6 +93,12 @@ Errors (``error_kind``; numbers other than the header's left at defaults):
   numbers stay at their defaults, because a clip whose end is missing is
   judged by that alone. ``extra["frames_read"]`` is how many frames could be
   decoded.
+- ``too-long``: the header claims more than MAX_DECODE_S or MAX_DECODE_SAMPLES
+  for the clip (or the segment asks for more), or a clip whose header gives no
+  length still has audio at the cap. The record keeps the header's numbers, with
+  ``frames`` and ``duration_s`` what the header claims (for a clip of no
+  stated length, what was decoded before it stopped: a lower bound), and
+  ``extra["frames_read"]`` the frames decoded (0 when refused on its header).
 
 ``active_s`` is the seconds of frames that are not silent (the clip's
 speech, pauses excluded); ``nonfinite_samples`` the NaN or infinite samples
@@ -100,6 +116,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
+from typing import Any
 
 from trainproof.data.model import ClipRecord, ClipRef
 from trainproof.data.uri import Info, is_uri
@@ -136,6 +154,24 @@ MIN_FRAME_SAMPLES = 80
 
 MAX_FRAMES = 2**62
 """A segment's offset or length in frames at most: the record's numbers are 64-bit (the table's, the cache's)."""
+
+MAX_DECODE_S = 4 * 3600.0
+"""Seconds of audio decoded from one clip or segment at most (4 hours). Long-form recordings listed whole (an audiobook
+chapter, a lecture, a meeting, a podcast episode) run to two or three hours, and a training clip to seconds; past
+four hours a file is not a clip a trainer loads whole. A clip claiming more is not decoded (``too-long``): a 13 MB
+FLAC of digital silence decodes to 100 hours, which took 31 s and 1.5 GB of frame energies; at the cap a clip costs
+about 40 MB and a few seconds of one core (5 hours of 16 kHz FLAC silence: 4.7 s, 50 MB)."""
+
+MAX_DECODE_SAMPLES = int(MAX_DECODE_S) * 48_000 * 2
+"""Samples (frames x channels) decoded from one clip or segment at most: MAX_DECODE_S of 48 kHz stereo (1,382,400,000;
+an 8-channel meeting recording at 16 kHz fits three hours). Decoding time follows samples, not seconds: a FLAC header
+may give 655,350 Hz and 8 channels, where four hours of silence would be 75 billion samples: 20 minutes, at the 16 ns
+a sample that decoding and analysing 5 hours of 16 kHz FLAC took here (4.7 s). At this cap a clip takes some 22 s."""
+
+TOO_LONG = "too-long"
+"""The ``error_kind`` of a clip past MAX_DECODE_S or MAX_DECODE_SAMPLES (see the module doc)."""
+
+_NO_LENGTH = 2**63 - 1  # libsndfile's SF_COUNT_MAX: the frame count of a header that gives no length
 
 _WIDE_PEAK = 2.0**20
 """A float block peaking above this (120 dB over full scale) is mixed and squared in float64: float32 would overflow."""
@@ -227,8 +263,6 @@ def stat_uri(ref: ClipRef) -> Info | ClipRecord:
 
     try:
         info = uri.stat(ref.audio)
-    except uri.Refused as exc:  # a scheme, query or authority that is not read: no library was asked
-        return _failed(ref, "unreadable", str(exc))
     except OSError as exc:
         return _failed(ref, "unreadable", f"cannot stat the file: {exc}")
     if info.kind == "missing":
@@ -243,23 +277,16 @@ def stat_uri(ref: ClipRef) -> Info | ClipRecord:
 def _analyze_uri(ref: ClipRef) -> ClipRecord:
     """A clip named by URI, read through its pyarrow filesystem (:mod:`trainproof.data.uri`). It is opened first (its
     size comes with it: one request to the store, not a stat and an open); only when it cannot be opened is it
-    stat'ed, to say why. A read from the store that fails mid-way makes the clip unreadable (not truncated: the
-    object may be whole)."""
+    stat'ed, to say why."""
     from trainproof.data import uri
 
-    reason = uri.refusal(ref.audio)
-    if reason is not None:
-        return _failed(ref, "unreadable", reason)
     try:
         source = uri.open_input(ref.audio)
     except OSError as exc:
         found = stat_uri(ref)
         return found if isinstance(found, ClipRecord) else _failed(ref, "unreadable", f"cannot open the file: {exc}", size=found.size)
     with source:
-        record = _decoded(ref, source.size(), source)
-    if source.error is not None:
-        return _failed(ref, "unreadable", f"cannot read the file: {source.error}", size=source.size())
-    return record
+        return _decoded(ref, source.size(), source)
 
 
 def _decode(ref: ClipRef, size: int, source: object = None) -> ClipRecord:
@@ -334,6 +361,9 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
     start = 0 if ref.offset is None else _frames(ref.offset, rate)
     want = total - start if ref.duration is None else _frames(ref.duration, rate)
     segment = ref.offset is not None or ref.duration is not None
+    open_ended = total >= _NO_LENGTH and ref.duration is None  # read to the end, wherever it is
+    seconds_cap = _frames(MAX_DECODE_S, rate)
+    limit = min(seconds_cap, MAX_DECODE_SAMPLES // channels)
     extra: dict = {}
 
     if not segment and claimed > total:
@@ -358,6 +388,16 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
     if want <= 0:
         what = "libsndfile finds no audio frames in it" if not segment else "the segment is empty"
         return _failed(ref, "empty", what, **header)
+    if open_ended:
+        want = limit + 1  # a frame past the cap tells a clip that ends at it from one that goes on
+    elif want > limit:
+        what = "the segment lasts" if segment else "the header claims"
+        if want > seconds_cap:
+            why = f"{what} {_hours(want / rate)}, more than the {_hours(MAX_DECODE_S)} trainproof decodes of one clip"
+        else:
+            why = (f"{what} {want * channels:,} samples ({_hours(want / rate)} of {channels:,} channels at {rate:,} Hz), more than the "
+                   f"{MAX_DECODE_SAMPLES:,} trainproof decodes of one clip")  # fmt: skip
+        return _failed(ref, TOO_LONG, why, **header, frames=want, duration_s=want / rate, extra={"frames_read": 0})
     if start:
         try:
             handle.seek(start)
@@ -378,12 +418,13 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
         if block > analysis.frame_len:
             block -= block % analysis.frame_len
     buffer = np.empty((min(block, want), channels), dtype=dtype)
+    read = _reader(handle, dtype, open_ended)
     done = 0
     with np.errstate(all="ignore"):
         while done < want:
             n = min(block, want - done)
             try:
-                got = buffer[: handle.buffer_read_into(buffer[:n], dtype)]
+                got = buffer[: read(buffer[:n])]
             except Exception as exc:  # noqa: BLE001 -- a decoder error mid-stream (a FLAC cut short)
                 return _failed(
                     ref, "truncated", f"decoding failed between {done / rate:.3f} and {(done + n) / rate:.3f} s of the {want / rate:.3f} s "
@@ -395,6 +436,14 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
             done += len(got)
             if len(got) < n:
                 break
+        if open_ended:
+            if done > limit:
+                most = _hours(MAX_DECODE_S) if limit == seconds_cap else f"{MAX_DECODE_SAMPLES:,} samples ({_hours(limit / rate)})"
+                return _failed(
+                    ref, TOO_LONG, f"its header gives no length and it still had audio at {most}, the most trainproof decodes of one clip",
+                    **header, frames=done, duration_s=done / rate, extra={"frames_read": done},
+                )  # fmt: skip
+            return analysis.record(ref, header, done, extra)
         if done < want and not (subtype.startswith("MPEG") and want - done <= MPEG_LENGTH_SLACK * want):
             return _failed(
                 ref, "truncated", f"the header claims {want:,} frames ({want / rate:.3f} s) but only {done:,} ({done / rate:.3f} s) "
@@ -403,6 +452,46 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
         if done < want:
             extra["estimated_frames"] = want
         return analysis.record(ref, header, done, extra)
+
+
+_CTYPES = {"int16": "short", "int32": "int", "float32": "float"}
+
+
+def _reader(handle, dtype: str, open_ended: bool) -> Callable[[Any], int]:
+    """How a block is read into a buffer (returning the frames read): soundfile's ``buffer_read_into``, or, for a clip
+    whose header gives no length, libsndfile's own read through soundfile's binding. After each read soundfile seeks to
+    where it thinks the read ended, and libsndfile cannot seek in such a stream: at its end the seek fails ("Internal
+    psf_fseek() failed") and the frames just read are lost, so every such clip would be truncated. Without that
+    binding (another soundfile), ``buffer_read_into`` it is."""
+    if open_ended:
+        try:
+            from soundfile import _ffi, _snd  # type: ignore[attr-defined]
+
+            function, file = getattr(_snd, f"sf_readf_{_CTYPES[dtype]}"), handle._file
+        except (ImportError, AttributeError, KeyError):
+            pass
+        else:
+            pointer = f"{_CTYPES[dtype]} *"
+
+            def read(buffer) -> int:
+                count = int(function(file, _ffi.cast(pointer, _ffi.from_buffer(buffer)), len(buffer)))
+                code = _snd.sf_error(file)
+                if code:
+                    raise RuntimeError(_ffi.string(_snd.sf_error_number(code)).decode("utf-8", "replace"))
+                return count
+
+            return read
+    return lambda buffer: handle.buffer_read_into(buffer, dtype)
+
+
+def _hours(seconds: float) -> str:
+    """A long duration as a reader takes it in: ``4 h`` or ``100 h 0 min 3 s`` with the seconds when there are any,
+    and always the exact seconds after (``(14,400 s)``)."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    shown = f"{hours:,} h" + (f" {minutes} min" if minutes or secs else "") + (f" {secs} s" if secs else "")
+    return f"{shown} ({seconds:,.3f} s)".replace(".000 s)", " s)")
 
 
 def _percentile(np, values, percent: float) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
-ANALYSIS_VERSION = 3
+ANALYSIS_VERSION = 4
 """Bumped whenever :func:`trainproof.data.clip.analyze` would compute a record differently: cached records of
 another version are never used."""
 
@@ -151,8 +151,8 @@ class ClipRecord:
     """The numbers one clip reduces to. Every rule about audio reads these, never the samples.
 
     ``error`` is set (and the numbers left at their defaults) when the file
-    is missing, unreadable, empty or truncated; ``error_kind`` is
-    ``missing``, ``unreadable``, ``empty`` or ``truncated``.
+    is missing, unreadable, empty, truncated or too long to decode; ``error_kind`` is
+    ``missing``, ``unreadable``, ``empty``, ``truncated`` or ``too-long``.
 
     Levels are in dB relative to full scale (dBFS). ``level_db`` is the
     clip's own speech level: the 95th percentile of its 10 ms frame
