@@ -68,6 +68,14 @@ until it passes the cap, where it stops: either is a ``too-long`` record
 (below). A header claiming fewer frames than the file holds is read for what
 it claims, no further.
 
+libsndfile's decoders (libmpg123 for MP3) print notes on a bad stream
+("Illegal Audio-MPEG-Header") to the process's stderr, file descriptor 2:
+while a clip is opened and read, fd 2 points at /dev/null (a worker process
+of the engine sets it so once, at its start; a clip decoded in the calling
+process has it set and put back around it, so another thread's line written
+to stderr in that moment is lost). What is wrong with a clip is its record's
+``error``, never output.
+
 A segment (``ref.offset`` / ``ref.duration``, seconds) is read by seeking to
 ``round(offset * rate)`` and reading ``round(duration * rate)`` frames (each
 at most MAX_FRAMES: an offset or duration beyond it, or not finite, is past
@@ -113,10 +121,13 @@ in a float file. ``extra`` holds what only some clips have:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
-from collections.abc import Callable
+import sys
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from trainproof.data.model import ClipRecord, ClipRef
@@ -289,21 +300,86 @@ def _analyze_uri(ref: ClipRef) -> ClipRecord:
         return _decoded(ref, source.size(), source)
 
 
+_quiet = {"always": False, "depth": 0, "saved": -1}  # fd 2 pointed at /dev/null: for good, or how many decodes in and what to restore
+_quiet_lock = threading.Lock()
+
+
+def silence_stderr() -> None:
+    """Point this process's file descriptor 2 at /dev/null for good: what a worker process that only decodes clips
+    calls as it starts (it reports through records; what libsndfile's decoders print is noise). Left as it was when
+    /dev/null cannot be opened."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(null, 2)
+        _quiet["always"] = True
+    except OSError:
+        pass
+    finally:
+        os.close(null)
+
+
+@contextlib.contextmanager
+def _stderr_quiet() -> Iterator[None]:
+    """File descriptor 2 at /dev/null inside, put back after (the first decode in saves it, the last out restores it:
+    decodes on several threads share one redirection). Nothing is changed when it cannot be (no /dev/null)."""
+    if _quiet["always"]:
+        yield
+        return
+    entered = False
+    with _quiet_lock:
+        if _quiet["depth"] == 0:
+            try:
+                sys.stderr.flush()
+                saved = os.dup(2)
+            except (OSError, ValueError, AttributeError):
+                saved = -1
+            if saved >= 0:
+                try:
+                    null = os.open(os.devnull, os.O_WRONLY)
+                    try:
+                        os.dup2(null, 2)
+                    finally:
+                        os.close(null)
+                except OSError:
+                    os.close(saved)
+                    saved = -1
+            if saved >= 0:
+                _quiet["saved"], _quiet["depth"], entered = saved, 1, True
+        else:
+            _quiet["depth"] += 1
+            entered = True
+    try:
+        yield
+    finally:
+        if entered:
+            with _quiet_lock:
+                _quiet["depth"] -= 1
+                if _quiet["depth"] == 0:
+                    saved, _quiet["saved"] = _quiet["saved"], -1
+                    os.dup2(saved, 2)
+                    os.close(saved)
+
+
 def _decode(ref: ClipRef, size: int, source: object = None) -> ClipRecord:
-    """Decode ``ref.audio`` (or ``source``, a file object of its bytes) into its record."""
+    """Decode ``ref.audio`` (or ``source``, a file object of its bytes) into its record, with stderr quiet (see the
+    module doc)."""
     import soundfile as sf
 
-    try:
-        handle = sf.SoundFile(_openable(ref.audio) if source is None else source)
-    except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
-        text = _message(exc) or "cannot open it"
-        if text.startswith(_NOT_A_FILE):  # the file was found and is a regular one: libsndfile 1.2 says this of a .mp3 it cannot decode
-            text = "cannot recognise or decode it (it says the file does not exist, but it does)"
-        return _failed(ref, "unreadable", f"libsndfile: {text}", size=size)
-    except OSError as exc:
-        return _failed(ref, "unreadable", f"cannot open the file: {exc.strerror or exc}", size=size)
-    with handle:
-        return _read(ref, size, handle)
+    with _stderr_quiet():
+        try:
+            handle = sf.SoundFile(_openable(ref.audio) if source is None else source)
+        except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
+            text = _message(exc) or "cannot open it"
+            if text.startswith(_NOT_A_FILE):  # the file was found and is a regular one: libsndfile 1.2 says this of a .mp3 it cannot decode
+                text = "cannot recognise or decode it (it says the file does not exist, but it does)"
+            return _failed(ref, "unreadable", f"libsndfile: {text}", size=size)
+        except OSError as exc:
+            return _failed(ref, "unreadable", f"cannot open the file: {exc.strerror or exc}", size=size)
+        with handle:
+            return _read(ref, size, handle)
 
 
 def _openable(path: str) -> str | bytes:

@@ -35,8 +35,15 @@ adding a few clips) is decoded inline.
 
 Workers ignore SIGINT, so a Ctrl-C reaches the parent alone: it terminates
 the workers, keeps the records already cached, and re-raises
-KeyboardInterrupt. A worker that dies (a decoder crash, the OOM killer)
-breaks the pool: the clips that were in flight are then decoded one by one,
+KeyboardInterrupt. SIGTERM (a cancelled CI job, a timeout) does the same
+while workers run: it raises :class:`Terminated`, a KeyboardInterrupt, so the
+process ends through its exit handlers, which release the pool's semaphores
+(killed outright, the parent left them to multiprocessing's resource
+tracker, which printed a "leaked semaphore" warning to stderr, and its
+workers ran on). Workers point their stderr at /dev/null as they start
+(:func:`trainproof.data.clip.silence_stderr`): they report through records,
+and what a decoder prints there (libmpg123's notes on a bad MP3) is noise.
+A worker that dies (a decoder crash, the OOM killer) breaks the pool: the clips that were in flight are then decoded one by one,
 each in a fresh single-worker pool, and the clip that kills its worker gets
 an ``unreadable`` record instead of failing the run. A pool whose first
 worker dies before it is given a clip says nothing about the clips
@@ -50,8 +57,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 from trainproof.collector import collector_paused
@@ -127,6 +135,7 @@ def analyze_all(
     if progress is not None and total:
         progress(done, total)
     try:
+        stopping: AbstractContextManager = nullcontext()
         if jobs == 1 or len(todo) <= 1 or work.todo_bytes < POOL_MIN_BYTES or not _workers_can_start():
             results: Iterator[tuple[int, ClipRecord | Packed]] = ((i, _inline(refs[i], analyze)) for i in todo)
             step = CHUNK
@@ -134,7 +143,8 @@ def analyze_all(
             chunk = max(1, min(CHUNK, len(todo) // (jobs * IN_FLIGHT) or 1))
             results = _pooled(refs, todo, jobs, chunk, analyze)
             step = chunk
-        with closing(results):  # stopping early (Ctrl-C) closes the generator, which stops the workers
+            stopping = _terminate_as_interrupt()
+        with stopping, closing(results):  # stopping early (Ctrl-C, SIGTERM) closes the generator, which stops the workers
             try:
                 for n, (i, record) in enumerate(results, 1):
                     work.store(i, record)
@@ -275,7 +285,9 @@ def _check_start(executor, workers: int) -> None:
     from concurrent.futures.process import BrokenProcessPool
 
     try:
-        for future in [executor.submit(_ready) for _ in range(workers)]:
+        with _starting():
+            futures = [executor.submit(_ready) for _ in range(workers)]
+        for future in futures:
             future.result()
     except BrokenProcessPool:
         executor.shutdown(wait=True)
@@ -341,13 +353,61 @@ def _inline(ref: ClipRef, analyze: Analyze | None) -> ClipRecord:
         return ClipRecord(audio=ref.audio, error=f"the analysis failed ({type(exc).__name__}: {exc})", error_kind="unreadable")
 
 
-def _worker_init(analyze: Analyze | None = None) -> None:
-    """Workers leave Ctrl-C to the parent, which terminates them (no traceback from every worker), and import the
-    default analysis's libraries as they start (:func:`trainproof.data.clip.prepare`)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if analyze is None:
-        from trainproof.data.clip import prepare
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while worker processes run: the run stops as it does on Ctrl-C (see the module doc)."""
 
+
+_sigterm = {"held": 0, "pending": False}  # inside _starting: how deep, and whether a SIGTERM came meanwhile
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    if _sigterm["held"]:
+        _sigterm["pending"] = True
+        return
+    raise Terminated
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` inside (see the module doc); its handler is put back after. Only in the main
+    thread (where Python runs signal handlers) and only when SIGTERM has its default action: a host program's own
+    handler is left alone."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _sigterm["pending"] = False
+
+
+@contextmanager
+def _starting() -> Iterator[None]:
+    """A SIGTERM that comes inside waits for its end: submitting a task may start a worker, and one interrupted midway
+    is started but not yet in the pool's list of processes, so nothing would terminate it; it would outlive the run and
+    print a traceback when it found the pool's semaphores gone. The SIGTERM then wins over whatever the start raised
+    (a SIGTERM sent to the process group killed the fork server too: EOFError)."""
+    _sigterm["held"] += 1
+    try:
+        yield
+    finally:
+        _sigterm["held"] -= 1
+        if not _sigterm["held"] and _sigterm["pending"]:
+            _sigterm["pending"] = False
+            raise Terminated  # noqa: B012 -- meant: it replaces the start's own error
+
+
+def _worker_init(analyze: Analyze | None = None) -> None:
+    """Workers leave Ctrl-C to the parent, which terminates them (no traceback from every worker), write nothing to
+    stderr (:func:`trainproof.data.clip.silence_stderr`), and import the default analysis's libraries as they start
+    (:func:`trainproof.data.clip.prepare`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from trainproof.data.clip import prepare, silence_stderr
+
+    silence_stderr()
+    if analyze is None:
         prepare()
 
 
@@ -400,17 +460,18 @@ def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, ana
     position = 0
     while position < len(todo):
         executor = _executor(workers, analyze)
-        if position == 0:
-            _check_start(executor, workers)
         running: dict = {}
         broken: list[int] = []
         try:
+            if position == 0:
+                _check_start(executor, workers)
             while True:
                 while position < len(todo) and len(running) < window and not broken:
                     indices = todo[position : position + chunk]
                     position += len(indices)
                     try:
-                        running[executor.submit(_analyze_chunk, [refs[i] for i in indices], analyze)] = indices
+                        with _starting():
+                            running[executor.submit(_analyze_chunk, [refs[i] for i in indices], analyze)] = indices
                     except BrokenProcessPool:
                         broken.extend(indices)
                 if not running:
@@ -442,7 +503,9 @@ def _isolate(refs: Sequence[ClipRef], suspects: list[int], analyze: Analyze | No
             if executor is None:
                 executor = _executor(1, analyze)
             try:
-                record = executor.submit(_analyze_chunk, [refs[i]], analyze).result()[0]
+                with _starting():
+                    future = executor.submit(_analyze_chunk, [refs[i]], analyze)
+                record = future.result()[0]
             except BrokenProcessPool:
                 executor.shutdown(wait=True)
                 executor = None
