@@ -279,7 +279,7 @@ def test_a_segment_beyond_any_file_is_truncated_with_64_bit_numbers(tmp_path, of
 
 def test_a_manifest_segment_of_1e300_seconds_is_a_finding_not_a_run_that_could_not_judge(tmp_path, capsys):
     """With the cache on (the default), the record's 300-digit frame count made sqlite raise OverflowError, and the
-    whole dataset was NOT-CHECKED (exit 2)."""
+    whole dataset was NOT-CHECKED (exit 2). (The manifest now refuses a time past 68 years at its line.)"""
     audio = write(tmp_path / "c.wav", voiced(RATE, SENTENCE), RATE)
     manifest = tmp_path / "m.json"
     lines = [{"audio_filepath": audio, "text": "a line", "offset": 0.1, "duration": 1e300}, {"audio_filepath": audio, "text": "the clip"}]
@@ -289,7 +289,7 @@ def test_a_manifest_segment_of_1e300_seconds_is_a_finding_not_a_run_that_could_n
         out, err = capsys.readouterr()
         assert code == 1, err
         assert "Traceback" not in err
-        assert ("TP-DATA-UNREADABLE", "FAIL") in findings(json.loads(out))
+        assert ("TP-DATA-MANIFEST", "FAIL") in findings(json.loads(out))
 
 
 # --- files that are not what they say --------------------------------------------------------------------
