@@ -60,6 +60,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ADDRESS",
         help="with --engine ray: the cluster to join (auto, host:port, or ray://host:port; default: start a local one)",
     )
+    group.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="read through symlinks that lead out of the dataset's folder (and the working directory, for NeMo, CSV and "
+        "Kaldi) or into a .git folder; by default such a link is not followed: a committed link to a token or "
+        "/proc/self/environ would be quoted as a transcript",
+    )
     group.add_argument("--no-cache", action="store_true", help="decode every clip; read and write no cache")
     group.add_argument("--cache-dir", type=_folder_name, metavar="DIR", help="where per-clip records are cached (default: .trainproof_cache)")
 
@@ -75,6 +82,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "ray_address": args.ray_address,
         "no_cache": args.no_cache,
         "cache_dir": args.cache_dir,
+        "follow_links": args.follow_links,
         "progress": not args.json,
     }
 

@@ -65,12 +65,13 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
         from trainproof.data import uri
 
         _require_reachable(source, uri.reach(remote))
+    policy = _policy(manifest, options)
     cache = _cache(options)
     if cache is None:
-        records = _decode(refs, None, options)
+        records = _decode(refs, None, options, policy)
     else:
         with cache:
-            records = _decode(refs, cache, options)
+            records = _decode(refs, cache, options, policy)
         if cache.notes:
             manifest = replace(manifest, notes=manifest.notes + tuple(cache.notes))
     if remote:
@@ -97,7 +98,9 @@ def manifest_of(source: Any, options: Mapping[str, Any]) -> Manifest:
     from trainproof.data.manifest import read_manifest
 
     def read() -> Manifest:
-        return read_manifest(source, root=options.get("root"), audio_dir=options.get("audio_dir"))
+        return read_manifest(
+            source, root=options.get("root"), audio_dir=options.get("audio_dir"), follow_links=bool(options.get("follow_links"))
+        )
 
     key = ("manifest", str(source), os.getcwd(), *(str(options.get(name)) for name in MANIFEST_OPTIONS))
     return memo.remembered(key, read)
@@ -107,16 +110,27 @@ MANIFEST_OPTIONS = ("root", "audio_dir", "follow_links")
 """The options that change how a manifest is read (and so which reading an invocation may share)."""
 
 
-def _decode(refs: list[ClipRef], cache: Any, options: Mapping[str, Any]) -> ClipRecords:
-    """Every clip's record, in order, on the engine asked for."""
+def _policy(manifest: Manifest, options: Mapping[str, Any]) -> Any:
+    """What the dataset's clips may be read through (:func:`trainproof.data.manifest.read_policy`): the roots its
+    manifest was read under, and ``--follow-links``."""
+    from trainproof.data.manifest import read_policy
+
+    root, audio_dir, follow_links = options.get("root"), options.get("audio_dir"), bool(options.get("follow_links"))
+    return read_policy(manifest.path, manifest.layout, root=root, audio_dir=audio_dir, follow_links=follow_links)
+
+
+def _decode(refs: list[ClipRef], cache: Any, options: Mapping[str, Any], policy: Any = None) -> ClipRecords:
+    """Every clip's record, in order, on the engine asked for; a clip ``policy`` refuses is never opened."""
     progress = terminal_progress(options, "data", "clips decoded")
     if _engine(options) == "ray":
         from trainproof.data import ray_engine
 
-        return ray_engine.analyze_all(refs, cache, progress=progress is not None, address=options.get("ray_address"), jobs=options.get("jobs"))
+        return ray_engine.analyze_all(
+            refs, cache, progress=progress is not None, address=options.get("ray_address"), jobs=options.get("jobs"), policy=policy
+        )
     from trainproof.data.engine import analyze_all
 
-    return analyze_all(refs, jobs=options.get("jobs"), cache=cache, progress=progress)
+    return analyze_all(refs, jobs=options.get("jobs"), cache=cache, progress=progress, policy=policy)
 
 
 def _engine(options: Mapping[str, Any]) -> str:

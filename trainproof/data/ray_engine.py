@@ -87,6 +87,7 @@ from trainproof.data.model import ClipRef
 from trainproof.errors import ClusterError, MissingDependencyError
 
 if TYPE_CHECKING:
+    from trainproof.access import ReadPolicy
     from trainproof.data.cache import Cache
     from trainproof.data.records import ClipRecords
 
@@ -256,16 +257,18 @@ def analyze_all(
     analyze: Analyze | None = None,
     address: str | None = None,
     jobs: int | None = None,
+    policy: ReadPolicy | None = None,
 ) -> ClipRecords:
     """One record per reference, in the same order (as columns): cached where valid, decoded on the Ray cluster otherwise.
 
     ``cache`` and ``analyze`` as for the local engine's ``analyze_all`` (the
     per-clip function must be importable on the workers); ``progress``: show
     Ray Data's progress bars; ``address`` and ``jobs``: the cluster to use
-    when this process is not connected yet (see :func:`connect`).
+    when this process is not connected yet (see :func:`connect`); ``policy``: what the dataset may read, judged here
+    on the driver as the local engine judges it (a clip refused is never sent to a worker).
     """
     ray = _ray()
-    work = Work(refs, cache, analyze)
+    work = Work(refs, cache, analyze, policy)
     if not work.todo:
         return work.result()
     connect(address, jobs)
