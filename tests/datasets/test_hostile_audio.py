@@ -361,7 +361,8 @@ def flac_stating(source, path, total: int) -> str:
     """A copy of the FLAC ``source`` whose STREAMINFO gives ``total`` samples: 0 is "unknown", as an encoder writing
     to a pipe leaves it (libsndfile then gives no length)."""
     data = bytearray(open(source, "rb").read())
-    assert data[:4] == b"fLaC" and data[4] & 0x7F == 0  # STREAMINFO is the first block
+    assert data[:4] == b"fLaC"
+    assert data[4] & 0x7F == 0  # STREAMINFO is the first block
     field = int.from_bytes(data[18:26], "big")  # 20 bits of rate, 3 of channels, 5 of bits, 36 of total samples
     data[18:26] = ((field & ~((1 << 36) - 1)) | total).to_bytes(8, "big")
     path.write_bytes(bytes(data))
