@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("soundfile")
 pytest.importorskip("pyarrow")
@@ -174,3 +177,28 @@ def test_a_clip_out_of_memory_is_the_same_record_by_uri_and_by_path(tmp_path, mo
     by_path, by_uri = analyze(ClipRef(path)), analyze(ClipRef(Path(path).as_uri()))
     assert by_path.size == Path(path).stat().st_size
     assert by_uri == replace(by_path, audio=Path(path).as_uri())
+
+
+PIECES = ["s3://", "gs://", "file://", "S3://", "abfs://", "hdfs://", "mock://", "b", "/", ".", "..", "?", "#", "@", ":", "%"]
+URI_PARTS = st.sampled_from([*PIECES, "%2F", "%ff", "%00", " ", "\n", "\u202e", "k"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(URI_PARTS | st.text(max_size=4), max_size=12))
+def test_a_uri_is_read_or_refused_never_anything_else(parts):
+    """Whatever a manifest writes: parse gives an address of a scheme that is read, with no query, fragment or user
+    and a plain bucket, or refuses it; no other exception."""
+    text = "".join(parts)
+    try:
+        address = uri.parse(text)
+    except uri.Refused as exc:
+        assert str(exc)
+        return
+    assert address.scheme in uri.SCHEMES
+    assert "?" not in text
+    assert "#" not in text
+    if address.scheme != "file":
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-]*", address.bucket)
+        assert address.path.split("/", 1)[0] == address.bucket
+    else:
+        assert address.path.startswith("/")

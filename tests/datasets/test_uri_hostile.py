@@ -196,6 +196,57 @@ def test_a_store_that_never_answers_is_given_up_on_in_bounded_time(tmp_path, lis
         assert SECRET.encode() not in listener.received
 
 
+EMPTY_LISTING = (
+    b'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+    b"<Name>bucket</Name><Prefix></Prefix><KeyCount>0</KeyCount><MaxKeys>1</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>"
+)
+
+
+class FadingStore(Listener):
+    """An S3 endpoint that answers its first ``answers`` requests as a bucket without the object would (HEAD: 404,
+    a listing: empty) and then stops answering, connections left open."""
+
+    def __init__(self, answers: int) -> None:
+        self.answers = answers
+        self.requests: list[str] = []
+        super().__init__()
+
+    def _read(self, conn: socket.socket) -> None:
+        pending = b""
+        try:
+            while chunk := conn.recv(65536):
+                pending += chunk
+                while b"\r\n\r\n" in pending:
+                    head, _, pending = pending.partition(b"\r\n\r\n")
+                    self.requests.append(head.split(b"\r\n", 1)[0].decode("latin-1"))
+                    if len(self.requests) > self.answers:
+                        continue
+                    if head.startswith(b"HEAD"):
+                        conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                    else:
+                        conn.sendall(
+                            b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n\r\n%s"
+                            % (len(EMPTY_LISTING), EMPTY_LISTING)
+                        )
+        except OSError:
+            pass
+
+
+def test_a_store_that_stops_answering_mid_run_is_one_exit_2_line(tmp_path):
+    """The store answers the first look (a HEAD and a listing: the clip is missing) and then goes silent: the clips
+    asked about after it are given up on within the bounded request time, not waited on each, and the run is one
+    exit-2 line, not a FAIL per clip. Hang test: subprocess timeout."""
+    store = FadingStore(answers=2)
+    try:
+        env = environment(tmp_path, AWS_ENDPOINT_URL=f"http://127.0.0.1:{store.port}")
+        done, _ = run(tmp_path, [f"s3://bucket/clip{i}.wav" for i in range(20)], env)
+    finally:
+        store.close()
+    line = one_error_line(done)
+    assert "cannot reach s3://bucket: no answer within " in line
+    assert len(store.requests) > 2, "the first look was answered, the next request was not"
+
+
 def test_file_uris_are_read_and_judged(tmp_path):
     """What must keep working: file:// URIs of real clips are decoded like their paths, and nothing is refused."""
     paths = corpus(tmp_path / "c", 3)
