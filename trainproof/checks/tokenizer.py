@@ -23,6 +23,7 @@ from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, rules_of
 from trainproof.readers.base import lines_flagged
 from trainproof.report import Finding, Level
+from trainproof.safe import quoted
 from trainproof.stats import MAD_TO_SIGMA
 from trainproof.thresholds import Thresholds
 
@@ -40,6 +41,13 @@ SPLIT_SHARE_LINES = 20_000
 """Transcripts the share of split words is measured on: a description, not a verdict, and a pass over every token."""
 WORD_MARK_SHARE = 0.2
 """A vocabulary marks word starts when at least this share of its pieces carry one of WORD_MARKS."""
+SNIPPET_CHARS = 60
+"""Characters of a transcript a finding quotes (then its length): enough to find the line, and all a text that is
+not what it claims (a credentials file under a transcript's name) can put into a report."""
+WORD_CHARS = 40
+"""Characters of one word, or one special token's text, a finding quotes."""
+NUMBER_CHARS = 24
+"""Digits of one number a finding shows as they are; a longer one is quoted, cut, with its length."""
 
 
 @dataclass(frozen=True)
@@ -188,8 +196,13 @@ def _examples(ctx: TokenizerContext, where: Sequence[int], what: str, say: Calla
         yield Hit(message=message, evidence=evidence, values={"count": total, "lines": lines, **(values or {})}, line=ctx.text.lines[i])
 
 
-def _snippet(text: str, limit: int = 60) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+def _snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    return quoted(text, limit)
+
+
+def _digits(text: str) -> str:
+    """A number (or its pieces joined by "|") as a finding shows it: as it is, or quoted and cut past NUMBER_CHARS."""
+    return text if len(text) <= NUMBER_CHARS else quoted(text, NUMBER_CHARS)
 
 
 def _culprits(ctx: TokenizerContext, where: Sequence[int], wanted: frozenset[int], literal: str | None = None) -> tuple[Counter, Counter]:
@@ -222,7 +235,7 @@ def _blamed(hits: Iterator[Hit], chars: Counter, words: Counter) -> Iterator[Hit
 
 def _listed(counter: Counter, limit: int = 8) -> str:
     top = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-    return ", ".join(f"{k!r} ({n:,})" for k, n in top) + (f" and {len(counter) - limit:,} more" if len(counter) > limit else "")
+    return ", ".join(f"{quoted(k, WORD_CHARS)} ({n:,})" for k, n in top) + (f" and {len(counter) - limit:,} more" if len(counter) > limit else "")
 
 
 # --- coverage ------------------------------------------------------------------
@@ -579,7 +592,7 @@ def numbers(ctx: TokenizerContext) -> Iterator[Hit]:
             continue
         examples = [(sorted(ds, key=lambda d: where[d])[0], shape) for shape, ds in patterns.items()]
         examples.sort(key=lambda e: where[e[0]])
-        shown = ", ".join(f"{d} as {'|'.join(splits[d])}" for d, _ in examples[:4])
+        shown = ", ".join(f"{_digits(d)} as {_digits('|'.join(splits[d]))}" for d, _ in examples[:4])
         first = where[examples[0][0]]
         count = sum(len(ds) for ds in patterns.values())
         yield Hit(
@@ -618,7 +631,7 @@ def pad_is_eos(ctx: TokenizerContext) -> Iterator[Hit]:
     """
     specials = ctx.tokenizer.specials
     if specials.pad is not None and specials.pad == specials.eos:
-        yield Hit(message=f"{ctx.tokenizer.path} pads with its end-of-sequence token {specials.eos_text!r} (id {specials.eos}).", evidence=f"pad id {specials.pad} = eos id {specials.eos}", file=ctx.tokenizer.path)
+        yield Hit(message=f"{ctx.tokenizer.path} pads with its end-of-sequence token {quoted(specials.eos_text, WORD_CHARS)} (id {specials.eos}).", evidence=f"pad id {specials.pad} = eos id {specials.eos}", file=ctx.tokenizer.path)
 
 
 TOKENIZER_RULES = rules_of(

@@ -13,6 +13,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("dataset")
     group.add_argument("--tokenizer", metavar="PATH", help="measure rows in tokens with this tokenizer (a .model, a tokenizer.json or a tokenizer folder)")
     group.add_argument("--max-len", type=_positive(int), metavar="N", help="the trainer's maximum sequence length in tokens (needs --tokenizer)")
+    group.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="read a dataset through a symlink that leads outside its folder and the working directory, or into a .git "
+        "folder (refused by default: a committed link could make a report quote a credentials file)",
+    )
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -20,7 +26,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.max_len is not None and args.tokenizer is None:
         raise UsageError("--max-len needs --tokenizer: lengths are counted in the tokenizer's tokens")
-    return {"tokenizer": args.tokenizer, "max_len": args.max_len, "progress": not args.json}
+    return {"tokenizer": args.tokenizer, "max_len": args.max_len, "follow_links": args.follow_links, "progress": not args.json}
 
 
 def register(commands: argparse._SubParsersAction) -> None:

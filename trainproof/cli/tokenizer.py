@@ -19,10 +19,16 @@ def _inputs(paths: list[str]) -> tuple[list[str], dict[str, Any]]:
 def _arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("tokenizer")
     group.add_argument("--max-tokens", type=_positive(int), metavar="N", help="a line over N tokens is too long (the model's context, or the aligner's budget)")
+    group.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="read a text (or an LJSpeech clip) through a symlink that leads outside its folder and the working directory, "
+        "or into a .git folder (refused by default: a committed link could make a report quote a credentials file)",
+    )
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"max_tokens": args.max_tokens, "progress": not args.json}
+    return {"max_tokens": args.max_tokens, "follow_links": args.follow_links, "progress": not args.json}
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -26,18 +26,25 @@ empty, binary, or text in another encoding than UTF-8.
 
 The file is read once, in blocks, so a pipe can be read too, and one line
 costs at most about MAX_TEXT_LINE_BYTES of memory whatever the file holds.
+A file that is a symlink, or lies under one, inside its folder or the working
+directory is read only when the link stays inside them and out of any
+``.git`` folder (:class:`~trainproof.access.ReadPolicy`; ``follow_links``
+lifts it); a link to a pipe (``/dev/stdin``) is the pipe, read as one.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from trainproof.access import ReadPolicy
 from trainproof.errors import InputError
 from trainproof.readers.base import BLOCK_BYTES, mostly_binary, open_log, read_block, size_text
+from trainproof.safe import quoted
 from trainproof.text.model import ROLES, SHAPES, Message, Row, RowProblem, TextDataset
 
 MAX_TEXT_LINE_BYTES = 16 * 1024 * 1024
@@ -99,13 +106,18 @@ _MAX_KEYS_EXAMINED = 50
 _MAX_KEY_SETS = 1024
 
 
-def read_text_dataset(path: str | os.PathLike[str]) -> TextDataset:
-    """The fine-tuning dataset at ``path``, a JSON Lines file, as rows and problems."""
+def read_text_dataset(path: str | os.PathLike[str], follow_links: bool = False) -> TextDataset:
+    """The fine-tuning dataset at ``path``, a JSON Lines file, as rows and problems; an InputError when a symlink leads
+    it outside its folder and the working directory, or into ``.git`` (unless ``follow_links``)."""
     given = str(os.fspath(path))
     if os.path.isdir(given):
         raise InputError(given, "is a folder, not a JSON Lines file: give the dataset's .jsonl file")
     if not os.path.exists(given):
         raise InputError(given, "does not exist")
+    if not (_is_pipe(given) or _descriptor(given)):  # a stream or a descriptor the user gave, not a file a link leads to
+        refusal = ReadPolicy.for_input(given, follow_links=follow_links).refusal(given)
+        if refusal is not None:
+            raise InputError(given, refusal)
     reader = _Reader(given)
     with open_log(Path(given), pipe=True) as handle:
         head = read_block(handle, HEAD_BYTES, given)
@@ -115,6 +127,21 @@ def read_text_dataset(path: str | os.PathLike[str]) -> TextDataset:
             reader.notes.append("starts with a UTF-8 byte-order mark (BOM), which was skipped")
         reader.read(_lines(handle, given, head))
     return reader.build()
+
+
+def _is_pipe(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _descriptor(path: str) -> bool:
+    """Whether ``path`` names one of this process's open descriptors (``/dev/stdin < data.jsonl``): what the shell
+    opened for the user, which no committed link can be named as."""
+    named = os.path.abspath(path)
+    return named == "/dev/stdin" or named.startswith(("/dev/fd/", "/proc/self/fd/"))
+
 
 
 # --- bytes to lines -------------------------------------------------------------
@@ -600,8 +627,8 @@ def _within(a: str, b: str, limit: int) -> bool:
 
 
 def _quote(text: str) -> str:
-    """User text for a message: cut to QUOTE_CHARS and repr'd, so control characters show as escapes."""
-    return repr(text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "...")
+    """User text for a message: repr'd (control characters show as escapes), cut to QUOTE_CHARS with its length."""
+    return quoted(text, QUOTE_CHARS)
 
 
 def _empty(subject: str, value: str) -> str:

@@ -24,6 +24,7 @@ from trainproof.errors import UsageError
 from trainproof.judge import Command, Prepared, Stage
 from trainproof.progress import terminal_progress
 from trainproof.report import Subject
+from trainproof.safe import quoted
 from trainproof.tokenizer.transcripts import Transcripts, read_transcripts
 
 ENCODE_CHUNK = 16384
@@ -101,10 +102,12 @@ def summarize(tokenizer: Any, encoded: EncodedText, ctx: Any) -> dict:
 
 def _specials(specials: Any) -> str:
     """"bos '<s>' (1), eos '</s>' (2), pad none, unk '<unk>' (0)": each special token, or that there is none."""
+    from trainproof.checks.tokenizer import WORD_CHARS
+
     shown = []
     for role in ("bos", "eos", "pad", "unk"):
         token_id, text = getattr(specials, role), getattr(specials, f"{role}_text")
-        shown.append(f"{role} none" if token_id is None else f"{role} {text!r} ({token_id})")
+        shown.append(f"{role} none" if token_id is None else f"{role} {quoted(text, WORD_CHARS)} ({token_id})")
     return ", ".join(shown)
 
 
@@ -149,7 +152,7 @@ class TokenizerCommand(Command):
     def read(self, source: Any, options: Mapping[str, Any]) -> Any:
         if isinstance(source, EncodedText):
             return source
-        return read_transcripts(source)
+        return read_transcripts(source, follow_links=bool(options.get("follow_links")))
 
     def stages(self, text: Any, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
         from trainproof.checks.tokenizer import TokenizerContext

@@ -11,6 +11,15 @@ A pipe (``<(zcat transcripts.gz)``) is read once, into a temporary file that
 has no name (on Linux: a killed run leaves nothing behind), and at most
 MAX_STREAM_BYTES of it. A device or a socket is refused before it is opened:
 ``/dev/zero`` never ends.
+
+What a symlink leads to is read under :class:`~trainproof.access.ReadPolicy`:
+a text (or a metadata.csv in a folder) that is a link, or lies under one,
+inside the input's folder or the working directory, is read only when its
+target stays inside them and out of any ``.git`` folder (``--follow-links``:
+anywhere), else an InputError. A link to a pipe (``/dev/stdin``,
+``/dev/fd/63``) is the stream it leads to, read as a pipe. A clip of an
+LJSpeech metadata.csv whose link leads outside is not opened: it has no
+duration, and a note counts it.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
+from trainproof.access import ReadPolicy
 from trainproof.errors import InputError
 from trainproof.readers.base import iter_line_blocks, iter_lines, size_text, special_kind
 
@@ -58,9 +68,9 @@ class Transcripts:
         return any(d is not None for d in self.durations)
 
 
-def read_transcripts(path: str | os.PathLike[str]) -> Transcripts:
+def read_transcripts(path: str | os.PathLike[str], follow_links: bool = False) -> Transcripts:
     """The transcripts of a text file, a JSONL manifest, or an LJSpeech metadata.csv (or its folder); InputError when the
-    input is none of them."""
+    input is none of them, or a symlink leads it outside its folder (see the module doc; ``follow_links`` lifts that)."""
     target = Path(path)
     try:
         mode = target.stat().st_mode
@@ -70,21 +80,39 @@ def read_transcripts(path: str | os.PathLike[str]) -> Transcripts:
         return _spooled(target)
     if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise InputError(path, f"is not a regular file ({special_kind(mode)}); give a text file, a JSONL manifest or a metadata.csv")
+    policy = ReadPolicy.for_input(target, follow_links=follow_links or _descriptor(target))
+    _allowed(policy, target)
     if target.is_dir():
         if (target / "metadata.csv").is_file():
-            return _ljspeech(target)
+            _allowed(policy, target / "metadata.csv")
+            return _ljspeech(target, policy)
         raise InputError(path, "is a folder without a metadata.csv; give a text file, a JSONL manifest or a metadata.csv")
     if not target.exists():
         raise InputError(path, "does not exist")
-    return _read(target, target.name)
+    return _read(target, target.name, policy)
 
 
-def _read(target: Path, name: str) -> Transcripts:
-    """The transcripts of a file, of a kind told by its content and by ``name`` (its own, or a pipe's it was copied from)."""
+def _descriptor(path: Path) -> bool:
+    """Whether ``path`` names one of this process's open descriptors (``/dev/stdin < text.txt``): what the shell opened
+    for the user, which no committed link can be named as."""
+    named = os.path.abspath(path)
+    return named == "/dev/stdin" or named.startswith(("/dev/fd/", "/proc/self/fd/"))
+
+
+def _allowed(policy: ReadPolicy, path: Path) -> None:
+    """An InputError when a symlink leads ``path`` where the policy does not read (see :mod:`trainproof.access`)."""
+    refusal = policy.refusal(path)
+    if refusal is not None:
+        raise InputError(path, refusal)
+
+
+def _read(target: Path, name: str, policy: ReadPolicy | None = None) -> Transcripts:
+    """The transcripts of a file, of a kind told by its content and by ``name`` (its own, or a pipe's it was copied
+    from); an LJSpeech metadata.csv's clips are read under ``policy`` (a pipe's, which is in no folder, under none)."""
     _sniff(target)
     suffix = Path(name).suffix.lower()
     if name.lower() == "metadata.csv" or (suffix == ".csv" and _first_line(target).count("|") >= 1):
-        return _ljspeech(target)
+        return _ljspeech(target, policy)
     if suffix in (".jsonl", ".json", ".ndjson"):
         return _jsonl(target)
     return _plain(target)
@@ -203,7 +231,7 @@ def _record(raw: str) -> tuple[str | None, float | None]:
     return text, seconds
 
 
-def _ljspeech(path: Path) -> Transcripts:
+def _ljspeech(path: Path, policy: ReadPolicy | None) -> Transcripts:
     from trainproof.data.manifest import read_manifest
 
     manifest = read_manifest(str(path))
@@ -211,29 +239,42 @@ def _ljspeech(path: Path) -> Transcripts:
     durations = [e.duration for e in entries]
     notes = list(manifest.notes)
     if not any(d is not None for d in durations):
-        durations, note = _audio_durations([e.audio for e in entries])
-        notes += [note] if note else []
+        durations, found = _audio_durations([e.audio for e in entries], policy)
+        notes += found
     return _built(path, "ljspeech", [e.line for e in entries], [e.text or "" for e in entries], durations, notes)
 
 
-def _audio_durations(paths: list[str]) -> tuple[list[float | None], str | None]:
-    """Each file's duration from its header, None where it cannot be read; without soundfile, none (and a note)."""
+def _audio_durations(paths: list[str], policy: ReadPolicy | None = None) -> tuple[list[float | None], list[str]]:
+    """Each file's duration from its header, None where it cannot be read or ``policy`` refuses its link; without
+    soundfile, none. With notes counting what has no duration, and why."""
     try:
         import soundfile
     except ImportError:
-        return [None] * len(paths), "soundfile is not installed, so audio durations (and tokens per second) are unknown"
+        return [None] * len(paths), ["soundfile is not installed, so audio durations (and tokens per second) are unknown"]
     out: list[float | None] = []
+    refused: list[tuple[str, str]] = []
     for audio in paths:
         try:
             if not os.path.isfile(audio):  # missing, or a FIFO (which soundfile would wait on forever) or a device
+                out.append(None)
+                continue
+            refusal = policy.refusal(audio) if policy is not None else None
+            if refusal is not None:
+                refused.append((audio, refusal))
                 out.append(None)
                 continue
             info = soundfile.info(audio)
             out.append(info.frames / info.samplerate if info.samplerate > 0 and info.frames > 0 else None)
         except Exception:  # noqa: BLE001 -- a missing or broken clip only loses its duration here
             out.append(None)
-    missing = sum(d is None for d in out)
-    return out, f"{missing:,} of {len(out):,} clips have no readable audio, so no duration" if missing else None
+    notes = []
+    if refused:
+        audio, why = refused[0]
+        notes.append(f"{len(refused):,} of {len(out):,} clips were not opened, so have no duration: {audio} {why}")
+    missing = sum(d is None for d in out) - len(refused)
+    if missing:
+        notes.append(f"{missing:,} of {len(out):,} clips have no readable audio, so no duration")
+    return out, notes
 
 
 def _built(path: Path, kind: str, lines: list[int], texts: list[str], durations: list, notes: list[str]) -> Transcripts:
