@@ -274,6 +274,8 @@ def stat_uri(ref: ClipRef) -> Info | ClipRecord:
 
     try:
         info = uri.stat(ref.audio)
+    except uri.Refused as exc:  # a scheme, query or authority that is not read: no library was asked
+        return _failed(ref, "unreadable", str(exc))
     except OSError as exc:
         return _failed(ref, "unreadable", f"cannot stat the file: {exc}")
     if info.kind == "missing":
@@ -288,16 +290,23 @@ def stat_uri(ref: ClipRef) -> Info | ClipRecord:
 def _analyze_uri(ref: ClipRef) -> ClipRecord:
     """A clip named by URI, read through its pyarrow filesystem (:mod:`trainproof.data.uri`). It is opened first (its
     size comes with it: one request to the store, not a stat and an open); only when it cannot be opened is it
-    stat'ed, to say why."""
+    stat'ed, to say why. A read from the store that fails mid-way makes the clip unreadable (not truncated: the
+    object may be whole)."""
     from trainproof.data import uri
 
+    reason = uri.refusal(ref.audio)
+    if reason is not None:
+        return _failed(ref, "unreadable", reason)
     try:
         source = uri.open_input(ref.audio)
     except OSError as exc:
         found = stat_uri(ref)
         return found if isinstance(found, ClipRecord) else _failed(ref, "unreadable", f"cannot open the file: {exc}", size=found.size)
     with source:
-        return _decoded(ref, source.size(), source)
+        record = _decoded(ref, source.size(), source)
+    if source.error is not None:
+        return _failed(ref, "unreadable", f"cannot read the file: {source.error}", size=source.size())
+    return record
 
 
 _quiet = {"always": False, "depth": 0, "saved": -1}  # fd 2 pointed at /dev/null: for good, or how many decodes in and what to restore
