@@ -28,13 +28,19 @@ if TYPE_CHECKING:
 class Lengths:
     """Each row's tokens as a trainer would see them: ``total[i]`` in all, ``prompt[i]`` before the trained part.
 
-    ``unmeasured`` are the rows (indices) the tokenizer could not encode, each with why; their counts are 0, so no
-    length rule names them.
+    ``unmeasured`` are the rows (indices) the tokenizer could not encode, ``unrendered`` the conversations the chat
+    template refused, each with why; their counts are 0, so no length rule names them, and no share counts them.
     """
 
     total: tuple[int, ...]
     prompt: tuple[int, ...]
     unmeasured: tuple[tuple[int, str], ...] = ()
+    unrendered: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def left_out(self) -> frozenset[int]:
+        """The rows not measured, for either reason."""
+        return frozenset(i for i, _ in (*self.unmeasured, *self.unrendered))
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,7 @@ def _row_hits(
     """One hit for each of the first TEXT_EXAMPLES rows (indices into the dataset's rows), the first counting them all
     (``measured``: out of the rows the tokenizer measured, not those it could not encode)."""
     total = len(rows)
-    count = len(ctx.dataset.rows) - (len(ctx.lengths.unmeasured) if measured and ctx.lengths is not None else 0)
+    count = len(ctx.dataset.rows) - (len(ctx.lengths.left_out) if measured and ctx.lengths is not None else 0)
     for n, i in enumerate(rows[: ctx.t.TEXT_EXAMPLES]):
         row = ctx.dataset.rows[i]
         message, evidence = say(row)

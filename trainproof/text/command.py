@@ -9,6 +9,13 @@ first assistant turn (its role header included), found by rendering it a
 second time with ANSWER_MARK as that content. Rows are encoded in batches of
 ENCODE_CHUNK; a row the tokenizer cannot encode (a lone surrogate from a
 ``"\\ud800"`` escape) costs that row, named in a note, not the batch.
+
+A conversation the chat template refuses (its ``raise_exception``, a role it
+does not take) is not measured at all: its contents without the template are
+not what a trainer would see. A note counts them; when the template refuses
+every row, the length rules are NOT-CHECKED, saying why. A template stopped
+past a bound of time or size (:mod:`trainproof.tokenizer.templates`) is an
+InputError naming the line it was rendering: the tokenizer cannot be used.
 """
 
 from __future__ import annotations
@@ -84,13 +91,15 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
 
     rows = dataset.rows
     chats = [i for i, row in enumerate(rows) if row.shape == "messages"] if tokenizer.chat_template is not None else []
-    rendered = dict(zip(chats, tokenizer.render_chats([_turns(rows[i]) for i in chats]))) if chats else {}
-    first = {i: _first_answer(rows[i]) for i, text in rendered.items() if text is not None}
+    results = _rendered(tokenizer, rows, chats, [_turns(rows[i]) for i in chats])
+    refused = {i: got.reason for i, got in results.items() if isinstance(got, Failed)}
+    rendered = {i: got for i, got in results.items() if isinstance(got, str)}
+    first = {i: _first_answer(rows[i]) for i in rendered}
     answered = [i for i, k in first.items() if k < len(rows[i].messages)]
-    marked = dict(zip(answered, tokenizer.render_chats([_marked(_turns(rows[i]), first[i]) for i in answered]))) if answered else {}
-    cuts = {i: _before_answer(text, marked[i]) if i in marked else len(text) for i, text in rendered.items() if text is not None}
+    marked = _rendered(tokenizer, rows, answered, [_marked(_turns(rows[i]), first[i]) for i in answered])
+    cuts = {i: _before_answer(text, _text(marked.get(i))) if i in marked else len(text) for i, text in rendered.items()}
     whole = [i for i, cut in cuts.items() if cut is not None]
-    apart = [i for i in range(len(rows)) if cuts.get(i) is None]
+    apart = [i for i in range(len(rows)) if cuts.get(i) is None and i not in refused]
 
     def counted_apart(pairs: list[tuple[str, str]]) -> list[tuple[int, int]]:
         ids = tokenizer.encode_batch([text for pair in pairs for text in pair])
@@ -116,24 +125,54 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
                     total[i], prompt[i] = got
             done += len(chunk)
             if progress is not None:
-                progress(done, len(rows))
-    return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())))
+                progress(done, len(whole) + len(apart))
+    return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())), tuple(sorted(refused.items())))
 
 
-def _unmeasured(dataset: Any, lengths: Any) -> str | None:
-    """The note naming the rows the tokenizer could not encode, None when there are none."""
-    if not lengths.unmeasured:
-        return None
-    from trainproof.tokenizer.batches import failed_note
+def _rendered(tokenizer: Any, rows: Sequence[Any], indices: list[int], conversations: list[list[dict]]) -> dict[int, Any]:
+    """Row index -> its conversation rendered (a text, or Failed where the template refuses it); a template stopped
+    past a bound is an InputError about the tokenizer, naming the line it was rendering."""
+    from trainproof.errors import InputError
+    from trainproof.tokenizer.templates import TemplateOverrun
 
-    whose = "its" if len(lengths.unmeasured) == 1 else "their"
-    return failed_note([(dataset.rows[i].line, why) for i, why in lengths.unmeasured], "row", f"so {whose} length is not judged")
+    if not indices:
+        return {}
+    try:
+        return dict(zip(indices, tokenizer.render_chats(conversations)))
+    except TemplateOverrun as overrun:
+        where = f", rendering line {rows[indices[overrun.index]].line}," if overrun.index is not None else ""
+        raise InputError(tokenizer.path, f"its chat template{where} {overrun.reason}: trainproof stops a template there") from None
+
+
+def _text(rendered: Any) -> str | None:
+    return rendered if isinstance(rendered, str) else None
+
+
+def _unmeasured(dataset: Any, lengths: Any) -> tuple[str, ...]:
+    """The notes naming the rows the chat template refused and those the tokenizer could not encode (none, when none)."""
+    from trainproof.tokenizer.batches import FAILED_SHOWN, failed_note
+
+    notes = []
+    if lengths.unrendered:
+        count = len(lengths.unrendered)
+        chats = sum(row.shape == "messages" for row in dataset.rows)
+        shown = "; ".join(f"line {dataset.rows[i].line} ({why})" for i, why in lengths.unrendered[:FAILED_SHOWN])
+        more = f"; and {count - FAILED_SHOWN:,} more" if count > FAILED_SHOWN else ""
+        whose = "its" if count == 1 else "their"
+        notes.append(
+            f"the chat template fails on {count:,} of {chats:,} conversations, so {whose} length as a trainer would see it is "
+            f"not known and not judged: {shown}{more}"
+        )
+    if lengths.unmeasured:
+        whose = "its" if len(lengths.unmeasured) == 1 else "their"
+        notes.append(failed_note([(dataset.rows[i].line, why) for i, why in lengths.unmeasured], "row", f"so {whose} length is not judged"))
+    return tuple(notes)
 
 
 def summarize(dataset: Any, lengths: Any, max_len: int | None) -> dict:
     out: dict = {"lines": dataset.lines, "rows": len(dataset.rows), "problems": len(dataset.problems)}
     out.update({f"rows_{shape}": n for shape, n in dataset.shapes.items() if n})
-    unmeasured = {i for i, _ in lengths.unmeasured} if lengths is not None else set()
+    unmeasured = lengths.left_out if lengths is not None else frozenset()
     if lengths is not None and len(lengths.total) > len(unmeasured):
         ordered = sorted(n for i, n in enumerate(lengths.total) if i not in unmeasured)
         out["tokens"] = sum(ordered)
@@ -182,7 +221,7 @@ class TextCommand(Command):
 
         if hasattr(source, "rows") and hasattr(source, "problems"):
             return source
-        return read_text_dataset(source)
+        return read_text_dataset(source, follow_links=bool(options.get("follow_links")))
 
     def stages(self, dataset: Any, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
         from trainproof.checks.text import TextContext
@@ -193,18 +232,19 @@ class TextCommand(Command):
         if tokenizer is not None:
             # a row the library refuses costs that row (batches.each); a panic is an InputError, for the run
             lengths = measure(dataset, tokenizer, terminal_progress(shared, "text", "rows measured"))
-            if dataset.rows and len(lengths.unmeasured) == len(dataset.rows):
-                return self._unmeasured(dataset, settings, lengths.unmeasured[0][1])
+            if dataset.rows and len(lengths.left_out) == len(dataset.rows):
+                return self._unmeasured(dataset, settings, lengths)
         return (Stage(RULES["text"], TextContext(dataset, settings.thresholds, lengths, max_len)),)
 
-    def _unmeasured(self, dataset: Any, settings: Settings, why: str) -> Sequence[Stage]:
-        """The row rules in their context; the length rules skipped, saying why the tokenizer could measure no row."""
+    def _unmeasured(self, dataset: Any, settings: Settings, lengths: Any) -> Sequence[Stage]:
+        """The row rules in their context (which keeps the lengths, for the notes naming the rows not measured); the
+        length rules skipped, saying why no row could be measured."""
         from trainproof.checks.text import TextContext
 
         rules = RULES["text"]
         return (
-            Stage(tuple(r for r in rules if r.id not in _LENGTH_RULES), TextContext(dataset, settings.thresholds)),
-            Stage(tuple(r for r in rules if r.id in _LENGTH_RULES), f"the tokenizer failed on this file ({why})"),
+            Stage(tuple(r for r in rules if r.id not in _LENGTH_RULES), TextContext(dataset, settings.thresholds, lengths)),
+            Stage(tuple(r for r in rules if r.id in _LENGTH_RULES), _why_unmeasured(lengths)),
         )
 
     def unjudged(self, stages: Sequence[Stage], outcome: Outcome, prepared: Prepared) -> str | None:
@@ -218,11 +258,18 @@ class TextCommand(Command):
         ctx = stages[0].context
         lengths = getattr(ctx, "lengths", None)
         summary = summarize(dataset, lengths, prepared.shared.get("max_len"))
-        note = _unmeasured(dataset, lengths) if lengths is not None else None
-        notes = (*dataset.notes, note) if note else tuple(dataset.notes)
+        notes = (*dataset.notes, *(_unmeasured(dataset, lengths) if lengths is not None else ()))
         return replace(subject, path=dataset.path, format="jsonl", summary=summary, headline=headline(dataset, summary), notes=notes)
 
 
 _LENGTH_RULES = frozenset({"TP-TEXT-TOO-LONG", "TP-TEXT-TRUNCATED-TARGET"})
+
+
+def _why_unmeasured(lengths: Any) -> str:
+    """Why no row could be measured: the chat template refused every row (a conversation's length without the template
+    is not the trainer's), or the tokenizer failed on them."""
+    if not lengths.unmeasured:
+        return f"the chat template fails on every conversation ({lengths.unrendered[0][1]})"
+    return f"the tokenizer failed on this file ({lengths.unmeasured[0][1]})"
 
 TEXT = TextCommand()

@@ -24,11 +24,23 @@ pickle (by its protocol header or a ``.pkl``/``.pickle``/``.bin``/``.pt``/
 ``.py`` file, or an ``auto_map`` that would make transformers import it), a
 truncated or corrupt sentencepiece model (checked by walking its protobuf
 fields: a cut model loses the normalizer spec serialised after its pieces,
-which sentencepiece itself would load with defaults), a ``tokenizer.json``
+which sentencepiece itself would load with defaults; a piece whose text is
+not UTF-8 is named), a ``tokenizer.json``
 (or a configuration beside it) that is not JSON, is JSON nested too deeply
 to read, or is not a tokenizer, a folder with nothing loadable. A
 library that is not installed is a
 :class:`~trainproof.errors.MissingDependencyError`.
+
+Before any library opens a file of a folder, every entry is looked at with
+its links followed (the HuggingFace cache's snapshot files are links into
+``../../blobs/``, so links are followed here, wherever they lead): one that
+is not a regular file or a folder (a FIFO, whose open would wait for ever;
+a link to ``/dev/zero``, read without end) is refused, and so is a file a
+library reads that is past its bound: MAX_CONFIG_BYTES for configurations,
+MAX_TEMPLATE_FILE_BYTES for chat templates, MAX_FILE_BYTES for the rest.
+trainproof's own reads open without waiting and look before reading. A chat
+template is rendered within bounds of time and size
+(:mod:`trainproof.tokenizer.templates`).
 
 The round-trip contract: for every text the vocabulary covers (no unknown
 token in its encoding), ``decode(encode_batch([t])[0]) == normalize(t)``.
@@ -62,15 +74,36 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainproof.errors import InputError, MissingDependencyError
-from trainproof.readers.base import load_json
+from trainproof.readers.base import load_json, size_text, special_kind
 from trainproof.tokenizer.panics import guarded, said
+
+if TYPE_CHECKING:
+    from trainproof.tokenizer.batches import Failed
+    from trainproof.tokenizer.templates import BoundedTemplate
 
 MAX_FILE_BYTES = 1 << 30
 """Bytes: the largest file read as a tokenizer (1 GiB). The largest tokenizer.json files are tens of MB; a file
 over this is a model or a dataset given by mistake, refused before it is read into memory."""
+
+MAX_CONFIG_BYTES = 16 << 20
+"""Bytes: the largest configuration file of a tokenizer read (``*config*.json``, ``special_tokens_map.json``,
+``added_tokens.json``: 16 MiB). Gemma 3's tokenizer_config.json, which lists six thousand added tokens, is 1.2 MB;
+speech models that add tens of thousands of audio tokens reach a few MB."""
+
+MAX_TEMPLATE_FILE_BYTES = 1 << 20
+"""Bytes: the largest chat template file read (``chat_template.jinja``, ``chat_template.json``,
+``additional_chat_templates/*.jinja``: 1 MiB). The longest templates in use, with tool calling, are tens of KB."""
+
+TEMPLATE_FOLDER = "additional_chat_templates"
+"""The sub-folder of a tokenizer folder whose ``*.jinja`` files transformers reads as named chat templates."""
+
+TOKENIZER_FILE_SUFFIXES = (".json", ".jinja", ".txt", ".model", ".spm", ".tiktoken", ".codes", ".vocab", ".bpe", ".tokenizer")
+"""The files of a tokenizer folder a tokenizer library may read (a vocab.json, merges.txt, spiece.model, a
+tokenizer.json, configurations), each held to MAX_FILE_BYTES, or less for configurations and templates. Other files
+(weights, a dataset kept beside) are not read, and have no bound."""
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".bin", ".pt", ".pth")
 """File names refused as pickles whatever their first bytes (a zip-format torch file does not start with 0x80)."""
@@ -201,14 +234,17 @@ class Tokenizer(ABC):
         """The chat template applied to ``messages`` (``role`` / ``content``), as text; None without a template.
 
         A template that fails on the messages (its own ``raise_exception``, a
-        role it refuses) is a ValueError with the template's message.
+        role it refuses) is a ValueError with the template's message; one
+        stopped past a bound of time or size, a
+        :class:`~trainproof.tokenizer.templates.TemplateOverrun`.
         """
         with self._calling():
             return self._render_chat(messages)
 
-    def render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
-        """:meth:`render_chat` of each conversation, None for one the template refuses (in one call where the library
-        has a batch call: per-call overhead was as large as the rendering)."""
+    def render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | Failed | None]:
+        """:meth:`render_chat` of each conversation: its text, a :class:`~trainproof.tokenizer.batches.Failed` with the
+        template's message where the template refuses it, None without a template. TemplateOverrun as soon as one
+        rendering is past a bound (the rest are not rendered)."""
         with self._calling():
             return self._render_chats(conversations)
 
@@ -248,7 +284,7 @@ class Tokenizer(ABC):
     def _render_chat(self, messages: Sequence[Mapping[str, str]]) -> str | None:
         return None
 
-    def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
+    def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | Failed | None]:
         return [None] * len(conversations)
 
     def _count_before(self, texts: list[str], cuts: list[int]) -> list[tuple[int, int]]:
@@ -387,6 +423,7 @@ class TransformersTokenizer(Tokenizer):
         size = max(max(vocab.values(), default=-1) + 1, len(tokenizer))
         added = _added(getattr(tokenizer, "added_tokens_decoder", None) or {})
         super().__init__(path, size, _specials(found), _byte_ids((i, piece) for piece, i in vocab.items()), added, _template(tokenizer))
+        self._template: BoundedTemplate | None = None
 
     def _encode_batch(self, texts: list[str]) -> list[list[int]]:
         encoded = self._tokenizer(texts, add_special_tokens=False, truncation=False, return_attention_mask=False, verbose=False)
@@ -416,22 +453,23 @@ class TransformersTokenizer(Tokenizer):
     def _render_chat(self, messages: Sequence[Mapping[str, str]]) -> str | None:
         if self.chat_template is None:
             return None
-        try:
-            return self._tokenizer.apply_chat_template([dict(message) for message in messages], tokenize=False)
-        except Exception as exc:  # jinja2's TemplateError, or whatever the template raises
-            raise ValueError(f"the chat template of {self.path} fails on these messages: {said(exc)}") from exc
+        (text,) = self._bounded().render_all([messages])
+        if not isinstance(text, str):
+            raise ValueError(f"the chat template of {self.path} fails on these messages: {text.reason}")
+        return text
 
-    def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | None]:
-        from trainproof.tokenizer.batches import Failed, each
-
-        if self.chat_template is None or not conversations:
+    def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | Failed | None]:
+        if self.chat_template is None:
             return [None] * len(conversations)
+        return list(self._bounded().render_all(conversations))
 
-        def render(batch: list[Sequence[Mapping[str, str]]]) -> list[str]:
-            return [str(text) for text in self._tokenizer.apply_chat_template([[dict(m) for m in c] for c in batch], tokenize=False)]
+    def _bounded(self) -> BoundedTemplate:
+        """The chat template as trainproof renders it: as transformers does, within bounds (see :mod:`.templates`)."""
+        if self._template is None:
+            from trainproof.tokenizer.templates import BoundedTemplate
 
-        # a conversation the template refuses costs that one: halves rendered apart down to it, not each one alone
-        return [None if isinstance(text, Failed) else text for text in each(render, conversations)]
+            self._template = BoundedTemplate.of(self._tokenizer, self.chat_template or "")
+        return self._template
 
     def _count_before(self, texts: list[str], cuts: list[int]) -> list[tuple[int, int]]:
         backend = getattr(self._tokenizer, "backend_tokenizer", None) if getattr(self._tokenizer, "is_fast", False) else None
@@ -529,31 +567,103 @@ def _load_tokenizer_json(file: str, shown: str) -> TokenizersTokenizer:
     with guarded(file, "cannot be loaded"):
         try:
             backend = tokenizers.Tokenizer.from_str(text)
+            return TokenizersTokenizer(shown, backend, spec, named)
         except Exception as exc:  # the Rust side raises a bare Exception
             raise InputError(file, f"is a tokenizer.json the tokenizers library cannot load: {said(exc)}") from None
-        return TokenizersTokenizer(shown, backend, spec, named)
 
 
 def _load_sentencepiece(file: str, shown: str) -> SentencePieceTokenizer:
-    pieces = _model_pieces(_read(file))
+    data = _read(file)
+    pieces = _model_pieces(data)
     if pieces is None:
         raise InputError(
             file, "is a truncated or corrupt sentencepiece model (its protobuf does not parse to the end, or lacks the normalizer spec)"
         )
     sentencepiece = _require("sentencepiece")
-    try:
-        processor = sentencepiece.SentencePieceProcessor(model_file=file)
+    try:  # the bytes already read and walked, not the file opened again
+        processor = sentencepiece.SentencePieceProcessor(model_proto=data)
     except Exception as exc:  # RuntimeError or OSError, with sentencepiece's status text
         raise InputError(file, f"is not a sentencepiece model sentencepiece can load: {said(exc)}") from None
-    return SentencePieceTokenizer(shown, processor, _user_defined(pieces))
-
-
-def _read(path: str, limit: int = -1) -> bytes:
     try:
-        with open(path, "rb") as handle:
-            return handle.read(limit)
+        return SentencePieceTokenizer(shown, processor, _user_defined(pieces))
+    except UnicodeDecodeError:  # sentencepiece loads a piece whose text is not UTF-8, and fails when asked for it
+        raise InputError(file, f"is a corrupt sentencepiece model: {_undecodable_piece(processor)}") from None
+
+
+def _undecodable_piece(processor: Any) -> str:
+    """Which piece of a sentencepiece model is not UTF-8 text (a byte of the model changed), as a clause."""
+    for token_id in range(processor.get_piece_size()):
+        try:
+            processor.id_to_piece(token_id)
+        except UnicodeDecodeError as exc:
+            return f"piece {token_id} is not UTF-8 text ({exc.reason} at byte {exc.start + 1})"
+    return "a piece is not UTF-8 text"
+
+
+def _read(path: str, limit: int = -1, cap: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at ``path`` (its first ``limit``, when given); an InputError when it is anything
+    else or over ``cap`` bytes. It is opened without waiting (a FIFO's plain open blocks until a writer comes) and
+    looked at before a byte is read (``/dev/zero`` never ends)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(path, f"is not a regular file ({special_kind(info.st_mode)}); trainproof reads a tokenizer's files only")
+        if info.st_size > cap:
+            raise InputError(path, _too_large(info.st_size, cap))
+        try:
+            data = handle.read(cap + 1 if limit < 0 else min(limit, cap + 1))
+        except OSError as exc:
+            raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
+    if len(data) > cap:  # it grew since it was looked at
+        raise InputError(path, _too_large(len(data), cap))
+    return data
+
+
+def _too_large(size: int, cap: int) -> str:
+    return f"is {size_text(size)}, more than trainproof reads of such a file (at most {size_text(cap)})"
+
+
+def _cap_of(name: str) -> int | None:
+    """The most bytes a tokenizer library may read of the file ``name`` of a tokenizer folder; None for a file none
+    reads (see TOKENIZER_FILE_SUFFIXES)."""
+    lowered = name.lower()
+    if lowered.startswith("chat_template.") or lowered.endswith(".jinja"):
+        return MAX_TEMPLATE_FILE_BYTES
+    if lowered.endswith(".json") and ("config" in lowered or lowered in ("special_tokens_map.json", "added_tokens.json")):
+        return MAX_CONFIG_BYTES
+    if lowered.endswith(TOKENIZER_FILE_SUFFIXES) or lowered.startswith(("vocab", "merges", "tokenizer", "spiece", "sentencepiece")):
+        return MAX_FILE_BYTES
+    return None
+
+
+def _check_folder(path: str, names: Sequence[str]) -> None:
+    """Before any library opens a file of the tokenizer folder ``path``: every entry (and every template of its
+    TEMPLATE_FOLDER) is a folder or, after its links are followed, a regular file within its bound (:func:`_cap_of`).
+    A FIFO would hang the library's open and a link to ``/dev/zero`` fill memory: each is an InputError naming the
+    file. A link to nowhere is left to the library, which says the file is missing if it needs it."""
+    for name in names:
+        file = os.path.join(path, name)
+        try:
+            info = os.stat(file)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            if name == TEMPLATE_FOLDER:
+                try:
+                    inner = sorted(os.listdir(file))
+                except OSError as exc:
+                    raise InputError(file, f"cannot be listed: {exc.strerror or exc}") from None
+                _check_folder(file, [entry for entry in inner if entry.endswith(".jinja")])
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(file, f"is not a regular file ({special_kind(info.st_mode)}); a tokenizer folder holds files, and a library would wait on it or read it without end")
+        cap = _cap_of(name)
+        if cap is not None and info.st_size > cap:
+            raise InputError(file, _too_large(info.st_size, cap))
 
 
 def _starts_like_model_proto(head: bytes) -> bool:
@@ -632,6 +742,7 @@ def _load_folder(path: str) -> Tokenizer:
         names = sorted(os.listdir(path))
     except OSError as exc:
         raise InputError(path, f"cannot be listed: {exc.strerror or exc}") from None
+    _check_folder(path, names)
     config_path = os.path.join(path, "tokenizer_config.json")
     config = _json_object(config_path) if "tokenizer_config.json" in names else None
     if any(name.endswith(".py") for name in names) or (config is not None and "auto_map" in config) or _model_maps_tokenizer(path, names):
@@ -665,14 +776,14 @@ def _load_transformers(path: str) -> TransformersTokenizer:
     with guarded(path, "cannot be loaded"):
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+            return TransformersTokenizer(path, tokenizer)
         except Exception as exc:  # OSError, ValueError, KeyError, ImportError for a converter's package...: all say "cannot load"
             raise InputError(path, f"transformers cannot load this tokenizer folder: {said(exc)}") from None
-        return TransformersTokenizer(path, tokenizer)
 
 
 def _json_object(path: str) -> dict[str, Any]:
     try:
-        text = _read(path).decode("utf-8-sig")
+        text = _read(path, cap=MAX_CONFIG_BYTES).decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(path, "is not UTF-8 text") from None
     value = load_json(path, text)
@@ -686,9 +797,9 @@ def _named_specials(folder: str) -> dict[str, str]:
     named: dict[str, str] = {}
     for name in _NAMING_FILES:
         file = os.path.join(folder, name)
-        if not os.path.isfile(file):
+        if not os.path.exists(file):  # missing, or a link to nowhere: nothing names a token there
             continue
-        config = _json_object(file)
+        config = _json_object(file)  # a FIFO or a device is refused, not waited on
         for role in ROLES:
             text = _token_text(config.get(f"{role}_token"))
             if text is not None:
