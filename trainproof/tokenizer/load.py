@@ -468,7 +468,10 @@ class TransformersTokenizer(Tokenizer):
         if self._template is None:
             from trainproof.tokenizer.templates import BoundedTemplate
 
-            self._template = BoundedTemplate.of(self._tokenizer, self.chat_template or "")
+            try:
+                self._template = BoundedTemplate.of(self._tokenizer, self.chat_template or "")
+            except RuntimeError as exc:  # a transformers too old or too new to say how it compiles templates
+                raise InputError(self.path, f"its chat template cannot be rendered within bounds: {exc}") from None
         return self._template
 
     def _count_before(self, texts: list[str], cuts: list[int]) -> list[tuple[int, int]]:

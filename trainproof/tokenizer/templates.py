@@ -143,7 +143,9 @@ class BoundedTemplate:
 
     ``environment`` is the environment transformers compiles templates in;
     ``variables`` what transformers passes a template beside the messages
-    (the tokenizer's special tokens: ``bos_token``, ``eos_token``...).
+    (the tokenizer's special tokens: ``bos_token``, ``eos_token``...). One
+    rendering at a time: the bounds of the conversation being rendered are
+    the object's own.
     """
 
     def __init__(self, source: str, environment: Any, variables: Mapping[str, Any]) -> None:
