@@ -65,3 +65,16 @@ def test_quoted_caps_long_text_and_gives_its_length():
     long = quoted("AWS_SECRET_ACCESS_KEY=" + "k" * 5000, limit=40)
     assert long.endswith("... (5,022 characters)")
     assert "k" * 100 not in long
+
+
+def test_a_descriptor_the_shell_opened_is_read_but_a_link_to_it_is_judged(repo):
+    policy = ReadPolicy.for_input("ds", cwd=False)
+    assert policy.refusal("/dev/stdin") is None
+    assert policy.refusal("/dev/fd/0") is None
+    os.symlink("/dev/stdin", repo / "ds" / "stdin.txt")
+    assert policy.refusal("ds/stdin.txt") is not None
+
+
+def test_the_refusal_names_the_roots_it_read_within(repo):
+    assert "outside the input's folder;" in ReadPolicy.for_input("ds", cwd=False).refusal("ds/environ.txt")
+    assert "outside the input's folder and the working directory;" in ReadPolicy.for_input("ds").refusal("ds/environ.txt")

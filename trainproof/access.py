@@ -61,6 +61,8 @@ class ReadPolicy:
         if self.follow_links:
             return None
         given = os.path.abspath(os.fspath(path))
+        if is_descriptor(given):
+            return None
         root = next((root for root in self.roots if _inside(given, root)), None)
         if root is None or not self._passes_link(given, root):
             return None
@@ -68,8 +70,13 @@ class ReadPolicy:
         if _in_git(target):
             return f"leads through a symlink into a .git folder ({target}); trainproof does not follow it ({LINK_HINT})"
         if not any(_inside(target, real) for real in self.real_roots):
-            return f"leads through a symlink to {target}, outside the input's folder; trainproof does not follow it ({LINK_HINT})"
+            return f"leads through a symlink to {target}, outside {self._where()}; trainproof does not follow it ({LINK_HINT})"
         return None
+
+    def _where(self) -> str:
+        """The roots, as a refusal names them."""
+        cwd = os.getcwd()
+        return "the input's folder and the working directory" if cwd in self.roots and len(self.roots) > 1 else "the input's folder"
 
     def _passes_link(self, path: str, root: str) -> bool:
         """Whether ``path`` or a folder between it and ``root`` is a symlink (each folder asked once per policy)."""
@@ -91,6 +98,13 @@ class ReadPolicy:
                 known = False
             self._links[folder] = known
         return known
+
+
+def is_descriptor(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names one of this process's open descriptors (``/dev/stdin < text.txt``, ``<(...)``): what the
+    user's shell opened, which no committed link can be named as (a link *to* ``/dev/stdin`` is still a link)."""
+    named = os.path.abspath(os.fspath(path))
+    return named == "/dev/stdin" or named.startswith(("/dev/fd/", "/proc/self/fd/"))
 
 
 def _real(path: str) -> str:

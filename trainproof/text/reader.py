@@ -114,7 +114,7 @@ def read_text_dataset(path: str | os.PathLike[str], follow_links: bool = False) 
         raise InputError(given, "is a folder, not a JSON Lines file: give the dataset's .jsonl file")
     if not os.path.exists(given):
         raise InputError(given, "does not exist")
-    if not (_is_pipe(given) or _descriptor(given)):  # a stream or a descriptor the user gave, not a file a link leads to
+    if not _is_pipe(given):  # a stream the user gave (a link to a pipe), not a file a link leads to
         refusal = ReadPolicy.for_input(given, follow_links=follow_links).refusal(given)
         if refusal is not None:
             raise InputError(given, refusal)
@@ -134,14 +134,6 @@ def _is_pipe(path: str) -> bool:
         return stat.S_ISFIFO(os.stat(path).st_mode)
     except (OSError, ValueError):
         return False
-
-
-def _descriptor(path: str) -> bool:
-    """Whether ``path`` names one of this process's open descriptors (``/dev/stdin < data.jsonl``): what the shell
-    opened for the user, which no committed link can be named as."""
-    named = os.path.abspath(path)
-    return named == "/dev/stdin" or named.startswith(("/dev/fd/", "/proc/self/fd/"))
-
 
 
 # --- bytes to lines -------------------------------------------------------------

@@ -80,7 +80,7 @@ def read_transcripts(path: str | os.PathLike[str], follow_links: bool = False) -
         return _spooled(target)
     if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise InputError(path, f"is not a regular file ({special_kind(mode)}); give a text file, a JSONL manifest or a metadata.csv")
-    policy = ReadPolicy.for_input(target, follow_links=follow_links or _descriptor(target))
+    policy = ReadPolicy.for_input(target, follow_links=follow_links)
     _allowed(policy, target)
     if target.is_dir():
         if (target / "metadata.csv").is_file():
@@ -90,13 +90,6 @@ def read_transcripts(path: str | os.PathLike[str], follow_links: bool = False) -
     if not target.exists():
         raise InputError(path, "does not exist")
     return _read(target, target.name, policy)
-
-
-def _descriptor(path: Path) -> bool:
-    """Whether ``path`` names one of this process's open descriptors (``/dev/stdin < text.txt``): what the shell opened
-    for the user, which no committed link can be named as."""
-    named = os.path.abspath(path)
-    return named == "/dev/stdin" or named.startswith(("/dev/fd/", "/proc/self/fd/"))
 
 
 def _allowed(policy: ReadPolicy, path: Path) -> None:
