@@ -133,6 +133,12 @@ class TokenizerCommand(Command):
             return sorted(p for p in target.iterdir() if p.is_file()) + [target]
         return [target]
 
+    def reads_listed(self, path: str, options: Mapping[str, Any]) -> Sequence[str]:
+        """The clips an LJSpeech text lists, whose headers are read for the durations."""
+        from trainproof.tokenizer.transcripts import listed_audio
+
+        return listed_audio(path, follow_links=bool(options.get("follow_links")))
+
     def reads_options(self, options: Mapping[str, Any]) -> Sequence[tuple[str, str]]:
         """Every file loading the tokenizer reads (a folder's tokenizer.json, the special_tokens_map.json beside a
         tokenizer.json)."""

@@ -111,6 +111,22 @@ def _read(target: Path, name: str, policy: ReadPolicy | None = None) -> Transcri
     return _plain(target)
 
 
+def listed_audio(path: str | os.PathLike[str], follow_links: bool = False) -> list[str]:
+    """The clips an LJSpeech text lists (their headers give the durations), which no output may overwrite; none for a
+    text of any other kind, or one that cannot be read."""
+    target = Path(path)
+    try:
+        if target.is_dir():
+            target = target / "metadata.csv"
+        if not target.is_file() or not (target.name.lower() == "metadata.csv" or (target.suffix.lower() == ".csv" and _first_line(target).count("|") >= 1)):
+            return []
+        from trainproof.data.manifest import read_manifest
+
+        return [entry.audio for entry in read_manifest(str(target), follow_links=follow_links).entries]
+    except (InputError, OSError):
+        return []
+
+
 def _spooled(path: Path) -> Transcripts:
     """A pipe, which can be read only once, copied to a temporary file and read from there, under its own name."""
     name = path.name if path.suffix.lower() in _STREAM_SUFFIXES else "stream.txt"
@@ -227,7 +243,7 @@ def _record(raw: str) -> tuple[str | None, float | None]:
 def _ljspeech(path: Path, policy: ReadPolicy | None) -> Transcripts:
     from trainproof.data.manifest import read_manifest
 
-    manifest = read_manifest(str(path))
+    manifest = read_manifest(str(path), follow_links=policy is not None and policy.follow_links)
     entries = [e for e in manifest.entries if e.text and e.text.strip()]
     durations = [e.duration for e in entries]
     notes = list(manifest.notes)
