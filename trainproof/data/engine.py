@@ -60,12 +60,12 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from trainproof.collector import collector_paused
 from trainproof.data.model import ClipRecord, ClipRef
 from trainproof.data.uri import is_uri
-from trainproof.safe import visible
+from trainproof.errors import InputError
 
 if TYPE_CHECKING:
     from trainproof.access import ReadPolicy
@@ -206,6 +206,7 @@ class Work:
 
         total = len(refs)
         cwd = os.getcwd()
+        refused: list[Refused] = []
         for start in range(0, total, LOOKUP_BATCH):
             indices: list[int] = []
             keys: list[CacheKey] = []
@@ -214,8 +215,10 @@ class Work:
                 if type(key) is CacheKey:
                     indices.append(i)
                     keys.append(key)
+                elif type(key) is Refused:
+                    refused.append(key)
                 elif isinstance(key, ClipRecord) and (analyze is None or not is_uri(refs[i].audio)):
-                    self._records[i] = key  # a URI its stat decided, or a file the policy refuses (never analysed)
+                    self._records[i] = key  # a URI its stat decided
                 else:  # missing (or not statable): a worker would say the same, at once
                     self._records[i] = _inline(refs[i], analyze)
             hits = cache.look_up(keys) if cache is not None and keys else None
@@ -231,6 +234,9 @@ class Work:
                 self.todo_bytes += keys[k].size
                 if cache is not None:
                     self._keys[i] = keys[k]
+        if refused:  # the dataset cannot be judged as its files stand without reading where the links lead: the user's call
+            more = f"; so do {len(refused) - 1:,} more listed clips" if len(refused) > 1 else ""
+            raise InputError(refused[0].audio, f"{refused[0].refusal}{more}")
 
     def store(self, i: int, record: ClipRecord | Packed) -> None:
         """The record of clip ``i`` (one of :attr:`todo`), a :class:`ClipRecord` or packed as a worker sends it
@@ -309,7 +315,14 @@ def _workers_can_start() -> bool:
     return path is None or os.path.exists(path)
 
 
-def _keys(refs: Sequence[ClipRef], cwd: str, policy: ReadPolicy | None = None) -> list[CacheKey | ClipRecord | None]:
+class Refused(NamedTuple):
+    """A listed clip the read policy refuses (a link out of the dataset), and why."""
+
+    audio: str
+    refusal: str
+
+
+def _keys(refs: Sequence[ClipRef], cwd: str, policy: ReadPolicy | None = None) -> list[CacheKey | ClipRecord | Refused | None]:
     """Each file's cache key: its path made absolute against ``cwd`` (not resolved), size and mtime from one stat, and
     the segment; None when it cannot be stat'ed (missing). For a file the ``policy`` refuses, its record (the stat is
     an lstat; a link, or a clip in a folder the policy refuses, is asked about: see :func:`_folder_refusal`). For a
@@ -340,7 +353,7 @@ def _keys(refs: Sequence[ClipRef], cwd: str, policy: ReadPolicy | None = None) -
                 if verdict or info.st_mode & _FORMAT == _LINK:  # a link, or a file in a folder refused: where it leads
                     refusal = policy.refusal(audio)  # type: ignore[union-attr]
                     if refusal is not None:
-                        keys.append(ClipRecord(audio=audio, error=f"it {visible(refusal)}", error_kind="unreadable"))
+                        keys.append(Refused(audio, refusal))
                         continue
                     info = stat(audio)
         except (OSError, ValueError):

@@ -1387,14 +1387,14 @@ def _is_doc(name: str) -> bool:
 
 def _read_transcript(path: str, ctx: _Context, builder: _Builder) -> str | None:
     """A folder dataset's transcript: its text (at most HEAD_BYTES of it) with lines joined; a BOM is a problem. None
-    when it cannot be read (a dangling link, a FIFO) or may not be (a link out of the dataset: never opened): that
-    clip has no transcript, the rest of the folder is judged, and a note says which file and why.
+    when it cannot be read (a dangling link, a FIFO): that clip has no transcript, the rest of the folder is judged,
+    and a note says which file and why. One the read policy refuses (a link out of the dataset) is never opened, and
+    is an InputError: the dataset cannot be judged as its files stand without reading where the link leads.
     Lines are split at CR, LF and CRLF only (as Python's open() reads text): a vertical tab or U+2028 inside a line
     stays for the character rules to see."""
     refusal = ctx.policy.refusal(path)
-    if refusal is not None:
-        builder.unreadable_texts.append(f"{visible(path)} {visible(refusal)}")
-        return None
+    if refusal is not None:  # never opened; the dataset is not judged without it (a trainer would read the link's target)
+        raise InputError(path, refusal)
     try:
         with open_log(Path(path)) as handle:
             data = read_block(handle, HEAD_BYTES, path)
