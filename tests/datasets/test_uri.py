@@ -202,3 +202,18 @@ def test_a_uri_is_read_or_refused_never_anything_else(parts):
         assert address.path.split("/", 1)[0] == address.bucket
     else:
         assert address.path.startswith("/")
+
+
+def test_a_clip_of_a_store_that_could_not_be_read_is_not_cached(tmp_path, monkeypatch):
+    """A store may fail for a moment; its unreadable record is asked again next run, where a file's is kept."""
+    from trainproof.data.cache import Cache
+    from trainproof.data.engine import analyze_all
+
+    paths = corpus(tmp_path, 1)
+    broken = tmp_path / "broken.wav"
+    broken.write_bytes(b"RIFF this is not audio at all" * 10)
+    refs = [ClipRef(Path(paths[0]).resolve().as_uri()), ClipRef(broken.resolve().as_uri()), ClipRef(str(broken))]
+    with Cache(tmp_path / "cache") as cache:
+        records = analyze_all(refs, jobs=1, cache=cache)
+        assert [r.error_kind for r in records] == [None, "unreadable", "unreadable"]
+        assert cache.count() == 2  # the readable URI's record and the local file's, not the unreadable URI's

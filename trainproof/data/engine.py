@@ -254,7 +254,7 @@ class Work:
         self._rows.append(i)
         self._packed.append(packed)
         self._texts.append(texts)
-        if key is not None:
+        if key is not None and not (is_uri(key.path) and _unreadable(key.path, packed, texts)):  # a store's refusal may pass
             self._pending.append((key, packed, texts))
             if len(self._pending) >= CACHE_BATCH:
                 self.flush()
@@ -313,6 +313,14 @@ def _workers_can_start() -> bool:
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     return path is None or os.path.exists(path)
+
+
+def _unreadable(audio: str, packed: bytes, texts: str | None) -> bool:
+    """Whether a packed record says its clip could not be read (for a clip of an object store, which may have been
+    unreachable for a moment: such a record is not cached, so the next run asks the store again)."""
+    from trainproof.data.records import unpack
+
+    return unpack(audio, packed, texts).error_kind == "unreadable"
 
 
 class Refused(NamedTuple):
