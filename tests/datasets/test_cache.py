@@ -505,3 +505,23 @@ def test_fuzz_cache_rows_never_break_a_run(warm, tmp_path_factory):
         shutil.rmtree(cache.parent)
 
     one_run()
+
+
+@pytest.mark.parametrize("where", ["packed", "texts"])
+def test_a_row_with_an_error_kind_the_analysis_never_writes_is_a_miss(tmp_path, where):
+    """A kind no rule knows (``bogus``) would take its clip out of every rule: a truncated clip's FAIL would go."""
+    from trainproof.data import records
+    from trainproof.data.cache import Cache, CacheKey
+    from trainproof.data.model import ClipRecord
+
+    key = CacheKey(str(tmp_path / "a.wav"), 10, 1)
+    kind = "bogus" if where == "packed" else "x" * 40  # too long for the slot: pack keeps it in the texts
+    packed, texts = records.pack(ClipRecord(audio=key.path, error="forged", error_kind=kind))
+    assert ('"error_kind"' in texts) == (where == "texts")
+    with Cache(tmp_path / "cache") as cache:
+        cache.put_packed([(key, packed, texts)])
+        assert cache.count() == 1
+        assert cache.look_up([key]).positions == []
+        good = records.pack(ClipRecord(audio=key.path, error="cut", error_kind="truncated"))
+        cache.put_packed([(key, *good)])
+        assert cache.look_up([key]).positions == [0]

@@ -146,6 +146,10 @@ class ClipRef:
     duration: float | None = None
 
 
+ERROR_KINDS = ("missing", "unreadable", "empty", "truncated", "too-long")
+"""Every ``error_kind`` the analysis writes; a cached row with another is not one it wrote (and is a miss)."""
+
+
 @dataclass(frozen=True)
 class ClipRecord:
     """The numbers one clip reduces to. Every rule about audio reads these, never the samples.

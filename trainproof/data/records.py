@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
 from typing import Any, overload
 
-from trainproof.data.model import ClipRecord
+from trainproof.data.model import ERROR_KINDS, ClipRecord
 
 FIXED_TEXT = {"error_kind": 16, "format": 16, "subtype": 24, "audio_hash": 32}
 """The string fields packed in place, with their widths in bytes: longer, non-ASCII or NUL-holding values go to texts."""
@@ -358,13 +358,18 @@ def in_range(block: Any) -> Any:
     for name in _DECIBELS:
         ok &= block[name] <= MAX_DB
         ok &= (block[name] >= -MAX_DB) | (block[name] == -np.inf)
+    ok &= np.isin(block["error_kind"], _KINDS)  # a kind no rule knows would take the clip out of every rule
     return ok
+
+
+_KINDS = [b"", *(kind.encode("ascii") for kind in ERROR_KINDS)]
 
 
 def analysed_overrides(fields: Mapping[str, Any]) -> bool:
     """Whether texts parsed by :func:`overrides` hold only what the analysis can write: never an int past 64 bits (a
-    file's size, frames and counts fit in one), which :func:`pack` keeps there only for records made some other way."""
-    return not any(name in fields for name in INTS)
+    file's size, frames and counts fit in one), which :func:`pack` keeps there only for records made some other way; and
+    never an ``error_kind`` it does not write (one too long for its slot is kept in the texts)."""
+    return not any(name in fields for name in INTS) and fields.get("error_kind", "missing") in ERROR_KINDS
 
 
 def ascii_fixed(block: Any) -> Any:
