@@ -22,11 +22,14 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -191,6 +194,27 @@ class Call:
     cache: str | None = None
 
 
+class Hung(Exception):
+    """An in-process run still going at its guard's deadline (a wait on a FIFO, a loop without end)."""
+
+
+@contextmanager
+def hang_guard(seconds: float) -> Iterator[None]:
+    """Raise :class:`Hung` in this thread after ``seconds`` (a timer signal: it also ends a wait in ``open()``), so that
+    a hang fails the example instead of the whole run."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise Hung(f"still running after {seconds:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def check_in_process(argv: list[str], root: Path, call: Call, capsys) -> None:
     """Run ``trainproof`` in-process in ``root`` and hold it to the invariant (see the module doc)."""
     capsys.readouterr()
@@ -202,7 +226,7 @@ def check_in_process(argv: list[str], root: Path, call: Call, capsys) -> None:
         os.chdir(root)
         before = snapshot(root)
         started = time.monotonic()
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, hang_guard(2 * CLI_SECONDS):
             warnings.simplefilter("always")
             try:
                 code = main(argv)
