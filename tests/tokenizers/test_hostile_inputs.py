@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import trainproof
+from tests.text.test_cli import one_error_line, run
 from tests.tokenizers import build
-from trainproof.cli import main
 from trainproof.errors import InputError
 from trainproof.tokenizer.load import load_tokenizer
 
@@ -42,17 +42,6 @@ ADDRESS_SPACE = 3 << 30
 end, as the code before the fix does, then stops at a MemoryError instead of filling the machine."""
 
 
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str) -> str:
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("trainproof: error: "), err
-    return lines[0]
 
 
 def trainproof_cli(*argv: object, cwd: Path, stdin: object = None) -> subprocess.CompletedProcess:
