@@ -78,3 +78,8 @@ def test_a_descriptor_the_shell_opened_is_read_but_a_link_to_it_is_judged(repo):
 def test_the_refusal_names_the_roots_it_read_within(repo):
     assert "outside the input's folder;" in ReadPolicy.for_input("ds", cwd=False).refusal("ds/environ.txt")
     assert "outside the input's folder and the working directory;" in ReadPolicy.for_input("ds").refusal("ds/environ.txt")
+
+
+def test_a_dangling_link_is_left_to_the_caller_as_a_missing_file(repo):
+    os.symlink("../gone.txt", repo / "ds" / "dangling.txt")
+    assert ReadPolicy.for_input("ds", cwd=False).refusal("ds/dangling.txt") is None

@@ -64,7 +64,7 @@ class ReadPolicy:
         if is_descriptor(given):
             return None
         root = next((root for root in self.roots if _inside(given, root)), None)
-        if root is None or not self._passes_link(given, root):
+        if root is None or not self._passes_link(given, root) or not os.path.exists(given):  # a dangling link reads nothing
             return None
         target = _real(given)
         if _in_git(target):
