@@ -78,9 +78,6 @@ SCHEMA = 3
 APPLICATION_ID = 0x54505243
 """sqlite's application id ("TPRC", in the header's bytes 68-71) marking a database as a trainproof cache."""
 
-MARKERS = (("CACHEDIR.TAG", None), (".gitignore", "# Automatically created by trainproof.\n*\n"))
-"""The files a folder of the cache's own gets (CACHEDIR.TAG's text is CACHEDIR_TAG)."""
-
 SIDE_FILES = ("-journal", "-wal", "-shm")
 """What sqlite keeps beside a database (suffixes of its name)."""
 
@@ -97,6 +94,9 @@ CACHEDIR_TAG = """Signature: 8a477f597d28d172789f06886806bc55
 # This file is a cache directory tag created by trainproof.
 # For information about cache directory tags, see https://bford.info/cachedir/
 """
+
+MARKERS = (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Automatically created by trainproof.\n*\n"))
+"""The files a folder of the cache's own gets, with their text."""
 
 _SELECT = "SELECT path, segment, size, mtime_ns, packed, texts FROM clips WHERE version = ?"
 _META = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -224,7 +224,7 @@ class Cache:
         if not (fresh or (tag is not None and stat.S_ISREG(tag.st_mode)) or not any(self.directory.iterdir())):
             return False
         for name, text in MARKERS:
-            _create(self.directory / name, CACHEDIR_TAG if text is None else text, 0o666)
+            _create(self.directory / name, text, 0o666)
         return True
 
     def _open_database(self, own: bool) -> sqlite3.Connection | None:
