@@ -64,6 +64,7 @@ from typing import Any, NamedTuple
 
 from trainproof.data import model, records
 from trainproof.data.model import ClipRecord
+from trainproof.readers.base import special_kind
 from trainproof.safe import utf8_encodable
 
 DEFAULT_DIR = ".trainproof_cache"
@@ -483,20 +484,16 @@ def _identity(found: os.stat_result) -> tuple[int, int]:
 
 
 def _kind(found: os.stat_result) -> str:
+    """What an lstat found, as a note names it: a symbolic link, a folder, a file (of more than one link: also a file
+    elsewhere), or a special file as every reader names one (:func:`special_kind`)."""
     mode = found.st_mode
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     if stat.S_ISDIR(mode):
         return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISREG(mode) and found.st_nlink > 1:
-        return f"a file with {found.st_nlink:,} hard links (so also a file elsewhere)"
-    return "not a regular file" if not stat.S_ISREG(mode) else "a file"
+    if stat.S_ISREG(mode):
+        return "a file" if found.st_nlink <= 1 else f"a file with {found.st_nlink:,} hard links (so also a file elsewhere)"
+    return special_kind(mode)
 
 
 def _own_file(path: Path, found: os.stat_result) -> None:
