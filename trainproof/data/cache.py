@@ -244,7 +244,7 @@ class Cache:
         if kind == "unmarked" and not _legacy_on_disk(path):
             raise _NotOurs(f"{path} is not a trainproof cache{elsewhere}")
         try:
-            db = self._connect()
+            return self._connect_to(found)
         except sqlite3.OperationalError as exc:
             self._give_up("cannot be opened", exc)
             return None
@@ -253,25 +253,25 @@ class Cache:
                 self._give_up("cannot be opened", exc)
                 return None
             return self._replace(path, f"was not a readable database ({exc})")
-        if _identity(os.lstat(path)) != _identity(found):
-            db.close()
-            raise _NotOurs(f"{path} was replaced while the cache opened it")
-        return db
 
     def _replace(self, path: Path, why: str) -> sqlite3.Connection | None:
         """A new, empty database in place of the file at ``path`` (a regular file of one link in the cache's folder)."""
         try:
             path.unlink()
             _create(path, "", 0o644)
-            found, _ = _inspect(path)
-            db = self._connect()
-            if _identity(os.lstat(path)) != _identity(found):
-                db.close()
-                raise _NotOurs(f"{path} was replaced while the cache opened it")
+            db = self._connect_to(_inspect(path)[0])
         except (OSError, sqlite3.Error) as again:
             self._give_up("is corrupt and cannot be replaced", again)
             return None
         self.notes.append(f"the cache {path} {why}; it was replaced by an empty one")
+        return db
+
+    def _connect_to(self, found: os.stat_result) -> sqlite3.Connection:
+        """:meth:`_connect`; _NotOurs (the connection closed) when DB_NAME is no longer the file ``found`` then."""
+        db = self._connect()
+        if _identity(os.lstat(self.path)) != _identity(found):
+            db.close()
+            raise _NotOurs(f"{self.path} was replaced while the cache opened it")
         return db
 
     def _connect(self) -> sqlite3.Connection:
