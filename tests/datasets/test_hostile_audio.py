@@ -411,6 +411,18 @@ def test_a_short_flac_of_no_stated_length_is_read_to_its_end(tmp_path):
     assert analyze(ClipRef(unknown)) == dataclasses.replace(analyze(ClipRef(known)), audio=unknown)
 
 
+def test_a_segment_to_the_end_of_a_flac_of_no_stated_length_is_read(tmp_path):
+    """A segment is read for its own length, but the stream still cannot seek: one that reaches the file's end was
+    truncated ("Internal psf_fseek() failed") where the same segment of the FLAC with its length stated was read."""
+    known = write(tmp_path / "known.flac", voiced(RATE, SENTENCE), RATE)
+    unknown = flac_stating(known, tmp_path / "unknown.flac", 0)
+    seconds = sf.info(known).frames / RATE
+    for offset in (0.0, 0.5):
+        segment = analyze(ClipRef(unknown, offset=offset, duration=seconds - offset))
+        assert segment.error is None, segment
+        assert segment == dataclasses.replace(analyze(ClipRef(known, offset=offset, duration=seconds - offset)), audio=unknown)
+
+
 def test_a_flac_claiming_more_samples_than_the_cap_in_fewer_hours_is_not_decoded(tmp_path):
     """Eight channels at 96 kHz for an hour are 2.8 billion samples: decoding time follows samples, so the cap is in
     samples too (MAX_DECODE_SAMPLES: four hours of 48 kHz stereo)."""

@@ -446,7 +446,8 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
     start = 0 if ref.offset is None else _frames(ref.offset, rate)
     want = total - start if ref.duration is None else _frames(ref.duration, rate)
     segment = ref.offset is not None or ref.duration is not None
-    open_ended = total >= _NO_LENGTH and ref.duration is None  # read to the end, wherever it is
+    no_length = total >= _NO_LENGTH  # the header gives no length: libsndfile's SF_COUNT_MAX
+    open_ended = no_length and ref.duration is None  # read to the end, wherever it is
     seconds_cap = _frames(MAX_DECODE_S, rate)
     limit = min(seconds_cap, MAX_DECODE_SAMPLES // channels)
     extra: dict = {}
@@ -503,7 +504,7 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
         if block > analysis.frame_len:
             block -= block % analysis.frame_len
     buffer = np.empty((min(block, want), channels), dtype=dtype)
-    read = _reader(handle, dtype, open_ended)
+    read = _reader(handle, dtype, no_length)
     done = 0
     with np.errstate(all="ignore"):
         while done < want:
@@ -542,13 +543,13 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
 _CTYPES = {"int16": "short", "int32": "int", "float32": "float"}
 
 
-def _reader(handle, dtype: str, open_ended: bool) -> Callable[[Any], int]:
-    """How a block is read into a buffer (returning the frames read): soundfile's ``buffer_read_into``, or, for a clip
+def _reader(handle, dtype: str, no_length: bool) -> Callable[[Any], int]:
+    """How a block is read into a buffer (returning the frames read): soundfile's ``buffer_read_into``, or, for a file
     whose header gives no length, libsndfile's own read through soundfile's binding. After each read soundfile seeks to
     where it thinks the read ended, and libsndfile cannot seek in such a stream: at its end the seek fails ("Internal
-    psf_fseek() failed") and the frames just read are lost, so every such clip would be truncated. Without that
-    binding (another soundfile), ``buffer_read_into`` it is."""
-    if open_ended:
+    psf_fseek() failed") and the frames just read are lost, so every such clip, and every segment of one that reaches
+    its end, would be truncated. Without that binding (another soundfile), ``buffer_read_into`` it is."""
+    if no_length:
         try:
             from soundfile import _ffi, _snd  # type: ignore[attr-defined]
 
