@@ -27,7 +27,7 @@ pytest.importorskip("pandas")
 from tests.datasets.test_clip import SENTENCE, voiced, write  # noqa: E402
 from trainproof.cli import main  # noqa: E402
 from trainproof.data import records  # noqa: E402
-from trainproof.data.cache import CACHEDIR_TAG, DB_NAME, DEFAULT_DIR, Cache  # noqa: E402
+from trainproof.data.cache import CACHEDIR_TAG, DB_NAME, DEFAULT_DIR, Cache, CacheKey  # noqa: E402
 from trainproof.data.model import ClipRecord  # noqa: E402
 
 RATE = 16000
@@ -413,8 +413,6 @@ def test_each_number_out_of_its_range_is_refused(field, value):
 
 def test_texts_holding_an_int_past_64_bits_are_a_miss(tmp_path):
     """pack keeps an int past 64 bits in the texts for a record made some other way; the analysis never writes one."""
-    from trainproof.data.cache import CacheKey
-
     key = CacheKey(str(tmp_path / "x.wav"), 10, 1)
     with Cache(tmp_path / "cache") as cache:
         cache.put_many([(key, ClipRecord("x", size=2**70))])
@@ -510,10 +508,6 @@ def test_fuzz_cache_rows_never_break_a_run(warm, tmp_path_factory):
 @pytest.mark.parametrize("where", ["packed", "texts"])
 def test_a_row_with_an_error_kind_the_analysis_never_writes_is_a_miss(tmp_path, where):
     """A kind no rule knows (``bogus``) would take its clip out of every rule: a truncated clip's FAIL would go."""
-    from trainproof.data import records
-    from trainproof.data.cache import Cache, CacheKey
-    from trainproof.data.model import ClipRecord
-
     key = CacheKey(str(tmp_path / "a.wav"), 10, 1)
     kind = "bogus" if where == "packed" else "x" * 40  # too long for the slot: pack keeps it in the texts
     packed, texts = records.pack(ClipRecord(audio=key.path, error="forged", error_kind=kind))
