@@ -9,6 +9,7 @@ import json
 import math
 import struct
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -409,6 +410,20 @@ def test_a_short_flac_of_no_stated_length_is_read_to_its_end(tmp_path):
     unknown = flac_stating(known, tmp_path / "unknown.flac", 0)
     assert sf.info(unknown).frames == 2**63 - 1  # libsndfile's SF_COUNT_MAX: no length
     assert analyze(ClipRef(unknown)) == dataclasses.replace(analyze(ClipRef(known)), audio=unknown)
+
+
+def test_a_flac_of_no_stated_length_cut_short_is_truncated_at_what_was_decoded(tmp_path):
+    """The header claims no length, so the record claims none: it was truncated "of the 14400.000 s the header claims",
+    with the cap's 4 hours as its frames and duration, for a clip of seconds."""
+    known = write(tmp_path / "known.flac", voiced(RATE, SENTENCE * 3), RATE)
+    data = Path(flac_stating(known, tmp_path / "unknown.flac", 0)).read_bytes()
+    (tmp_path / "cut.flac").write_bytes(data[: len(data) // 2])
+    r = analyze(ClipRef(str(tmp_path / "cut.flac")))
+    assert r.error_kind == "truncated", r
+    assert "of a clip whose header gives no length (libsndfile: " in r.error
+    assert "the header claims" not in r.error
+    assert r.frames == r.extra["frames_read"] < sf.info(known).frames
+    assert r.duration_s == r.frames / RATE
 
 
 def test_a_segment_to_the_end_of_a_flac_of_no_stated_length_is_read(tmp_path):

@@ -99,8 +99,9 @@ Errors (``error_kind``; numbers other than the header's left at defaults):
   ``format``, ``subtype``, ``sample_rate``, ``channels``, ``frames`` (what
   the header claims) and ``duration_s`` (the same, in seconds); the audio
   numbers stay at their defaults, because a clip whose end is missing is
-  judged by that alone. ``extra["frames_read"]`` is how many frames could be
-  decoded.
+  judged by that alone (for a clip whose header gives no length, ``frames``
+  and ``duration_s`` are what was decoded: a lower bound).
+  ``extra["frames_read"]`` is how many frames could be decoded.
 - ``too-long``: the header claims more than MAX_DECODE_S or MAX_DECODE_SAMPLES
   for the clip (or the segment asks for more), or a clip whose header gives no
   length still has audio at the cap. The record keeps the header's numbers, with
@@ -512,9 +513,11 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
             try:
                 got = buffer[: read(buffer[:n])]
             except Exception as exc:  # noqa: BLE001 -- a decoder error mid-stream (a FLAC cut short)
+                claim = done if open_ended else want  # a header of no length claims nothing: what was decoded, a lower bound
+                of = "a clip whose header gives no length" if open_ended else f"the {want / rate:.3f} s the header claims"
                 return _failed(
-                    ref, "truncated", f"decoding failed between {done / rate:.3f} and {(done + n) / rate:.3f} s of the {want / rate:.3f} s "
-                    f"the header claims (libsndfile: {_message(exc)})", **header, frames=want, duration_s=want / rate, extra={"frames_read": done},
+                    ref, "truncated", f"decoding failed between {done / rate:.3f} and {(done + n) / rate:.3f} s of {of} "
+                    f"(libsndfile: {_message(exc)})", **header, frames=claim, duration_s=claim / rate, extra={"frames_read": done},
                 )  # fmt: skip
             if len(got) == 0:
                 break
