@@ -83,3 +83,10 @@ def test_the_refusal_names_the_roots_it_read_within(repo):
 def test_a_dangling_link_is_left_to_the_caller_as_a_missing_file(repo):
     os.symlink("../gone.txt", repo / "ds" / "dangling.txt")
     assert ReadPolicy.for_input("ds", cwd=False).refusal("ds/dangling.txt") is None
+
+
+def test_roots_are_kept_absolute_and_once_and_their_real_folders_derived(repo):
+    os.symlink("ds", repo / "alias")
+    policy = ReadPolicy(("ds", "./ds/", "alias"))
+    assert policy.roots == (os.path.abspath("ds"), os.path.abspath("alias"))
+    assert policy.real_roots == (os.path.realpath(repo / "ds"),)

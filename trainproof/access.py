@@ -28,13 +28,18 @@ LINK_HINT = "--follow-links reads it"
 @dataclass(frozen=True)
 class ReadPolicy:
     """Where a symlink met inside ``roots`` may lead: inside ``roots`` again and out of any ``.git`` folder;
-    anywhere when ``follow_links``. ``roots`` are absolute folders as named (a link within them is what is judged),
-    ``real_roots`` the same folders resolved (where a followed link may land)."""
+    anywhere when ``follow_links``. ``roots`` are folders as named, kept absolute and each once (a link within them is
+    what is judged); ``real_roots``, derived, the same folders resolved (where a followed link may land)."""
 
     roots: tuple[str, ...] = ()
     follow_links: bool = False
-    real_roots: tuple[str, ...] = ()
+    real_roots: tuple[str, ...] = field(init=False)
     _links: dict[str, bool] = field(default_factory=dict, compare=False, hash=False, repr=False)  # folder -> holds a link below its root
+
+    def __post_init__(self) -> None:
+        roots = tuple(dict.fromkeys(os.path.abspath(root) for root in self.roots))
+        object.__setattr__(self, "roots", roots)
+        object.__setattr__(self, "real_roots", tuple(dict.fromkeys(_real(root) for root in roots)))
 
     @classmethod
     def for_input(
@@ -49,11 +54,10 @@ class ReadPolicy:
         ``cwd``, and the ``extra`` folders the user named (``--root``, ``--audio-dir``)."""
         given = os.path.abspath(os.fspath(path))
         folder = given if os.path.isdir(given) and not os.path.islink(given) else os.path.dirname(given)
-        named = [folder, *(os.path.abspath(os.fspath(more)) for more in extra if more)]
+        named = [folder, *(os.fspath(more) for more in extra if more)]
         if cwd:
             named.append(os.getcwd())
-        roots = tuple(dict.fromkeys(named))
-        return cls(roots, follow_links, tuple(dict.fromkeys(_real(root) for root in roots)))
+        return cls(tuple(named), follow_links)
 
     def refusal(self, path: str | os.PathLike[str]) -> str | None:
         """Why ``path`` may not be read under this policy, as the end of a sentence about it (``<path> <refusal>``);

@@ -297,7 +297,8 @@ def test_the_policy_of_each_layout_has_its_roots(tmp_path, monkeypatch):
     (tmp_path / "ds").mkdir()
     (tmp_path / "audio").mkdir()
     real = os.path.realpath(tmp_path)
-    assert read_policy("ds", "folder") == ReadPolicy((f"{real}/ds",), False, (f"{real}/ds",))
+    assert read_policy("ds", "folder") == ReadPolicy((f"{real}/ds",), False)
+    assert read_policy("ds", "folder").real_roots == (f"{real}/ds",)
     assert read_policy("ds/m.jsonl", "nemo").roots == (f"{real}/ds", real)
     assert read_policy("ds/metadata.csv", "ljspeech", audio_dir="audio").roots == (f"{real}/ds", f"{real}/audio")
     assert read_policy("ds/m.jsonl", "nemo", root="s3://bucket/clips").roots == (f"{real}/ds", real)  # a URI is no folder

@@ -180,8 +180,7 @@ def read_policy(
     named = [folder, *(str(extra) for extra in (root, audio_dir) if extra is not None and not is_uri(str(extra)))]
     if layout in CWD_LAYOUTS:
         named.append(os.getcwd() if cwd is None else str(cwd))
-    roots = tuple(dict.fromkeys(os.path.abspath(root_) for root_ in named))
-    return ReadPolicy(roots, follow_links, tuple(dict.fromkeys(os.path.realpath(root_) for root_ in roots)))
+    return ReadPolicy(tuple(named), follow_links)
 
 
 CWD_LAYOUTS = frozenset({"nemo", "csv", "kaldi"})
