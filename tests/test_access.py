@@ -90,3 +90,13 @@ def test_roots_are_kept_absolute_and_once_and_their_real_folders_derived(repo):
     policy = ReadPolicy(("ds", "./ds/", "alias"))
     assert policy.roots == (os.path.abspath("ds"), os.path.abspath("alias"))
     assert policy.real_roots == (os.path.realpath(repo / "ds"),)
+
+
+def test_require_raises_the_refusal_as_an_input_error_naming_the_path(repo):
+    from trainproof.errors import InputError
+
+    policy = ReadPolicy.for_input("ds", cwd=False)
+    with pytest.raises(InputError) as raised:
+        policy.require("ds/token.txt")
+    assert (raised.value.path, raised.value.problem) == ("ds/token.txt", policy.refusal("ds/token.txt"))
+    assert policy.require("ds/ok.txt") is None

@@ -13,13 +13,16 @@ path a manifest lists on mounted storage is the manifest's own word, not a
 link someone committed beside it.
 
 :meth:`ReadPolicy.refusal` says why one path may not be read (None when it
-may); :meth:`ReadPolicy.for_input` builds the policy of one named input.
+may), :meth:`ReadPolicy.require` raises it as an InputError;
+:meth:`ReadPolicy.for_input` builds the policy of one named input.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+
+from trainproof.errors import InputError
 
 LINK_HINT = "--follow-links reads it"
 """What every refusal ends with: how a user who trusts the link reads it anyway."""
@@ -76,6 +79,12 @@ class ReadPolicy:
         if not any(_inside(target, real) for real in self.real_roots):
             return f"leads through a symlink to {target}, outside {self._where()}; trainproof does not follow it ({LINK_HINT})"
         return None
+
+    def require(self, path: str | os.PathLike[str]) -> None:
+        """An InputError naming ``path`` when this policy refuses it (:meth:`refusal`), before anything opens it."""
+        refusal = self.refusal(path)
+        if refusal is not None:
+            raise InputError(os.fspath(path), refusal)
 
     def _where(self) -> str:
         """The roots, as a refusal names them."""

@@ -54,7 +54,6 @@ from trainproof.data.model import Entries, Entry, Manifest, Problem
 from trainproof.data.uri import is_uri
 from trainproof.errors import InputError
 from trainproof.readers.base import BLOCK_BYTES, MAX_LINE_BYTES, EmptyLog, iter_lines, mostly_binary, open_log, read_block
-from trainproof.safe import visible
 
 AUDIO_EXTENSIONS = (
     ".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64",
@@ -135,9 +134,8 @@ def read_manifest(
     if not os.path.exists(given):
         raise InputError(given, "does not exist")
     here = os.getcwd() if cwd is None else str(cwd)
-    refusal = ReadPolicy.for_input(given, cwd=False, extra=(here,), follow_links=follow_links).refusal(given)
-    if refusal is not None:  # the named manifest (or folder) is a link out of its folder and the working directory
-        raise InputError(visible(given), visible(refusal))
+    # the named manifest (or folder) may not be a link out of its folder and the working directory
+    ReadPolicy.for_input(given, cwd=False, extra=(here,), follow_links=follow_links).require(given)
     layout, target = _detect(given)
     ctx = _Context(
         root=None if root is None else str(root),
@@ -185,14 +183,6 @@ def read_policy(
 
 CWD_LAYOUTS = frozenset({"nemo", "csv", "kaldi"})
 """The layouts whose relative paths resolve from the working directory, which is then one of a dataset's roots."""
-
-
-def _allowed(path: str, ctx: _Context) -> None:
-    """An InputError when the dataset's policy refuses ``path``, a manifest file found in the dataset's folder (an
-    LJSpeech metadata.csv, a Kaldi list) that is a link out of it: it is never opened."""
-    refusal = ctx.policy.refusal(path)
-    if refusal is not None:
-        raise InputError(visible(path), visible(refusal))
 
 
 # --- detection ------------------------------------------------------------------
@@ -1116,7 +1106,7 @@ class _IdResolver:
 
 
 def _read_ljspeech(path: str, ctx: _Context, builder: _Builder) -> None:
-    _allowed(path, ctx)
+    ctx.policy.require(path)  # never opened through a link out of the dataset
     base = ctx.root if ctx.root is not None else os.path.dirname(path)
     resolve = _IdResolver(base, ctx.audio_dir)
     _check_text(path)
@@ -1219,7 +1209,7 @@ def _kaldi_table(path: str, ctx: _Context, builder: _Builder, required: bool) ->
     table: dict[str, tuple[int, str]] = {}
     if not required and not os.path.lexists(path):
         return table
-    _allowed(path, ctx)
+    ctx.policy.require(path)  # a list found in the dataset's folder: never opened through a link out of it
     _check_text(path)
     try:
         for number, text in _lines(path, builder):
@@ -1391,9 +1381,7 @@ def _read_transcript(path: str, ctx: _Context, builder: _Builder) -> str | None:
     is an InputError: the dataset cannot be judged as its files stand without reading where the link leads.
     Lines are split at CR, LF and CRLF only (as Python's open() reads text): a vertical tab or U+2028 inside a line
     stays for the character rules to see."""
-    refusal = ctx.policy.refusal(path)
-    if refusal is not None:  # never opened; the dataset is not judged without it (a trainer would read the link's target)
-        raise InputError(path, refusal)
+    ctx.policy.require(path)  # never opened; the dataset is not judged without it (a trainer would read the link's target)
     try:
         with open_log(Path(path)) as handle:
             data = read_block(handle, HEAD_BYTES, path)
