@@ -171,14 +171,23 @@ def test_an_offline_gcs_bucket_is_one_exit_2_line(tmp_path):
     assert len(line) < 600, "GCS's retry metadata is left out"
 
 
-def test_many_offline_buckets_are_looked_up_side_by_side(tmp_path):
-    """Each distinct bucket cost about 6 s of region lookup, one after another (60 buckets: 6 minutes). Lookups run
-    in parallel, each bounded, so the run ends, with one line. Hang test: subprocess timeout."""
-    buckets = [f"trainproof-offline-{i:03d}" for i in range(60)]
-    done, _ = run(tmp_path, [f"s3://{b}/a.wav" for b in buckets], environment(tmp_path))
+def test_many_buckets_are_looked_up_side_by_side(tmp_path, listener):
+    """Each distinct bucket cost about 6 s of region lookup, one after another (60 buckets: 6 minutes). Here DNS fails
+    at once, which would not tell the two apart, so the environment sends the lookups through an HTTPS proxy (the
+    listener) that never answers: each takes its whole URI_REGION_TIMEOUT_S (10 s). One after another, some 5 of the
+    20 buckets would be asked before reach gives up (URI_REACH_TIMEOUT_S, 45 s); side by side, all 20 are, and the run
+    is one line. The anonymous lookup carries no credential. Hang test: subprocess timeout."""
+    buckets = [f"trainproof-offline-{i:03d}" for i in range(20)]
+    env = environment(tmp_path, https_proxy=f"http://127.0.0.1:{listener.port}")
+    for variable in ("HTTPS_PROXY", "no_proxy", "NO_PROXY"):
+        env.pop(variable, None)
+    done, _ = run(tmp_path, [f"s3://{b}/a.wav" for b in buckets], env)
     line = one_error_line(done)
-    assert f"cannot reach s3://{buckets[0]}: " in line
-    assert "(and 59 other stores)" in line
+    assert f"cannot reach s3://{buckets[0]}: cannot look up the bucket's region: " in line
+    assert "(and 19 other stores)" in line
+    assert listener.connections == len(buckets), "every bucket's lookup was under way at once"
+    assert SECRET.encode() not in listener.received
+    assert TOKEN.encode() not in listener.received
 
 
 @pytest.mark.parametrize("variable", ["AWS_ENDPOINT_URL", "CLOUD_STORAGE_EMULATOR_ENDPOINT"])
