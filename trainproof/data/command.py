@@ -51,6 +51,7 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
         return source
     _require()
     from trainproof.collector import collector_paused
+    from trainproof.data.manifest import read_policy
 
     with collector_paused():
         manifest = manifest_of(source, options)
@@ -65,7 +66,7 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
         from trainproof.data import uri
 
         _require_reachable(source, uri.reach(remote))
-    policy = _policy(manifest, options)
+    policy = read_policy(manifest.path, manifest.layout, **_reading(options))  # the roots the manifest was read under
     cache = _cache(options)
     if cache is None:
         records = _decode(refs, None, options, policy)
@@ -97,26 +98,15 @@ def manifest_of(source: Any, options: Mapping[str, Any]) -> Manifest:
     from trainproof import memo
     from trainproof.data.manifest import read_manifest
 
-    def read() -> Manifest:
-        return read_manifest(
-            source, root=options.get("root"), audio_dir=options.get("audio_dir"), follow_links=bool(options.get("follow_links"))
-        )
-
-    key = ("manifest", str(source), os.getcwd(), *(str(options.get(name)) for name in MANIFEST_OPTIONS))
-    return memo.remembered(key, read)
+    how = _reading(options)
+    key = ("manifest", str(source), os.getcwd(), *map(str, how.values()))
+    return memo.remembered(key, lambda: read_manifest(source, **how))
 
 
-MANIFEST_OPTIONS = ("root", "audio_dir", "follow_links")
-"""The options that change how a manifest is read (and so which reading an invocation may share)."""
-
-
-def _policy(manifest: Manifest, options: Mapping[str, Any]) -> Any:
-    """What the dataset's clips may be read through (:func:`trainproof.data.manifest.read_policy`): the roots its
-    manifest was read under, and ``--follow-links``."""
-    from trainproof.data.manifest import read_policy
-
-    root, audio_dir, follow_links = options.get("root"), options.get("audio_dir"), bool(options.get("follow_links"))
-    return read_policy(manifest.path, manifest.layout, root=root, audio_dir=audio_dir, follow_links=follow_links)
+def _reading(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that change how a manifest is read (and so which reading an invocation may share), and what its
+    clips may be read through, as :func:`~trainproof.data.manifest.read_manifest` and ``read_policy`` take them."""
+    return {"root": options.get("root"), "audio_dir": options.get("audio_dir"), "follow_links": bool(options.get("follow_links"))}
 
 
 def _decode(refs: list[ClipRef], cache: Any, options: Mapping[str, Any], policy: Any = None) -> ClipRecords:
