@@ -141,9 +141,15 @@ def test_a_fetch_that_fails_ends_the_bytes_and_says_why(tmp_path, monkeypatch):
     source.close()
 
 
-def test_reach_asks_only_object_stores():
-    """file:// URIs and refused ones are not asked about: nothing to reach, no request."""
+def test_reach_asks_only_object_stores(monkeypatch):
+    """file:// URIs and refused ones are not asked about: nothing to reach, no request. An object store is asked
+    once, about its first clip."""
+    asked = []
+    monkeypatch.setattr(uri, "_ask", lambda address, call: asked.append(address))
     assert uri.reach(["file:///nonexistent/a.wav", "s3://b/a.wav?x=1", "abfs://c@a/x.wav", "local/a.wav"]) == []
+    assert asked == []
+    assert uri.reach(["file:///a.wav", "s3://b/a.wav", "s3://b/c.wav", "s3://b/a.wav?x=1"]) == []
+    assert asked == [uri.parse("s3://b/a.wav")]
 
 
 def test_the_engine_asks_the_store_about_each_uri_once(tmp_path, monkeypatch):
