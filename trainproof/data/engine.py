@@ -217,8 +217,8 @@ class Work:
                     keys.append(key)
                 elif type(key) is Refused:
                     refused.append(key)
-                elif isinstance(key, ClipRecord) and (analyze is None or not is_uri(refs[i].audio)):
-                    self._records[i] = key  # a URI its stat decided
+                elif isinstance(key, ClipRecord) and analyze is None:  # a URI its stat decided
+                    self._records[i] = key
                 else:  # missing (or not statable): a worker would say the same, at once
                     self._records[i] = _inline(refs[i], analyze)
             hits = cache.look_up(keys) if cache is not None and keys else None
@@ -332,19 +332,19 @@ class Refused(NamedTuple):
 
 def _keys(refs: Sequence[ClipRef], cwd: str, policy: ReadPolicy | None = None) -> list[CacheKey | ClipRecord | Refused | None]:
     """Each file's cache key: its path made absolute against ``cwd`` (not resolved), size and mtime from one stat, and
-    the segment; None when it cannot be stat'ed (missing). For a file the ``policy`` refuses, its record (the stat is
-    an lstat; a link, or a clip in a folder the policy refuses, is asked about: see :func:`_folder_refusal`). For a
-    clip named by URI whose stat already decides it
-    (missing, not a file, empty), its record. URIs are stat'ed URI_STAT_THREADS at a time (each is a round trip to the
-    store), under the URI itself as the key's path; a clip decided so is not stat'ed again, one after another, to say
-    so. (One loop of plain calls: at 20,000 clips this was a fifth of a warm run.)"""
+    the segment; None when it cannot be stat'ed (missing). For a file the ``policy`` refuses, a :class:`Refused` (the
+    stat is an lstat; a link, or a clip in a folder the policy refuses, is asked about: see :func:`_folder_refusal`).
+    For a clip named by URI whose stat already decides it (missing, not a file, empty), its record. URIs are stat'ed
+    URI_STAT_THREADS at a time (each is a round trip to the store), under the URI itself as the key's path; a clip
+    decided so is not stat'ed again, one after another, to say so. (One loop of plain calls: at 20,000 clips this was
+    a fifth of a warm run.)"""
     from trainproof.data.cache import CacheKey
 
     make, stat, isabs, join = CacheKey._make, os.stat, os.path.isabs, os.path.join
     judged = policy is not None and not policy.follow_links
     look, sep = (os.lstat if judged else stat), os.sep
     folders: dict[str, str] = {}  # a folder (as the paths spell it) -> the policy's refusal of it, "" for none
-    keys: list[CacheKey | ClipRecord | None] = []
+    keys: list[CacheKey | ClipRecord | Refused | None] = []
     remote: list[int] = []
     for i, ref in enumerate(refs):
         audio = ref.audio
