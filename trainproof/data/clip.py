@@ -295,11 +295,10 @@ def _analyze_uri(ref: ClipRef) -> ClipRecord:
     object may be whole)."""
     from trainproof.data import uri
 
-    reason = uri.refusal(ref.audio)
-    if reason is not None:
-        return _failed(ref, "unreadable", reason)
     try:
         source = uri.open_input(ref.audio)
+    except uri.Refused as exc:  # a scheme, query or authority that is not read: no library was asked
+        return _failed(ref, "unreadable", str(exc))
     except OSError as exc:
         found = stat_uri(ref)
         return found if isinstance(found, ClipRecord) else _failed(ref, "unreadable", f"cannot open the file: {exc}", size=found.size)
