@@ -475,6 +475,15 @@ def _nemo_manifest(path: Path, lines: list[dict]) -> Path:
     return path
 
 
+def _one_clip_on_lines(folder: Path, texts: list[str | None]) -> Path:
+    """A NeMo manifest of one clip on a line per transcript of ``texts`` (None: no text field), then two other clips
+    with transcripts of their own; ids a, b, c, ... in line order."""
+    clips = _distinct_clips(folder, 3)
+    lines = [{"audio_filepath": clips[0], **({} if text is None else {"text": text})} for text in texts]
+    lines += [{"audio_filepath": clips[1], "text": "good morning"}, {"audio_filepath": clips[2], "text": "good evening"}]
+    return _nemo_manifest(folder / "m.jsonl", [{"id": "abcdefgh"[n], **line} for n, line in enumerate(lines)])
+
+
 def _hits(subject: Subject, rule_id: str) -> list:
     return [f for f in subject.findings if f.rule_id == rule_id]
 
@@ -482,15 +491,7 @@ def _hits(subject: Subject, rule_id: str) -> list:
 def test_a_line_without_a_transcript_is_no_conflict_with_one_that_has_one(tmp_path):
     """Two lines of one clip with no transcript (none at all, and an empty one) and a third with one: the missing
     transcripts are TP-DATA-EMPTY-TEXT's, not a conflict ("another transcript: nan" before: NaN is not equal to itself)."""
-    clips = _distinct_clips(tmp_path, 3)
-    manifest = _nemo_manifest(tmp_path / "m.jsonl", [
-        {"audio_filepath": clips[0], "id": "a"},
-        {"audio_filepath": clips[0], "id": "b", "text": ""},
-        {"audio_filepath": clips[0], "id": "c", "text": "hello there"},
-        {"audio_filepath": clips[1], "id": "d", "text": "good morning"},
-        {"audio_filepath": clips[2], "id": "e", "text": "good evening"},
-    ])  # fmt: skip
-    subject = judged_path(manifest)
+    subject = judged_path(_one_clip_on_lines(tmp_path, [None, "", "hello there"]))
     assert "TP-DATA-CONFLICTING-TEXT" in subject.ran
     assert _hits(subject, "TP-DATA-CONFLICTING-TEXT") == []
     assert [f.line for f in _hits(subject, "TP-DATA-EMPTY-TEXT")] == [1, 2]
@@ -499,15 +500,7 @@ def test_a_line_without_a_transcript_is_no_conflict_with_one_that_has_one(tmp_pa
 def test_a_conflict_names_the_lines_whose_transcript_differs_from_the_first(tmp_path):
     """One clip on four lines: no transcript, "hello there", the same folded otherwise, and "good night". Only the last
     conflicts, with line 2 (the first with a transcript)."""
-    clips = _distinct_clips(tmp_path, 3)
-    manifest = _nemo_manifest(tmp_path / "m.jsonl", [
-        {"audio_filepath": clips[0], "id": "a"},
-        {"audio_filepath": clips[0], "id": "b", "text": "hello there"},
-        {"audio_filepath": clips[0], "id": "c", "text": "Hello  there"},
-        {"audio_filepath": clips[0], "id": "d", "text": "good night"},
-        {"audio_filepath": clips[1], "id": "e", "text": "good morning"},
-        {"audio_filepath": clips[2], "id": "f", "text": "good evening"},
-    ])  # fmt: skip
+    manifest = _one_clip_on_lines(tmp_path, [None, "hello there", "Hello  there", "good night"])
     (finding,) = _hits(judged_path(manifest), "TP-DATA-CONFLICTING-TEXT")
     assert finding.line == 4
     assert finding.values["count"] == 1
