@@ -177,7 +177,7 @@ def parse(uri: str) -> Address:
         path = unquote(encoded, errors="strict")
     except UnicodeDecodeError:
         raise Refused("the URI has a %-escape that is not UTF-8") from None
-    if _CONTROL.search(path) or _CONTROL.search(authority):
+    if _CONTROL.search(path):  # the authority was checked above: "", "localhost" or a bucket name
         raise Refused("the URI holds a control character")
     if scheme == "file":
         path = "/" + path
@@ -342,8 +342,8 @@ def _said(exc: BaseException) -> str:
 
 
 def _failure(exc: BaseException) -> OSError:
-    """The OSError a caller is given for ``exc`` (FileNotFoundError and a refusal kept as they are)."""
-    if isinstance(exc, (FileNotFoundError, Refused, NoAnswer)):
+    """The OSError a caller is given for ``exc`` (FileNotFoundError and NoAnswer kept as they are)."""
+    if isinstance(exc, (FileNotFoundError, NoAnswer)):
         return exc
     return OSError(_said(exc))
 
