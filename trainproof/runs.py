@@ -250,16 +250,12 @@ def curve_unjudged(ctx: RunContext) -> str | None:
     return None
 
 
-def searching_once():
-    """Within the block, each folder is searched once: what one command invocation reads (to protect it from the outputs)
-    and then judges is the same search. Outside it every look searches afresh, as ``watch`` must."""
-    return memo.invocation()
-
-
 def _search(source: Any) -> Search | None:
     """The runs found in a folder (see :mod:`trainproof.readers.discover`); None for a file, a Run, a path that is not a folder.
 
-    Inside :func:`searching_once` a folder's search is kept, by the path as given and as resolved, and found again.
+    Inside :func:`trainproof.memo.invocation` (one command invocation: what it reads to protect from the outputs, then
+    judges) a folder's search is kept, by the path as given and as resolved, and found again; outside it every look
+    searches afresh, as ``watch`` must.
     """
     if isinstance(source, Run):
         return None
