@@ -9,9 +9,9 @@ turn ``s3://b/x.wav`` into ``s3:/b/x.wav``), and a relative path under a
 
 A manifest often comes from someone else (a pull request, a fork) while the
 credentials in the environment are the user's, so a URI names an object and
-nothing more. :func:`refusal` says why a URI is not read, before any library
-sees it: a scheme other than SCHEMES (``abfs://`` would have pyarrow run
-``az`` to get a token, ``hdfs://`` start a JVM), a query or a fragment
+nothing more. :func:`parse` says why a URI is not read (:class:`Refused`),
+before any library sees it: a scheme other than SCHEMES (``abfs://`` would
+have pyarrow run ``az`` to get a token, ``hdfs://`` start a JVM), a query or a fragment
 (pyarrow's ``from_uri`` takes ``?endpoint_override=host&scheme=http`` from
 one and sends the environment's keys there), a user name, port or anything
 but a bucket name in the authority, a host in a ``file://`` URI, a ``.`` or
@@ -143,7 +143,7 @@ class Address(NamedTuple):
 
 
 class Refused(OSError):
-    """A URI that is not read (see :func:`refusal`)."""
+    """A URI that is not read (see :func:`parse`)."""
 
 
 class NoAnswer(OSError):
@@ -187,15 +187,6 @@ def parse(uri: str) -> Address:
     if any(part in (".", "..") for part in path.split("/")):
         raise Refused("the object key has a '.' or '..' segment, which the store's URL would resolve away")
     return Address(scheme, authority, f"{authority}/{path}" if slash else authority)
-
-
-def refusal(uri: str) -> str | None:
-    """Why the clip ``uri`` is not read, or None when it may be (no library is asked)."""
-    try:
-        parse(uri)
-    except Refused as exc:
-        return str(exc)
-    return None
 
 
 # --- the stores -------------------------------------------------------------------------------------------------
