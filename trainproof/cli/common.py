@@ -109,8 +109,8 @@ def check_outputs(args: argparse.Namespace, name: str, options: Mapping[str, Any
     judging = command(name)
     protected: dict[outputs.Identity, tuple[str, str]] = {}  # identity -> (the file as the input names it, why it is read)
 
-    def protect(source: object, why: str) -> None:
-        if (found := outputs.identity(source)) is not None:  # type: ignore[arg-type]
+    def protect(source: str | os.PathLike[str], why: str) -> None:
+        if (found := outputs.identity(source)) is not None:
             protected.setdefault(found, (str(source), why))
 
     for path in args.paths:
@@ -120,27 +120,27 @@ def check_outputs(args: argparse.Namespace, name: str, options: Mapping[str, Any
         protect(source, why)
     if args.config:
         protect(args.config, "is the configuration file")
-    targets = [(f"--{option.replace('_', '-')}", str(value)) for option, _ in FILE_OUTPUTS if (value := getattr(args, option)) is not None]
+    targets = [(option.replace("_", "-"), str(value)) for option, _ in FILE_OUTPUTS if (value := getattr(args, option)) is not None]
     summary = os.environ.get("GITHUB_STEP_SUMMARY") if getattr(args, "github", False) else None
-    there = [target for _, target in targets] + ([summary] if summary else [])
-    if any(outputs.identity(target) not in (None, *protected) for target in there):
+    there = {path: outputs.identity(path) for path in [*(value for _, value in targets), *([summary] if summary else [])]}
+    if any(found is not None and found not in protected for found in there.values()):
         # an output already there may be a file an input lists (a clip, a transcript, under any name): only then are the
         # inputs' lists read (once: judging takes the same reading) and each listed file compared by identity
         for path in args.paths:
             for source in judging.reads_listed(str(path), options):
                 protect(source, "is read as an input")
-    if summary and (found := outputs.identity(summary)) in protected:
+    if summary and (found := there[summary]) in protected:
         source, why = protected[found]
         raise UsageError(f"GITHUB_STEP_SUMMARY ({visible(summary)}) is {visible(source)}, which {why}; refusing to append to it")
     named: dict[object, str] = {}
     for flag, value in targets:
-        outputs.check_target(flag.lstrip("-"), value)
-        found = outputs.identity(value)
+        outputs.check_target(flag, value)
+        found = there[value]
         if found in protected:
             raise UsageError(f"{_same_file(value, *protected[found])}; refusing to overwrite it")
         key = found or Path(value).resolve()
         if key in named:
-            raise UsageError(f"{visible(value)}: named by both {named[key]} and {flag}")
+            raise UsageError(f"{visible(value)}: named by both --{named[key]} and --{flag}")
         named[key] = flag
 
 
