@@ -261,8 +261,8 @@ def _bounded(reference: Any, budget: _Budget) -> Any:
         for arg in (*args, *kwargs.values()):  # a macro's argument: a string doubled on each recursion
             if isinstance(arg, str):
                 budget.within(len(arg))
-        _before_method(budget, getattr(obj, "__wrapped__", obj), args, kwargs)
-        return budget.fits(base_call(context, obj, *_counting(args, budget), **kwargs))
+        extra = _before_method(budget, getattr(obj, "__wrapped__", obj), args, kwargs)
+        return budget.fits(base_call(context, obj, *_counting(args, budget, extra), **kwargs))
 
     env.call_binop, env.call = call_binop, call
     env.filters = {name: _bounded_filter(name, func, budget) for name, func in reference.filters.items()}
@@ -290,7 +290,7 @@ def _bounded_filter(name: str, func: Callable[..., Any], budget: _Budget) -> Cal
     @functools.wraps(func)  # keeps jinja2's pass_context / pass_eval_context mark
     def bounded(*args: Any, **kwargs: Any) -> Any:
         budget.tick()
-        args = _counting(args, budget)
+        extra = 0
         if before is not None and signature is not None:
             try:
                 bound = signature.bind(*args, **kwargs)
@@ -298,24 +298,25 @@ def _bounded_filter(name: str, func: Callable[..., Any], budget: _Budget) -> Cal
                 pass  # the filter itself says what is wrong with its arguments
             else:
                 bound.apply_defaults()
-                before(budget, bound.arguments)
-        return budget.fits(func(*args, **kwargs))
+                extra = before(budget, bound.arguments) or 0
+        return budget.fits(func(*_counting(args, budget, extra), **kwargs))
 
     return bounded
 
 
-def _counting(args: tuple, budget: _Budget) -> tuple:
+def _counting(args: tuple, budget: _Budget, extra: int = 0) -> tuple:
     """``args`` with each iterator (what ``map`` and ``select`` give) counted as it is drained: what a filter or a
-    method gathers from one (``join``, ``list``) may not hold more than the budget's characters in all."""
+    method gathers from one (``join``, ``list``) may not hold more than the budget's characters in all, each item
+    counting one more, and ``extra`` more (a join's separator, which the result repeats between the items)."""
     if not any(isinstance(arg, Iterator) for arg in args):
         return args
-    return tuple(_counted(arg, budget) if isinstance(arg, Iterator) else arg for arg in args)
+    return tuple(_counted(arg, budget, 1 + extra) if isinstance(arg, Iterator) else arg for arg in args)
 
 
-def _counted(items: Iterator[Any], budget: _Budget) -> Iterator[Any]:
+def _counted(items: Iterator[Any], budget: _Budget, per_item: int) -> Iterator[Any]:
     total = 0
     for item in items:
-        total += _size(item, budget.chars) + 1
+        total += _size(item, budget.chars) + per_item
         budget.within(total)
         yield item
 
@@ -374,9 +375,14 @@ def _before_format(budget: _Budget, text: str) -> None:
             budget.within(int(digits))
 
 
-def _before_join(budget: _Budget, separator: str, items: Any) -> None:
+def _before_join(budget: _Budget, separator: str, items: Any, by_attribute: bool = False) -> int:
+    """``separator.join(items)``, of a list: its separators, and its strings (not known yet when the join is of an
+    attribute of each item, jinja2's ``join(attribute=...)``), within the bound. The separator's length, which each
+    item of an iterator adds as it is drained (:func:`_counting`)."""
     if isinstance(items, (list, tuple)):
-        budget.within(sum(len(item) if isinstance(item, str) else 0 for item in items) + len(separator) * max(len(items) - 1, 0))
+        texts = 0 if by_attribute else sum(len(item) if isinstance(item, str) else 0 for item in items)
+        budget.within(texts + len(separator) * max(len(items) - 1, 0))
+    return len(separator)
 
 
 def _before_replace(budget: _Budget, text: Any, old: Any, new: Any, count: Any = -1) -> None:
@@ -387,22 +393,24 @@ def _before_replace(budget: _Budget, text: Any, old: Any, new: Any, count: Any =
         budget.within(len(text) + found * (len(new) - len(old)))
 
 
-def _before_method(budget: _Budget, method: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
-    """A method of a string whose result can be far longer than the string (padding, tabs, join, replace, format)."""
+def _before_method(budget: _Budget, method: Any, args: tuple, kwargs: Mapping[str, Any]) -> int:
+    """A method of a string whose result can be far longer than the string (padding, tabs, join, replace, format).
+    What each item of an iterator argument adds (see :func:`_before_join`)."""
     text, name = getattr(method, "__self__", None), getattr(method, "__name__", "")
     if not isinstance(text, str):
-        return
+        return 0
     ints = [value for value in (*args, *kwargs.values()) if isinstance(value, int)]
     if name in _PADDING_METHODS and ints:
         budget.within(max(ints))
     elif name == "expandtabs" and ints:
         budget.within(len(text) + text.count("\t") * max(ints))
     elif name == "join" and args:
-        _before_join(budget, text, args[0])
+        return _before_join(budget, text, args[0])
     elif name == "replace" and len(args) >= 2:
         _before_replace(budget, text, *args[:3])
     elif name in ("format", "format_map"):
         _before_format(budget, text)
+    return 0
 
 
 def _check_center(budget: _Budget, arguments: Mapping[str, Any]) -> None:
@@ -422,10 +430,11 @@ def _check_format(budget: _Budget, arguments: Mapping[str, Any]) -> None:
         _before_percent(budget, arguments["value"], arguments.get("args") or ())
 
 
-def _check_join(budget: _Budget, arguments: Mapping[str, Any]) -> None:
+def _check_join(budget: _Budget, arguments: Mapping[str, Any]) -> int:
     separator = arguments.get("d")
-    if isinstance(separator, str) and arguments.get("attribute") is None:
-        _before_join(budget, separator, arguments.get("value"))
+    if not isinstance(separator, str):
+        return 0
+    return _before_join(budget, separator, arguments.get("value"), by_attribute=arguments.get("attribute") is not None)
 
 
 def _check_replace(budget: _Budget, arguments: Mapping[str, Any]) -> None:
@@ -450,7 +459,7 @@ def _check_tojson(budget: _Budget, arguments: Mapping[str, Any]) -> None:
     budget.within(flat + step * (one - flat))
 
 
-_FILTER_CHECKS: dict[str, Callable[[_Budget, Mapping[str, Any]], None]] = {
+_FILTER_CHECKS: dict[str, Callable[[_Budget, Mapping[str, Any]], int | None]] = {
     "center": _check_center,
     "indent": _check_indent,
     "format": _check_format,
@@ -459,7 +468,8 @@ _FILTER_CHECKS: dict[str, Callable[[_Budget, Mapping[str, Any]], None]] = {
     "tojson": _check_tojson,
 }
 """The filters whose result can be far larger than their input, each checked before it runs (by jinja2's and
-transformers' own parameter names)."""
+transformers' own parameter names); a check may return what each item of an iterator argument adds (a join's
+separator)."""
 
 
 # --- the clock -------------------------------------------------------------------------------------------------------
