@@ -865,6 +865,8 @@ COLUMNAR_CASES = {
                                                                        + [_plain_line(70, duration=2.5)], True),
     "more fields than the file has bytes for": ([_plain_line(0, **{f"k{i}": 0 for i in range(300)})]
                                                 + [_plain_line(i) for i in range(1, 200)], False),
+    "brackets denser than the screen indexes": ([_plain_line(i, text="[" * 100) for i in range(4)], False),
+    "a first line longer than the sample": ([_plain_line(0, text="a" * 17_000), _plain_line(1)], False),
 }  # fmt: skip
 
 
