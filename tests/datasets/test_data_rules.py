@@ -556,9 +556,7 @@ def test_transcripts_and_names_are_quoted_capped_in_every_finding(tmp_path, caps
     duplicated and conflicting; a transcript of 5,000 distinct numbers and a 100,000-digit one; 3,000 distinct odd
     characters; a 100,000-character audio path. Each finding quotes at most QUOTE_CHARS of any of them, with its length,
     and the secret appears in no output."""
-    import trainproof.safe
-
-    QUOTE_CHARS = getattr(trainproof.safe, "QUOTE_CHARS", 200)  # noqa: N806 -- the cap, as trainproof.safe has it
+    from trainproof.safe import QUOTE_CHARS
     clips = _distinct_clips(tmp_path, 4)
     secret = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
     long = "the quick brown fox " * 3276 + secret  # 65,580 characters
