@@ -125,9 +125,9 @@ def test_a_link_that_stays_inside_the_folder_or_the_working_directory_is_read(re
     assert out.count("PASS  ds/") == 2
 
 
-def test_a_pipe_and_dev_stdin_are_read_as_before(repo, sp, tmp_path_factory):
-    """A link whose target is not a regular file is a stream, not the link rule; /dev/stdin redirected from a file
-    outside the checkout is what the user's shell opened, not a committed link."""
+def test_a_pipe_and_dev_stdin_are_read_as_before(repo, sp, tmp_path_factory, capsys):
+    """A pipe the user names (/dev/stdin, a FIFO in the folder) is read; /dev/stdin redirected from a file outside the
+    checkout is what the user's shell opened, not a committed link."""
     outside = tmp_path_factory.mktemp("elsewhere") / "lines.txt"
     outside.write_text("The quick brown fox.\nA second line of text.\n")
     piped = subprocess.run(
@@ -147,6 +147,9 @@ def test_a_pipe_and_dev_stdin_are_read_as_before(repo, sp, tmp_path_factory):
     finally:
         writer.wait(timeout=HANG_TIMEOUT_S)
     assert (streamed.returncode, streamed.stderr) == (0, ""), streamed.stderr
+    code, _, err = run(capsys, "tokenizer", sp, "ds/null.txt")
+    assert code == 2
+    assert "ds/null.txt: is not a regular file (a character device)" in one_error_line(err)
 
 
 def test_an_ljspeech_clip_linked_out_of_the_folder_is_not_opened(repo, sp, capsys, tmp_path_factory):
