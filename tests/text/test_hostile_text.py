@@ -89,6 +89,25 @@ def test_a_pipe_and_dev_stdin_are_read_as_before(repo, tmp_path_factory):
     assert (redirected.returncode, redirected.stderr) == (0, ""), redirected.stderr
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_link_to_a_pipe_outside_the_folder_is_judged_as_a_link(repo, capsys, tmp_path_factory):
+    """Before: a link whose target was a FIFO skipped the link rule, and the pipe was read (a committed link to
+    /proc/self/fd/1 waited for ever on the run's own stdout pipe). Only a descriptor the user names is exempt."""
+    fifo = tmp_path_factory.mktemp("elsewhere") / "pipe"
+    os.mkfifo(fifo)
+    os.symlink(fifo, repo / "data" / "train.jsonl")
+    writer = subprocess.Popen(["sh", "-c", f"cat > '{fifo}'"], stdin=subprocess.PIPE)
+    try:
+        writer.stdin.write(CHAT_ROW.encode())
+        writer.stdin.close()
+        code, _, err = run(capsys, "text", "data/train.jsonl")
+    finally:
+        writer.kill()  # still waiting for a reader
+        writer.wait()
+    assert code == 2
+    assert f"data/train.jsonl: leads through a symlink to {fifo}, outside the input's folder" in one_error_line(err)
+
+
 def test_a_long_value_in_a_problem_is_quoted_cut_with_its_length(tmp_path):
     """The reader's quotations go through trainproof.safe.quoted: 40 characters, then the length."""
     path = jsonl(tmp_path, {"messages": [user("hi"), {"role": "k" * 5000, "content": "x"}]})

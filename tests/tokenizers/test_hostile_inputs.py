@@ -152,6 +152,25 @@ def test_a_pipe_and_dev_stdin_are_read_as_before(repo, sp, tmp_path_factory, cap
     assert "ds/null.txt: is not a regular file (a character device)" in one_error_line(err)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_link_to_a_pipe_outside_the_folder_is_judged_as_a_link(repo, sp, tmp_path_factory, capsys):
+    """Before: a link whose target was a FIFO skipped the link rule, and the pipe was read (a committed link to
+    /proc/self/fd/1 waited for ever on the run's own stdout pipe). Only a descriptor the user names is exempt."""
+    fifo = tmp_path_factory.mktemp("elsewhere") / "pipe"
+    os.mkfifo(fifo)
+    os.symlink(fifo, repo / "ds" / "text.txt")
+    writer = subprocess.Popen(["sh", "-c", f"cat > '{fifo}'"], stdin=subprocess.PIPE)
+    try:
+        writer.stdin.write(b"The quick brown fox.\n")
+        writer.stdin.close()
+        code, _, err = run(capsys, "tokenizer", sp, "ds/text.txt")
+    finally:
+        writer.kill()  # still waiting for a reader
+        writer.wait()
+    assert code == 2
+    assert f"ds/text.txt: leads through a symlink to {fifo}, outside the input's folder" in one_error_line(err)
+
+
 def test_an_ljspeech_clip_linked_out_of_the_folder_is_not_opened(repo, sp, capsys, tmp_path_factory):
     """Before: the clip's header was read through the link (its duration used); now it has none, and a note says why."""
     soundfile = pytest.importorskip("soundfile")

@@ -29,14 +29,14 @@ costs at most about MAX_TEXT_LINE_BYTES of memory whatever the file holds.
 A file that is a symlink, or lies under one, inside its folder or the working
 directory is read only when the link stays inside them and out of any
 ``.git`` folder (:class:`~trainproof.access.ReadPolicy`; ``follow_links``
-lifts it); a link to a pipe (``/dev/stdin``) is the pipe, read as one.
+lifts it); a link to a pipe is a link like any other, and only a descriptor
+named as such (``/dev/stdin``, ``/dev/fd/63``) is the user's own.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -114,10 +114,9 @@ def read_text_dataset(path: str | os.PathLike[str], follow_links: bool = False) 
         raise InputError(given, "is a folder, not a JSON Lines file: give the dataset's .jsonl file")
     if not os.path.exists(given):
         raise InputError(given, "does not exist")
-    if not _is_pipe(given):  # a stream the user gave (a link to a pipe), not a file a link leads to
-        refusal = ReadPolicy.for_input(given, follow_links=follow_links).refusal(given)
-        if refusal is not None:
-            raise InputError(given, refusal)
+    refusal = ReadPolicy.for_input(given, follow_links=follow_links).refusal(given)
+    if refusal is not None:
+        raise InputError(given, refusal)
     reader = _Reader(given)
     with open_log(Path(given), pipe=True) as handle:
         head = read_block(handle, HEAD_BYTES, given)
@@ -127,13 +126,6 @@ def read_text_dataset(path: str | os.PathLike[str], follow_links: bool = False) 
             reader.notes.append("starts with a UTF-8 byte-order mark (BOM), which was skipped")
         reader.read(_lines(handle, given, head))
     return reader.build()
-
-
-def _is_pipe(path: str) -> bool:
-    try:
-        return stat.S_ISFIFO(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
 
 
 # --- bytes to lines -------------------------------------------------------------

@@ -16,8 +16,9 @@ What a symlink leads to is read under :class:`~trainproof.access.ReadPolicy`:
 a text (or a metadata.csv in a folder) that is a link, or lies under one,
 inside the input's folder or the working directory, is read only when its
 target stays inside them and out of any ``.git`` folder (``--follow-links``:
-anywhere), else an InputError. A link to a pipe (``/dev/stdin``,
-``/dev/fd/63``) is the stream it leads to, read as a pipe. A clip of an
+anywhere), else an InputError; a link to a pipe is a link like any other,
+and only a descriptor named as such (``/dev/stdin``, ``/dev/fd/63``) is the
+user's own (:func:`~trainproof.access.is_descriptor`). A clip of an
 LJSpeech metadata.csv whose link leads outside is not opened: it has no
 duration, and a note counts it.
 """
@@ -76,12 +77,12 @@ def read_transcripts(path: str | os.PathLike[str], follow_links: bool = False) -
         mode = target.stat().st_mode
     except (OSError, ValueError):
         mode = None
-    if mode is not None and stat.S_ISFIFO(mode):  # a pipe (<(...)): read once, kept
-        return _spooled(target)
-    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISFIFO(mode)):
         raise InputError(path, f"is not a regular file ({special_kind(mode)}); give a text file, a JSONL manifest or a metadata.csv")
     policy = ReadPolicy.for_input(target, follow_links=follow_links)
     _allowed(policy, target)
+    if mode is not None and stat.S_ISFIFO(mode):  # a pipe (<(...)): read once, kept
+        return _spooled(target)
     if target.is_dir():
         if (target / "metadata.csv").is_file():
             _allowed(policy, target / "metadata.csv")
