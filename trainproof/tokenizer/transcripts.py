@@ -104,12 +104,17 @@ def _read(target: Path, name: str, policy: ReadPolicy | None = None) -> Transcri
     """The transcripts of a file, of a kind told by its content and by ``name`` (its own, or a pipe's it was copied
     from); an LJSpeech metadata.csv's clips are read under ``policy`` (a pipe's, which is in no folder, under none)."""
     _sniff(target)
-    suffix = Path(name).suffix.lower()
-    if name.lower() == "metadata.csv" or (suffix == ".csv" and _first_line(target).count("|") >= 1):
+    if _is_ljspeech(target, name):
         return _ljspeech(target, policy)
-    if suffix in (".jsonl", ".json", ".ndjson"):
+    if Path(name).suffix.lower() in (".jsonl", ".json", ".ndjson"):
         return _jsonl(target)
     return _plain(target)
+
+
+def _is_ljspeech(target: Path, name: str) -> bool:
+    """Whether the file at ``target``, named ``name``, is an LJSpeech metadata.csv: by that name, or a .csv whose first
+    line holds a "|"."""
+    return name.lower() == "metadata.csv" or (Path(name).suffix.lower() == ".csv" and _first_line(target).count("|") >= 1)
 
 
 def listed_audio(path: str | os.PathLike[str], follow_links: bool = False) -> list[str]:
@@ -119,7 +124,7 @@ def listed_audio(path: str | os.PathLike[str], follow_links: bool = False) -> li
     try:
         if target.is_dir():
             target = target / "metadata.csv"
-        if not target.is_file() or not (target.name.lower() == "metadata.csv" or (target.suffix.lower() == ".csv" and _first_line(target).count("|") >= 1)):
+        if not target.is_file() or not _is_ljspeech(target, target.name):
             return []
         from trainproof.data.manifest import read_manifest
 
