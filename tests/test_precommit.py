@@ -81,24 +81,6 @@ def test_the_ljspeech_hook_judges_a_committed_dataset(tmp_path, pre_commit_home)
     assert "tiny-0003" in result.stdout
 
 
-def test_the_finetune_hook_judges_changed_jsonl(tmp_path, pre_commit_home):
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "sft_clean.jsonl").write_text(
-        '{"prompt": "What is two and two?", "completion": "Four."}\n{"prompt": "Name a primary colour.", "completion": "Red."}\n'
-    )
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
-    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-finetune-jsonl")
-    assert result.returncode == 0, result.stdout + result.stderr
-    (data / "sft_broken.jsonl").write_text('{"Prompt": "a", "Completion": "b"}\n')
-    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
-    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-finetune-jsonl")
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "TP-TEXT-SHAPE" in result.stdout
-    assert "sft_broken.jsonl" in result.stdout
-
-
 def _committed_copy(root):
     """This working tree, committed in a scratch repository: a rev that a .pre-commit-config.yaml can pin."""
     ignore = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".trainproof_cache", ".pytest_cache", ".ruff_cache")
@@ -110,28 +92,37 @@ def _committed_copy(root):
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def test_the_tokenizer_hook_judges_the_tokenizer_with_its_text(tmp_path, pre_commit_home):
+@pytest.fixture(scope="module")
+def pinned(tmp_path_factory):
+    """The head of a .pre-commit-config.yaml pinning one committed copy of this tree: the tests below share it, so each
+    hook's environment is built once for the module (``try-repo`` builds a new one on every call)."""
+    root = tmp_path_factory.mktemp("pinned") / "trainproof"
+    return f"repos:\n- repo: {root}\n  rev: {_committed_copy(root)}\n  hooks:\n"
+
+
+def run_hook(project, home, pinned, hook, args=None):
+    """`pre-commit run HOOK --all-files` in the scratch repository `project`, its config pinning this tree (with `args`
+    when given, else the hook's own); everything in `project` is staged first."""
+    (project / ".pre-commit-config.yaml").write_text(pinned + f"  - id: {hook}\n" + (f"    args: {args}\n" if args is not None else ""))
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
+    run = ["pre-commit", "run", hook, "--all-files", "--verbose", "--color", "never"]
+    return subprocess.run(run, cwd=project, env=env, capture_output=True, text=True)
+
+
+def test_the_tokenizer_hook_judges_the_tokenizer_with_its_text(tmp_path, pre_commit_home, pinned):
     """The hook takes the tokenizer and its text from `args` (pre-commit's try-repo cannot pass args: a real config)."""
     pytest.importorskip("sentencepiece")
-    rev = _committed_copy(tmp_path / "trainproof")
-    project = tmp_path / "project"
-    (project / "tok").mkdir(parents=True)
-    shutil.copyfile(REPO / "examples" / "tokenizer" / "tts_unigram.model", project / "tok" / "tts.model")
-    (project / "tok" / "sample.txt").write_text("The birch canoe slid on the smooth planks.\nGlue the sheet to the dark blue background.\n")
-    (project / ".pre-commit-config.yaml").write_text(
-        f"repos:\n- repo: {tmp_path / 'trainproof'}\n  rev: {rev}\n  hooks:\n  - id: trainproof-tokenizer\n"
-        "    args: [--, tok/tts.model, tok/sample.txt]\n"
-    )
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
-    env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
-    run = ["pre-commit", "run", "trainproof-tokenizer", "--all-files", "--verbose", "--color", "never"]
-    result = subprocess.run(run, cwd=project, env=env, capture_output=True, text=True)
+    (tmp_path / "tok").mkdir()
+    shutil.copyfile(REPO / "examples" / "tokenizer" / "tts_unigram.model", tmp_path / "tok" / "tts.model")
+    (tmp_path / "tok" / "sample.txt").write_text("The birch canoe slid on the smooth planks.\nGlue the sheet to the dark blue background.\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    args = "[--, tok/tts.model, tok/sample.txt]"
+    result = run_hook(tmp_path, pre_commit_home, pinned, "trainproof-tokenizer", args)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS" in result.stdout
-    (project / "tok" / "sample.txt").write_text("Das Wasser ist über der Straße.\nÜber Größe.\n")
-    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
-    result = subprocess.run(run, cwd=project, env=env, capture_output=True, text=True)
+    (tmp_path / "tok" / "sample.txt").write_text("Das Wasser ist über der Straße.\nÜber Größe.\n")
+    result = run_hook(tmp_path, pre_commit_home, pinned, "trainproof-tokenizer", args)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "TP-TOK-UNKNOWN" in result.stdout
 
@@ -142,58 +133,54 @@ LOOPING_TOKENIZER_CONFIG = '{"chat_template": "{% for i in range(1000000000) %}{
 
 
 def option_named_files(root):
-    """A scratch repository with `--tokenizer=chat.jsonl` committed at its root (matched by the finetune hook's
+    """A scratch repository with `--tokenizer=chat.jsonl` at its root (matched by the finetune hook's
     pattern) and the tokenizer folder `chat.jsonl/` its name points at."""
     (root / "--tokenizer=chat.jsonl").write_text(CHAT_ROW)
     (root / "sft_clean.jsonl").write_text(CHAT_ROW)
     (root / "chat.jsonl").mkdir()
     (root / "chat.jsonl" / "tokenizer_config.json").write_text(LOOPING_TOKENIZER_CONFIG)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
 
 
-def test_the_finetune_hook_reads_files_named_like_options_as_data(tmp_path, pre_commit_home):
-    """The hook's `args: ["--"]` puts the file names after `--`: `--tokenizer=chat.jsonl` is judged as a dataset and
-    no tokenizer is loaded; `-x_chat.jsonl` fails on its own rows. Before, each was taken for an option."""
+def test_the_finetune_hook_judges_changed_jsonl(tmp_path, pre_commit_home, pinned):
+    """Clean files pass and broken ones fail, in a folder or at the root. The hook's `args: ["--"]` puts the file names
+    after `--`: `--tokenizer=chat.jsonl` is judged as a dataset and no tokenizer is loaded; `-x_chat.jsonl` fails on its
+    own rows. Before, each was taken for an option."""
     option_named_files(tmp_path)
-    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-finetune-jsonl")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "sft_clean.jsonl").write_text(
+        '{"prompt": "What is two and two?", "completion": "Four."}\n{"prompt": "Name a primary colour.", "completion": "Red."}\n'
+    )
+    result = run_hook(tmp_path, pre_commit_home, pinned, "trainproof-finetune-jsonl")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS  --tokenizer=chat.jsonl\n" in result.stdout
     assert "PASS  sft_clean.jsonl\n" in result.stdout
+    assert "PASS  data/sft_clean.jsonl\n" in result.stdout
     assert "Skipped TP-TEXT-TOO-LONG: no --tokenizer given" in result.stdout
     assert "tokens per row" not in result.stdout
-    (tmp_path / "-x_chat.jsonl").write_text('{"Prompt": "a", "Completion": "b"}\n')
-    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
-    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-finetune-jsonl")
+    for broken in (data / "sft_broken.jsonl", tmp_path / "-x_chat.jsonl"):
+        broken.write_text('{"Prompt": "a", "Completion": "b"}\n')
+    result = run_hook(tmp_path, pre_commit_home, pinned, "trainproof-finetune-jsonl")
     assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL  data/sft_broken.jsonl\n" in result.stdout
     assert "FAIL  -x_chat.jsonl\n" in result.stdout
     assert "TP-TEXT-SHAPE" in result.stdout
     assert "PASS  --tokenizer=chat.jsonl\n" in result.stdout
 
 
-def test_own_args_without_dashdash_are_refused_not_guessed(tmp_path, pre_commit_home):
+def test_own_args_without_dashdash_are_refused_not_guessed(tmp_path, pre_commit_home, pinned):
     """A user's `args` that forget the closing `--`: trainproof refuses the file name that reads as an option (exit 2,
     one line saying to put -- before the paths) instead of loading the tokenizer it names; with `--` it judges."""
-    rev = _committed_copy(tmp_path / "trainproof")
-    project = tmp_path / "project"
-    project.mkdir()
-    option_named_files(project)
-    config = project / ".pre-commit-config.yaml"
-    hook = f"repos:\n- repo: {tmp_path / 'trainproof'}\n  rev: {rev}\n  hooks:\n  - id: trainproof-finetune-jsonl\n"
-    env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
-    run = ["pre-commit", "run", "trainproof-finetune-jsonl", "--all-files", "--verbose", "--color", "never"]
-    config.write_text(hook + "    args: [--fail-on, warn]\n")
-    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
-    result = subprocess.run(run, cwd=project, env=env, capture_output=True, text=True)
+    option_named_files(tmp_path)
+    result = run_hook(tmp_path, pre_commit_home, pinned, "trainproof-finetune-jsonl", "[--fail-on, warn]")
     assert result.returncode == 1, result.stdout + result.stderr
     assert (
         "trainproof: error: --tokenizer=chat.jsonl: reads as an option but names a file or folder here; "
         "put -- before the paths (trainproof text [OPTIONS] -- PATH...)"
     ) in result.stdout
     assert "PASS" not in result.stdout
-    config.write_text(hook + "    args: [--fail-on, warn, --]\n")
-    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
-    result = subprocess.run(run, cwd=project, env=env, capture_output=True, text=True)
+    result = run_hook(tmp_path, pre_commit_home, pinned, "trainproof-finetune-jsonl", "[--fail-on, warn, --]")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS  --tokenizer=chat.jsonl\n" in result.stdout
     assert "tokens per row" not in result.stdout
