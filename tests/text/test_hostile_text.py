@@ -152,6 +152,14 @@ def test_a_template_that_refuses_every_conversation_leaves_the_lengths_unjudged(
     assert without_limit.notes == subject.notes  # said even when no limit is asked for
 
 
+def test_the_note_names_the_first_refused_rows_and_counts_the_rest(built, tmp_path):
+    tokenizer = _templated(built, tmp_path, REFUSES_EVERYTHING)
+    path = jsonl(tmp_path, *({"messages": [user(f"Question {k}?"), assistant("Yes.")]} for k in range(7)))
+    (note,) = judged(path, tokenizer=tokenizer).notes
+    why = "(TemplateError: This template renders nothing.)"
+    assert note.endswith(f": line 1 {why}; line 2 {why}; line 3 {why}; line 4 {why}; line 5 {why}; and 2 more")
+
+
 def test_a_template_that_refuses_some_conversations_costs_those_rows_and_says_so(built, tmp_path):
     """Before: the refused conversation was measured as its contents, silently. Now it is left out (and named), and
     the others are measured through the template."""

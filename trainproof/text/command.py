@@ -150,18 +150,17 @@ def _text(rendered: Any) -> str | None:
 
 def _unmeasured(dataset: Any, lengths: Any) -> tuple[str, ...]:
     """The notes naming the rows the chat template refused and those the tokenizer could not encode (none, when none)."""
-    from trainproof.tokenizer.batches import FAILED_SHOWN, failed_note
+    from trainproof.tokenizer.batches import failed_note, named_lines
 
     notes = []
     if lengths.unrendered:
         count = len(lengths.unrendered)
         chats = sum(row.shape == "messages" for row in dataset.rows)
-        shown = "; ".join(f"line {dataset.rows[i].line} ({why})" for i, why in lengths.unrendered[:FAILED_SHOWN])
-        more = f"; and {count - FAILED_SHOWN:,} more" if count > FAILED_SHOWN else ""
         whose = "its" if count == 1 else "their"
+        named = named_lines([(dataset.rows[i].line, why) for i, why in lengths.unrendered])
         notes.append(
             f"the chat template fails on {count:,} of {chats:,} conversations, so {whose} length as a trainer would see it is "
-            f"not known and not judged: {shown}{more}"
+            f"not known and not judged: {named}"
         )
     if lengths.unmeasured:
         whose = "its" if len(lengths.unmeasured) == 1 else "their"

@@ -80,6 +80,11 @@ def failed_note(failed: Sequence[tuple[int, str]], noun: str, outcome: str) -> s
     named: "the tokenizer cannot encode 2 rows, so their length is not judged: line 4 (...); line 9 (...)".
     ``outcome`` says what that costs them."""
     count = len(failed)
+    return f"the tokenizer cannot encode {count:,} {noun}{'' if count == 1 else 's'}, {outcome}: {named_lines(failed)}"
+
+
+def named_lines(failed: Sequence[tuple[int, str]]) -> str:
+    """The first FAILED_SHOWN items (``(line, why)``, in order) named, and how many more: "line 4 (...); line 9 (...);
+    and 12 more"."""
     shown = "; ".join(f"line {line} ({why})" for line, why in failed[:FAILED_SHOWN])
-    more = f"; and {count - FAILED_SHOWN:,} more" if count > FAILED_SHOWN else ""
-    return f"the tokenizer cannot encode {count:,} {noun}{'' if count == 1 else 's'}, {outcome}: {shown}{more}"
+    return shown + (f"; and {len(failed) - FAILED_SHOWN:,} more" if len(failed) > FAILED_SHOWN else "")
