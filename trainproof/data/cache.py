@@ -64,7 +64,6 @@ from typing import Any, NamedTuple
 
 from trainproof.data import model, records
 from trainproof.data.model import ClipRecord
-from trainproof.readers.base import special_kind
 from trainproof.safe import utf8_encodable
 
 DEFAULT_DIR = ".trainproof_cache"
@@ -493,6 +492,8 @@ def _kind(found: os.stat_result) -> str:
         return "a folder"
     if stat.S_ISREG(mode):
         return "a file" if found.st_nlink <= 1 else f"a file with {found.st_nlink:,} hard links (so also a file elsewhere)"
+    from trainproof.readers.base import special_kind  # here: trainproof.readers imports numpy, which a cache lookup needs not
+
     return special_kind(mode)
 
 
