@@ -13,25 +13,17 @@ from pathlib import Path
 import pytest
 
 from tests.text import findings_of, judged, lines_of
+from tests.text.test_cli import one_error_line, run
 from tests.text.test_reader import assistant, jsonl, user
 from tests.tokenizers import conftest as tokenizer_fixtures
-from tests.tokenizers.test_hostile_inputs import HANG_TIMEOUT_S, SOURCE, one_error_line
-from trainproof.cli import main
+from tests.tokenizers.test_hostile_inputs import CHAT_ROW, HANG_TIMEOUT_S, SECRET, SOURCE
 from trainproof.report import Skipped, Verdict
 from trainproof.tokenizer.load import load_tokenizer
 
 built = tokenizer_fixtures.built  # the session's tokenizers, trained once at their first request (tests/tokenizers)
 
-SECRET = "ghp_c2VjcmV0LXRva2VuLWZyb20tZ2l0LWNvbmZpZw9x7Qk"
-CHAT_ROW = '{"messages": [{"role": "user", "content": "What is two and two?"}, {"role": "assistant", "content": "Four."}]}\n'
 SENTENCE = "Return the value of the argument. "
 LENGTH_RULES = ("TP-TEXT-TRUNCATED-TARGET", "TP-TEXT-TOO-LONG")
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
