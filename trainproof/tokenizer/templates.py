@@ -153,8 +153,7 @@ class BoundedTemplate:
         self._budget = _Budget()
         self._environment = _bounded(environment, self._budget)
         self._variables = {**variables, "tools": None, "documents": None, "add_generation_prompt": False}
-        self._compiled: Any = None
-        self._broken: str | None = None  # why the template does not compile, once known
+        self._compiled: Any = None  # the compiled template, or Failed saying why it does not compile; once known
 
     @classmethod
     def of(cls, tokenizer: Any, source: str) -> BoundedTemplate:
@@ -171,10 +170,9 @@ class BoundedTemplate:
         out: list[str | Failed] = []
         with _alarm_clock() as alarm:
             compiled = self._compile(alarm, end, total)
+            if isinstance(compiled, Failed):
+                return [compiled] * len(conversations)
             for index, messages in enumerate(conversations):
-                if compiled is None:
-                    out.append(Failed(self._broken or "the chat template does not compile"))
-                    continue
                 try:
                     out.append(self._render(compiled, [dict(m) for m in messages], alarm, end, total))
                 except _Stop as stop:
@@ -186,9 +184,9 @@ class BoundedTemplate:
         return out
 
     def _compile(self, alarm: Callable[[float], None] | None, end: float, total: float) -> Any:
-        """The compiled template, None when it does not compile (:attr:`_broken` says why); TemplateOverrun past the
-        bounds (its length, or the batch's time: jinja2 folds constant expressions while compiling)."""
-        if self._compiled is not None or self._broken is not None:
+        """The compiled template, or :class:`Failed` saying why it does not compile; TemplateOverrun past the bounds
+        (its length, or the batch's time: jinja2 folds constant expressions while compiling)."""
+        if self._compiled is not None:
             return self._compiled
         if len(self.source) > MAX_TEMPLATE_CHARS:
             raise TemplateOverrun(
@@ -204,7 +202,7 @@ class BoundedTemplate:
         except MemoryError:
             raise TemplateOverrun(None, "runs out of memory while being compiled") from None
         except Exception as exc:  # noqa: BLE001 -- a syntax error, a nesting too deep to parse: every conversation fails
-            self._broken = one_line(f"{type(exc).__name__}: {exc}", MAX_REASON_CHARS)
+            self._compiled = Failed(one_line(f"{type(exc).__name__}: {exc}", MAX_REASON_CHARS))
         return self._compiled
 
     def _render(self, compiled: Any, messages: list[dict], alarm: Callable[[float], None] | None, end: float, total: float) -> str:
