@@ -168,7 +168,7 @@ class BoundedTemplate:
         total = TEMPLATE_BASE_SECONDS + TEMPLATE_SECONDS_PER_RENDER * len(conversations)
         end = time.monotonic() + total
         out: list[str | Failed] = []
-        with _alarm_clock() as alarm:
+        with _alarm_clock(self._budget) as alarm:
             compiled = self._compile(alarm, end, total)
             if isinstance(compiled, Failed):
                 return [compiled] * len(conversations)
@@ -176,7 +176,7 @@ class BoundedTemplate:
                 try:
                     out.append(self._render(compiled, [dict(m) for m in messages], alarm, end, total))
                 except _Stop as stop:
-                    raise TemplateOverrun(index, stop.reason or self._budget.overtime) from None
+                    raise TemplateOverrun(index, stop.reason) from None
                 except MemoryError:
                     raise TemplateOverrun(index, "runs out of memory") from None
                 except Exception as exc:  # noqa: BLE001 -- whatever the template raises fails this conversation
@@ -198,7 +198,7 @@ class BoundedTemplate:
             with _armed(alarm, end - time.monotonic(), self._budget):
                 self._compiled = self._environment.from_string(self.source)
         except _Stop as stop:
-            raise TemplateOverrun(None, stop.reason or self._budget.overtime) from None
+            raise TemplateOverrun(None, stop.reason) from None
         except MemoryError:
             raise TemplateOverrun(None, "runs out of memory while being compiled") from None
         except Exception as exc:  # noqa: BLE001 -- a syntax error, a nesting too deep to parse: every conversation fails
@@ -474,16 +474,16 @@ separator)."""
 
 
 @contextmanager
-def _alarm_clock() -> Iterator[Callable[[float], None] | None]:
-    """A function that sets a SIGALRM timer to stop the template in so many seconds (0: stops the timer), while this
-    context lasts; None outside the main thread (where Python runs signal handlers) or without setitimer. The handler
-    and any timer set before are put back afterwards."""
+def _alarm_clock(budget: _Budget) -> Iterator[Callable[[float], None] | None]:
+    """A function that sets a SIGALRM timer to stop the template in so many seconds (0: stops the timer), with the
+    budget's overtime as the reason, while this context lasts; None outside the main thread (where Python runs signal
+    handlers) or without setitimer. The handler and any timer set before are put back afterwards."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield None
         return
 
     def ring(signum: int, frame: Any) -> None:
-        raise _Stop("")  # the budget names the bound: see _armed
+        raise _Stop(budget.overtime)
 
     started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, ring)
@@ -499,8 +499,7 @@ def _alarm_clock() -> Iterator[Callable[[float], None] | None]:
 
 @contextmanager
 def _armed(alarm: Callable[[float], None] | None, seconds: float, budget: _Budget) -> Iterator[None]:
-    """The alarm set to ring in ``seconds`` while the template runs (a ring is a _Stop without a reason: the budget's
-    overtime is it)."""
+    """The alarm set to ring in ``seconds`` while the template runs; past its time already, the budget's overtime."""
     if seconds <= 0:
         raise _Stop(budget.overtime)
     if alarm is not None:
