@@ -68,7 +68,7 @@ class ReadPolicy:
         if self.follow_links:
             return None
         given = os.path.abspath(os.fspath(path))
-        if is_descriptor(given):
+        if _descriptor(given):
             return None
         root = next((root for root in self.roots if _inside(given, root)), None)
         if root is None or not self._passes_link(given, root) or not os.path.exists(given):  # a dangling link reads nothing
@@ -116,8 +116,11 @@ class ReadPolicy:
 def is_descriptor(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` names one of this process's open descriptors (``/dev/stdin < text.txt``, ``<(...)``): what the
     user's shell opened, which no committed link can be named as (a link *to* ``/dev/stdin`` is still a link)."""
-    named = os.path.abspath(os.fspath(path))
-    return named == "/dev/stdin" or named.startswith(("/dev/fd/", "/proc/self/fd/"))
+    return _descriptor(os.path.abspath(os.fspath(path)))
+
+
+def _descriptor(absolute: str) -> bool:
+    return absolute == "/dev/stdin" or absolute.startswith(("/dev/fd/", "/proc/self/fd/"))
 
 
 def _real(path: str) -> str:
