@@ -136,6 +136,8 @@ HOSTILE = {
     "a padding method": ("{% set n = 3000000000 %}{{ 'x'.ljust(n) }}", "builds a value of more than"),
     "a format width": ("{{ '{:>3000000000}'.format(1) }}", "builds a value of more than"),
     "a percent width": ("{{ '%3000000000d' % 1 }}", "builds a value of more than"),
+    "a format filter width": ("{% set f = '%3000000000d' %}{{ f|format(1) }}", "builds a value of more than"),
+    "a tab expansion": ("{% set t = '\\t' * 1000 %}{{ t.expandtabs(3000000) }}", "builds a value of more than"),
     "a power": ("{{ 10 ** 100000000 }}", "computes a number of more than"),
     "doubling in a namespace": (
         "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
