@@ -375,3 +375,19 @@ def test_a_long_word_blamed_for_unknown_tokens_is_quoted_cut_with_its_length(sp,
     assert "Q" * 100 not in finding.message
     assert "... (5,001 characters) (1)" in finding.message  # the word, cut, with its length; then its count
     assert len(finding.message) < 600
+
+
+def test_a_long_number_is_quoted_cut_with_its_length(built, tmp_path):
+    """Before: TP-TOK-NUMBERS showed each example number, and how it was split, whole: a 300-digit "number" (a key, a
+    hash in decimal) was copied twice into every report."""
+    from trainproof.judge import judge
+
+    lines = [*build.english_lines()[:10], *(f"The key is {chunk * 75} here." for chunk in ("1984", "1066", "2024", "4567", "8812"))]
+    path = tmp_path / "t.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = judge("tokenizer", [str(path)], tokenizer=str(built("bpe")))
+    (finding,) = [f for f in report.subjects[0].findings if f.rule_id == "TP-TOK-NUMBERS"]
+    assert finding.message.startswith("300-digit numbers are split ")
+    assert "... (300 characters) as " in finding.message  # the number, cut, with its length; then its split, cut
+    assert "1984" * 10 not in finding.message
+    assert len(finding.message) < 600
