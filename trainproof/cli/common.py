@@ -41,6 +41,16 @@ def add_input_options(parser: argparse.ArgumentParser, formats: bool = True) -> 
     parser.add_argument("--fail-on", choices=FAIL_ON, help="what exits 1: fail (default), warn (WARN too), never")
 
 
+def add_follow_links(group: argparse._ArgumentGroup, reads: str, within: str = "its folder and the working directory") -> None:
+    """``--follow-links``, for a command that reads ``reads`` under the link rule of :mod:`trainproof.access`."""
+    group.add_argument(
+        "--follow-links",
+        action="store_true",
+        help=f"read {reads} through a symlink that leads out of {within}, or into a .git folder (refused by default: "
+        "a committed link could make a report quote a credentials file or a token)",
+    )
+
+
 def add_output_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("output (any number of them, all from the same report)")
     group.add_argument("--json", action="store_true", help="print one JSON document instead of the text report")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from trainproof.cli.common import add_judging_command
+from trainproof.cli.common import add_follow_links, add_judging_command
 from trainproof.data import ENGINES
 
 MAX_JOBS = 1024
@@ -60,13 +60,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ADDRESS",
         help="with --engine ray: the cluster to join (auto, host:port, or ray://host:port; default: start a local one)",
     )
-    group.add_argument(
-        "--follow-links",
-        action="store_true",
-        help="read through symlinks that lead out of the dataset's folder (and the working directory, for NeMo, CSV and "
-        "Kaldi) or into a .git folder; by default such a link is not followed: a committed link to a token or "
-        "/proc/self/environ would be quoted as a transcript",
-    )
+    add_follow_links(group, "a manifest, a list, a transcript or a clip", "the dataset's folder (and the working directory, for NeMo, CSV and Kaldi)")
     group.add_argument("--no-cache", action="store_true", help="decode every clip; read and write no cache")
     group.add_argument("--cache-dir", type=_folder_name, metavar="DIR", help="where per-clip records are cached (default: .trainproof_cache)")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from trainproof.cli.common import add_judging_command
+from trainproof.cli.common import add_follow_links, add_judging_command
 from trainproof.cli.data import _positive
 
 
@@ -13,12 +13,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("dataset")
     group.add_argument("--tokenizer", metavar="PATH", help="measure rows in tokens with this tokenizer (a .model, a tokenizer.json or a tokenizer folder)")
     group.add_argument("--max-len", type=_positive(int), metavar="N", help="the trainer's maximum sequence length in tokens (needs --tokenizer)")
-    group.add_argument(
-        "--follow-links",
-        action="store_true",
-        help="read a dataset through a symlink that leads outside its folder and the working directory, or into a .git "
-        "folder (refused by default: a committed link could make a report quote a credentials file)",
-    )
+    add_follow_links(group, "a dataset")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from trainproof.cli.common import add_judging_command
+from trainproof.cli.common import add_follow_links, add_judging_command
 from trainproof.cli.data import _positive
 from trainproof.errors import UsageError
 
@@ -19,12 +19,7 @@ def _inputs(paths: list[str]) -> tuple[list[str], dict[str, Any]]:
 def _arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("tokenizer")
     group.add_argument("--max-tokens", type=_positive(int), metavar="N", help="a line over N tokens is too long (the model's context, or the aligner's budget)")
-    group.add_argument(
-        "--follow-links",
-        action="store_true",
-        help="read a text (or an LJSpeech clip) through a symlink that leads outside its folder and the working directory, "
-        "or into a .git folder (refused by default: a committed link could make a report quote a credentials file)",
-    )
+    add_follow_links(group, "a text (or an LJSpeech clip)")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
