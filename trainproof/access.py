@@ -113,13 +113,9 @@ class ReadPolicy:
         return known
 
 
-def is_descriptor(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` names one of this process's open descriptors (``/dev/stdin < text.txt``, ``<(...)``): what the
-    user's shell opened, which no committed link can be named as (a link *to* ``/dev/stdin`` is still a link)."""
-    return _descriptor(os.path.abspath(os.fspath(path)))
-
-
 def _descriptor(absolute: str) -> bool:
+    """Whether the absolute path names one of this process's open descriptors (``/dev/stdin < text.txt``, ``<(...)``):
+    what the user's shell opened, which no committed link can be named as (a link *to* ``/dev/stdin`` is still a link)."""
     return absolute == "/dev/stdin" or absolute.startswith(("/dev/fd/", "/proc/self/fd/"))
 
 

@@ -18,7 +18,7 @@ inside the input's folder or the working directory, is read only when its
 target stays inside them and out of any ``.git`` folder (``--follow-links``:
 anywhere), else an InputError; a link to a pipe is a link like any other,
 and only a descriptor named as such (``/dev/stdin``, ``/dev/fd/63``) is the
-user's own (:func:`~trainproof.access.is_descriptor`). A clip of an
+user's own (:meth:`~trainproof.access.ReadPolicy.refusal`). A clip of an
 LJSpeech metadata.csv whose link leads outside is not opened: it has no
 duration, and a note counts it.
 """
