@@ -35,12 +35,14 @@ def test_quick_start_names_a_shipped_example_and_the_test_command():
     text = README.read_text()
     block = text.split("## Quick start", 1)[1].split("```bash", 1)[1].split("```", 1)[0].strip().splitlines()
     assert len(block) == 2
-    example = block[0].split("trainproof epoch ", 1)[1].strip()
-    assert (REPO / example).is_file()
-    assert block[1] == "python -m pytest"
+    install, example = block[0].split(" && trainproof epoch ")
+    assert install == "pip install -e ."  # the first verdict needs trainproof alone, not the test extra
+    assert (REPO / example.strip()).is_file()
+    assert block[1] == "pip install -e '.[test]' && python -m pytest"
     ci = (REPO / ".ci" / "run").read_text()
-    assert example in ci
-    assert "\npython -m pytest\n" in ci
+    assert example.strip() in ci
+    assert "\npython -m pip install --quiet -e .\n" in ci
+    assert ci.index("-e .\n") < ci.index(example.strip()) < ci.index("-e '.[test]'") < ci.index("\npython -m pytest\n")
 
 
 def test_readme_never_installs_the_unrelated_pypi_project():
