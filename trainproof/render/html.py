@@ -59,6 +59,7 @@ def _draw(figure: Chart | Histogram) -> str:
         log_y=figure.log_y,
         x_label=figure.x_label,
         y_label=figure.y_label,
+        points=figure.points,
     )
 
 
