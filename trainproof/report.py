@@ -156,6 +156,7 @@ class Histogram:
     note: str = ""
     open_low: bool = False
     open_high: bool = False
+    y_label: str = "clips"  # what the bars count
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Every string that reaches the markup is escaped by :func:`_text`. Long
 series are reduced to the min and max of each pixel column, so a spike of
 one step stays visible on a chart of a million. Labels that can land
-anywhere (a level a finding cites) are laid out
+anywhere (a limit's name, a cited level, an open bin's bound) are laid out
 on estimated boxes (:func:`text_width`): each takes the first of its places
 that stays in the plot and covers no other text, or is left to its
 element's tooltip.
@@ -453,9 +453,21 @@ def chart(
 _LEVELS = (("passed", "pass", "not flagged"), ("warned", "warn", "flagged at WARN"), ("failed", "fail", "flagged at FAIL"))
 
 
+def _span_label(h: Histogram, edges: np.ndarray, i: int) -> str:
+    """What bin ``i`` holds, as its bars' tooltips say it."""
+    span = f"{figures.num(edges[i])}-{figures.num(edges[i + 1])}"
+    if i == 0 and h.open_low:
+        span = f"under {figures.num(edges[1])}"
+    if i == edges.size - 2 and h.open_high:
+        span = f"{figures.num(edges[i])} or more"
+    return f"{span} {h.unit}".rstrip()
+
+
 def histogram(h: Histogram) -> str:
     """A histogram as an ``<svg>`` element: stacked bars per bin (unflagged, WARN, FAIL), the note under the title, each
-    limit inside the axis as a dashed line with its label, an open end bin labelled as one; empty when it counts nothing."""
+    limit inside the axis as a dashed line with its label, an open end bin labelled as one, the count axis named;
+    empty when it counts nothing. An open bin's label sits on its bar, a limit's beside its line on the first row down
+    from the top where it covers no other text and stays in the plot (else its line's tooltip names it)."""
     counts = {name: np.asarray(getattr(h, name), dtype=float) for name, _, _ in _LEVELS}
     totals = sum(counts.values())
     edges = np.asarray(h.edges, dtype=float)
@@ -466,24 +478,21 @@ def histogram(h: Histogram) -> str:
         x1 = x0 + 1
     frame = _Frame(x0, x1, 0.0, float(totals.max()) * 1.15, log_y=False, top=TOP + (14 if h.note else 0))
     layout = _Layout()
-    parts = _head(f"{h.title} ({h.unit})" if h.unit else h.title, frame, layout) + _y_axis(frame, layout, counts=True)[0]
+    parts = _head(f"{h.title} ({h.unit})" if h.unit else h.title, frame, layout)
+    ticks, ticks_left = _y_axis(frame, layout, counts=True)
+    parts += ticks
     if h.note:
         parts.append(f'<text class="legend" x="{LEFT}" y="{TOP + 6}">{_text(h.note)}</text>')
-    for tick in _nice_ticks(frame.x0, frame.x1):
-        x = float(frame.px(tick))
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{TICK_Y}" text-anchor="middle">{_text(figures.num(tick))}</text>')
+        layout.add(_box(h.note, LEFT, TOP + 6, "start", FONT_SIZE["legend"]))
+    parts += _x_axis(frame, layout, figures.num) + _axis_labels(frame, layout, "", h.y_label, ticks_left)
+    size = FONT_SIZE["legend"]
     last = totals.size - 1
     for i in range(totals.size):
         if not totals[i]:
             continue
         left, right = float(frame.px(edges[i])), float(frame.px(edges[i + 1]))
         width = max(right - left - 1.0, 1.0)
-        span = f"{figures.num(edges[i])}-{figures.num(edges[i + 1])}"
-        if i == 0 and h.open_low:
-            span = f"under {figures.num(edges[1])}"
-        if i == last and h.open_high:
-            span = f"{figures.num(edges[i])} or more"
-        span = f"{span} {h.unit}".rstrip()
+        span = _span_label(h, edges, i)
         base = 0.0
         for name, css, meaning in _LEVELS:
             n = counts[name][i]
@@ -496,14 +505,22 @@ def histogram(h: Histogram) -> str:
             )
             base += n
         if (i == 0 and h.open_low) or (i == last and h.open_high):
-            label = f"&lt; {_text(figures.num(edges[1]))}" if i == 0 and h.open_low else f"&#8805; {_text(figures.num(edges[i]))}"
-            anchor = "start" if i == 0 else "end"
-            parts.append(f'<text class="legend" x="{left if i == 0 else right:.1f}" y="{float(frame.py(base)) - 4:.1f}" text-anchor="{anchor}">{label}</text>')
-    for value, label in h.limits:
-        if not (math.isfinite(value) and x0 <= value <= x1):
-            continue
-        x = float(frame.px(value))
+            low = i == 0 and h.open_low
+            label = f"< {figures.num(edges[1])}" if low else f"\u2265 {figures.num(edges[i])}"
+            anchor, x = ("start", left) if low else ("end", right)
+            rows = np.arange(float(frame.py(base)) - 4, frame.top + 0.8 * size, -12.0)
+            spot = layout.place(label, size, [(x, float(y), anchor) for y in rows], frame.plot)
+            if spot is not None:
+                markup = _text(label).replace("\u2265", "&#8805;")
+                parts.append(f'<text class="legend bin-label" x="{x:.1f}" y="{spot[1]:.1f}" text-anchor="{anchor}">{markup}</text>')
+    limits = [(float(frame.px(value)), label) for value, label in h.limits if math.isfinite(value) and x0 <= value <= x1]
+    for x, label in limits:
         parts.append(f'<line class="limit" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{frame.top + frame.height}"><title>{_text(label)}</title></line>')
-        parts.append(f'<text class="legend" x="{x + 3:.1f}" y="{frame.top + 11}">{_text(label)}</text>')
+    for x, label in limits:
+        rows = np.arange(frame.top + 11, frame.top + frame.height, 12.0)
+        spot = layout.place(label, size, [(x + side * 3, float(y), anchor) for y in rows for side, anchor in ((1, "start"), (-1, "end"))], frame.plot)
+        if spot is not None:
+            lx, ly, anchor = spot
+            parts.append(f'<text class="legend limit-label" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}">{_text(label)}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
