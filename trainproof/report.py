@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainproof.errors import EXIT_ERROR, EXIT_FAIL, EXIT_OK
-from trainproof.stats import quantile
 
 if TYPE_CHECKING:
     from trainproof.checks.base import Rule
@@ -91,6 +90,18 @@ class Marker:
     note: str
 
 
+@dataclass(frozen=True)
+class Point:
+    """A level a finding cites, marked where it lies on its chart: ``value`` at ``step``, named as the finding's values
+    name it (``start``, ``best``, ``end`` of TP-DIVERGE)."""
+
+    step: int
+    value: float
+    name: str
+    rule_id: str
+    level: str  # "FAIL", "WARN", "INFO"
+
+
 @dataclass(frozen=True, eq=False)
 class Chart:
     """What one chart of a subject plots, decided by its command; renderers only draw it."""
@@ -102,18 +113,24 @@ class Chart:
     log_y: bool | None = None  # None: the renderer picks a log axis when the values span decades
     x_label: str = "step"  # the step axis: "step", or "epoch" for logs that count epochs
     y_label: str = ""  # the value axis: the metric's name
+    points: tuple[Point, ...] = ()  # the levels the marked findings cite, drawn as labelled dots
+
+
+LOG_AXIS_SPAN = 10.0
+"""A chart's value axis is log when its values span more than this factor (a decade); presentation only."""
 
 
 def wants_log(*series: np.ndarray) -> bool:
-    """A log value axis for these series together: every finite value positive, and the 1st to 99th percentiles of
-    their union more than 50x apart. Deciding once for the union puts overlaid series on the same scale."""
-    arrays = [np.asarray(s, dtype=float) for s in series]
-    ys = np.concatenate([a[np.isfinite(a)] for a in arrays]) if arrays else np.array([])
-    if ys.size == 0 or not bool((ys > 0).all()):
+    """A log value axis for these series together: every finite value positive, and the largest more than LOG_AXIS_SPAN
+    times the smallest (a loss from 3.45 up to 1,300 and back to 159 is drawn log, one from 3 down to 0.5 linear). A
+    zero or a negative value keeps the axis linear, since a log axis cannot place it. Deciding once for the union puts
+    overlaid series on the same scale. Every chart of a report is decided here, by two passes over its values."""
+    ys = np.concatenate([np.asarray(s, dtype=float).ravel() for s in series]) if series else np.empty(0)
+    ys = ys[np.isfinite(ys)]
+    if ys.size == 0:
         return False
-    with np.errstate(all="ignore"):  # extreme values overflow the quantiles' interpolation to inf, which reads as wide
-        lo_q, hi_q = quantile(ys, [0.01, 0.99]) if ys.size > 1 else (ys[0], ys[0])
-        return bool(lo_q > 0 and hi_q / lo_q > 50)
+    lo, hi = float(ys.min()), float(ys.max())
+    return lo > 0 and hi > LOG_AXIS_SPAN * lo
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,6 +156,7 @@ class Histogram:
     note: str = ""
     open_low: bool = False
     open_high: bool = False
+    y_label: str = "clips"  # what the bars count
 
 
 @dataclass(frozen=True)

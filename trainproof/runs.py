@@ -9,6 +9,7 @@ decide nothing about a run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -26,7 +27,7 @@ from trainproof.model import Run, Series
 from trainproof.readers import find_log, read_run
 from trainproof.readers.discover import Search, find_runs, path_order
 from trainproof.readers.names import DEFAULT_NAMES
-from trainproof.report import Chart, Finding, Folder, Level, Line, Marker, Subject, Table
+from trainproof.report import Chart, Finding, Folder, Level, Line, Marker, Point, Subject, Table
 from trainproof.stats import median
 from trainproof.thresholds import Thresholds
 
@@ -69,17 +70,55 @@ def headline(run: Run) -> str:
     return "; ".join(parts)
 
 
-def _markers(findings: Sequence[Finding], rules: Mapping[str, Rule], *charts: str, metric: str | None = None) -> tuple[Marker, ...]:
-    """The steps of the findings whose rule draws on one of ``charts``; a finding about an eval metric (it names one in
-    its values) only on that metric's chart (``metric``), the others only on the rest."""
-    out = []
+def _marked(findings: Sequence[Finding], rules: Mapping[str, Rule], charts: Sequence[str], metric: str | None) -> Iterator[Finding]:
+    """The findings whose rule draws on one of ``charts``; a finding about an eval metric (it names one in its values)
+    only on that metric's chart (``metric``), the others only on the rest."""
     for finding in findings:
         rule = rules.get(finding.rule_id)
-        if rule is None or rule.chart not in charts or finding.values.get("eval_metric") != metric:
-            continue
+        if rule is not None and rule.chart in charts and finding.values.get("eval_metric") == metric:
+            yield finding
+
+
+def _markers(findings: Sequence[Finding], rules: Mapping[str, Rule], charts: Sequence[str], metric: str | None) -> tuple[Marker, ...]:
+    """The steps of the findings marked on a chart (see :func:`_marked`)."""
+    out = []
+    for finding in _marked(findings, rules, charts, metric):
         for step in finding.steps[:MAX_MARKERS]:
             out.append(Marker(int(step), finding.rule_id, finding.level.name, finding.title))
     return tuple(out)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _points(findings: Sequence[Finding], rules: Mapping[str, Rule], charts: Sequence[str], metric: str | None, evals: Sequence[str]) -> tuple[Point, ...]:
+    """The levels the findings marked on a chart (see :func:`_marked`) cite: each value ``X`` of a finding that also
+    gives its step as ``X_step`` (TP-DIVERGE's start, best and end; a spike's max; an eval set's best), one dot per
+    level (a level cited under two names, as TP-DIVERGE's start when it is also the best, once with both). A finding
+    about an eval set has its levels drawn only on a chart that draws that set (``evals``)."""
+    out = []
+    for finding in _marked(findings, rules, charts, metric):
+        values = finding.values
+        if "eval_set" in values and values["eval_set"] not in evals:
+            continue
+        levels: dict[float, list[tuple[int, str]]] = {}
+        for name, value in values.items():
+            step = values.get(f"{name}_step")
+            if _is_number(value) and _is_number(step):
+                levels.setdefault(float(value), []).append((int(step), name.replace("_", " ")))
+        for value, cited in levels.items():
+            out.append(Point(cited[0][0], value, ", ".join(name for _, name in cited), finding.rule_id, finding.level.name))
+    return tuple(out)
+
+
+Marks = tuple[tuple[Marker, ...], tuple[Point, ...]]
+
+
+def _marks(findings: Sequence[Finding], rules: Mapping[str, Rule], *charts: str, metric: str | None = None, evals: Sequence[str] = ()) -> Marks:
+    """What a chart marks of the findings: their steps as markers, the levels they cite as points; ``evals`` the eval
+    sets it draws."""
+    return _markers(findings, rules, charts, metric), _points(findings, rules, charts, metric, evals)
 
 
 def _shares_loss_axis(run: Run, series: np.ndarray, t: Thresholds) -> bool:
@@ -99,9 +138,10 @@ def _shares_loss_axis(run: Run, series: np.ndarray, t: Thresholds) -> bool:
 def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thresholds) -> tuple[Chart, ...]:
     """What the HTML report plots for a run: loss (with the eval curves on its scale), eval, learning rate, gradient norm, time.
 
-    Each chart's value axis is log when its series together span decades (see :func:`trainproof.report.wants_log`,
-    decided as it is drawn; the learning rate always linear) and named by its metric; the step axis is named by the
-    log's unit.
+    Each chart's value axis is log when its series together span more than a decade (see
+    :func:`trainproof.report.wants_log`, decided as it is drawn) and named by its metric; the step axis is named by the
+    log's unit. The findings are marked on the chart their rule names: their steps as markers, the levels they cite
+    as labelled points (see :func:`_points`).
     """
     by_id = {rule.id: rule for rule in rules}
     span = (run.first_step, run.last_step) if run.first_step is not None and run.last_step is not None else None
@@ -117,19 +157,19 @@ def charts(run: Run, findings: Sequence[Finding], rules: Sequence[Rule], t: Thre
     if loss_lines:
         marked = ("loss",) if separate else ("loss", "eval")
         label = run.loss_name if run.loss is not None and len(loss_lines) == 1 else "loss"
-        out.append(_chart("Loss", loss_lines, _markers(findings, by_id, *marked), span, unit, label))
+        out.append(_chart("Loss", loss_lines, _marks(findings, by_id, *marked, evals=[ln.label for ln in loss_lines[1:]]), span, unit, label))
     if separate:
         label = separate[0].label if len(separate) == 1 else "eval loss"
-        out.append(_chart("Eval loss", separate, _markers(findings, by_id, "eval"), span, unit, label))
+        out.append(_chart("Eval loss", separate, _marks(findings, by_id, "eval", evals=[ln.label for ln in separate]), span, unit, label))
     for name, series, title, css in _metric_charts(run):
         line = Line(name, series.steps, series.values, css)
-        out.append(_chart(title, [line], _markers(findings, by_id, "eval", metric=name), span, unit, name))
+        out.append(_chart(title, [line], _marks(findings, by_id, "eval", metric=name), span, unit, name))
     if run.learning_rate is not None:
         lr = run.learning_rate
-        out.append(_chart("Learning rate", [Line("learning rate", lr.steps, lr.values, "lr")], _markers(findings, by_id, "lr"), span, unit, "learning rate", log_y=False))
+        out.append(_chart("Learning rate", [Line("learning rate", lr.steps, lr.values, "lr")], _marks(findings, by_id, "lr"), span, unit, "learning rate"))
     if run.grad_norm is not None:
         grad = run.grad_norm
-        out.append(_chart("Gradient norm", [Line("gradient norm", grad.steps, grad.values, "grad")], _markers(findings, by_id, "grad"), span, unit, "gradient norm"))
+        out.append(_chart("Gradient norm", [Line("gradient norm", grad.steps, grad.values, "grad")], _marks(findings, by_id, "grad"), span, unit, "gradient norm"))
     out.extend(_timing_chart(run, findings, by_id, span, unit))
     return tuple(out)
 
@@ -148,16 +188,15 @@ def _timing_chart(run: Run, findings: Sequence[Finding], by_id: Mapping[str, Rul
     if timing is None:
         return ()
     steps, seconds, _ = timing
-    return (_chart("Seconds per step", [Line("seconds per step", steps, seconds, "time")], _markers(findings, by_id, "time"), span, unit, "seconds per step"),)
+    return (_chart("Seconds per step", [Line("seconds per step", steps, seconds, "time")], _marks(findings, by_id, "time"), span, unit, "seconds per step"),)
 
 
-def _chart(
-    title: str, lines: Sequence[Line], markers: tuple[Marker, ...], span: tuple[int, int] | None, unit: str, y_label: str, log_y: bool | None = None
-) -> Chart:
-    """A chart whose value axis is one scale for all its lines: ``log_y``, else (None) log when their values together
-    span decades, which the renderer decides from them when it draws the chart (a text or JSON report draws none, and
-    at ten million points the decision is a tenth of a second)."""
-    return Chart(title, tuple(lines), markers, span, log_y=log_y, x_label=unit, y_label=y_label)
+def _chart(title: str, lines: Sequence[Line], marks: Marks, span: tuple[int, int] | None, unit: str, y_label: str) -> Chart:
+    """A chart whose value axis is one scale for all its lines: log when their values together span more than a decade
+    (:func:`trainproof.report.wants_log`), which the renderer decides from them when it draws the chart (a text or JSON
+    report draws none)."""
+    markers, points = marks
+    return Chart(title, tuple(lines), markers, span, x_label=unit, y_label=y_label, points=points)
 
 
 def _eval_pairs(run: Run, base: Run) -> list[tuple[str, str | None]]:
@@ -174,7 +213,7 @@ def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequ
 
     One chart per metric the run has (loss; eval loss; each eval metric such as WER; learning rate; gradient norm), the
     baseline's curve (of the metric of the same name) beside the run's on one step axis spanning both and one value
-    scale decided from the union of their values (the learning rate always linear); the baseline's lines carry the ``baseline`` class (drawn dashed), every label says whose line it is,
+    scale decided from the union of their values; the baseline's lines carry the ``baseline`` class (drawn dashed), every label says whose line it is,
     and the run's findings are marked where their rules point. The run's step time follows as its own chart.
     """
     by_id = {rule.id: rule for rule in rules}
@@ -189,7 +228,7 @@ def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequ
             lines.append(Line(f"baseline: {base.loss_name}", base.loss.steps, base.loss.values, "base baseline"))
         label = run.loss_name if base.loss is None or base.loss_name == run.loss_name else f"{run.loss_name} / {base.loss_name}"
         marked = ("loss", "eval") if not pairs else ("loss",)
-        out.append(_chart("Loss: run against baseline", lines, _markers(findings, by_id, *marked), span, unit, label))
+        out.append(_chart("Loss: run against baseline", lines, _marks(findings, by_id, *marked), span, unit, label))
     if pairs:
         lines = []
         for i, (name, other) in enumerate(pairs):
@@ -200,16 +239,16 @@ def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequ
                 css = "base baseline" if len(pairs) == 1 else f"eval eval{i % 6} baseline"
                 lines.append(Line(f"baseline: {other}", theirs.steps, theirs.values, css))
         label = pairs[0][0] if len(pairs) == 1 and pairs[0][1] in (None, pairs[0][0]) else "eval loss"
-        out.append(_chart("Eval loss: run against baseline", lines, _markers(findings, by_id, "eval"), span, unit, label))
+        out.append(_chart("Eval loss: run against baseline", lines, _marks(findings, by_id, "eval", evals=[name for name, _ in pairs]), span, unit, label))
     for name, series, title, css in _metric_charts(run):
         lines = [Line(f"run: {name}", series.steps, series.values, css)]
         theirs = base.eval_metrics.get(name)
         if theirs is not None:
             lines.append(Line(f"baseline: {name}", theirs.steps, theirs.values, "base baseline"))
-        out.append(_chart(f"{title}: run against baseline", lines, _markers(findings, by_id, "eval", metric=name), span, unit, name))
-    for title, attr, css, label, log_y, chart_name in (
-        ("Learning rate", "learning_rate", "lr", "learning rate", False, "lr"),
-        ("Gradient norm", "grad_norm", "grad", "gradient norm", None, "grad"),
+        out.append(_chart(f"{title}: run against baseline", lines, _marks(findings, by_id, "eval", metric=name), span, unit, name))
+    for title, attr, css, label, chart_name in (
+        ("Learning rate", "learning_rate", "lr", "learning rate", "lr"),
+        ("Gradient norm", "grad_norm", "grad", "gradient norm", "grad"),
     ):
         mine, theirs = getattr(run, attr), getattr(base, attr)
         if mine is None:
@@ -217,7 +256,7 @@ def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequ
         lines = [Line(f"run: {label}", mine.steps, mine.values, css)]
         if theirs is not None:
             lines.append(Line(f"baseline: {label}", theirs.steps, theirs.values, "base baseline"))
-        out.append(_chart(f"{title}: run against baseline", lines, _markers(findings, by_id, chart_name), span, unit, label, log_y=log_y))
+        out.append(_chart(f"{title}: run against baseline", lines, _marks(findings, by_id, chart_name), span, unit, label))
     out.extend(_timing_chart(run, findings, by_id, span, unit))
     return tuple(out)
 

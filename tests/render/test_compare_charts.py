@@ -82,7 +82,7 @@ def test_a_log_chart_is_ticked_at_1_2_5_values_and_its_axes_are_named():
     assert labels
     assert all(is_125(float(label)) for label in labels)
     assert [t.text for t in root.findall("svg:text[@class='axis-label x']", NS)] == ["epoch"]
-    assert [t.text for t in root.findall("svg:text[@class='axis-label y']", NS)] == ["eval_loss"]
+    assert [t.text for t in root.findall("svg:text[@class='axis-label y']", NS)] == ["eval_loss (log scale)"]
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +138,7 @@ def test_compare_html_overlays_the_run_on_the_baseline_on_one_scale(compare_html
     assert ticks == ["0.05", "0.1", "0.2", "0.5", "1", "2"]  # from the foot of the axis up
     assert [t.text for t in loss.findall("svg:text[@class='legend']", NS)] == ["run: loss", "baseline: loss"]
     assert [t.text for t in loss.findall("svg:text[@class='axis-label x']", NS)] == ["step"]
-    assert [t.text for t in loss.findall("svg:text[@class='axis-label y']", NS)] == ["loss"]
+    assert [t.text for t in loss.findall("svg:text[@class='axis-label y']", NS)] == ["loss (log scale)"]
     # compare's findings are marked on the overlay, and named once.
     marked = {
         m.find("svg:title", NS).text.split(" at step")[0]
@@ -165,17 +165,17 @@ def test_compare_html_overlays_eval_loss_learning_rate_and_gradient_norm(compare
             "log",
         ),
         "Learning rate: run against baseline": ("learning rate", run.learning_rate.values, base.learning_rate.values, "linear"),
-        "Gradient norm: run against baseline": ("gradient norm", run.grad_norm.values, base.grad_norm.values, "linear"),
+        # 0.14-1.56: just over a decade, so log
+        "Gradient norm: run against baseline (log scale)": ("gradient norm", run.grad_norm.values, base.grad_norm.values, "log"),
     }
     for title, (name, mine, theirs, scale) in expected.items():
         root = charts[title]
         assert root.get("data-scale") == scale
-        if name != "learning rate":  # drawn linear whatever its values span (asserted just above)
-            assert scale == ("log" if wants_log(mine, theirs) else "linear")
+        assert scale == ("log" if wants_log(mine, theirs) else "linear")
         lines = series(root)
         assert list(lines) == [f"run: {name}", f"baseline: {name}"]
         assert [int(p.get("data-points")) for p in lines.values()] == [int(np.isfinite(mine).sum()), int(np.isfinite(theirs).sum())]
-        assert [t.text for t in root.findall("svg:text[@class='axis-label y']", NS)] == [name]
+        assert [t.text for t in root.findall("svg:text[@class='axis-label y']", NS)] == [name + (" (log scale)" if scale == "log" else "")]
 
 
 def test_the_baseline_keeps_its_own_charts_and_the_run_has_no_unpaired_copy(compare_html):
@@ -185,7 +185,7 @@ def test_the_baseline_keeps_its_own_charts_and_the_run_has_no_unpaired_copy(comp
         "Loss: run against baseline (log scale)",
         "Eval loss: run against baseline (log scale)",
         "Learning rate: run against baseline",
-        "Gradient norm: run against baseline",
+        "Gradient norm: run against baseline (log scale)",
     ]
     assert "run against baseline" not in " ".join(titles[4:])
     report, _ = compare_html
@@ -242,10 +242,9 @@ def test_epoch_charts_name_their_axes_by_the_log_s_unit_and_metric(tmp_path):
         "Learning rate": ("epoch", "learning rate"),
     }
     assert [line.label for line in built["Loss"].lines] == ["training loss (loss)", "val_loss"]  # val_loss on the loss's scale
-    assert built["Loss"].log_y is None  # decided as it is drawn, from the values: 0.17-2 is not decades apart
-    assert built["Learning rate"].log_y is False
+    assert built["Loss"].log_y is built["Learning rate"].log_y is None  # decided as they are drawn, from the values
     page = render("html", Report("epoch", (Subject(str(path), charts=tuple(built.values())),), "0"))
-    assert svgs(page)["Loss"].get("data-scale") == "linear"
+    assert svgs(page)["Loss (log scale)"].get("data-scale") == "log"  # 0.17-2.5: more than a decade
     assert svgs(page)["Learning rate"].get("data-scale") == "linear"
     assert page.count('<text class="axis-label x"') == 2
     assert page.count(">epoch</text>") == 2

@@ -8,6 +8,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from tests.render.geometry import assert_labels_clear
+from trainproof import figures
 from trainproof.render.svg import BOTTOM, HEIGHT, LEFT, RIGHT, TOP, WIDTH, chart
 from trainproof.report import Line, Marker
 
@@ -113,13 +115,14 @@ def test_charts_given_one_x_range_share_their_step_axis():
     ("values", "log_y", "is_log"),
     [
         (np.geomspace(10, 0.01, 50), None, True),  # spans 1,000x: log
-        (np.geomspace(10, 0.5, 50), None, False),  # 20x: linear
+        (np.geomspace(10, 0.9, 50), None, True),  # 11x, just over a decade: log
+        (np.geomspace(8, 1, 50), None, False),  # 8x: linear
         (np.concatenate([[0.0], np.geomspace(10, 0.01, 49)]), None, False),  # a zero: linear
         (np.geomspace(10, 0.01, 50) - 0.05, None, False),  # negatives: linear
         (np.geomspace(10, 0.01, 50), False, False),  # forced linear
         (np.geomspace(3, 0.3, 50), True, True),  # forced log
     ],
-    ids=["wide positive", "narrow positive", "with zero", "with negatives", "forced linear", "forced log"],
+    ids=["wide positive", "just over a decade", "under a decade", "with zero", "with negatives", "forced linear", "forced log"],
 )
 def test_log_axis_chosen_from_the_spread_of_positive_values(values, log_y, is_log):
     root = parse(chart("Gradient norm", [line(values)], [], log_y=log_y))
@@ -209,3 +212,63 @@ def test_user_text_is_escaped():
     assert polylines(root)[0].get("class") == 'line a"b'
     assert texts(root, "legend")[0].text == nasty
     assert root.find("svg:line[@class='marker fail']/svg:title", NS).text == f"{nasty} at step 10: {nasty}"
+
+
+def test_a_log_axis_is_named_as_log_and_a_linear_one_is_not():
+    log = parse(chart("Loss", [line(np.geomspace(3.45, 1300, 40))], [], y_label="loss"))
+    assert log.get("data-scale") == "log"
+    assert [t.text for t in texts(log, "axis-label y")] == ["loss (log scale)"]
+    flat = parse(chart("Loss", [line(np.linspace(3, 1, 40))], [], y_label="loss"))
+    assert flat.get("data-scale") == "linear"
+    assert [t.text for t in texts(flat, "axis-label y")] == ["loss"]
+
+
+def circles(root: ET.Element) -> list[ET.Element]:
+    return root.findall("svg:circle", NS)
+
+
+def test_a_cited_level_is_a_dot_at_its_step_and_value_with_its_name_and_value_beside_it():
+    from trainproof.report import Point
+
+    values = np.geomspace(3.45, 1300, 31)
+    root = parse(chart("Loss", [line(values, steps=np.arange(0, 310, 10))], [], points=[Point(150, float(values[15]), "best", "TP-X", "FAIL")]))
+    (dot,) = circles(root)
+    drawn = dict(zip(range(0, 310, 10), points(polylines(root)[0])))
+    assert (float(dot.get("cx")), float(dot.get("cy"))) == drawn[150]  # on the curve, on the log axis
+    assert dot.get("class") == "point fail"
+    assert dot.find("svg:title", NS).text == f"TP-X best: {figures.num(values[15])} at step 150"
+    assert [t.text for t in texts(root, "point-label fail")] == [f"best {figures.num(values[15])}"]
+    assert_labels_clear(root)
+
+
+def test_crowded_dots_keep_their_labels_apart_and_inside_the_plot():
+    """Six levels at one corner of the plot, beside a marker's label: each label is placed clear of every other text
+    or left to its dot's tooltip, never over another."""
+    from trainproof.report import Point
+
+    cited = [Point(0, 1.0 + 0.01 * i, f"level {i}", "TP-DIVERGE", "FAIL") for i in range(6)]
+    root = parse(chart("Loss", [line([1.0, 2.0, 3.0, 2.5, 1.5], steps=[0, 10, 20, 30, 40])], [Marker(0, "TP-DIVERGE", "FAIL", "x")], points=cited))
+    assert len(circles(root)) == 6
+    boxes = assert_labels_clear(root)
+    placed = [b for b in boxes if b.css == "point-label fail"]
+    assert 2 <= len(placed) < 6  # the rest only in their dots' tooltips
+    assert [c.find("svg:title", NS).text for c in circles(root)] == [f"TP-DIVERGE level {i}: {figures.num(1 + 0.01 * i)} at step 0" for i in range(6)]
+    assert all(LEFT <= b.x0 and b.x1 <= LEFT + PLOT_W and TOP <= b.y0 and b.y1 <= TOP + PLOT_H for b in placed)
+
+
+def test_a_level_a_log_axis_cannot_place_is_not_drawn():
+    from trainproof.report import Point
+
+    cited = [Point(10, 0.0, "start", "TP-X", "WARN"), Point(20, -1.0, "end", "TP-X", "WARN"), Point(30, math.nan, "best", "TP-X", "WARN")]
+    root = parse(chart("Loss", [line(np.geomspace(1, 1000, 5))], [], log_y=True, points=cited))
+    assert circles(root) == []
+    assert texts(root, "point-label warn") == []
+    linear = parse(chart("Loss", [line([-2.0, 1.0, 3.0])], [], points=cited[:2]))
+    assert len(circles(linear)) == 2
+
+
+def test_step_labels_at_the_right_edge_stay_inside_the_chart():
+    root = parse(chart("Loss", [line([3.0, 2.0, 1.0], steps=[0, 500_000, 1_000_000])], []))
+    last = [t for t in texts(root, "tick") if t.get("y") == str(HEIGHT - BOTTOM + 14)][-1]
+    assert (last.text, last.get("text-anchor"), float(last.get("x"))) == ("1,000,000", "end", WIDTH - 1)
+    assert_labels_clear(root)

@@ -36,6 +36,13 @@ def _best(prof: Profile) -> str:
     return f"lowest segment median {figures.num(prof.best)} ({_span(prof, int(prof.seg_first[k]), int(prof.seg_last[k]))})"
 
 
+def _centres(prof: Profile, t: Thresholds) -> dict[str, int]:
+    """The steps the start and end levels are drawn at: the middle point of the points each is the median of (the first
+    point alone for a start that is the first point)."""
+    head, tail = prof.start_points(t.HEAD_POINTS), prof.tail_points
+    return {"start_step": int(prof.steps[head // 2]), "end_step": int(prof.steps[prof.n - tail + tail // 2])}
+
+
 def diverge(ctx: RunContext) -> Iterator[Hit]:
     """Training loss ends far above where it started, or far above its best.
 
@@ -86,7 +93,7 @@ def diverge(ctx: RunContext) -> Iterator[Hit]:
                     "more logged points at the start and end would settle it."
                 ),
                 evidence=f"{_levels(prof)}, noise sigma {figures.num(prof.noise)} over {prof.n} points",
-                values={"start": prof.start, "end": prof.end, "noise_sigma": prof.noise},
+                values={"start": prof.start, "end": prof.end, "noise_sigma": prof.noise, **_centres(prof, t)},
                 steps=(first, last),
                 level=Level.INFO,
             )
@@ -105,6 +112,7 @@ def diverge(ctx: RunContext) -> Iterator[Hit]:
         "best_step": best_step,
         "share_after_best": round(after, 4),
         "noise_sigma": prof.noise,
+        **_centres(prof, t),
         **keep_values,
     }
     yield Hit(

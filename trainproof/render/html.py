@@ -8,6 +8,7 @@ only draws it.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -23,6 +24,23 @@ def _rule_doc_html(rule: Rule) -> str:
 
     text = "\n\n".join(f"**{head}:** {body}" for head, body in rule.sections().items())
     return markdown.markdown(text)
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def inline_code(text: str) -> str:
+    """A rule's one-line summary as HTML: its `code` spans (an option such as `--max-len`) as ``<code>``, everything
+    escaped as the page escapes it; a lone backtick stays as it is."""
+    from markupsafe import escape
+
+    out, at = [], 0
+    for match in _CODE.finditer(text):
+        out.append(str(escape(visible(text[at : match.start()]))))
+        out.append(f"<code>{escape(visible(match.group(1)))}</code>")
+        at = match.end()
+    out.append(str(escape(visible(text[at:]))))
+    return "".join(out)
 
 
 def _spelled(value: object) -> object:
@@ -59,6 +77,7 @@ def _draw(figure: Chart | Histogram) -> str:
         log_y=figure.log_y,
         x_label=figure.x_label,
         y_label=figure.y_label,
+        points=figure.points,
     )
 
 
@@ -68,5 +87,5 @@ def render(report: Report) -> str:
     with np.errstate(all="ignore"):  # extreme logged values overflow to inf on the chart's scale, as they should
         subjects = [{"subject": s, "charts": [Markup(svg) for c in s.charts if (svg := _draw(c))]} for s in report.subjects]
     fired = {f.rule_id for s in report.subjects for f in s.findings}
-    docs = [(rule.id, rule.summary, Markup(_rule_doc_html(rule))) for rule in sorted(report.rules, key=lambda r: r.id) if rule.id in fired]
+    docs = [(rule.id, Markup(inline_code(rule.summary)), Markup(_rule_doc_html(rule))) for rule in sorted(report.rules, key=lambda r: r.id) if rule.id in fired]
     return _environment().get_template("report.html.j2").render(report=report, subjects=subjects, docs=docs)

@@ -2,19 +2,24 @@
 
 Every string that reaches the markup is escaped by :func:`_text`. Long
 series are reduced to the min and max of each pixel column, so a spike of
-one step stays visible on a chart of a million.
+one step stays visible on a chart of a million. Labels that can land
+anywhere (a limit's name, a cited level, an open bin's bound) are laid out
+on estimated boxes (:func:`text_width`): each takes the first of its places
+that stays in the plot and covers no other text, or is left to its
+element's tooltip.
 """
 
 from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from trainproof import figures
-from trainproof.report import Histogram, Line, Marker, wants_log
+from trainproof.report import Histogram, Line, Marker, Point, wants_log
 from trainproof.safe import visible
 
 WIDTH, HEIGHT = 760, 244
@@ -25,6 +30,60 @@ MAX_LOG_TICKS = 8
 def _text(value: str) -> str:
     """A string for the markup: control and format characters spelled out as the text report does, then HTML-escaped."""
     return html.escape(visible(value))
+
+
+FONT_SIZE = {"title": 12.0, "tick": 10.0, "legend": 10.0, "axis-label": 10.0, "marker-label": 9.0, "point-label": 10.0}
+"""Pixel sizes of the text classes, as the report's stylesheet sets them."""
+
+
+_NARROW = frozenset(" .,:;'|!il")
+
+
+def text_width(text: str, size: float) -> float:
+    """A generous estimate of a label's drawn width in pixels at ``size`` px: system-ui glyphs run 0.5-0.6 em, capitals
+    and bold ones up to 0.72 em, stops and spaces about 0.3 em."""
+    return size * sum(0.32 if ch in _NARROW else 0.72 if ch.isupper() or ch in "mw%@" else 0.62 for ch in text)
+
+
+@dataclass(frozen=True)
+class _Box:
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def overlaps(self, other: _Box) -> bool:
+        return self.x0 < other.x1 and other.x0 < self.x1 and self.y0 < other.y1 and other.y0 < self.y1
+
+    def within(self, bounds: _Box) -> bool:
+        return bounds.x0 <= self.x0 and self.x1 <= bounds.x1 and bounds.y0 <= self.y0 and self.y1 <= bounds.y1
+
+
+def _box(text: str, x: float, y: float, anchor: str, size: float) -> _Box:
+    """The box a label drawn at (x, y) with ``anchor`` covers: its estimated width, from its ascent to its descent."""
+    width = text_width(text, size)
+    left = x if anchor == "start" else x - width if anchor == "end" else x - width / 2
+    return _Box(left, y - 0.8 * size, left + width, y + 0.25 * size)
+
+
+class _Layout:
+    """The boxes of the text a chart has drawn so far, which a label placed next must not cover."""
+
+    def __init__(self) -> None:
+        self.boxes: list[_Box] = []
+
+    def add(self, box: _Box) -> None:
+        self.boxes.append(box)
+
+    def place(self, text: str, size: float, places: list[tuple[float, float, str]], bounds: _Box) -> tuple[float, float, str] | None:
+        """The first of ``places`` (x, y, anchor) where the label stays in ``bounds`` and covers no box drawn so far,
+        taken; None when none is free."""
+        for x, y, anchor in places:
+            box = _box(text, x, y, anchor, size)
+            if box.within(bounds) and not any(box.overlaps(other) for other in self.boxes):
+                self.boxes.append(box)
+                return x, y, anchor
+        return None
 
 
 def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -104,6 +163,10 @@ class _Frame:
     def height(self) -> int:
         return HEIGHT - self.top - BOTTOM
 
+    @property
+    def plot(self) -> _Box:
+        return _Box(LEFT, self.top, LEFT + self.width, self.top + self.height)
+
     def px(self, x: np.ndarray | float) -> np.ndarray:
         return LEFT + (np.asarray(x, dtype=float) - self.x0) / (self.x1 - self.x0) * self.width
 
@@ -134,8 +197,9 @@ def _y_span(ys: np.ndarray, log_y: bool) -> tuple[float, float]:
     return y0 - pad, y1 + pad
 
 
-def _head(title: str, frame: _Frame) -> list[str]:
+def _head(title: str, frame: _Frame, layout: _Layout) -> list[str]:
     scale = "log" if frame.log_y else "linear"
+    layout.add(_box(title + (" (log scale)" if frame.log_y else ""), LEFT, 14, "start", FONT_SIZE["title"]))
     return [
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
         f'aria-label="{_text(title)}" data-scale="{scale}" xmlns="http://www.w3.org/2000/svg">',
@@ -144,10 +208,10 @@ def _head(title: str, frame: _Frame) -> list[str]:
     ]
 
 
-def _y_axis(frame: _Frame, counts: bool = False) -> list[str]:
-    """A grid line and a value label per tick; on a log axis the ticks are 1-2-5 values (see ``log_ticks``), labelled
-    by value; ``counts`` keeps whole numbers only."""
-    parts = []
+def _y_axis(frame: _Frame, layout: _Layout, counts: bool = False) -> tuple[list[str], float]:
+    """A grid line and a value label per tick, and where the widest label begins; on a log axis the ticks are 1-2-5
+    values (see ``log_ticks``), labelled by value; ``counts`` keeps whole numbers only."""
+    parts, left = [], float(LEFT)
     if frame.log_y:
         lo, hi = 10.0 ** max(frame.y0, -323.0), 10.0 ** min(frame.y1, 308.0)  # the axis's ends as floats can hold them
         ticks = [(math.log10(v), tick_label(v)) for v in log_ticks(lo, hi)]
@@ -157,31 +221,56 @@ def _y_axis(frame: _Frame, counts: bool = False) -> list[str]:
         y = float(frame.py(tick))
         parts.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + frame.width}" y1="{y:.1f}" y2="{y:.1f}"/>')
         parts.append(f'<text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_text(label)}</text>')
-    return parts
+        box = _box(label, LEFT - 6, y + 4, "end", FONT_SIZE["tick"])
+        layout.add(box)
+        left = min(left, box.x0)
+    return parts, left
 
 
 TICK_Y = HEIGHT - BOTTOM + 14  # the baseline of the step axis's tick labels
 
 
-def _x_axis(frame: _Frame) -> list[str]:
-    """A step label per tick under the plot."""
+def _x_axis(frame: _Frame, layout: _Layout, label: Callable[[float], str]) -> list[str]:
+    """A label per tick under the plot, centred on it; one that would leave the chart at its edge ends there instead."""
     parts = []
+    size = FONT_SIZE["tick"]
     for tick in _nice_ticks(frame.x0, frame.x1):
-        x = float(frame.px(tick))
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{TICK_Y}" text-anchor="middle">{_text(figures.step(int(tick)))}</text>')
+        text, x, anchor = label(tick), float(frame.px(tick)), "middle"
+        half = text_width(text, size) / 2
+        if x + half > WIDTH - 1:
+            x, anchor = WIDTH - 1, "end"
+        elif x - half < 1:
+            x, anchor = 1, "start"
+        parts.append(f'<text class="tick" x="{x:.1f}" y="{TICK_Y}" text-anchor="{anchor}">{_text(text)}</text>')
+        layout.add(_box(text, x, TICK_Y, anchor, size))
     return parts
 
 
-def _axis_labels(frame: _Frame, x_label: str, y_label: str) -> list[str]:
-    """The step axis's name centred under its ticks; the value axis's name upright along the left edge."""
+def _axis_labels(frame: _Frame, layout: _Layout, x_label: str, y_label: str, ticks_left: float) -> list[str]:
+    """The step axis's name centred under its ticks; the value axis's name upright along the left edge, clear of its
+    tick labels (the widest begins at ``ticks_left``), saying so when the axis is log."""
     parts = []
+    size = FONT_SIZE["axis-label"]
     if x_label:
-        parts.append(f'<text class="axis-label x" x="{LEFT + frame.width / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{_text(x_label)}</text>')
+        x = LEFT + frame.width / 2
+        parts.append(f'<text class="axis-label x" x="{x:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{_text(x_label)}</text>')
+        layout.add(_box(x_label, x, HEIGHT - 6, "middle", size))
+    if frame.log_y:
+        y_label = f"{y_label} (log scale)" if y_label else "log scale"
     if y_label:
         y = frame.top + frame.height / 2
-        parts.append(
-            f'<text class="axis-label y" x="12" y="{y:.1f}" text-anchor="middle" transform="rotate(-90 12 {y:.1f})">{_text(y_label)}</text>'
-        )
+        x = round(min(12.0, ticks_left - 1 - 0.25 * size), 1)  # the baseline, right of which the descent falls
+        width = text_width(y_label, size)
+        if x >= 0.8 * size or width > LEFT - 7:
+            x = max(x, 0.8 * size)
+            layout.add(_Box(x - 0.8 * size, y - width / 2, x + 0.25 * size, y + width / 2))  # turned a quarter: ascent to the left
+            parts.append(
+                f'<text class="axis-label y" x="{x:g}" y="{y:.1f}" text-anchor="middle" transform="rotate(-90 {x:g} {y:.1f})">{_text(y_label)}</text>'
+            )
+        else:  # tick labels too wide to leave it room (a million clips in a bin): level, over them
+            y = frame.top - 7  # above the top tick's label, which may sit at the top of the plot
+            layout.add(_box(y_label, LEFT - 6, y, "end", size))
+            parts.append(f'<text class="axis-label y" x="{LEFT - 6}" y="{y}" text-anchor="end">{_text(y_label)}</text>')
     return parts
 
 
@@ -228,13 +317,14 @@ def _marker(marker: Marker, frame: _Frame) -> str:
 MAX_MARKER_LABELS = 6
 
 
-def _marker_labels(markers: list[Marker], frame: _Frame) -> tuple[list[str], np.ndarray]:
+def _marker_labels(markers: list[Marker], frame: _Frame, layout: _Layout) -> tuple[list[str], np.ndarray]:
     """Each marked rule's id once, at its first marker, stacked up from the foot of the plot (at most six); and the
     pixels the labels cover, as (x, y) rows."""
     parts, covered = [], []
     seen: dict[str, Marker] = {}
     for m in markers:
         seen.setdefault(m.label, m)
+    size = FONT_SIZE["marker-label"]
     for i, m in enumerate(list(seen.values())[:MAX_MARKER_LABELS]):
         x = float(frame.px(m.step))
         anchor = "end" if x > LEFT + frame.width * 0.75 else "start"
@@ -242,9 +332,46 @@ def _marker_labels(markers: list[Marker], frame: _Frame) -> tuple[list[str], np.
         y = frame.top + frame.height - 5 - 12 * i
         css = _text(m.level.lower())
         parts.append(f'<text class="marker-label {css}" x="{x + dx:.1f}" y="{y:.1f}" text-anchor="{anchor}">{_text(m.label)}</text>')
+        layout.add(_box(m.label, x + dx, y, anchor, size))
         width = 5.5 * len(m.label)
         covered += [(x + dx + (-f if anchor == "end" else f) * width, y - 4) for f in np.linspace(0, 1, 12)]
     return parts, np.array(covered).reshape(-1, 2)
+
+
+POINT_RADIUS = 3.5
+
+
+def _points(points: list[Point], frame: _Frame, layout: _Layout) -> tuple[list[str], np.ndarray]:
+    """Each level a finding cites as a dot where it lies, named with its value beside it (above or below, right or
+    left, whichever first stays in the plot and covers no other text; else in the dot's tooltip only); and the pixels
+    the dots and labels cover, as (x, y) rows."""
+    placed = []
+    for p in points:
+        if not math.isfinite(p.value) or (frame.log_y and p.value <= 0):
+            continue
+        x, y = float(frame.px(p.step)), float(frame.py(math.log10(p.value) if frame.log_y else p.value))
+        if LEFT <= x <= LEFT + frame.width and frame.top <= y <= frame.top + frame.height:
+            placed.append((p, round(x, 1), round(y, 1)))
+    r, size = POINT_RADIUS, FONT_SIZE["point-label"]
+    for _, x, y in placed:  # every dot first, so no label covers another's
+        layout.add(_Box(x - r, y - r, x + r, y + r))
+    parts, covered = [], [(x, y) for _, x, y in placed]
+    for p, x, y in placed:
+        css, value = _text(p.level.lower()), figures.num(p.value)
+        parts.append(
+            f'<circle class="point {css}" cx="{x:.1f}" cy="{y:.1f}" r="{r}">'
+            f"<title>{_text(p.rule_id)} {_text(p.name)}: {_text(value)} at step {p.step:,}</title></circle>"
+        )
+        label, d = f"{p.name} {value}", r + 2
+        rows = [y - d - 12 * k for k in range(3)] + [y + d + 0.8 * size + 12 * k for k in range(3)]
+        spot = layout.place(label, size, [(x + side * d, row, anchor) for row in rows for side, anchor in ((1, "start"), (-1, "end"))], frame.plot)
+        if spot is None:
+            continue
+        lx, ly, anchor = spot
+        parts.append(f'<text class="point-label {css}" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}">{_text(label)}</text>')
+        box = layout.boxes[-1]
+        covered += [(box.x0 + f * (box.x1 - box.x0), (box.y0 + box.y1) / 2) for f in np.linspace(0, 1, 12)]
+    return parts, np.array(covered, dtype=float).reshape(-1, 2)
 
 
 def _occupied(pixels: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -291,12 +418,14 @@ def chart(
     x_range: tuple[float, float] | None = None,
     x_label: str = "",
     y_label: str = "",
+    points: tuple[Point, ...] | list[Point] = (),
 ) -> str:
     """One chart as an ``<svg>`` element; empty string when there is nothing finite to draw.
 
     ``x_range`` gives several charts of one run the same step axis; ``log_y``
     None chooses the axis from the data (see :func:`trainproof.report.wants_log`);
-    ``x_label`` and ``y_label`` name the axes.
+    ``x_label`` and ``y_label`` name the axes; ``points`` are the levels the
+    findings cite, drawn as labelled dots.
     """
     finite = [(ln, np.isfinite(ln.values)) for ln in lines]
     ys_all = np.concatenate([ln.values[ok] for ln, ok in finite]) if finite else np.array([])
@@ -305,14 +434,18 @@ def chart(
     if log_y is None:
         log_y = wants_log(ys_all)
     frame = _Frame(*_x_span(lines, markers, x_range), *_y_span(ys_all, log_y), log_y=bool(log_y))
-    parts = _head(title, frame) + _y_axis(frame) + _x_axis(frame) + _axis_labels(frame, x_label, y_label)
+    layout = _Layout()
+    parts = _head(title, frame, layout)
+    ticks, ticks_left = _y_axis(frame, layout)
+    parts += ticks + _x_axis(frame, layout, lambda tick: figures.step(int(tick))) + _axis_labels(frame, layout, x_label, y_label, ticks_left)
     pixels = [_pixels(line, ok, frame) for line, ok in finite]
     for (line, ok), drawn in zip(finite, pixels):
         parts += _line(line, ok, drawn, frame)
     parts += [_marker(m, frame) for m in markers]
-    labels, covered = _marker_labels(markers, frame)
-    parts += labels
-    parts += _legend(lines, frame, pixels, covered)
+    labels, covered = _marker_labels(markers, frame, layout)
+    dots, dotted = _points(list(points), frame, layout)
+    parts += labels + dots
+    parts += _legend(lines, frame, pixels, np.concatenate([covered, dotted]))
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -320,9 +453,21 @@ def chart(
 _LEVELS = (("passed", "pass", "not flagged"), ("warned", "warn", "flagged at WARN"), ("failed", "fail", "flagged at FAIL"))
 
 
+def _span_label(h: Histogram, edges: np.ndarray, i: int) -> str:
+    """What bin ``i`` holds, as its bars' tooltips say it."""
+    span = f"{figures.num(edges[i])}-{figures.num(edges[i + 1])}"
+    if i == 0 and h.open_low:
+        span = f"under {figures.num(edges[1])}"
+    if i == edges.size - 2 and h.open_high:
+        span = f"{figures.num(edges[i])} or more"
+    return f"{span} {h.unit}".rstrip()
+
+
 def histogram(h: Histogram) -> str:
     """A histogram as an ``<svg>`` element: stacked bars per bin (unflagged, WARN, FAIL), the note under the title, each
-    limit inside the axis as a dashed line with its label, an open end bin labelled as one; empty when it counts nothing."""
+    limit inside the axis as a dashed line with its label, an open end bin labelled as one, the count axis named;
+    empty when it counts nothing. An open bin's label sits on its bar, a limit's beside its line on the first row down
+    from the top where it covers no other text and stays in the plot (else its line's tooltip names it)."""
     counts = {name: np.asarray(getattr(h, name), dtype=float) for name, _, _ in _LEVELS}
     totals = sum(counts.values())
     edges = np.asarray(h.edges, dtype=float)
@@ -332,24 +477,22 @@ def histogram(h: Histogram) -> str:
     if x1 <= x0:
         x1 = x0 + 1
     frame = _Frame(x0, x1, 0.0, float(totals.max()) * 1.15, log_y=False, top=TOP + (14 if h.note else 0))
-    parts = _head(f"{h.title} ({h.unit})" if h.unit else h.title, frame) + _y_axis(frame, counts=True)
+    layout = _Layout()
+    parts = _head(f"{h.title} ({h.unit})" if h.unit else h.title, frame, layout)
+    ticks, ticks_left = _y_axis(frame, layout, counts=True)
+    parts += ticks
     if h.note:
         parts.append(f'<text class="legend" x="{LEFT}" y="{TOP + 6}">{_text(h.note)}</text>')
-    for tick in _nice_ticks(frame.x0, frame.x1):
-        x = float(frame.px(tick))
-        parts.append(f'<text class="tick" x="{x:.1f}" y="{TICK_Y}" text-anchor="middle">{_text(figures.num(tick))}</text>')
+        layout.add(_box(h.note, LEFT, TOP + 6, "start", FONT_SIZE["legend"]))
+    parts += _x_axis(frame, layout, figures.num) + _axis_labels(frame, layout, "", h.y_label, ticks_left)
+    size = FONT_SIZE["legend"]
     last = totals.size - 1
     for i in range(totals.size):
         if not totals[i]:
             continue
         left, right = float(frame.px(edges[i])), float(frame.px(edges[i + 1]))
         width = max(right - left - 1.0, 1.0)
-        span = f"{figures.num(edges[i])}-{figures.num(edges[i + 1])}"
-        if i == 0 and h.open_low:
-            span = f"under {figures.num(edges[1])}"
-        if i == last and h.open_high:
-            span = f"{figures.num(edges[i])} or more"
-        span = f"{span} {h.unit}".rstrip()
+        span = _span_label(h, edges, i)
         base = 0.0
         for name, css, meaning in _LEVELS:
             n = counts[name][i]
@@ -362,14 +505,22 @@ def histogram(h: Histogram) -> str:
             )
             base += n
         if (i == 0 and h.open_low) or (i == last and h.open_high):
-            label = f"&lt; {_text(figures.num(edges[1]))}" if i == 0 and h.open_low else f"&#8805; {_text(figures.num(edges[i]))}"
-            anchor = "start" if i == 0 else "end"
-            parts.append(f'<text class="legend" x="{left if i == 0 else right:.1f}" y="{float(frame.py(base)) - 4:.1f}" text-anchor="{anchor}">{label}</text>')
-    for value, label in h.limits:
-        if not (math.isfinite(value) and x0 <= value <= x1):
-            continue
-        x = float(frame.px(value))
+            low = i == 0 and h.open_low
+            label = f"< {figures.num(edges[1])}" if low else f"\u2265 {figures.num(edges[i])}"
+            anchor, x = ("start", left) if low else ("end", right)
+            rows = np.arange(float(frame.py(base)) - 4, frame.top + 0.8 * size, -12.0)
+            spot = layout.place(label, size, [(x, float(y), anchor) for y in rows], frame.plot)
+            if spot is not None:
+                markup = _text(label).replace("\u2265", "&#8805;")
+                parts.append(f'<text class="legend bin-label" x="{x:.1f}" y="{spot[1]:.1f}" text-anchor="{anchor}">{markup}</text>')
+    limits = [(float(frame.px(value)), label) for value, label in h.limits if math.isfinite(value) and x0 <= value <= x1]
+    for x, label in limits:
         parts.append(f'<line class="limit" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{frame.top + frame.height}"><title>{_text(label)}</title></line>')
-        parts.append(f'<text class="legend" x="{x + 3:.1f}" y="{frame.top + 11}">{_text(label)}</text>')
+    for x, label in limits:
+        rows = np.arange(frame.top + 11, frame.top + frame.height, 12.0)
+        spot = layout.place(label, size, [(x + side * 3, float(y), anchor) for y in rows for side, anchor in ((1, "start"), (-1, "end"))], frame.plot)
+        if spot is not None:
+            lx, ly, anchor = spot
+            parts.append(f'<text class="legend limit-label" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}">{_text(label)}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
