@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -114,6 +116,55 @@ def test_compare_needs_a_run_and_a_baseline(capsys):
     code, _, err = run_cli(capsys, "compare", "only-one")
     assert code == 2
     assert_one_error_line(err, "at least one run and a baseline")
+
+
+# --- a package that is not installed ------------------------------------------------------------------------------
+
+
+def _without(package: str, argv: list[str], **env: str) -> subprocess.CompletedProcess:
+    """trainproof run in a fresh interpreter where importing ``package`` fails, as when its extra is not installed."""
+    script = f"import sys; sys.modules[{package!r}] = None; from trainproof.cli import main; sys.exit(main(sys.argv[1:]))"
+    environ = {k: v for k, v in os.environ.items() if k != "PRE_COMMIT"} | env
+    return subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=REPO, env=environ, timeout=300)
+
+
+MISSING = [
+    (["text", "examples/text/chat.jsonl", "--tokenizer", "examples/text/tokenizer"], "transformers", "to read a HuggingFace tokenizer folder", "tokenizer,hf"),
+    (["text", "examples/text/chat.jsonl", "--tokenizer", "examples/text/tokenizer/tokenizer.json"], "tokenizers", "to read a tokenizer.json", "tokenizer"),
+    (["tokenizer", "examples/tokenizer/tts_unigram.model", "examples/tokenizer/transcripts.txt"], "sentencepiece", "to read a sentencepiece model", "tokenizer"),
+    (["tokenizer", "examples/text/tokenizer", "examples/tokenizer/transcripts.txt"], "transformers", "to read a HuggingFace tokenizer folder", "tokenizer,hf"),
+]
+
+
+@pytest.mark.parametrize(("argv", "package", "use", "extras"), MISSING)
+def test_a_missing_package_is_named_against_the_command_run(argv, package, use, extras):
+    """Issue 28: `trainproof text` said "trainproof tokenizer needs ... 'transformers'". The line names the command run,
+    what the package is for, and how to install it from this repository (never a bare `pip install trainproof`)."""
+    done = _without(package, argv)
+    assert done.returncode == 2, done.stderr
+    noun = "extras" if "," in extras else "extra"
+    assert done.stderr == (
+        f"trainproof: error: trainproof {argv[0]} needs the optional package '{package}' {use}, which is not installed: "
+        f"install trainproof's [{extras}] {noun} from its repository (pip install -e '.[{extras}]' in a clone)\n"
+    )
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize(("argv", "package", "use", "extras"), MISSING)
+def test_under_pre_commit_a_missing_package_names_the_hooks_additional_dependencies(argv, package, use, extras):
+    """A hook's environment has only what its `additional_dependencies` list: the line says to list there every package
+    the command needs (a user's list replaces the hook's own), each a requirement of trainproof's extras."""
+    done = _without(package, argv, PRE_COMMIT="1")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    head = f"trainproof: error: trainproof {argv[0]} needs the optional package '{package}' {use}, which this pre-commit hook's environment does not have: "
+    assert line.startswith(head)
+    listed = re.fullmatch(r".*additional_dependencies in \.pre-commit-config\.yaml \(your list replaces the hook's own\): additional_dependencies: \[(.*)\]", line)
+    assert listed, line
+    names = [re.match(r'"([a-z_-]+)[^"]*"$', item).group(1) for item in listed.group(1).split(", ")]
+    wanted = {"tokenizer": ["sentencepiece", "tokenizers"], "tokenizer,hf": ["sentencepiece", "tokenizers", "transformers"]}[extras]
+    assert names in (wanted, [package])  # [package] alone: trainproof runs from a tree never installed, so has no metadata
+    assert "pip install" not in line
 
 
 def test_no_command_prints_help_and_exits_2(capsys):

@@ -778,7 +778,7 @@ def _load_transformers(path: str) -> TransformersTokenizer:
     try:
         import transformers
     except ImportError:
-        raise MissingDependencyError("transformers", "hf", "trainproof tokenizer (a HuggingFace tokenizer folder)") from None
+        raise MissingDependencyError("transformers", "hf", "trainproof", use="to read a HuggingFace tokenizer folder") from None
     with guarded(path, "cannot be loaded"):
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
@@ -827,7 +827,10 @@ def _require(package: str) -> Any:
     try:
         return __import__(package)
     except ImportError:
-        raise MissingDependencyError(package, "tokenizer", "trainproof tokenizer") from None
+        raise MissingDependencyError(package, "tokenizer", "trainproof", use=_READING[package]) from None
+
+
+_READING = {"tokenizers": "to read a tokenizer.json", "sentencepiece": "to read a sentencepiece model"}
 
 
 def _specials(found: Mapping[str, tuple[int | None, str | None]]) -> Specials:
