@@ -104,7 +104,7 @@ def test_a_fail_outranks_an_input_that_could_not_be_read(capsys, diverged_log, t
     assert_one_error_line(err, "missing.json", "does not exist")
 
 
-@pytest.mark.parametrize("argv", [["epoch"], ["nosuch"], ["epoch", "--format", "bogus", "x"], ["epoch", "--nope", "x"]])
+@pytest.mark.parametrize("argv", [["nosuch"], ["epoch", "--format", "bogus", "x"], ["epoch", "--nope", "x"]])
 def test_bad_arguments_exit_2_with_one_line(capsys, argv):
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -112,10 +112,42 @@ def test_bad_arguments_exit_2_with_one_line(capsys, argv):
     assert_one_error_line(capsys.readouterr().err, "trainproof: error:")
 
 
-def test_compare_needs_a_run_and_a_baseline(capsys):
-    code, _, err = run_cli(capsys, "compare", "only-one")
-    assert code == 2
-    assert_one_error_line(err, "at least one run and a baseline")
+TOO_FEW = [
+    (["epoch"], "trainproof epoch needs at least one PATH to judge", "PATH..."),
+    (["data", "--no-cache"], "trainproof data needs at least one PATH to judge", "PATH..."),
+    (["text"], "trainproof text needs at least one PATH to judge", "PATH..."),
+    (["compare", "only-one"], "trainproof compare needs at least one run and a baseline", "RUN... BASELINE"),
+    (["tokenizer"], "trainproof tokenizer needs a tokenizer and at least one text", "TOKENIZER TEXT..."),
+    (["tokenizer", "--", "tok.model"], "trainproof tokenizer needs a tokenizer and at least one text", "TOKENIZER TEXT..."),
+]
+
+
+@pytest.mark.parametrize(("argv", "needs", "usage"), TOO_FEW)
+def test_too_few_paths_say_what_the_command_needs(capsys, monkeypatch, argv, needs, usage):
+    monkeypatch.delenv("PRE_COMMIT", raising=False)
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err == f"trainproof: error: {needs}: trainproof {argv[0]} [OPTIONS] -- {usage}\n"
+
+
+@pytest.mark.parametrize(("argv", "needs", "usage"), TOO_FEW)
+def test_too_few_paths_under_pre_commit_name_the_hooks_args(capsys, monkeypatch, argv, needs, usage):
+    """Issue 28: `pre-commit try-repo ... trainproof-tokenizer` (a hook given no file names, whose paths must come from
+    its `args`) said argparse's "the following arguments are required: PATH". Under pre-commit (PRE_COMMIT=1) the line
+    names the args the hook needs."""
+    monkeypatch.setenv("PRE_COMMIT", "1")
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (2, "")
+    given = len([word for word in argv[1:] if not word.startswith("-")])
+    got = {0: "none", 1: "1 path"}[given]
+    args = ", ".join(["--", *usage.split()])
+    assert err == f"trainproof: error: {needs}, and the hook gave it {got}: name them in the hook's args in .pre-commit-config.yaml, args: [{args}]\n"
+
+
+def test_the_usage_line_says_the_paths_are_required(capsys):
+    with pytest.raises(SystemExit):
+        main(["tokenizer", "--help"])
+    assert "PATH [PATH ...]" in capsys.readouterr().out
 
 
 # --- a package that is not installed ------------------------------------------------------------------------------

@@ -129,6 +129,24 @@ def test_the_tokenizer_hook_judges_the_tokenizer_with_its_text(tmp_path, pre_com
     assert "TP-TOK-UNKNOWN" in result.stdout
 
 
+def test_the_tokenizer_hook_without_its_args_says_which_args_it_needs(tmp_path, pre_commit_home, pinned):
+    """Issue 28: the hook passes no file names, so without `args` trainproof got no path and argparse said "the
+    following arguments are required: PATH". It says the hook needs `args: [--, TOKENIZER, TEXT...]`, exit 2."""
+    pytest.importorskip("sentencepiece")
+    (tmp_path / "tok").mkdir()
+    shutil.copyfile(REPO / "examples" / "tokenizer" / "tts_unigram.model", tmp_path / "tok" / "tts.model")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for args, got in ((None, "none"), ("[--, tok/tts.model]", "1 path")):
+        result = run_hook(tmp_path, pre_commit_home, pinned, "trainproof-tokenizer", args)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "- exit code: 2" in result.stdout
+        assert (
+            f"trainproof: error: trainproof tokenizer needs a tokenizer and at least one text, and the hook gave it {got}: "
+            "name them in the hook's args in .pre-commit-config.yaml, args: [--, TOKENIZER, TEXT...]\n"
+        ) in result.stdout
+        assert "arguments are required" not in result.stdout
+
+
 def _extras(*names):
     """The requirements pyproject.toml lists for these extras, as a YAML flow list."""
     try:

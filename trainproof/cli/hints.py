@@ -53,3 +53,7 @@ def requirements(extras: tuple[str, ...], package: str) -> list[str]:
                 found[requirement.strip()] = None
     return list(found) or [package]
 
+
+def hook_args(usage: str) -> str:
+    """A command's paths as a hook's ``args`` take them: ``TOKENIZER TEXT...`` is ``args: [--, TOKENIZER, TEXT...]``."""
+    return f"args: [--, {', '.join(usage.split())}]"
