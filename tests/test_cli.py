@@ -141,7 +141,8 @@ def test_too_few_paths_under_pre_commit_name_the_hooks_args(capsys, monkeypatch,
     given = len([word for word in argv[1:] if not word.startswith("-")])
     got = {0: "none", 1: "1 path"}[given]
     args = ", ".join(["--", *usage.split()])
-    assert err == f"trainproof: error: {needs}, and the hook gave it {got}: name them in the hook's args in .pre-commit-config.yaml, args: [{args}]\n"
+    hook = f"name them in the hook's args in .pre-commit-config.yaml, args: [{args}]"
+    assert err == f"trainproof: error: {needs}, and the hook gave it {got}: {hook}\n"
 
 
 def test_the_usage_line_says_the_paths_are_required(capsys):
@@ -160,11 +161,12 @@ def _without(package: str, argv: list[str], **env: str) -> subprocess.CompletedP
     return subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=REPO, env=environ, timeout=300)
 
 
+FOLDER, CHATS, TRANSCRIPTS = "examples/text/tokenizer", "examples/text/chat.jsonl", "examples/tokenizer/transcripts.txt"
 MISSING = [
-    (["text", "examples/text/chat.jsonl", "--tokenizer", "examples/text/tokenizer"], "transformers", "to read a HuggingFace tokenizer folder", "tokenizer,hf"),
-    (["text", "examples/text/chat.jsonl", "--tokenizer", "examples/text/tokenizer/tokenizer.json"], "tokenizers", "to read a tokenizer.json", "tokenizer"),
-    (["tokenizer", "examples/tokenizer/tts_unigram.model", "examples/tokenizer/transcripts.txt"], "sentencepiece", "to read a sentencepiece model", "tokenizer"),
-    (["tokenizer", "examples/text/tokenizer", "examples/tokenizer/transcripts.txt"], "transformers", "to read a HuggingFace tokenizer folder", "tokenizer,hf"),
+    (["text", CHATS, "--tokenizer", FOLDER], "transformers", "to read a HuggingFace tokenizer folder", "tokenizer,hf"),
+    (["text", CHATS, "--tokenizer", f"{FOLDER}/tokenizer.json"], "tokenizers", "to read a tokenizer.json", "tokenizer"),
+    (["tokenizer", "examples/tokenizer/tts_unigram.model", TRANSCRIPTS], "sentencepiece", "to read a sentencepiece model", "tokenizer"),
+    (["tokenizer", FOLDER, TRANSCRIPTS], "transformers", "to read a HuggingFace tokenizer folder", "tokenizer,hf"),
 ]
 
 
@@ -189,9 +191,10 @@ def test_under_pre_commit_a_missing_package_names_the_hooks_additional_dependenc
     done = _without(package, argv, PRE_COMMIT="1")
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.splitlines()
-    head = f"trainproof: error: trainproof {argv[0]} needs the optional package '{package}' {use}, which this pre-commit hook's environment does not have: "
-    assert line.startswith(head)
-    listed = re.fullmatch(r".*additional_dependencies in \.pre-commit-config\.yaml \(your list replaces the hook's own\): additional_dependencies: \[(.*)\]", line)
+    head = f"trainproof: error: trainproof {argv[0]} needs the optional package '{package}' {use}, "
+    assert line.startswith(head + "which this pre-commit hook's environment does not have: ")
+    tail = r"additional_dependencies in \.pre-commit-config\.yaml \(your list replaces the hook's own\): additional_dependencies: \[(.*)\]"
+    listed = re.fullmatch(".*" + tail, line)
     assert listed, line
     names = [re.match(r'"([a-z_-]+)[^"]*"$', item).group(1) for item in listed.group(1).split(", ")]
     wanted = {"tokenizer": ["sentencepiece", "tokenizers"], "tokenizer,hf": ["sentencepiece", "tokenizers", "transformers"]}[extras]

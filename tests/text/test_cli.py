@@ -462,7 +462,8 @@ def test_the_summary_says_the_lengths_were_counted_with_the_folders_chat_templat
     assert said in (tmp_path / "report.html").read_text(encoding="utf-8")
     _, out, _ = run(capsys, "text", path, "--tokenizer", folder, "--json")
     (subject,) = json_report(out)["subjects"]
-    assert (subject["summary"]["chat_template"], subject["summary"]["rows_chat_template"], subject["summary"]["rows_measured"]) == (str(source), 3, 3)
+    summary = subject["summary"]
+    assert (summary["chat_template"], summary["rows_chat_template"], summary["rows_measured"]) == (str(source), 3, 3)
 
 
 def test_the_summary_says_the_lengths_were_counted_on_the_raw_text(capsys, tmp_path, built):

@@ -540,6 +540,7 @@ def test_a_folders_chat_template_is_named_by_the_file_it_was_read_from(built, tm
     del config["chat_template"]
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     in_jinja = load_tokenizer(folder)
-    assert "\r" not in in_jinja.chat_template and "\n" in in_jinja.chat_template
+    assert "\r" not in in_jinja.chat_template
+    assert "\n" in in_jinja.chat_template
     assert in_jinja.chat_template_file == str(folder / "chat_template.jinja")
     assert load_tokenizer(built("bpe")).chat_template_file is None

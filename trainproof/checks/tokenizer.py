@@ -449,7 +449,7 @@ def round_trip(ctx: TokenizerContext) -> Iterator[Hit]:
         # apart: quoting it as the line showed a space the line does not have ("modern ." for "modern.")
         line, want, got = texts[i], wanted[i], decoded[i]
         start, end = _around(line, got)
-        message = f"Line {ctx.text.lines[i]}: {_excerpt(line, start, end)} comes back as {_excerpt(got, start, end)} from encoding and decoding."
+        message = f"Line {ctx.text.lines[i]}: {_excerpt(line, start, end)} comes back as {_excerpt(got, start, end)} from encoding and decoding."  # fmt: skip
         at = _first_difference(want, got)
         if want == line:
             return message, f"first difference at character {at + 1} of {len(line)}"

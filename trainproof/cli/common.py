@@ -80,7 +80,7 @@ def too_few_paths(name: str, paths: list[str], needs: str, usage: str) -> str:
 
     if under_pre_commit():
         got = "none" if not paths else f"{len(paths)} path{'' if len(paths) == 1 else 's'}"
-        return f"trainproof {name} needs {needs}, and the hook gave it {got}: name them in the hook's args in .pre-commit-config.yaml, {hook_args(usage)}"
+        return f"trainproof {name} needs {needs}, and the hook gave it {got}: name them in the hook's args in .pre-commit-config.yaml, {hook_args(usage)}"  # fmt: skip
     return f"trainproof {name} needs {needs}: trainproof {name} [OPTIONS] -- {usage}"
 
 

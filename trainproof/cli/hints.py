@@ -32,8 +32,9 @@ def missing_dependency(error: MissingDependencyError, command: str) -> str:
             f"{needs}, which this pre-commit hook's environment does not have: list the packages it needs in the hook's "
             f"additional_dependencies in .pre-commit-config.yaml (your list replaces the hook's own): additional_dependencies: [{listed}]"
         )
-    named = f"[{','.join(extras)}] extra{'s' if len(extras) > 1 else ''}"
-    return f"{needs}, which is not installed: install trainproof's {named} from its repository (pip install -e '.[{','.join(extras)}]' in a clone)"
+    listed = ",".join(extras)
+    named = f"[{listed}] extra{'s' if len(extras) > 1 else ''}"
+    return f"{needs}, which is not installed: install trainproof's {named} from its repository (pip install -e '.[{listed}]' in a clone)"
 
 
 def requirements(extras: tuple[str, ...], package: str) -> list[str]:

@@ -195,7 +195,8 @@ def headline(dataset: Any, summary: Mapping[str, Any]) -> str:
     rows, lines = summary["rows"], summary["lines"]
     parts = [f"fine-tuning JSONL, {rows:,} row{'' if rows == 1 else 's'} of {lines:,} line{'' if lines == 1 else 's'} ({shapes})"]
     if "tokens" in summary:
-        parts.append(f"{figures.num(summary['tokens_p50'])} tokens per row (median), {summary['tokens_max']:,} at most, {_counted(summary)}")
+        tokens = f"{figures.num(summary['tokens_p50'])} tokens per row (median), {summary['tokens_max']:,} at most"
+        parts.append(f"{tokens}, {_counted(summary)}")
     return "; ".join(parts)
 
 
