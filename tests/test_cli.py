@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -102,7 +104,7 @@ def test_a_fail_outranks_an_input_that_could_not_be_read(capsys, diverged_log, t
     assert_one_error_line(err, "missing.json", "does not exist")
 
 
-@pytest.mark.parametrize("argv", [["epoch"], ["nosuch"], ["epoch", "--format", "bogus", "x"], ["epoch", "--nope", "x"]])
+@pytest.mark.parametrize("argv", [["nosuch"], ["epoch", "--format", "bogus", "x"], ["epoch", "--nope", "x"]])
 def test_bad_arguments_exit_2_with_one_line(capsys, argv):
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -110,10 +112,94 @@ def test_bad_arguments_exit_2_with_one_line(capsys, argv):
     assert_one_error_line(capsys.readouterr().err, "trainproof: error:")
 
 
-def test_compare_needs_a_run_and_a_baseline(capsys):
-    code, _, err = run_cli(capsys, "compare", "only-one")
-    assert code == 2
-    assert_one_error_line(err, "at least one run and a baseline")
+TOO_FEW = [
+    (["epoch"], "trainproof epoch needs at least one PATH to judge", "PATH..."),
+    (["data", "--no-cache"], "trainproof data needs at least one PATH to judge", "PATH..."),
+    (["text"], "trainproof text needs at least one PATH to judge", "PATH..."),
+    (["compare", "only-one"], "trainproof compare needs at least one run and a baseline", "RUN... BASELINE"),
+    (["tokenizer"], "trainproof tokenizer needs a tokenizer and at least one text", "TOKENIZER TEXT..."),
+    (["tokenizer", "--", "tok.model"], "trainproof tokenizer needs a tokenizer and at least one text", "TOKENIZER TEXT..."),
+]
+
+
+@pytest.mark.parametrize(("argv", "needs", "usage"), TOO_FEW)
+def test_too_few_paths_say_what_the_command_needs(capsys, monkeypatch, argv, needs, usage):
+    monkeypatch.delenv("PRE_COMMIT", raising=False)
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err == f"trainproof: error: {needs}: trainproof {argv[0]} [OPTIONS] -- {usage}\n"
+
+
+@pytest.mark.parametrize(("argv", "needs", "usage"), TOO_FEW)
+def test_too_few_paths_under_pre_commit_name_the_hooks_args(capsys, monkeypatch, argv, needs, usage):
+    """Issue 28: `pre-commit try-repo ... trainproof-tokenizer` (a hook given no file names, whose paths must come from
+    its `args`) said argparse's "the following arguments are required: PATH". Under pre-commit (PRE_COMMIT=1) the line
+    names the args the hook needs."""
+    monkeypatch.setenv("PRE_COMMIT", "1")
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (2, "")
+    given = len([word for word in argv[1:] if not word.startswith("-")])
+    got = {0: "none", 1: "1 path"}[given]
+    args = ", ".join(["--", *usage.split()])
+    hook = f"name them in the hook's args in .pre-commit-config.yaml, args: [{args}]"
+    assert err == f"trainproof: error: {needs}, and the hook gave it {got}: {hook}\n"
+
+
+def test_the_usage_line_says_the_paths_are_required(capsys):
+    with pytest.raises(SystemExit):
+        main(["tokenizer", "--help"])
+    assert "PATH [PATH ...]" in capsys.readouterr().out
+
+
+# --- a package that is not installed ------------------------------------------------------------------------------
+
+
+def _without(package: str, argv: list[str], **env: str) -> subprocess.CompletedProcess:
+    """trainproof run in a fresh interpreter where importing ``package`` fails, as when its extra is not installed."""
+    script = f"import sys; sys.modules[{package!r}] = None; from trainproof.cli import main; sys.exit(main(sys.argv[1:]))"
+    environ = {k: v for k, v in os.environ.items() if k != "PRE_COMMIT"} | env
+    return subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=REPO, env=environ, timeout=300)
+
+
+FOLDER, CHATS, TRANSCRIPTS = "examples/text/tokenizer", "examples/text/chat.jsonl", "examples/tokenizer/transcripts.txt"
+MISSING = [
+    (["text", CHATS, "--tokenizer", FOLDER], "transformers", "to read a HuggingFace tokenizer folder", "tokenizer,hf"),
+    (["text", CHATS, "--tokenizer", f"{FOLDER}/tokenizer.json"], "tokenizers", "to read a tokenizer.json", "tokenizer"),
+    (["tokenizer", "examples/tokenizer/tts_unigram.model", TRANSCRIPTS], "sentencepiece", "to read a sentencepiece model", "tokenizer"),
+    (["tokenizer", FOLDER, TRANSCRIPTS], "transformers", "to read a HuggingFace tokenizer folder", "tokenizer,hf"),
+]
+
+
+@pytest.mark.parametrize(("argv", "package", "use", "extras"), MISSING)
+def test_a_missing_package_is_named_against_the_command_run(argv, package, use, extras):
+    """Issue 28: `trainproof text` said "trainproof tokenizer needs ... 'transformers'". The line names the command run,
+    what the package is for, and how to install it from this repository (never a bare `pip install trainproof`)."""
+    done = _without(package, argv)
+    assert done.returncode == 2, done.stderr
+    noun = "extras" if "," in extras else "extra"
+    assert done.stderr == (
+        f"trainproof: error: trainproof {argv[0]} needs the optional package '{package}' {use}, which is not installed: "
+        f"install trainproof's [{extras}] {noun} from its repository (pip install -e '.[{extras}]' in a clone)\n"
+    )
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize(("argv", "package", "use", "extras"), MISSING)
+def test_under_pre_commit_a_missing_package_names_the_hooks_additional_dependencies(argv, package, use, extras):
+    """A hook's environment has only what its `additional_dependencies` list: the line says to list there every package
+    the command needs (a user's list replaces the hook's own), each a requirement of trainproof's extras."""
+    done = _without(package, argv, PRE_COMMIT="1")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    head = f"trainproof: error: trainproof {argv[0]} needs the optional package '{package}' {use}, "
+    assert line.startswith(head + "which this pre-commit hook's environment does not have: ")
+    tail = r"additional_dependencies in \.pre-commit-config\.yaml \(your list replaces the hook's own\): additional_dependencies: \[(.*)\]"
+    listed = re.fullmatch(".*" + tail, line)
+    assert listed, line
+    names = [re.match(r'"([a-z_-]+)[^"]*"$', item).group(1) for item in listed.group(1).split(", ")]
+    wanted = {"tokenizer": ["sentencepiece", "tokenizers"], "tokenizer,hf": ["sentencepiece", "tokenizers", "transformers"]}[extras]
+    assert names in (wanted, [package])  # [package] alone: trainproof runs from a tree never installed, so has no metadata
+    assert "pip install" not in line
 
 
 def test_no_command_prints_help_and_exits_2(capsys):

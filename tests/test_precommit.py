@@ -100,10 +100,12 @@ def pinned(tmp_path_factory):
     return f"repos:\n- repo: {root}\n  rev: {_committed_copy(root)}\n  hooks:\n"
 
 
-def run_hook(project, home, pinned, hook, args=None):
+def run_hook(project, home, pinned, hook, args=None, dependencies=None):
     """`pre-commit run HOOK --all-files` in the scratch repository `project`, its config pinning this tree (with `args`
-    when given, else the hook's own); everything in `project` is staged first."""
-    (project / ".pre-commit-config.yaml").write_text(pinned + f"  - id: {hook}\n" + (f"    args: {args}\n" if args is not None else ""))
+    and `additional_dependencies` when given, else the hook's own); everything in `project` is staged first."""
+    config = pinned + f"  - id: {hook}\n" + (f"    args: {args}\n" if args is not None else "")
+    config += f"    additional_dependencies: {dependencies}\n" if dependencies is not None else ""
+    (project / ".pre-commit-config.yaml").write_text(config)
     subprocess.run(["git", "add", "-A"], cwd=project, check=True)
     env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
     run = ["pre-commit", "run", hook, "--all-files", "--verbose", "--color", "never"]
@@ -125,6 +127,59 @@ def test_the_tokenizer_hook_judges_the_tokenizer_with_its_text(tmp_path, pre_com
     result = run_hook(tmp_path, pre_commit_home, pinned, "trainproof-tokenizer", args)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "TP-TOK-UNKNOWN" in result.stdout
+
+
+def test_the_tokenizer_hook_without_its_args_says_which_args_it_needs(tmp_path, pre_commit_home, pinned):
+    """Issue 28: the hook passes no file names, so without `args` trainproof got no path and argparse said "the
+    following arguments are required: PATH". It says the hook needs `args: [--, TOKENIZER, TEXT...]`, exit 2."""
+    pytest.importorskip("sentencepiece")
+    (tmp_path / "tok").mkdir()
+    shutil.copyfile(REPO / "examples" / "tokenizer" / "tts_unigram.model", tmp_path / "tok" / "tts.model")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for args, got in ((None, "none"), ("[--, tok/tts.model]", "1 path")):
+        result = run_hook(tmp_path, pre_commit_home, pinned, "trainproof-tokenizer", args)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "- exit code: 2" in result.stdout
+        assert (
+            f"trainproof: error: trainproof tokenizer needs a tokenizer and at least one text, and the hook gave it {got}: "
+            "name them in the hook's args in .pre-commit-config.yaml, args: [--, TOKENIZER, TEXT...]\n"
+        ) in result.stdout
+        assert "arguments are required" not in result.stdout
+
+
+def _extras(*names):
+    """The requirements pyproject.toml lists for these extras, as a YAML flow list."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    return "[" + ", ".join(f'"{requirement}"' for name in names for requirement in extras[name]) + "]"
+
+
+def test_the_finetune_hook_with_a_tokenizer_names_the_additional_dependencies_it_needs(tmp_path, pre_commit_home, pinned):
+    """Issue 28: the hook's environment has no tokenizer library; `args: [--tokenizer, ...]` said "trainproof tokenizer
+    needs ... pip install". It names the command run and the `additional_dependencies` to set, which then judge the
+    lengths (the same list as the tokenizer hook's, so pre-commit reuses that hook's environment)."""
+    pytest.importorskip("tokenizers")
+    (tmp_path / "tok").mkdir()
+    shutil.copyfile(REPO / "examples" / "text" / "tokenizer" / "tokenizer.json", tmp_path / "tok" / "tokenizer.json")
+    (tmp_path / "sft_chat.jsonl").write_text(CHAT_ROW)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    args = "[--tokenizer, tok/tokenizer.json, --]"
+    result = run_hook(tmp_path, pre_commit_home, pinned, "trainproof-finetune-jsonl", args)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "- exit code: 2" in result.stdout
+    dependencies = _extras("tokenizer")
+    assert (
+        "trainproof: error: trainproof text needs the optional package 'tokenizers' to read a tokenizer.json, which this "
+        "pre-commit hook's environment does not have: list the packages it needs in the hook's additional_dependencies in "
+        f".pre-commit-config.yaml (your list replaces the hook's own): additional_dependencies: {dependencies}\n"
+    ) in result.stdout
+    result = run_hook(tmp_path, pre_commit_home, pinned, "trainproof-finetune-jsonl", args, dependencies)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tokens per row (median)" in result.stdout
+    assert "counted on the raw text (the tokenizer has no chat template)" in result.stdout
 
 
 CHAT_ROW = '{"messages": [{"role": "user", "content": "What is two and two?"}, {"role": "assistant", "content": "Four."}]}\n'

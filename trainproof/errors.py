@@ -36,12 +36,18 @@ class MissingDependencyError(TrainproofError, ImportError):
 
     Also an ImportError, so ``from trainproof.integrations.hf import ...``
     without transformers fails the way Python code expects, with one clear line.
+
+    ``purpose`` is who needs it (``trainproof data``), ``use`` what for (``to read a HuggingFace tokenizer folder``):
+    the command line says the command actually run in its place (:mod:`trainproof.cli.hints`).
     """
 
-    def __init__(self, package: str, extra: str, purpose: str) -> None:
+    def __init__(self, package: str, extra: str, purpose: str, *, use: str = "") -> None:
         self.package = package
         self.extra = extra
+        self.purpose = purpose
+        self.use = use
         super().__init__(
-            f"{purpose} needs the optional package '{package}', which is not installed: "
-            f"pip install {package}, or reinstall trainproof with its [{extra}] extra"
+            f"{purpose} needs the optional package '{package}'{' ' + use if use else ''}, which is not installed: "
+            f"reinstall trainproof from its repository with the [{extra}] extra (pip install -e '.[{extra}]' in a clone), "
+            f"or pip install {package}"
         )

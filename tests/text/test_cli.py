@@ -426,3 +426,82 @@ def test_rows_the_tokenizer_cannot_encode_are_never_a_silent_pass(capsys, tmp_pa
         "('\\ud800' is a lone UTF-16 surrogate, not Unicode text)"
     )
     assert "Skipped TP-TEXT-TOO-LONG: the tokenizer failed on this file" in out
+
+
+# --- how the lengths were counted ---------------------------------------------------------------------------------
+
+
+def _chats(n: int) -> list[dict]:
+    return [{"messages": [user(f"What is {i} plus {i}?"), assistant(f"{2 * i}.")]} for i in range(1, n + 1)]
+
+
+def _template_file(folder: Path) -> Path:
+    """The file of a saved tokenizer folder that holds its chat template (transformers 4.x writes it into
+    tokenizer_config.json, newer versions into chat_template.jinja)."""
+    jinja = folder / "chat_template.jinja"
+    return jinja if jinja.exists() else folder / "tokenizer_config.json"
+
+
+def _headline(out: str) -> str:
+    """The text report's headline: the line under the input's verdict line."""
+    lines = out.splitlines()
+    return lines[lines.index(next(line for line in lines if line.startswith(("PASS  ", "WARN  ", "FAIL  ")))) + 1].strip()
+
+
+def test_the_summary_says_the_lengths_were_counted_with_the_folders_chat_template(capsys, tmp_path, built):
+    """Issue 28: the same conversations are 61 tokens a row as their text and 88 through a folder's chat template, and
+    nothing said which. Every output that shows the summary (text, JSON, HTML) says it, naming the template's file."""
+    pytest.importorskip("transformers")
+    folder = built("hf")
+    source = _template_file(folder)
+    path = jsonl(tmp_path, *_chats(3))
+    said = f"counted with the chat template of {source} applied"
+    code, out, err = run(capsys, "text", path, "--tokenizer", folder, "--html", tmp_path / "report.html")
+    assert (code, err) == (0, "")
+    assert _headline(out).endswith(f"at most, {said}")
+    assert said in (tmp_path / "report.html").read_text(encoding="utf-8")
+    _, out, _ = run(capsys, "text", path, "--tokenizer", folder, "--json")
+    (subject,) = json_report(out)["subjects"]
+    summary = subject["summary"]
+    assert (summary["chat_template"], summary["rows_chat_template"], summary["rows_measured"]) == (str(source), 3, 3)
+
+
+def test_the_summary_says_the_lengths_were_counted_on_the_raw_text(capsys, tmp_path, built):
+    """A tokenizer.json carries no chat template: the rows are counted as their text, and the summary says so; no note
+    when nothing beside it holds a template."""
+    path = jsonl(tmp_path, *_chats(3))
+    code, out, err = run(capsys, "text", path, "--tokenizer", built("bpe"))
+    assert (code, err) == (0, "")
+    assert _headline(out).endswith("at most, counted on the raw text (the tokenizer has no chat template)")
+    assert "note:" not in out
+    _, out, _ = run(capsys, "text", path, "--tokenizer", built("bpe"), "--json")
+    (subject,) = json_report(out)["subjects"]
+    assert (subject["summary"]["chat_template"], subject["summary"]["rows_chat_template"]) == ("none", 0)
+
+
+def test_a_chat_template_beside_a_tokenizer_json_given_alone_is_named_as_not_applied(capsys, tmp_path, built):
+    pytest.importorskip("transformers")
+    folder = built("hf")
+    path = jsonl(tmp_path, *_chats(3))
+    code, out, err = run(capsys, "text", path, "--tokenizer", folder / "tokenizer.json")
+    assert (code, err) == (0, "")
+    assert "counted on the raw text (the tokenizer has no chat template)" in _headline(out)
+    beside = _template_file(folder)
+    assert (
+        f"note: the chat template in {beside} was not applied (tokenizer.json alone carries none): give the folder, "
+        f"--tokenizer {folder}, to count conversations as a trainer renders them"
+    ) in out
+    code, out, _ = run(capsys, "text", jsonl(tmp_path, *rows(3), name="pc.jsonl"), "--tokenizer", folder / "tokenizer.json")
+    assert (code, "note:" in out) == (0, False)  # no conversation: nothing a template would have changed
+
+
+def test_rows_counted_with_and_without_the_template_are_counted_apart(capsys, tmp_path, built):
+    """Prompt/completion rows are counted as their text even where the tokenizer has a template: the headline says how
+    many rows were counted each way, in the plural or the singular."""
+    pytest.importorskip("transformers")
+    folder = built("hf")
+    _, out, _ = run(capsys, "text", jsonl(tmp_path, *_chats(1), *rows(2)), "--tokenizer", folder)
+    source = _template_file(folder)
+    assert _headline(out).endswith(f"at most, 1 of 3 rows counted with the chat template of {source} applied, the rest on the raw text")
+    _, out, _ = run(capsys, "text", jsonl(tmp_path, *rows(2), name="pc.jsonl"), "--tokenizer", folder)
+    assert _headline(out).endswith(f"at most, counted on the raw text (the chat template of {source} was applied to no row)")

@@ -521,3 +521,26 @@ def test_a_sentencepiece_tokenizer_built_from_a_processor_alone_finds_its_user_d
     processor = sentencepiece.SentencePieceProcessor(model_file=str(path))
     assert SentencePieceTokenizer(str(path), processor).matched == {"<sep>", "[laugh]"}
     assert SentencePieceTokenizer(str(path), processor).matched == load_tokenizer(str(path)).matched
+
+
+def test_a_folders_chat_template_is_named_by_the_file_it_was_read_from(built, tmp_path):
+    """Where transformers took the template from: a chat_template.jinja, else the chat_template of tokenizer_config.json
+    (what transformers 4.x writes); none for a tokenizer without one."""
+    pytest.importorskip("transformers")
+    folder = shutil.copytree(built("hf"), tmp_path / "hf")
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    template = load_tokenizer(folder).chat_template
+    (folder / "chat_template.jinja").unlink(missing_ok=True)
+    config["chat_template"] = template
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    in_config = load_tokenizer(folder)
+    assert (in_config.chat_template, in_config.chat_template_file) == (template, str(folder / "tokenizer_config.json"))
+    crlf = template.replace("{% endfor %}", "{% endfor %}\r\n")
+    (folder / "chat_template.jinja").write_bytes(crlf.encode("utf-8"))  # read in text mode: transformers sees "\n"
+    del config["chat_template"]
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    in_jinja = load_tokenizer(folder)
+    assert "\r" not in in_jinja.chat_template
+    assert "\n" in in_jinja.chat_template
+    assert in_jinja.chat_template_file == str(folder / "chat_template.jinja")
+    assert load_tokenizer(built("bpe")).chat_template_file is None

@@ -261,6 +261,66 @@ def test_an_added_token_matched_after_lowercasing_is_found_in_any_case(tmp_path)
     assert [f.line for f in found] == [1235]
 
 
+LJ001_0001 = (
+    "Printing, in the only sense with which we are at present concerned, differs from most if not from all the arts and "
+    "crafts represented in the Exhibition in being comparatively modern."
+)
+
+
+@pytest.fixture(scope="module")
+def split_at_punctuation(tmp_path_factory):
+    """A BPE tokenizer.json with a Whitespace pre-tokenizer and no decoder, as XTTS's vocab.json ships: the library
+    joins the tokens with spaces, and the pipeline alone makes "modern." into "modern ."."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.normalizer = normalizers.NFKC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(vocab_size=1000, special_tokens=["<unk>"], show_progress=False)
+    tokenizer.train_from_iterator(build.training_lines(), trainer)
+    path = tmp_path_factory.mktemp("whitespace") / "tokenizer.json"
+    path.write_text(tokenizer.to_str(), encoding="utf-8")
+    return path
+
+
+def test_a_line_that_does_not_round_trip_is_quoted_as_written(split_at_punctuation, tmp_path):
+    """Defect 6 of issue 28: the finding quoted the line as the pipeline leaves it ("modern ."), a space the line does
+    not have. The line is quoted as written, beside what decoding gave; the normalised form the check allows is in
+    the evidence, said to be that. A part of a long line is marked as a part."""
+    from trainproof.tokenizer.load import load_tokenizer
+
+    tokenizer = load_tokenizer(split_at_punctuation)
+    short = "in being comparatively modern."
+    (ids,) = tokenizer.encode_batch([short])
+    back = tokenizer.decode(ids)
+    assert tokenizer.normalize(short) == "in being comparatively modern ."
+    assert back not in (short, "in being comparatively modern .")
+    found = hits(judged(split_at_punctuation, write_text(tmp_path / "t.txt", [LJ001_0001, short])), "TP-TOK-ROUND-TRIP")
+    assert [f.line for f in found] == [1, 2]
+    long, whole = found
+    assert whole.message.startswith(f"Line 2: 'in being comparatively modern.' comes back as {back!r} from encoding and decoding.")
+    assert "'in being comparatively modern .'" not in whole.message
+    assert whole.evidence.startswith("the tokenizer's own normalisation of the line, 'in being comparatively modern .', is not")
+    assert long.message.startswith(f"Line 1: {LJ001_0001[:60]!r}... comes back as ")
+    assert "'Printing , in" in long.evidence
+
+
+def test_a_line_the_pipeline_leaves_as_it_is_is_quoted_once(built, tmp_path):
+    """Where the tokenizer's normalisation is the line itself (a pipeline that prepends "▁" to every segment gives
+    "<s>" and what follows it back apart), the evidence says where decoding first differs and quotes nothing twice."""
+    document = json.loads(built("bpe").read_text(encoding="utf-8"))
+    document["pre_tokenizer"]["prepend_scheme"] = "always"
+    for decoder in document["decoder"]["decoders"]:
+        if decoder["type"] == "Metaspace":
+            decoder["prepend_scheme"] = "always"
+    always = tmp_path / "tokenizer.json"
+    always.write_text(json.dumps(document), encoding="utf-8")
+    found = hits(judged(always, write_text(tmp_path / "t.txt", [*CLEAN[:10], "<s>the river"])), "TP-TOK-ROUND-TRIP")
+    assert [(f.line, f.message, f.evidence) for f in found] == [
+        (11, "Line 11: '<s>the river' comes back as '<s> the river' from encoding and decoding.", "first difference at character 4 of 12"),
+    ]
+
+
 def test_lines_that_decode_to_themselves_round_trip(built, clean_text):
     assert hits(judged(built("bpe"), clean_text), "TP-TOK-ROUND-TRIP") == []
 

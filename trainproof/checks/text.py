@@ -30,12 +30,14 @@ class Lengths:
 
     ``unmeasured`` are the rows (indices) the tokenizer could not encode, ``unrendered`` the conversations the chat
     template refused, each with why; their counts are 0, so no length rule names them, and no share counts them.
+    ``templated`` are the rows counted with the chat template applied (the rest were counted as their text).
     """
 
     total: tuple[int, ...]
     prompt: tuple[int, ...]
     unmeasured: tuple[tuple[int, str], ...] = ()
     unrendered: tuple[tuple[int, str], ...] = ()
+    templated: frozenset[int] = frozenset()
 
     @property
     def left_out(self) -> frozenset[int]:

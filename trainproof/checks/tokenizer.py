@@ -200,6 +200,25 @@ def _snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return quoted(text, limit)
 
 
+def _first_difference(a: str, b: str) -> int:
+    """The index of the first character where ``a`` and ``b`` differ (the shorter one's length when one starts the other)."""
+    return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def _around(a: str, b: str) -> tuple[int, int]:
+    """The window of SNIPPET_CHARS characters that shows where ``a`` and ``b`` first differ (the same in both: they
+    are alike up to there)."""
+    at = _first_difference(a, b)
+    start = max(0, at - SNIPPET_CHARS // 3)
+    return start, start + SNIPPET_CHARS
+
+
+def _excerpt(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` quoted, with "..." on a side where the text goes on: a part of a line is not quoted as if it
+    were the line."""
+    return ("..." if start > 0 else "") + _snippet(text[start:end]) + ("..." if end < len(text) else "")
+
+
 def _digits(text: str) -> str:
     """A number (or its pieces joined by "|") as a finding shows it: as it is, or quoted and cut past NUMBER_CHARS."""
     return text if len(text) <= NUMBER_CHARS else quoted(text, NUMBER_CHARS)
@@ -426,10 +445,17 @@ def round_trip(ctx: TokenizerContext) -> Iterator[Hit]:
     where = sorted(bad)
 
     def say(i: int) -> tuple[str, str]:
-        want, got = wanted[i], decoded[i]
-        at = next((k for k, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
-        return (f"Line {ctx.text.lines[i]} does not survive encoding and decoding: {_snippet(want[max(0, at - 20):at + 40])} comes back as "
-                f"{_snippet(got[max(0, at - 20):at + 40])}.", f"first difference at character {at + 1} of {len(want)}")  # fmt: skip
+        # the line as written beside what decoding gave; the normalised form the check allows, when it is another text,
+        # apart: quoting it as the line showed a space the line does not have ("modern ." for "modern.")
+        line, want, got = texts[i], wanted[i], decoded[i]
+        start, end = _around(line, got)
+        message = f"Line {ctx.text.lines[i]}: {_excerpt(line, start, end)} comes back as {_excerpt(got, start, end)} from encoding and decoding."  # fmt: skip
+        at = _first_difference(want, got)
+        if want == line:
+            return message, f"first difference at character {at + 1} of {len(line)}"
+        start, end = _around(want, got)
+        return message, (f"the tokenizer's own normalisation of the line, {_excerpt(want, start, end)}, is not what decoding gives "
+                         f"either: first difference from it at character {at + 1} of {len(want)}")  # fmt: skip
 
     yield from _examples(ctx, where, "do not round-trip", say)
 

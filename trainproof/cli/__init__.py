@@ -19,7 +19,7 @@ import numpy  # noqa: F401
 
 from trainproof import __version__
 from trainproof.collector import keep_dropped_to_exit
-from trainproof.errors import EXIT_ERROR, TrainproofError
+from trainproof.errors import EXIT_ERROR, MissingDependencyError, TrainproofError
 from trainproof.safe import visible
 
 
@@ -207,6 +207,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     try:
         return int(args.run(args))
+    except MissingDependencyError as exc:
+        from trainproof.cli.hints import missing_dependency
+
+        print(f"trainproof: error: {visible(missing_dependency(exc, args.command))}", file=sys.stderr)
+        return EXIT_ERROR
     except TrainproofError as exc:
         print(f"trainproof: error: {visible(exc)}", file=sys.stderr)
         return EXIT_ERROR

@@ -63,6 +63,27 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-color", action="store_true", help="no colour in the text report (also: NO_COLOR)")
 
 
+class _PathsRequired(argparse.HelpFormatter):
+    """Usage shows ``PATH [PATH ...]``: the paths are required, though counted after parsing rather than by argparse
+    (see :func:`too_few_paths`)."""
+
+    def _format_args(self, action: argparse.Action, default_metavar: str) -> str:
+        if action.dest == "paths":
+            return "{0} [{0} ...]".format(*self._metavar_formatter(action, default_metavar)(1))
+        return super()._format_args(action, default_metavar)
+
+
+def too_few_paths(name: str, paths: list[str], needs: str, usage: str) -> str:
+    """What a command given fewer paths than it needs says: how to call it, or, run by a pre-commit hook (whose paths
+    come from its ``args``, or from the files it matched), the ``args`` the hook needs."""
+    from trainproof.cli.hints import hook_args, under_pre_commit
+
+    if under_pre_commit():
+        got = "none" if not paths else f"{len(paths)} path{'' if len(paths) == 1 else 's'}"
+        return f"trainproof {name} needs {needs}, and the hook gave it {got}: name them in the hook's args in .pre-commit-config.yaml, {hook_args(usage)}"  # fmt: skip
+    return f"trainproof {name} needs {needs}: trainproof {name} [OPTIONS] -- {usage}"
+
+
 def add_judging_command(
     commands: argparse._SubParsersAction,
     name: str,
@@ -73,12 +94,16 @@ def add_judging_command(
     arguments: Callable[[argparse.ArgumentParser], None] | None = None,
     options: Callable[[argparse.Namespace], dict[str, Any]] = lambda args: {"fmt": args.format},
     formats: bool = True,
+    usage: str = "PATH...",
+    needs: str = "at least one PATH to judge",
 ) -> None:
     """A subcommand that judges paths by one command of :mod:`trainproof.judge` and writes every output asked for.
 
-    ``inputs`` splits the paths typed into the inputs judged and the
-    command's options (compare's last path is its baseline); a UsageError
-    when they do not fit. ``arguments`` adds the command's own options and
+    ``usage`` names the paths it takes (``TOKENIZER TEXT...``: at least as
+    many as it has words) and ``needs`` says so in words; fewer is a
+    UsageError (:func:`too_few_paths`). ``inputs`` splits the paths typed
+    into the inputs judged and the command's options (compare's last path is
+    its baseline). ``arguments`` adds the command's own options and
     ``options`` turns them into the keyword options its Command reads.
     """
 
@@ -86,6 +111,8 @@ def add_judging_command(
         from trainproof.judge import judge
         from trainproof.memo import invocation
 
+        if len(args.paths) < len(usage.split()):
+            raise UsageError(too_few_paths(name, args.paths, needs, usage))
         sources, extra = inputs(args.paths)
         chosen = options(args)
         with invocation():  # what is read to check the outputs (a folder's search, a manifest) is judged as read, not read again
@@ -94,8 +121,8 @@ def add_judging_command(
             report = judge(name, sources, settings, **chosen, **extra)
         return emit(report, args)
 
-    parser = commands.add_parser(name, help=summary, description=description)
-    parser.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
+    parser = commands.add_parser(name, help=summary, description=description, formatter_class=_PathsRequired)
+    parser.add_argument("paths", nargs="*", metavar="PATH", help=paths_help)  # counted in run(), to say what a hook lacks
     add_input_options(parser, formats)
     if arguments is not None:
         arguments(parser)

@@ -6,12 +6,9 @@ import argparse
 from typing import Any
 
 from trainproof.cli.common import add_judging_command
-from trainproof.errors import UsageError
 
 
 def _runs_and_baseline(paths: list[str]) -> tuple[list[str], dict[str, Any]]:
-    if len(paths) < 2:
-        raise UsageError("compare needs at least one run and a baseline: trainproof compare RUN... BASELINE")
     *runs, baseline = paths
     return runs, {"baseline": baseline}
 
@@ -25,4 +22,6 @@ def register(commands: argparse._SubParsersAction) -> None:
         "When BASELINE is a folder of runs, each run of the RUN folders is compared with the baseline run at the same relative path.",
         "one or more runs, then the baseline",
         _runs_and_baseline,
+        usage="RUN... BASELINE",
+        needs="at least one run and a baseline",
     )

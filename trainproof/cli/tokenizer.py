@@ -7,12 +7,9 @@ from typing import Any
 
 from trainproof.cli.common import add_follow_links, add_judging_command
 from trainproof.cli.data import _positive
-from trainproof.errors import UsageError
 
 
 def _inputs(paths: list[str]) -> tuple[list[str], dict[str, Any]]:
-    if len(paths) < 2:
-        raise UsageError("trainproof tokenizer needs a tokenizer and at least one text: trainproof tokenizer TOKENIZER TEXT...")
     return paths[1:], {"tokenizer": paths[0]}
 
 
@@ -39,4 +36,6 @@ def register(commands: argparse._SubParsersAction) -> None:
         arguments=_arguments,
         options=_options,
         formats=False,
+        usage="TOKENIZER TEXT...",
+        needs="a tokenizer and at least one text",
     )

@@ -20,6 +20,7 @@ InputError naming the line it was rendering: the tokenizer cannot be used.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -126,7 +127,8 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
             done += len(chunk)
             if progress is not None:
                 progress(done, len(whole) + len(apart))
-    return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())), tuple(sorted(refused.items())))
+    templated = frozenset(whole) - failed.keys()
+    return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())), tuple(sorted(refused.items())), templated)
 
 
 def _rendered(tokenizer: Any, rows: Sequence[Any], indices: list[int], conversations: list[list[dict]]) -> dict[int, Any]:
@@ -168,7 +170,9 @@ def _unmeasured(dataset: Any, lengths: Any) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def summarize(dataset: Any, lengths: Any, max_len: int | None) -> dict:
+def summarize(dataset: Any, lengths: Any, max_len: int | None, template: str | None = None) -> dict:
+    """The dataset's figures; with lengths, how they were counted too: ``chat_template`` is the file the tokenizer's
+    chat template was read from ("none" without one), ``rows_chat_template`` the rows measured with it applied."""
     out: dict = {"lines": dataset.lines, "rows": len(dataset.rows), "problems": len(dataset.problems)}
     out.update({f"rows_{shape}": n for shape, n in dataset.shapes.items() if n})
     unmeasured = lengths.left_out if lengths is not None else frozenset()
@@ -177,6 +181,9 @@ def summarize(dataset: Any, lengths: Any, max_len: int | None) -> dict:
         out["tokens"] = sum(ordered)
         out["tokens_p50"] = ordered[len(ordered) // 2]
         out["tokens_max"] = ordered[-1]
+        out["rows_measured"] = len(ordered)
+        out["chat_template"] = template or "none"
+        out["rows_chat_template"] = len(lengths.templated - unmeasured)
         if max_len is not None:
             out["max_len"] = max_len
             out["rows_over_max_len"] = sum(n > max_len for n in ordered)
@@ -188,8 +195,23 @@ def headline(dataset: Any, summary: Mapping[str, Any]) -> str:
     rows, lines = summary["rows"], summary["lines"]
     parts = [f"fine-tuning JSONL, {rows:,} row{'' if rows == 1 else 's'} of {lines:,} line{'' if lines == 1 else 's'} ({shapes})"]
     if "tokens" in summary:
-        parts.append(f"{figures.num(summary['tokens_p50'])} tokens per row (median), {summary['tokens_max']:,} at most")
+        tokens = f"{figures.num(summary['tokens_p50'])} tokens per row (median), {summary['tokens_max']:,} at most"
+        parts.append(f"{tokens}, {_counted(summary)}")
     return "; ".join(parts)
+
+
+def _counted(summary: Mapping[str, Any]) -> str:
+    """Whether the lengths were counted with the chat template applied, and which, or on the raw text: the same
+    conversation is 61 tokens as its text and 88 through a template's role lines and end-of-turn tokens."""
+    template, templated, measured = summary["chat_template"], summary["rows_chat_template"], summary["rows_measured"]
+    if template == "none":
+        return "counted on the raw text (the tokenizer has no chat template)"
+    applied = f"the chat template of {template}"
+    if templated == measured:
+        return f"counted with {applied} applied"
+    if templated == 0:
+        return f"counted on the raw text ({applied} was applied to no row)"
+    return f"{templated:,} of {measured:,} rows counted with {applied} applied, the rest on the raw text"
 
 
 class TextCommand(Command):
@@ -256,9 +278,27 @@ class TextCommand(Command):
     def present(self, dataset: Any, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
         ctx = stages[0].context
         lengths = getattr(ctx, "lengths", None)
-        summary = summarize(dataset, lengths, prepared.shared.get("max_len"))
-        notes = (*dataset.notes, *(_unmeasured(dataset, lengths) if lengths is not None else ()))
+        tokenizer = prepared.shared.get("tokenizer")
+        summary = summarize(dataset, lengths, prepared.shared.get("max_len"), getattr(tokenizer, "chat_template_file", None))
+        notes = (*dataset.notes, *(_unmeasured(dataset, lengths) if lengths is not None else ()), *_unapplied(dataset, tokenizer))
         return replace(subject, path=dataset.path, format="jsonl", summary=summary, headline=headline(dataset, summary), notes=notes)
+
+
+def _unapplied(dataset: Any, tokenizer: Any) -> tuple[str, ...]:
+    """The note naming a chat template beside a tokenizer file that its library does not read, when conversations were
+    measured without it (a tokenizer.json given where its folder has a chat_template.jinja)."""
+    from trainproof.tokenizer.load import Tokenizer, template_beside
+
+    if not isinstance(tokenizer, Tokenizer) or not dataset.shapes.get("messages"):
+        return ()
+    beside = template_beside(tokenizer)
+    if beside is None:
+        return ()
+    folder = os.path.dirname(tokenizer.path) or "."
+    return (
+        f"the chat template in {beside} was not applied ({os.path.basename(tokenizer.path)} alone carries none): "
+        f"give the folder, --tokenizer {folder}, to count conversations as a trainer renders them",
+    )
 
 
 _LENGTH_RULES = frozenset({"TP-TEXT-TOO-LONG", "TP-TEXT-TRUNCATED-TARGET"})

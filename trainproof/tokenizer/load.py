@@ -159,7 +159,8 @@ class Tokenizer(ABC):
     its pipeline sees the rest: added tokens (for a transformers folder, those
     its ``added_tokens_decoder`` lists), a sentencepiece model's user-defined
     pieces. A text holding one may not round-trip as :meth:`normalize` says. ``chat_template`` is set only for a transformers
-    folder that has one. Ids outside ``0 .. vocab_size - 1`` are a ValueError
+    folder that has one, ``chat_template_file`` then to the file it was read from (the folder itself when no file of it
+    holds that text). Ids outside ``0 .. vocab_size - 1`` are a ValueError
     in :meth:`decode` and :meth:`piece`, whatever the library would do.
     """
 
@@ -181,6 +182,7 @@ class Tokenizer(ABC):
         self.byte_ids = byte_ids
         self.matched = matched
         self.chat_template = chat_template
+        self.chat_template_file: str | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path!r}: {self.vocab_size} ids>"
@@ -423,6 +425,7 @@ class TransformersTokenizer(Tokenizer):
         size = max(max(vocab.values(), default=-1) + 1, len(tokenizer))
         added = _added(getattr(tokenizer, "added_tokens_decoder", None) or {})
         super().__init__(path, size, _specials(found), _byte_ids((i, piece) for piece, i in vocab.items()), added, _template(tokenizer))
+        self.chat_template_file = _template_file(path, self.chat_template)
         self._template: BoundedTemplate | None = None
 
     def _encode_batch(self, texts: list[str]) -> list[list[int]]:
@@ -775,7 +778,7 @@ def _load_transformers(path: str) -> TransformersTokenizer:
     try:
         import transformers
     except ImportError:
-        raise MissingDependencyError("transformers", "hf", "trainproof tokenizer (a HuggingFace tokenizer folder)") from None
+        raise MissingDependencyError("transformers", "hf", "trainproof", use="to read a HuggingFace tokenizer folder") from None
     with guarded(path, "cannot be loaded"):
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
@@ -824,7 +827,10 @@ def _require(package: str) -> Any:
     try:
         return __import__(package)
     except ImportError:
-        raise MissingDependencyError(package, "tokenizer", "trainproof tokenizer") from None
+        raise MissingDependencyError(package, "tokenizer", "trainproof", use=_READING[package]) from None
+
+
+_READING = {"tokenizers": "to read a tokenizer.json", "sentencepiece": "to read a sentencepiece model"}
 
 
 def _specials(found: Mapping[str, tuple[int | None, str | None]]) -> Specials:
@@ -945,6 +951,53 @@ def _sentencepiece_normalize(processor: Any, text: str, dummy_space: bool) -> st
         return " ".join(unicodedata.normalize("NFKC", text).split())
     normalized = processor.normalize(text).replace(_SPACE, " ")
     return normalized[1:] if dummy_space and normalized.startswith(" ") else normalized
+
+
+def _template_file(folder: str, template: str | None) -> str | None:
+    """The file of ``folder`` a chat template was read from: the one holding its text, looked for where transformers
+    reads templates (a ``chat_template.jinja``, which newer versions prefer, the ``chat_template`` of a
+    ``chat_template.json`` or a ``tokenizer_config.json``); the folder when none does. None without a template."""
+    if template is None:
+        return None
+    jinja = os.path.join(folder, "chat_template.jinja")
+    if os.path.isfile(jinja) and _text_lines(_read(jinja, cap=MAX_TEMPLATE_FILE_BYTES)) == template:
+        return jinja
+    for name in ("chat_template.json", "tokenizer_config.json"):
+        config = os.path.join(folder, name)
+        if os.path.isfile(config) and template in _templates_in(_json_object(config).get("chat_template")):
+            return config
+    return folder
+
+
+def template_beside(tokenizer: Tokenizer) -> str | None:
+    """A chat template file beside a tokenizer loaded from a file (a tokenizer.json, a .model), whose library does not
+    read it: the folder, loaded with transformers, would apply it. None when there is none, or the tokenizer was
+    loaded from a folder (one holding a template is loaded with transformers)."""
+    if tokenizer.chat_template is not None or not os.path.isfile(tokenizer.path):
+        return None
+    folder = os.path.dirname(tokenizer.path) or "."
+    jinja = os.path.join(folder, "chat_template.jinja")
+    if os.path.isfile(jinja):
+        return jinja
+    config = os.path.join(folder, "tokenizer_config.json")
+    try:
+        return config if os.path.isfile(config) and _templates_in(_json_object(config).get("chat_template")) else None
+    except InputError:  # a configuration that cannot be read is no template, here where nothing else needs it
+        return None
+
+
+def _text_lines(data: bytes) -> str:
+    """A template file's text as transformers reads it (``open`` in text mode: any line ending is "\\n")."""
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _templates_in(value: object) -> list[str]:
+    """The templates a configuration's ``chat_template`` holds: a text, or a list of ``{"name", "template"}``."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [item["template"] for item in value if isinstance(item, dict) and isinstance(item.get("template"), str)]
+    return []
 
 
 def _template(tokenizer: Any) -> str | None:
