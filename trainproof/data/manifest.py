@@ -23,7 +23,11 @@ The layout is detected from the path:
 - ``kaldi``: a data dir (``wav.scp``, ``text``, ``utt2spk``, optional
   ``segments``), relative paths from the working directory (the recipe root).
 - ``folder``: a folder of audio with sibling transcripts of the same stem
-  (``.txt``, ``.lab``, ``.normalized.txt``, ``.original.txt``).
+  (``.txt``, ``.lab``, ``.normalized.txt``, ``.original.txt``). One clip per
+  audio file: of several transcripts beside it, the first holding text is
+  read (a note names the others); a file of start/end times (pocketsphinx's
+  and Audacity's ``.lab`` labels, HTK alignments) is not a transcript, nor a
+  clip of its own.
 
 ``root`` replaces every base a relative path is joined to. What is wrong
 with the manifest itself (a line that is not a record, a BOM, CRLF, blank
@@ -1315,11 +1319,50 @@ def _transcript_stem(text_path: str) -> str:
     return os.path.splitext(text_path)[0]
 
 
+@dataclass
+class _Sidecars:
+    """What a folder dataset's walk found about the transcript files beside its clips, for its notes."""
+
+    times: list[str] = field(default_factory=list)  # files of start/end times: label or alignment files, not transcripts
+    several: list[str] = field(default_factory=list)  # "a.txt (not a.lab)", the first few clips with more than one transcript
+    several_count: int = 0
+
+
+def _choose_transcript(
+    dirpath: str, candidates: list[str], folder: str, ctx: _Context, builder: _Builder, sidecars: _Sidecars
+) -> tuple[str, str | None] | None:
+    """The transcript of one clip out of the files beside it of its stem (``candidates``, in TRANSCRIPT_SUFFIXES
+    order): the first that holds text, with its text (None when it cannot be read: that clip has no transcript, and a
+    note names it). None when every candidate holds times (a label or alignment file, not a transcript). One candidate
+    is read as it is; of several, each is read (they are small) so that the note names a real choice between texts."""
+    texts: list[tuple[str, bytes | None, str | None]] = []
+    for name in candidates:
+        path = os.path.join(dirpath, name)
+        raw, why = _transcript_bytes(path, ctx)
+        if raw is not None and _holds_times(raw):
+            sidecars.times.append(os.path.relpath(path, folder))
+            continue
+        texts.append((name, raw, why))
+    if not texts:
+        return None
+    chosen, raw, why = texts[0]
+    if why is not None:  # only the transcript taken is said to be unreadable: the clip has none
+        builder.unreadable_texts.append(why)
+    if len(texts) > 1:
+        sidecars.several_count += 1
+        if len(sidecars.several) < NOTE_EXAMPLES:
+            others = ", ".join(os.path.relpath(os.path.join(dirpath, name), folder) for name, _, _ in texts[1:])
+            sidecars.several.append(f"{os.path.relpath(os.path.join(dirpath, chosen), folder)} (not {others})")
+    path = os.path.join(dirpath, chosen)
+    return path, None if raw is None else _transcript_text(raw, path, builder)
+
+
 def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
     count = 0
     orphans: list[str] = []
     manifests: list[str] = []
     unlisted: list[OSError] = []
+    sidecars = _Sidecars()
     for dirpath, dirnames, filenames in os.walk(folder, onerror=unlisted.append):
         dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
         names = {name for name in filenames if not name.startswith(".")}  # no hidden files (macOS's ._x.wav are not audio)
@@ -1332,25 +1375,35 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
             if count > MAX_FOLDER_FILES:
                 raise InputError(folder, f"holds more than {MAX_FOLDER_FILES:,} audio files: give a manifest that lists them")
             stem = os.path.splitext(name)[0]
-            transcript = next((stem + suffix for suffix in TRANSCRIPT_SUFFIXES if stem + suffix in names), None)
+            candidates = [stem + suffix for suffix in TRANSCRIPT_SUFFIXES if stem + suffix in names]
+            used.update(candidates)  # every one of them belongs to this clip: none is a clip of its own
             audio_path = os.path.join(dirpath, name)
             ident = os.path.relpath(audio_path, folder).replace(os.sep, "/")
-            if transcript is None:  # no transcript lists it: the folder layout's unlisted clip
-                wanted = " or ".join(stem + suffix for suffix in TRANSCRIPT_SUFFIXES[:2])
-                builder.problem("unlisted", f"{audio_path} has no transcript beside it ({wanted})", audio_path, None, audio_path)
+            chosen = _choose_transcript(dirpath, candidates, folder, ctx, builder, sidecars) if candidates else None
+            if chosen is None:  # no transcript lists it: the folder layout's unlisted clip
+                if candidates:
+                    held = f"{', '.join(candidates)} hold{'s' if len(candidates) == 1 else ''} start/end times, not text"
+                else:
+                    held = " or ".join(stem + suffix for suffix in TRANSCRIPT_SUFFIXES[:2])
+                builder.problem("unlisted", f"{audio_path} has no transcript beside it ({held})", audio_path, None, audio_path)
                 continue
-            used.add(transcript)
-            text_path = os.path.join(dirpath, transcript)
-            text = _read_transcript(text_path, ctx, builder)
+            text_path, text = chosen
             builder.add(Entry(1, ident, os.path.normpath(audio_path), ident, text, text_path), unique=False)
         if audio:
             orphans.extend(
                 os.path.join(dirpath, n) for n in sorted(names - used) if n.endswith(".lab") or (n.endswith(".txt") and not _is_doc(n))
             )
     for text_path in orphans:  # a transcript whose clip is gone: listed, and missing
+        raw, why = _transcript_bytes(text_path, ctx)
+        if raw is not None and _holds_times(raw):
+            sidecars.times.append(os.path.relpath(text_path, folder))
+            continue
+        if why is not None:
+            builder.unreadable_texts.append(why)
         stem = _transcript_stem(text_path)
         ident = os.path.relpath(stem, folder).replace(os.sep, "/")
-        builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", _read_transcript(text_path, ctx, builder), text_path), unique=False)
+        text = None if raw is None else _transcript_text(raw, text_path, builder)
+        builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", text, text_path), unique=False)
     if count and not builder.entries:
         raise InputError(folder, f"holds {count:,} audio files but no transcript beside any of them (.txt or .lab of the same name): give the manifest that lists them")
     if count == 0:
@@ -1364,33 +1417,76 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         shown, more = builder.unreadable_texts[:NOTE_EXAMPLES], len(builder.unreadable_texts) - NOTE_EXAMPLES
         rest = f"; and {more:,} more" if more > 0 else ""
         builder.notes.append(f"{len(builder.unreadable_texts):,} transcripts cannot be read, so their clips have none: {'; '.join(shown)}{rest}")
+    _sidecar_notes(sidecars, builder)
     if manifests:
         builder.notes.append(
             f"read as a folder of clips; it also holds {', '.join(manifests[:NOTE_EXAMPLES])}: give a manifest file to read it instead"
         )
 
 
+def _sidecar_notes(sidecars: _Sidecars, builder: _Builder) -> None:
+    count = sidecars.several_count
+    if count:
+        more = f"; and {count - len(sidecars.several):,} more" if count > len(sidecars.several) else ""
+        builder.notes.append(
+            f"{count:,} clip{'s have' if count != 1 else ' has'} more than one transcript beside {'them' if count != 1 else 'it'}; "
+            f"the first of {', '.join(TRANSCRIPT_SUFFIXES)} holding text was read: {'; '.join(sidecars.several)}{more}"
+        )
+    times = len(sidecars.times)
+    if times:
+        shown = ", ".join(sidecars.times[:NOTE_EXAMPLES])
+        more = f" and {times - NOTE_EXAMPLES:,} more" if times > NOTE_EXAMPLES else ""
+        they = "they are label or alignment files, not transcripts" if times != 1 else "it is a label or alignment file, not a transcript"
+        builder.notes.append(f"{times:,} file{'s' if times != 1 else ''} beside the clips hold{'' if times != 1 else 's'} start/end times, not text ({they}): {shown}{more}")
+
+
 def _is_doc(name: str) -> bool:
     return os.path.splitext(name)[0].lower() in ("readme", "license", "licence", "copying", "notes", "changelog", "requirements")
 
 
-def _read_transcript(path: str, ctx: _Context, builder: _Builder) -> str | None:
-    """A folder dataset's transcript: its text (at most HEAD_BYTES of it) with lines joined; a BOM is a problem. None
-    when it cannot be read (a dangling link, a FIFO): that clip has no transcript, the rest of the folder is judged,
-    and a note says which file and why. One the read policy refuses (a link out of the dataset) is never opened, and
-    is an InputError: the dataset cannot be judged as its files stand without reading where the link leads. Only a
-    link is asked about: :func:`_read_folder`'s walk follows no link to a folder, so every other transcript lies in
-    the dataset's folder itself (asking the policy of each took 15% of reading a 20,000-transcript folder).
-    Lines are split at CR, LF and CRLF only (as Python's open() reads text): a vertical tab or U+2028 inside a line
-    stays for the character rules to see."""
+def _transcript_bytes(path: str, ctx: _Context) -> tuple[bytes | None, str | None]:
+    """A folder dataset's transcript file, at most HEAD_BYTES of it; or None and which file cannot be read and why (a
+    dangling link, a FIFO): that clip has no transcript, the rest of the folder is judged, and a note says so. One the
+    read policy refuses (a link out of the dataset) is never opened, and is an InputError: the dataset cannot be judged
+    as its files stand without reading where the link leads. Only a link is asked about: :func:`_read_folder`'s walk
+    follows no link to a folder, so every other transcript lies in the dataset's folder itself (asking the policy of
+    each took 15% of reading a 20,000-transcript folder)."""
     if os.path.islink(path):  # never opened; the dataset is not judged without it (a trainer would read the link's target)
         ctx.policy.require(path)
     try:
         with open_log(Path(path)) as handle:
-            data = read_block(handle, HEAD_BYTES, path)
+            return read_block(handle, HEAD_BYTES, path), None
     except InputError as exc:
-        builder.unreadable_texts.append(f"{_quote(path, 120)} {exc.problem}")
-        return None
+        return None, f"{_quote(path, 120)} {exc.problem}"
+
+
+_NUMBER = r"[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?"
+_TIMES_LINE = re.compile(rf"\s*({_NUMBER})\s+({_NUMBER})(?:\s+(?![0-9.])\S+(?:\s+[-+]?{_NUMBER})*)?\s*")
+"""A line of start/end times: ``start end [label [score...]]`` (Audacity's label tracks, HTK's .lab alignments and
+pocketsphinx's speech/silence segments), the label one word that is not a number."""
+
+
+def _holds_times(data: bytes) -> bool:
+    """Whether a transcript-named file holds start/end times on every line (a label or alignment file), not text:
+    ``0.235689\t0.235689\tspeech``, ``0 2350000 sil``. A transcript of digits and words (``1 2 buckle my shoe``,
+    ``one 2 3``) is text."""
+    if not data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1].isdigit():  # a transcript almost always: decided without decoding it
+        return False
+    text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+    lines = [line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line.strip()]
+    if not lines:
+        return False
+    for line in lines:
+        match = _TIMES_LINE.fullmatch(line)
+        if match is None or float(match.group(1)) > float(match.group(2)):
+            return False
+    return True
+
+
+def _transcript_text(data: bytes, path: str, builder: _Builder) -> str:
+    """A folder dataset's transcript, read by :func:`_transcript_bytes`, with lines joined; a BOM is a problem.
+    Lines are split at CR, LF and CRLF only (as Python's open() reads text): a vertical tab or U+2028 inside a line
+    stays for the character rules to see."""
     text = data.decode("utf-8", errors="replace")
     if text.startswith("\ufeff"):
         builder.problem("bom", "starts with a byte-order mark (BOM), which becomes an invisible first character of the transcript", path, 1)

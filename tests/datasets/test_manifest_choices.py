@@ -1,0 +1,150 @@
+"""Which file, column or path a dataset is read from when there are several: a folder clip's transcript among its
+sidecars (a .lab of times is a label file, not a transcript), a manifest's audio and transcript columns
+(``--audio-column``, ``--text-column``), and every path a missing clip was looked for at.
+
+The audio is real (a voiced clip written by soundfile); the sidecars are shaped like pocketsphinx's
+``test/data/librivox`` (``X.wav``, ``X.txt``, and ``X.lab`` of ``start<TAB>end<TAB>speech|silence`` lines) and
+SpeechBrain's ``tests/samples/annotation/ASR_train.csv`` (``wav`` and ``audio_path`` both, the latter naming the first
+clip on every line).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.datasets.speech import voiced_clip
+from trainproof.cli import main
+from trainproof.data import manifest
+from trainproof.data.manifest import read_manifest
+
+pytest.importorskip("soundfile")
+pytest.importorskip("pandas")
+
+SENTENCES = (
+    "and mister john dashwood had then leisure to consider how much there might be prudently in his power to do for them",
+    "he was not an ill disposed young man",
+    "unless to be rather cold hearted and rather selfish is to be ill disposed",
+    "but he was in general well respected",
+    "for he conducted himself with propriety in the discharge of his ordinary duties",
+)
+TIMES = ("0.235689\t0.235689\tspeech\n6.761690\t6.761690\tsilence\n", "0.250750\t0.250750\tspeech\n2.773918\t2.773918\tsilence\n")
+"""Two real pocketsphinx ``.lab`` files (speech/silence times): the shape of every one in test/data/librivox."""
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory) -> list[Path]:
+    """Five real clips of speech-like audio, 16 kHz, written once for the module."""
+    folder = tmp_path_factory.mktemp("clips")
+    return [voiced_clip(folder / f"clip-{i}.wav", 2.0 + 0.3 * i, rate=16000, words=sentence, seed=i) for i, sentence in enumerate(SENTENCES)]
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["data", *args, "--no-cache", "--jobs", "1"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def librivox(folder: Path, clips: list[Path]) -> Path:
+    """pocketsphinx's librivox layout: each clip with its transcript (.txt) and its speech/silence times (.lab)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, clip in enumerate(clips):
+        stem = f"sense_and_sensibility_01_austen_64kb-{870 + 10 * i:04d}"
+        shutil.copy(clip, folder / f"{stem}.wav")
+        (folder / f"{stem}.txt").write_text(SENTENCES[i] + "\n")
+        (folder / f"{stem}.lab").write_text(TIMES[i % 2])
+    return folder
+
+
+# --- a folder clip's sidecars --------------------------------------------------------------------
+
+
+def test_a_folder_with_a_transcript_and_a_times_file_beside_each_clip_is_one_clip_each(tmp_path, clips):
+    m = read_manifest(librivox(tmp_path / "librivox", clips))
+    assert len(m.entries) == 5
+    assert [e.text for e in m.entries] == list(SENTENCES)
+    assert all(e.manifest.endswith(".txt") for e in m.entries)
+    assert m.problems == ()
+    (note,) = [n for n in m.notes if "times" in n]
+    assert note.startswith("5 files beside the clips hold start/end times, not text (they are label or alignment files")
+    assert "sense_and_sensibility_01_austen_64kb-0870.lab" in note
+    assert "and 2 more" in note
+
+
+def test_the_librivox_layout_passes_with_every_clip_readable(capsys, tmp_path, clips):
+    code, out, err = run_cli(capsys, str(librivox(tmp_path / "librivox", clips)), "--json")
+    assert code == 0, out
+    subject = json.loads(out)["subjects"][0]
+    assert (subject["summary"]["clips"], subject["summary"]["readable"]) == (5, 5)
+    assert subject["findings"] == []
+    assert err == ""
+
+
+def test_a_times_file_alone_is_no_transcript_and_says_so(tmp_path, clips):
+    shutil.copy(clips[0], tmp_path / "a.wav")
+    (tmp_path / "a.lab").write_text(TIMES[0])
+    shutil.copy(clips[1], tmp_path / "b.wav")
+    (tmp_path / "b.txt").write_text("he was not an ill disposed young man")
+    m = read_manifest(tmp_path)
+    assert [e.id for e in m.entries] == ["b.wav"]
+    (problem,) = m.problems
+    assert (problem.kind, problem.file) == ("unlisted", str(tmp_path / "a.wav"))
+    assert "a.lab holds start/end times, not text" in problem.message
+    assert any(n.startswith("1 file beside the clips holds start/end times") for n in m.notes)
+
+
+def test_a_times_file_without_its_clip_is_not_a_missing_clip(tmp_path, clips):
+    shutil.copy(clips[0], tmp_path / "a.wav")
+    (tmp_path / "a.txt").write_text("hello there")
+    (tmp_path / "gone.lab").write_text(TIMES[1])
+    m = read_manifest(tmp_path)
+    assert [e.id for e in m.entries] == ["a.wav"]
+
+
+def test_of_two_transcripts_the_first_is_read_and_a_note_names_the_other(tmp_path, clips):
+    shutil.copy(clips[0], tmp_path / "a.wav")
+    (tmp_path / "a.txt").write_text("and mister john dashwood")
+    (tmp_path / "a.lab").write_text("AND MISTER JOHN DASHWOOD")  # a Montreal Forced Aligner .lab: a transcript
+    m = read_manifest(tmp_path)
+    assert [(e.id, e.text) for e in m.entries] == [("a.wav", "and mister john dashwood")]
+    assert m.problems == ()
+    assert "1 clip has more than one transcript beside it; the first of .txt, .lab, .normalized.txt, .original.txt holding text was read: a.txt (not a.lab)" in m.notes
+
+
+def test_a_librispeech_style_pair_of_transcripts_is_one_clip(tmp_path, clips):
+    """LibriTTS has X.normalized.txt and X.original.txt: the second was read as a transcript whose clip is missing."""
+    shutil.copy(clips[0], tmp_path / "84_121123_000007_000001.wav")
+    (tmp_path / "84_121123_000007_000001.normalized.txt").write_text("Mister Dashwood.")
+    (tmp_path / "84_121123_000007_000001.original.txt").write_text("Mr. Dashwood.")
+    m = read_manifest(tmp_path)
+    assert [(e.id, e.text) for e in m.entries] == [("84_121123_000007_000001.wav", "Mister Dashwood.")]
+
+
+def test_one_transcript_needs_no_note(tmp_path, clips):
+    shutil.copy(clips[0], tmp_path / "a.wav")
+    (tmp_path / "a.lab").write_text("a transcript in a lab file")
+    m = read_manifest(tmp_path)
+    assert [e.text for e in m.entries] == ["a transcript in a lab file"]
+    assert m.notes == ()
+    assert m.problems == ()
+
+
+@pytest.mark.parametrize(
+    "text, times",
+    [
+        (TIMES[0], True),
+        ("0 2350000 sil\n2350000 4100000 hh\n4100000 5300000 ax -123.5\n", True),  # HTK: 100 ns units, a score
+        ("\ufeff0.5\t1.25\t\n", True),  # an Audacity label without text
+        ("1 2 buckle my shoe\n", False),
+        ("1 2 3\n", False),
+        ("one 2 3\n", False),
+        ("5 3 late\n", False),  # ends before it starts
+        ("0.1 0.2 speech\nand then some words\n", False),
+        ("", False),
+    ],
+)
+def test_a_times_file_is_told_from_a_transcript(text, times):
+    assert manifest._holds_times(text.encode()) is times
