@@ -48,6 +48,11 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def jsonl(path: Path, *records: dict) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
 def librivox(folder: Path, clips: list[Path]) -> Path:
     """pocketsphinx's librivox layout: each clip with its transcript (.txt) and its speech/silence times (.lab)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -148,3 +153,39 @@ def test_one_transcript_needs_no_note(tmp_path, clips):
 )
 def test_a_times_file_is_told_from_a_transcript(text, times):
     assert manifest._holds_times(text.encode()) is times
+
+
+# --- every path a missing clip was looked for at --------------------------------------------------
+
+
+def missing_evidence(capsys, *args: str) -> list[str]:
+    code, out, _ = run_cli(capsys, *args, "--json")
+    assert code == 1
+    return [f["evidence"] for f in json.loads(out)["subjects"][0]["findings"] if f["id"] == "TP-DATA-MISSING"]
+
+
+def test_a_missing_nemo_clip_names_both_paths_tried(capsys, tmp_path, clips, monkeypatch):
+    (tmp_path / "data" / "wavs").mkdir(parents=True)
+    shutil.copy(clips[0], tmp_path / "data" / "wavs" / "a.wav")
+    jsonl(tmp_path / "data" / "manifest.jsonl", {"audio_filepath": "wavs/a.wav", "text": "a"}, {"audio_filepath": "data/wavs/missing_clip.wav", "text": "b"})
+    monkeypatch.chdir(tmp_path)
+    assert missing_evidence(capsys, "data/manifest.jsonl") == [
+        "line 2: looked for at data/wavs/missing_clip.wav, then data/data/wavs/missing_clip.wav"
+    ]
+    # a CSV manifest is looked for in clips/ beside it too (Common Voice)
+    (tmp_path / "data" / "train.csv").write_text("path,sentence\nwavs/a.wav,a\ngone.mp3,b\n")
+    assert missing_evidence(capsys, "data/train.csv") == ["line 3: looked for at gone.mp3, then data/gone.mp3, then data/clips/gone.mp3"]
+
+
+def test_a_missing_ljspeech_id_names_each_folder_looked_in(capsys, tmp_path, clips):
+    (tmp_path / "wavs").mkdir()
+    shutil.copy(clips[0], tmp_path / "wavs" / "a.wav")
+    (tmp_path / "metadata.csv").write_text("a|hello there\nb|gone now\n")
+    assert missing_evidence(capsys, str(tmp_path)) == [f"line 2: looked for at {tmp_path}/wavs/b.*, then {tmp_path}/b.*"]
+
+
+def test_a_path_looked_for_in_one_place_is_named_as_resolved(capsys, tmp_path, clips):
+    (tmp_path / "data").mkdir()
+    jsonl(tmp_path / "data" / "manifest.jsonl", {"audio_filepath": str(clips[0]), "text": "a"}, {"audio_filepath": "gone.wav", "text": "b"})
+    evidence = missing_evidence(capsys, str(tmp_path / "data" / "manifest.jsonl"), "--root", str(tmp_path))
+    assert evidence == [f"line 2: resolved to {tmp_path}/gone.wav"]

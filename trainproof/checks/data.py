@@ -263,15 +263,23 @@ def unlisted(ctx: DataContext) -> Iterator[Hit]:
 def missing(ctx: DataContext) -> Iterator[Hit]:
     """A listed audio file does not exist.
 
-    What it detects: manifest lines whose audio path, resolved the way the trainer reading this layout resolves it, names no file.
+    What it detects: manifest lines whose audio path, resolved the way the trainer reading this layout resolves it, names no file (every path looked for at is named: the working directory's and the manifest folder's, for NeMo and CSV).
     Why it matters: a loader crashes mid-epoch, or (NeMo, Coqui) substitutes or drops the clip and trains on less than you think.
     Fires on: a clip deleted after the manifest was written; a manifest written on another machine with absolute paths.
     Does not fire on: paths that resolve, relative to the working directory or the manifest as the layout's trainer does.
     Does not mean: the file is lost; `--root` or `--audio-dir` may point at where it is.
     """
+    from trainproof.data.manifest import tried_paths
+
     table = ctx.table
     rows = table[table["error_kind"] == "missing"]
-    yield from _examples(ctx, rows, "clips are missing", lambda r: (f"{_name(r)} does not exist.", f"line {r.line}: resolved to {_shown(r.audio)}"))
+
+    def say(r: Any) -> tuple[str, str]:
+        tried = tried_paths(ctx.manifest, r.listed)
+        where = f"looked for at {', then '.join(map(_shown, tried))}" if tried and tried != (r.audio,) else f"resolved to {_shown(r.audio)}"
+        return f"{_name(r)} does not exist.", f"line {r.line}: {where}"
+
+    yield from _examples(ctx, rows, "clips are missing", say)
 
 
 def unreadable(ctx: DataContext) -> Iterator[Hit]:

@@ -281,6 +281,7 @@ class _Builder:
     garbage_check: bool = True
     unreadable_texts: list[str] = field(default_factory=list)  # a folder dataset's transcripts that cannot be read
     columns: dict[str, Sequence[object]] | None = None  # every entry at once, as columns (instead of ``entries``)
+    bases: tuple[str, ...] = ()  # see Manifest.bases
 
     def problem(self, kind: str, message: str, manifest: str, line: int | None = None, file: str | None = None, lines: int = 1) -> None:
         if kind in ("unparsable", "no-audio-field"):
@@ -319,7 +320,20 @@ class _Builder:
                 notes.append(f"{count:,} lines are {kind}; the first {MAX_LINE_PROBLEMS:,} are listed")
         problems = sorted(self.problems, key=lambda p: (p.manifest, p.line if p.line is not None else 0))
         entries = Entries(self.entries) if self.columns is None else Entries(columns=self.columns)
-        return Manifest(path=path, layout=self.layout, entries=entries, problems=tuple(problems), notes=tuple(notes))
+        return Manifest(path=path, layout=self.layout, entries=entries, problems=tuple(problems), notes=tuple(notes), bases=self.bases)
+
+
+def tried_paths(manifest: Manifest, listed: str) -> tuple[str, ...]:
+    """Every file a listed path was looked for at, in order, as the layout's resolver looked (see
+    :attr:`Manifest.bases`); empty when the layout looks in one place only, which is then the entry's ``audio``. An
+    LJSpeech id without an extension was looked for with each audio extension: ``wavs/x.*``."""
+    if not manifest.bases or is_uri(listed) or os.path.isabs(listed):
+        return ()
+    if manifest.layout == "ljspeech":
+        if "/" in listed or os.sep in listed:  # an id with a folder resolves against the dataset's folder alone
+            return ()
+        listed = listed if _extension(listed) in _AUDIO else listed + ".*"
+    return tuple(dict.fromkeys(_join(base, listed) for base in manifest.bases))
 
 
 def _quote(text: object, limit: int = 60) -> str:
@@ -520,6 +534,13 @@ class _PathResolver:
                     return candidate
         return beside
 
+    @property
+    def bases(self) -> tuple[str, ...]:
+        """Where a relative path is looked for, in order (see :attr:`Manifest.bases`)."""
+        if self.ctx.root is not None:
+            return (self.ctx.root,)
+        return (self.ctx.cwd or "", self.folder, *self.fallbacks)
+
     def note(self, builder: _Builder) -> None:
         if self.from_cwd and self.from_manifest:
             builder.notes.append(
@@ -591,6 +612,7 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
     resolve = _PathResolver(path, ctx)
     if _read_nemo_columns(path, resolve, builder):
         resolve.note(builder)
+        builder.bases = resolve.bases
         return
     known: dict[tuple[str, ...], _Columns] = {}  # the columns of each set of keys seen (records mostly share one)
     for number, text in _lines(path, builder):
@@ -619,6 +641,7 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
             record = _exactly(record, text)
             _record(_folded(record) if folded else record, columns, number, path, resolve, builder)
     resolve.note(builder)
+    builder.bases = resolve.bases
 
 
 COLUMNAR_MAX_BYTES = 32 * 1024 * 1024
@@ -985,6 +1008,7 @@ def _read_csv(path: str, ctx: _Context, builder: _Builder) -> None:
         assert columns is not None
         _record(dict(zip(header, row)), columns, number, path, resolve, builder)
     resolve.note(builder)
+    builder.bases = resolve.bases
 
 
 # --- LJSpeech metadata.csv ------------------------------------------------------
@@ -1158,6 +1182,7 @@ def _read_ljspeech(path: str, ctx: _Context, builder: _Builder) -> None:
             )
         )
     _ljspeech_notes(path, resolve, builder, rooted=ctx.root is not None)
+    builder.bases = tuple(resolve.folders)
     _unlisted(path, resolve, builder)
 
 
