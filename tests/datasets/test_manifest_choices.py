@@ -10,6 +10,7 @@ clip on every line).
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -153,6 +154,111 @@ def test_one_transcript_needs_no_note(tmp_path, clips):
 )
 def test_a_times_file_is_told_from_a_transcript(text, times):
     assert manifest._holds_times(text.encode()) is times
+
+
+# --- a manifest's columns ---------------------------------------------------------------------------
+
+
+def speechbrain_csv(folder: Path, clips: list[Path], rows: int = 2) -> Path:
+    """ASR_train.csv's shape: ID, duration, wav, audio_path (the first clip on every line), wrd, text, transcript."""
+    header = ["ID", "duration", "start", "stop", "wav", "audio_path", "spk_id", "wrd", "text", "transcript"]
+    with (folder / "ASR_train.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(header)
+        for i in range(rows):
+            row = [f"spk1_snt{i + 1}", f"{2.0 + 0.3 * i:.2f}", "0", "16000", str(clips[i]), str(clips[0]), "spk1"] + [SENTENCES[i]] * 3
+            writer.writerow(row)
+    return folder / "ASR_train.csv"
+
+
+def test_speechbrains_wav_column_is_read_and_a_note_names_the_other(tmp_path, clips):
+    m = read_manifest(speechbrain_csv(tmp_path, clips))
+    assert [e.audio for e in m.entries] == [str(clips[0]), str(clips[1])]
+    assert "2 columns could be the audio path: 'wav' was read, not 'audio_path' (choose with --audio-column NAME)" in m.notes
+    assert "3 columns could be the transcript: 'text' was read, not 'transcript', 'wrd' (choose with --text-column NAME)" in m.notes
+
+
+def test_speechbrains_manifest_passes(capsys, tmp_path, clips):
+    code, out, _ = run_cli(capsys, str(speechbrain_csv(tmp_path, clips)), "--json")
+    assert code == 0, out
+    assert json.loads(out)["subjects"][0]["findings"] == []
+
+
+def test_the_options_choose_the_columns(capsys, tmp_path, clips):
+    path = speechbrain_csv(tmp_path, clips)
+    m = read_manifest(path, audio_column="AUDIO_PATH", text_column="wrd")
+    assert [e.audio for e in m.entries] == [str(clips[0]), str(clips[0])]
+    assert not any("could be" in note for note in m.notes)  # chosen, not guessed
+    code, out, _ = run_cli(capsys, str(path), "--audio-column", "audio_path")
+    assert code == 1
+    assert "[FAIL] TP-DATA-CONFLICTING-TEXT" in out
+
+
+def test_a_column_that_is_not_there_is_exit_2_naming_the_columns(capsys, tmp_path, clips):
+    path = speechbrain_csv(tmp_path, clips)
+    code, out, err = run_cli(capsys, str(path), "--text-column", "words")
+    assert code == 2
+    assert err == (
+        f"trainproof: error: {path}: has no column 'words' (--text-column): its header names 'ID', 'duration', 'start', "
+        "'stop', 'wav', 'audio_path', 'spk_id', 'wrd', 'text', 'transcript'\n"
+    )
+
+
+def test_an_empty_column_name_is_a_usage_error(capsys, tmp_path, clips):
+    with pytest.raises(SystemExit) as exc:
+        main(["data", str(speechbrain_csv(tmp_path, clips)), "--audio-column", " "])
+    assert exc.value.code == 2
+    assert "needs a column name" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("columnar", [True, False], ids=["columnar", "line-by-line"])
+def test_a_jsonl_manifest_with_two_audio_keys(tmp_path, clips, columnar):
+    records = [{"audio_path": str(clips[0]), "wav": str(clip), "text": SENTENCES[i]} for i, clip in enumerate(clips[:3])]
+    if not columnar:
+        records.append({"Audio_Path": str(clips[0]), "WAV": str(clips[3]), "text": SENTENCES[3]})  # keys in capitals: read line by line
+    path = jsonl(tmp_path / "train.jsonl", *records)
+    m = read_manifest(path)
+    assert [e.audio for e in m.entries] == [str(clip) for clip in clips[: len(records)]]
+    assert "2 keys could be the audio path: 'wav' was read, not 'audio_path' (choose with --audio-column NAME)" in m.notes
+    chosen = read_manifest(path, audio_column="audio_path")
+    assert [e.audio for e in chosen.entries] == [str(clips[0])] * len(records)
+    assert chosen.notes == ()
+
+
+@pytest.mark.parametrize("columnar", [True, False], ids=["columnar", "line-by-line"])
+def test_a_jsonl_key_that_no_record_has_is_exit_2_naming_the_keys(capsys, tmp_path, clips, columnar):
+    records = [{"audio_filepath": str(clips[0]), "text": SENTENCES[0]}, {"audio_filepath": str(clips[1]), "text": SENTENCES[1]}]
+    if not columnar:
+        records.append({"audio_filepath": str(clips[2]), "text": SENTENCES[2], "Speaker": "s1"})
+    path = jsonl(tmp_path / "train.jsonl", *records)
+    code, _, err = run_cli(capsys, str(path), "--audio-column", "wav")
+    assert code == 2
+    keys = "'audio_filepath', 'text'" + (", 'Speaker'" if not columnar else "")
+    assert err == f"trainproof: error: {path}: has no key 'wav' (--audio-column): its records have the keys {keys}\n"
+
+
+def test_a_record_without_the_key_named_is_a_problem_at_its_line(tmp_path, clips):
+    path = jsonl(tmp_path / "train.jsonl", {"wav": str(clips[0]), "text": "a"}, {"audio_filepath": str(clips[1]), "text": "b"})
+    m = read_manifest(path, audio_column="wav")
+    assert [e.line for e in m.entries] == [1]
+    assert [(p.kind, p.line, p.message) for p in m.problems] == [
+        ("no-audio-field", 2, "line 2 has no field 'wav' (its fields: 'audio_filepath', 'text')")
+    ]
+
+
+def test_the_column_options_on_another_layout_say_they_were_not_used(tmp_path, clips):
+    (tmp_path / "wavs").mkdir()
+    shutil.copy(clips[0], tmp_path / "wavs" / "a.wav")
+    (tmp_path / "metadata.csv").write_text("a|hello there\n")
+    m = read_manifest(tmp_path, audio_column="wav")
+    assert m.notes == ("--audio-column applies to CSV/TSV and JSONL manifests only; this is a ljspeech dataset, so it was not used",)
+
+
+def test_the_real_speechbrain_manifest_reads_the_wav_column(corpus):
+    path = corpus / "public" / "speech" / "speechbrain_tests_samples" / "annotation" / "ASR_train.csv"
+    m = read_manifest(path)
+    assert [e.listed for e in m.entries] == ["tests/samples/ASR/spk1_snt1.wav", "tests/samples/ASR/spk1_snt2.wav"]
+    assert "2 columns could be the audio path: 'wav' was read, not 'audio_path' (choose with --audio-column NAME)" in m.notes
 
 
 # --- every path a missing clip was looked for at --------------------------------------------------

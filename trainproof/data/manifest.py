@@ -18,8 +18,9 @@ The layout is detected from the path:
   reader when pyarrow is installed; any other, line by line.
 - ``csv``: a comma- or tab-separated file with a header naming the columns
   (the JSONL names, DeepSpeech's ``wav_filename``/``transcript``, Common
-  Voice's ``path``/``sentence``/``client_id``); paths resolve like NeMo's,
-  then in ``clips/`` beside the manifest (Common Voice).
+  Voice's ``path``/``sentence``/``client_id``, SpeechBrain's ``wav``/``wrd``);
+  paths resolve like NeMo's, then in ``clips/`` beside the manifest (Common
+  Voice).
 - ``kaldi``: a data dir (``wav.scp``, ``text``, ``utt2spk``, optional
   ``segments``), relative paths from the working directory (the recipe root).
 - ``folder``: a folder of audio with sibling transcripts of the same stem
@@ -28,6 +29,12 @@ The layout is detected from the path:
   read (a note names the others); a file of start/end times (pocketsphinx's
   and Audacity's ``.lab`` labels, HTK alignments) is not a transcript, nor a
   clip of its own.
+
+Of a CSV's columns or a JSONL record's keys, the audio path and the
+transcript are read from the first name of AUDIO_KEYS and TEXT_KEYS there,
+with a note when there are several; ``audio_column`` and ``text_column``
+name them instead (a name no record has is an InputError listing the names
+there are).
 
 ``root`` replaces every base a relative path is joined to. What is wrong
 with the manifest itself (a line that is not a record, a BOM, CRLF, blank
@@ -102,10 +109,12 @@ recognition. A duration without an offset is a claim about the clip, compared as
 _CLAIM_YEARS = MAX_CLAIM_S / (365.25 * 86400)
 
 AUDIO_KEYS = (
-    "audio_filepath", "audio_path", "audio_file", "audio_filename", "audio", "wav_filename", "wav_path", "wav_file",
-    "wav", "filepath", "file_path", "path", "filename", "file_name", "file",
+    "audio_filepath", "wav_filename", "wav", "audio_path", "audio_file", "audio_filename", "audio", "wav_path", "wav_file",
+    "filepath", "file_path", "path", "filename", "file_name", "file",
 )  # fmt: skip
-"""Column or key names of a clip's audio path, in order of preference (names are compared in lower case)."""
+"""Column or key names of a clip's audio path, in order of preference (names are compared in lower case): first the
+names a trainer reads (NeMo's ``audio_filepath``, DeepSpeech's ``wav_filename``, SpeechBrain's ``wav``), then the
+generic ones. Of several in one manifest, the first is read and a note names the others (``--audio-column`` chooses)."""
 TEXT_KEYS = ("normalized_text", "normalized_transcript", "text", "transcript", "transcription", "sentence", "wrd", "words")
 """Names of the transcript, in order of preference: a normalized text first (what a TTS front end is fed). NeMo's
 ``pred_text`` is a model's output, not a transcript, and is never read."""
@@ -125,6 +134,8 @@ def read_manifest(
     audio_dir: str | Path | None = None,
     cwd: str | Path | None = None,
     follow_links: bool = False,
+    audio_column: str | None = None,
+    text_column: str | None = None,
 ) -> Manifest:
     """The dataset at ``path`` (a manifest file or a dataset folder) as its manifest describes it.
 
@@ -133,6 +144,9 @@ def read_manifest(
     working directory a trainer would run in (default: this process's, and
     then paths found there stay relative). ``follow_links``: read through
     every symlink (see :func:`read_policy` for what is refused without it).
+    ``audio_column`` and ``text_column``: the column (CSV/TSV) or key (JSONL)
+    holding the audio path and the transcript, instead of the first of
+    AUDIO_KEYS and TEXT_KEYS there (compared in lower case).
     """
     given = str(path)
     if not os.path.exists(given):
@@ -146,6 +160,8 @@ def read_manifest(
         audio_dir=None if audio_dir is None else str(audio_dir),
         cwd=None if cwd is None else str(cwd),
         policy=read_policy(given, layout, root=root, audio_dir=audio_dir, cwd=here, follow_links=follow_links),
+        audio_column=None if audio_column is None else audio_column.strip().lower(),
+        text_column=None if text_column is None else text_column.strip().lower(),
     )
     builder = _Builder(layout)
     if layout == "ljspeech":
@@ -161,6 +177,9 @@ def read_manifest(
         _read_folder(target, ctx, builder)
     if ctx.audio_dir is not None and layout != "ljspeech":
         builder.notes.append(f"--audio-dir applies to LJSpeech ids only; this is a {layout} dataset, so it was not used")
+    for option, value in (("--audio-column", ctx.audio_column), ("--text-column", ctx.text_column)):
+        if value is not None and layout not in ("csv", "nemo"):
+            builder.notes.append(f"{option} applies to CSV/TSV and JSONL manifests only; this is a {layout} dataset, so it was not used")
     return builder.build(given)
 
 
@@ -266,6 +285,8 @@ class _Context:
     audio_dir: str | None
     cwd: str | None
     policy: ReadPolicy = field(default_factory=ReadPolicy)
+    audio_column: str | None = None  # the column (or key) of the audio path, as --audio-column names it, in lower case
+    text_column: str | None = None
 
 
 @dataclass
@@ -282,6 +303,25 @@ class _Builder:
     unreadable_texts: list[str] = field(default_factory=list)  # a folder dataset's transcripts that cannot be read
     columns: dict[str, Sequence[object]] | None = None  # every entry at once, as columns (instead of ``entries``)
     bases: tuple[str, ...] = ()  # see Manifest.bases
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "audio", "text" -> the first set of candidates seen, the one read first
+
+    def saw_names(self, names: Sequence[str], ctx: _Context) -> None:
+        """The column (or key) names of a record, lower case: when several could be its audio path or its transcript
+        and no option named one, the first such set is kept for :meth:`choice_notes`."""
+        for what, keys, chosen in (("audio", AUDIO_KEYS, ctx.audio_column), ("text", TEXT_KEYS, ctx.text_column)):
+            if chosen is None and what not in self.choices:
+                found = _candidates(names, keys)
+                if len(found) > 1:
+                    self.choices[what] = found
+
+    def choice_notes(self, kind: str) -> None:
+        """A note for each of the audio path and the transcript that had several candidate ``kind``s (column, key)."""
+        for what, option in (("audio", "--audio-column"), ("text", "--text-column")):
+            found = self.choices.get(what)
+            if found:
+                name = "audio path" if what == "audio" else "transcript"
+                others = ", ".join(repr(other) for other in found[1:])
+                self.notes.append(f"{len(found)} {kind}s could be the {name}: {found[0]!r} was read, not {others} (choose with {option} NAME)")
 
     def problem(self, kind: str, message: str, manifest: str, line: int | None = None, file: str | None = None, lines: int = 1) -> None:
         if kind in ("unparsable", "no-audio-field"):
@@ -479,6 +519,28 @@ def _first_key(names: Iterable[str], keys: tuple[str, ...]) -> str | None:
     return next((key for key in keys if key in present), None)
 
 
+def _candidates(names: Iterable[str], keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of ``keys`` among ``names``, in the order of preference of ``keys``."""
+    present = set(names)
+    return tuple(key for key in keys if key in present)
+
+
+NAMES_SHOWN = 40
+"""The most column or key names an error listing a manifest's names shows; the rest are counted."""
+
+
+def _require_named(path: str, ctx: _Context, names: Sequence[str], kind: str) -> None:
+    """An InputError when --audio-column or --text-column names no ``kind`` (column, key) of the manifest, which
+    has ``names`` (as written): one line listing them."""
+    present = {name.strip().lower() for name in names}
+    for option, wanted in (("--audio-column", ctx.audio_column), ("--text-column", ctx.text_column)):
+        if wanted is not None and wanted not in present:
+            shown = ", ".join(_quote(name.strip(), 40) for name in names[:NAMES_SHOWN])
+            more = f" and {len(names) - NAMES_SHOWN:,} more" if len(names) > NAMES_SHOWN else ""
+            where = "its header names" if kind == "column" else "its records have the keys"
+            raise InputError(path, f"has no {kind} {_quote(wanted, 40)} ({option}): {where} {shown or 'none'}{more}")
+
+
 @dataclass
 class _Columns:
     """Which fields of a record (JSON keys or CSV header names, lower case) hold what."""
@@ -491,11 +553,14 @@ class _Columns:
     offset: str | None
 
     @classmethod
-    def of(cls, names: Iterable[str]) -> _Columns:
+    def of(cls, names: Iterable[str], ctx: _Context | None = None) -> _Columns:
+        """The fields of a record with ``names``: the first alias of each there, or the one ``ctx``'s options name."""
         names = list(names)
+        audio = ctx.audio_column if ctx is not None else None
+        text = ctx.text_column if ctx is not None else None
         return cls(
-            _first_key(names, AUDIO_KEYS),
-            _first_key(names, TEXT_KEYS),
+            audio or _first_key(names, AUDIO_KEYS),
+            text or _first_key(names, TEXT_KEYS),
             _first_key(names, SPEAKER_KEYS),
             _first_key(names, ID_KEYS),
             _first_key(names, DURATION_KEYS),
@@ -557,6 +622,10 @@ def _record(
         wanted = ", ".join(AUDIO_KEYS[:6])
         builder.problem("no-audio-field", f"line {number} names no audio file (no field {wanted}, ...)", manifest, number)
         return
+    if columns.audio not in fields:  # a key --audio-column names that this record lacks
+        shown = ", ".join(_quote(name, 40) for name in list(fields)[:NAMES_SHOWN])
+        builder.problem("no-audio-field", f"line {number} has no field {_quote(columns.audio, 40)} (its fields: {shown or 'none'})", manifest, number)
+        return
     value = fields.get(columns.audio)
     if isinstance(value, dict):  # Hugging Face style {"path": ..., "array": ...}
         value = value.get("path")
@@ -610,11 +679,13 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
         builder.problem("unparsable", f"is {what}, not JSON Lines: NeMo reads one JSON object per line", path, number)
         return
     resolve = _PathResolver(path, ctx)
-    if _read_nemo_columns(path, resolve, builder):
+    if _read_nemo_columns(path, ctx, resolve, builder):
         resolve.note(builder)
         builder.bases = resolve.bases
+        builder.choice_notes("key")
         return
     known: dict[tuple[str, ...], _Columns] = {}  # the columns of each set of keys seen (records mostly share one)
+    keys: dict[str, str] = {}  # every key seen, in lower case -> as first written (for an option naming none of them)
     for number, text in _lines(path, builder):
         try:
             record = _loads(text)
@@ -633,15 +704,26 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
         found = known.get(raw)
         if found is None:
             folded = any(key != key.lower() for key in raw)
-            found = (_Columns.of(tuple(_folded(record)) if folded else raw), folded)
+            names = tuple(_folded(record)) if folded else raw
+            found = (_Columns.of(names, ctx), folded)
+            builder.saw_names(names, ctx)
+            if len(keys) < MAX_KEYS_SEEN:
+                keys.update((key.lower(), key) for key in raw if key.lower() not in keys)
             if len(known) < 1024:  # bounded, should every line have keys of its own
                 known[raw] = found
         columns, folded = found
         if folded or not _plain_entry(record, columns, number, path, resolve, builder):
             record = _exactly(record, text)
             _record(_folded(record) if folded else record, columns, number, path, resolve, builder)
+    if keys or builder.entries:
+        _require_named(path, ctx, list(keys.values()), "key")
     resolve.note(builder)
     builder.bases = resolve.bases
+    builder.choice_notes("key")
+
+
+MAX_KEYS_SEEN = 10_000
+"""The most distinct keys of a JSONL manifest's records remembered, to say which there are when an option names none."""
 
 
 COLUMNAR_MAX_BYTES = 32 * 1024 * 1024
@@ -682,7 +764,7 @@ least this much (``"k":0``). A file under it is mostly objects without those fie
 by one (a new key a line: 20,000 lines, 1.7 MB, took 3.4 GB). Bounds Arrow's values to a quarter of the file's bytes."""
 
 
-def _read_nemo_columns(path: str, resolve: Callable[[str], str], builder: _Builder) -> bool:
+def _read_nemo_columns(path: str, ctx: _Context, resolve: Callable[[str], str], builder: _Builder) -> bool:
     """Every entry of a plain NeMo manifest at once, as columns, parsed by Arrow's JSON reader: True when it was.
 
     False, having changed nothing, for a manifest the line reading has
@@ -726,7 +808,7 @@ def _read_nemo_columns(path: str, resolve: Callable[[str], str], builder: _Build
     if table is None:
         return False
     try:
-        return _columns_of_table(table, lines, path, resolve, builder)
+        return _columns_of_table(table, lines, path, ctx, resolve, builder)
     finally:
         del table
         release = getattr(pa.default_memory_pool(), "release_unused", None)  # pyarrow 9 and later
@@ -793,7 +875,7 @@ def _widest_object(schema: Any, pa: Any) -> int:
     return widest
 
 
-def _columns_of_table(table: Any, lines: int, path: str, resolve: Callable[[str], str], builder: _Builder) -> bool:
+def _columns_of_table(table: Any, lines: int, path: str, ctx: _Context, resolve: Callable[[str], str], builder: _Builder) -> bool:
     """The entries of a manifest Arrow parsed (``lines`` lines long) as ``builder.columns``, when it is plain: see
     :func:`_read_nemo_columns`."""
     import pyarrow as pa
@@ -805,7 +887,8 @@ def _columns_of_table(table: Any, lines: int, path: str, resolve: Callable[[str]
     present = set(names)
     if any(len(present.intersection(keys)) > 1 for keys in (SPEAKER_KEYS, ID_KEYS)):
         return False  # a record without the first name would be read under the second
-    columns = _Columns.of(names)
+    _require_named(path, ctx, names, "key")  # every record's keys are columns of the table
+    columns = _Columns.of(names, ctx)
     if columns.audio is None or columns.text is None or columns.offset is not None:
         return False
     rows = table.num_rows
@@ -834,6 +917,7 @@ def _columns_of_table(table: Any, lines: int, path: str, resolve: Callable[[str]
     if len(set(keys)) != rows:
         return False  # a duplicate-id problem
     # judged plain: every line is an entry
+    builder.saw_names(names, ctx)
     resolved = audio if _all_absolute_normal(table.column(columns.audio)) else [resolve(listed) for listed in audio]
     builder.columns = {
         "line": range(1, rows + 1), "id": keys, "audio": resolved, "listed": audio, "text": texts, "manifest": [path] * rows,
@@ -986,8 +1070,10 @@ def _read_csv(path: str, ctx: _Context, builder: _Builder) -> None:
             continue
         number = start[0]
         if header is None:
+            _require_named(path, ctx, row, "column")
             header = [cell.strip().lower() for cell in row]
-            columns = _Columns.of(header)
+            columns = _Columns.of(header, ctx)
+            builder.saw_names(header, ctx)
             if columns.audio is None:
                 wanted = ", ".join(AUDIO_KEYS[:8])
                 builder.problem(
@@ -1009,6 +1095,7 @@ def _read_csv(path: str, ctx: _Context, builder: _Builder) -> None:
         _record(dict(zip(header, row)), columns, number, path, resolve, builder)
     resolve.note(builder)
     builder.bases = resolve.bases
+    builder.choice_notes("column")
 
 
 # --- LJSpeech metadata.csv ------------------------------------------------------
