@@ -295,3 +295,18 @@ def test_a_path_looked_for_in_one_place_is_named_as_resolved(capsys, tmp_path, c
     jsonl(tmp_path / "data" / "manifest.jsonl", {"audio_filepath": str(clips[0]), "text": "a"}, {"audio_filepath": "gone.wav", "text": "b"})
     evidence = missing_evidence(capsys, str(tmp_path / "data" / "manifest.jsonl"), "--root", str(tmp_path))
     assert evidence == [f"line 2: resolved to {tmp_path}/gone.wav"]
+
+
+# --- a manifest that lists nothing -----------------------------------------------------------------
+
+
+def test_a_manifest_that_lists_no_clip_says_why_nothing_was_checked_once(capsys, tmp_path):
+    path = tmp_path / "ASR_train.json"
+    path.write_text('{\n    "spk1_snt1": {\n        "wav": "{data_root}/spk1_snt1.wav",\n        "duration": "2.87"\n    }\n}\n')
+    code, out, _ = run_cli(capsys, str(path))
+    assert code == 1
+    skipped = [line for line in out.splitlines() if line.lstrip().startswith("Skipped")]
+    assert len(skipped) == 1, skipped
+    assert skipped[0].endswith(": the manifest lists no clip")
+    assert "TP-DATA-SAMPLE-RATE" in skipped[0]
+    assert "TP-DATA-TEXT-RATE" in skipped[0]

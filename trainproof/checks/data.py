@@ -138,8 +138,13 @@ class DataContext:
 def _need_clips(ctx: DataContext) -> pd.DataFrame:
     decoded = ctx.decoded
     if decoded.empty:
-        raise NotApplicable("no clip could be read")
+        raise NotApplicable(_no_clip(ctx))
     return decoded
+
+
+def _no_clip(ctx: DataContext) -> str:
+    """Why a rule about the clips' audio has nothing to judge."""
+    return "the manifest lists no clip" if ctx.table.empty else "no clip could be read"
 
 
 def _examples(
@@ -386,7 +391,7 @@ def duration(ctx: DataContext) -> Iterator[Hit]:
     kinds = table["error_kind"]
     readable, past = kinds.isna(), kinds == TOO_LONG
     if not (readable.any() or past.any()):
-        raise NotApplicable("no clip could be read")
+        raise NotApplicable(_no_clip(ctx))
     seconds = table["duration_s"]
     rows = table[(readable & ((seconds < t.DATA_MIN_DURATION_S) | (seconds > t.DATA_MAX_DURATION_S))) | past]
     bounds = f"bounds {figures.num(t.DATA_MIN_DURATION_S)}-{figures.num(t.DATA_MAX_DURATION_S)} s"
@@ -704,7 +709,7 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     decoded = _need_clips(ctx)
     t = ctx.t
     if len(decoded) < t.DATA_CPS_MIN_CLIPS:
-        raise NotApplicable(f"only {len(decoded)} readable clips (needs {t.DATA_CPS_MIN_CLIPS})")
+        raise NotApplicable(f"only {len(decoded)} readable clip{'s' if len(decoded) != 1 else ''} (needs {t.DATA_CPS_MIN_CLIPS})")
     speech = (decoded["duration_s"] - decoded["lead_s"] - decoded["trail_s"]).clip(lower=0.05)
     letters = pd.Series(ctx.letters[decoded.index.to_numpy()], index=decoded.index)  # the table's index: manifest order
     spoken = letters > 0
