@@ -49,7 +49,7 @@ def test_pass_exits_0_and_names_checks(capsys, healthy_log):
     assert code == 0, out
     assert out.startswith("trainproof epoch: PASS")
     assert "Checks ran" in out
-    assert "Skipped TP-OVERFIT: the log has no eval loss" in out
+    assert "Skipped TP-EVAL-NONFINITE, TP-OVERFIT: the log has no eval loss" in out  # one line per reason
     assert err == ""
 
 

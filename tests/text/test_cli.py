@@ -56,7 +56,7 @@ def test_a_clean_file_exits_0(capsys, tmp_path):
     code, out, err = run(capsys, "text", jsonl(tmp_path, *rows(3)))
     assert code == 0
     assert out.startswith("trainproof text: PASS")
-    assert "Skipped TP-TEXT-TOO-LONG: no --tokenizer given" in out
+    assert "Skipped TP-TEXT-TRUNCATED-TARGET, TP-TEXT-TOO-LONG: no --tokenizer given" in out
     assert err == ""
 
 
@@ -425,7 +425,7 @@ def test_rows_the_tokenizer_cannot_encode_are_never_a_silent_pass(capsys, tmp_pa
         f"trainproof: error: {only}: --max-len could not be judged: the tokenizer failed on this file "
         "('\\ud800' is a lone UTF-16 surrogate, not Unicode text)"
     )
-    assert "Skipped TP-TEXT-TOO-LONG: the tokenizer failed on this file" in out
+    assert "Skipped TP-TEXT-TRUNCATED-TARGET, TP-TEXT-TOO-LONG: the tokenizer failed on this file" in out
 
 
 # --- how the lengths were counted ---------------------------------------------------------------------------------

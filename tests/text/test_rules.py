@@ -428,6 +428,30 @@ def test_the_number_of_examples_is_a_threshold(tmp_path):
     assert hits[0].message == "Line 2 repeats line 1. 5 of 6 rows repeat an earlier row (83%); the first 2 are named here and 3 more."
 
 
+def test_a_row_identical_to_an_earlier_row_is_counted_identical_and_named_with_it(tmp_path):
+    """Lines 2 and 3 are byte for byte the same; line 1 differs from them only in case. Line 3 repeats line 2 exactly,
+    though the first row it folds to is line 1: it is counted with the identical rows and named with line 2."""
+    rows = ({"prompt": "Hello there", "completion": "Hi."}, {"prompt": "hello there", "completion": "hi."}, {"prompt": "hello there", "completion": "hi."})
+    hits = findings_of(judged(jsonl(tmp_path, *rows)), "TP-TEXT-DUPLICATE")
+    assert [f.message.split(".")[0] for f in hits] == [
+        "Line 2 repeats line 1 after folding case, Unicode form and whitespace",
+        "Line 3 repeats line 2",
+    ]
+    assert {f.evidence for f in hits} == {"1 identical to an earlier row, 1 equal to one only after folding case, Unicode form and whitespace"}
+
+
+def test_the_duplicate_counts_of_a_real_file_add_up(corpus):
+    """mlx-examples' wwdc25 train.jsonl: 1,800 rows, 437 byte-identical to an earlier one (164 groups), 477 repeats
+    once case and whitespace are folded."""
+    path = corpus / "public" / "datasets" / "text" / "ml-explore__mlx-examples__wwdc25_data_train.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    identical = len(lines) - len(set(lines))
+    hits = findings_of(judged(path), "TP-TEXT-DUPLICATE")
+    assert hits[0].values["count"] == 477
+    assert hits[0].evidence == f"{identical} identical to an earlier row, {477 - identical} equal to one only after folding case, Unicode form and whitespace"
+    assert identical == 437
+
+
 # --- lengths, with real tokenizers ------------------------------------------------------------------------------
 
 

@@ -138,8 +138,13 @@ class DataContext:
 def _need_clips(ctx: DataContext) -> pd.DataFrame:
     decoded = ctx.decoded
     if decoded.empty:
-        raise NotApplicable("no clip could be read")
+        raise NotApplicable(_no_clip(ctx))
     return decoded
+
+
+def _no_clip(ctx: DataContext) -> str:
+    """Why a rule about the clips' audio has nothing to judge."""
+    return "the manifest lists no clip" if ctx.table.empty else "no clip could be read"
 
 
 def _examples(
@@ -263,15 +268,23 @@ def unlisted(ctx: DataContext) -> Iterator[Hit]:
 def missing(ctx: DataContext) -> Iterator[Hit]:
     """A listed audio file does not exist.
 
-    What it detects: manifest lines whose audio path, resolved the way the trainer reading this layout resolves it, names no file.
+    What it detects: manifest lines whose audio path, resolved the way the trainer reading this layout resolves it, names no file (every path looked for at is named: the working directory's and the manifest folder's, for NeMo and CSV).
     Why it matters: a loader crashes mid-epoch, or (NeMo, Coqui) substitutes or drops the clip and trains on less than you think.
     Fires on: a clip deleted after the manifest was written; a manifest written on another machine with absolute paths.
     Does not fire on: paths that resolve, relative to the working directory or the manifest as the layout's trainer does.
     Does not mean: the file is lost; `--root` or `--audio-dir` may point at where it is.
     """
+    from trainproof.data.manifest import tried_paths
+
     table = ctx.table
     rows = table[table["error_kind"] == "missing"]
-    yield from _examples(ctx, rows, "clips are missing", lambda r: (f"{_name(r)} does not exist.", f"line {r.line}: resolved to {_shown(r.audio)}"))
+
+    def say(r: Any) -> tuple[str, str]:
+        tried = tried_paths(ctx.manifest, r.listed)
+        where = f"looked for at {', then '.join(map(_shown, tried))}" if tried and tried != (r.audio,) else f"resolved to {_shown(r.audio)}"
+        return f"{_name(r)} does not exist.", f"line {r.line}: {where}"
+
+    yield from _examples(ctx, rows, "clips are missing", say)
 
 
 def unreadable(ctx: DataContext) -> Iterator[Hit]:
@@ -378,7 +391,7 @@ def duration(ctx: DataContext) -> Iterator[Hit]:
     kinds = table["error_kind"]
     readable, past = kinds.isna(), kinds == TOO_LONG
     if not (readable.any() or past.any()):
-        raise NotApplicable("no clip could be read")
+        raise NotApplicable(_no_clip(ctx))
     seconds = table["duration_s"]
     rows = table[(readable & ((seconds < t.DATA_MIN_DURATION_S) | (seconds > t.DATA_MAX_DURATION_S))) | past]
     bounds = f"bounds {figures.num(t.DATA_MIN_DURATION_S)}-{figures.num(t.DATA_MAX_DURATION_S)} s"
@@ -696,7 +709,7 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     decoded = _need_clips(ctx)
     t = ctx.t
     if len(decoded) < t.DATA_CPS_MIN_CLIPS:
-        raise NotApplicable(f"only {len(decoded)} readable clips (needs {t.DATA_CPS_MIN_CLIPS})")
+        raise NotApplicable(f"only {len(decoded)} readable clip{'s' if len(decoded) != 1 else ''} (needs {t.DATA_CPS_MIN_CLIPS})")
     speech = (decoded["duration_s"] - decoded["lead_s"] - decoded["trail_s"]).clip(lower=0.05)
     letters = pd.Series(ctx.letters[decoded.index.to_numpy()], index=decoded.index)  # the table's index: manifest order
     spoken = letters > 0

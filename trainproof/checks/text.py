@@ -215,27 +215,34 @@ def roles(ctx: TextContext) -> Iterator[Hit]:
 def duplicates(ctx: TextContext) -> Iterator[Hit]:
     """Rows repeat an earlier row exactly, or after case and whitespace are folded.
 
-    What it detects: rows whose prompt and trained part equal an earlier row's, exactly or after Unicode, case and whitespace folding (each named with the line it repeats).
+    What it detects: rows whose prompt and trained part equal an earlier row's, exactly or after Unicode, case and whitespace folding (each named with the line it repeats: the first identical row, else the first equal after folding); the evidence counts the rows identical to an earlier row and those equal to one only after folding.
     Why it matters: duplicates weigh those examples double and leak between a train and an evaluation split.
     Fires on: the same example appended twice; "Hello  World" and "hello world" with the same answer.
     Does not fire on: rows that share a prompt but differ in the answer.
     Does not mean: which copy to keep.
     """
-    first: dict[tuple, int] = {}
-    repeats: list[tuple[int, int]] = []
-    for i, key in enumerate(ctx.folded):
-        if key in first:
-            repeats.append((i, first[key]))
-        else:
-            first[key] = i
     rows = ctx.dataset.rows
-    exact = {i for i, j in repeats if _key(rows[i], str) == _key(rows[j], str)}
-    original = dict(repeats)
-    yield from _row_hits(
-        ctx, [i for i, _ in repeats], "repeat an earlier row",
-        lambda r: (f"Line {r.line} repeats line {rows[original[_index(ctx, r)]].line}{'' if _index(ctx, r) in exact else ' (after case and whitespace folding)'}.",
-                   f"{len(exact):,} exact and {len(repeats) - len(exact):,} folded duplicates"),
-    )  # fmt: skip
+    first: dict[tuple, int] = {}  # folded key -> the first row with it
+    first_exact: dict[tuple, int] = {}  # exact key -> the first row with it
+    repeated: dict[int, tuple[int, bool]] = {}  # a repeating row's line -> (the row it repeats, whether byte for byte)
+    for i, key in enumerate(ctx.folded):
+        exact = first_exact.setdefault(_key(rows[i], str), i)
+        if exact != i:  # identical to an earlier row: named with the first of them
+            repeated[rows[i].line] = (exact, True)
+        elif key in first:
+            repeated[rows[i].line] = (first[key], False)
+        first.setdefault(key, i)
+    identical = sum(same for _, same in repeated.values())
+    folded = len(repeated) - identical
+
+    def say(r: Row) -> tuple[str, str]:
+        earlier, same = repeated[r.line]
+        how = "" if same else " after folding case, Unicode form and whitespace"
+        return (f"Line {r.line} repeats line {rows[earlier].line}{how}.",
+                f"{identical:,} identical to an earlier row, {folded:,} equal to one only after folding case, Unicode form and whitespace")
+
+    indices = [i for i, row in enumerate(rows) if row.line in repeated]
+    yield from _row_hits(ctx, indices, "repeat an earlier row", say)
 
 
 def _index(ctx: TextContext, row: Row) -> int:

@@ -33,6 +33,12 @@ def _folder_name(text: str) -> str:
     return text
 
 
+def _column_name(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("needs a column name, got an empty one")
+    return text
+
+
 def _arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("dataset")
     group.add_argument(
@@ -41,6 +47,20 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="resolve every relative audio path against DIR, or a URI (s3://, gs://, file://) (overrides each layout's own rule)",
     )
     group.add_argument("--audio-dir", metavar="DIR", help="where an LJSpeech-style metadata.csv's clips are (default: wavs/ or audio/ beside it)")
+    group.add_argument(
+        "--audio-column",
+        type=_column_name,
+        metavar="NAME",
+        help="the CSV/TSV column or JSONL key holding each clip's audio path (default: the first of audio_filepath, "
+        "wav_filename, wav, audio_path, ... there; a note names the others when there are several)",
+    )
+    group.add_argument(
+        "--text-column",
+        type=_column_name,
+        metavar="NAME",
+        help="the CSV/TSV column or JSONL key holding each clip's transcript (default: the first of normalized_text, text, "
+        "transcript, sentence, wrd, ... there; a note names the others when there are several)",
+    )
     group.add_argument("--sample-rate", type=_positive(int), metavar="HZ", help="the sample rate the clips must have (default: one rate, whichever)")
     group.add_argument("--channels", type=_positive(int), metavar="N", help="the channel count the clips must have (default: one count, whichever)")
     group.add_argument(
@@ -69,6 +89,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "root": args.root,
         "audio_dir": args.audio_dir,
+        "audio_column": args.audio_column,
+        "text_column": args.text_column,
         "sample_rate": args.sample_rate,
         "channels": args.channels,
         "jobs": args.jobs,

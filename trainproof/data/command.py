@@ -66,7 +66,7 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
         from trainproof.data import uri
 
         _require_reachable(source, uri.reach(remote))
-    policy = read_policy(manifest.path, manifest.layout, **_reading(options))  # the roots the manifest was read under
+    policy = read_policy(manifest.path, manifest.layout, **_roots(options))  # the roots the manifest was read under
     cache = _cache(options)
     if cache is None:
         records = _decode(refs, None, options, policy)
@@ -103,10 +103,15 @@ def manifest_of(source: Any, options: Mapping[str, Any]) -> Manifest:
     return memo.remembered(key, lambda: read_manifest(source, **how))
 
 
-def _reading(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options that change how a manifest is read (and so which reading an invocation may share), and what its
-    clips may be read through, as :func:`~trainproof.data.manifest.read_manifest` and ``read_policy`` take them."""
+def _roots(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that say what a dataset's clips may be read through, as ``read_policy`` takes them."""
     return {"root": options.get("root"), "audio_dir": options.get("audio_dir"), "follow_links": bool(options.get("follow_links"))}
+
+
+def _reading(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that change how a manifest is read (and so which reading an invocation may share), as
+    :func:`~trainproof.data.manifest.read_manifest` takes them."""
+    return {**_roots(options), "audio_column": options.get("audio_column"), "text_column": options.get("text_column")}
 
 
 def _decode(refs: list[ClipRef], cache: Any, options: Mapping[str, Any], policy: Any = None) -> ClipRecords:

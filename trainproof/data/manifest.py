@@ -18,12 +18,23 @@ The layout is detected from the path:
   reader when pyarrow is installed; any other, line by line.
 - ``csv``: a comma- or tab-separated file with a header naming the columns
   (the JSONL names, DeepSpeech's ``wav_filename``/``transcript``, Common
-  Voice's ``path``/``sentence``/``client_id``); paths resolve like NeMo's,
-  then in ``clips/`` beside the manifest (Common Voice).
+  Voice's ``path``/``sentence``/``client_id``, SpeechBrain's ``wav``/``wrd``);
+  paths resolve like NeMo's, then in ``clips/`` beside the manifest (Common
+  Voice).
 - ``kaldi``: a data dir (``wav.scp``, ``text``, ``utt2spk``, optional
   ``segments``), relative paths from the working directory (the recipe root).
 - ``folder``: a folder of audio with sibling transcripts of the same stem
-  (``.txt``, ``.lab``, ``.normalized.txt``, ``.original.txt``).
+  (``.txt``, ``.lab``, ``.normalized.txt``, ``.original.txt``). One clip per
+  audio file: of several transcripts beside it, the first holding text is
+  read (a note names the others); a file of start/end times (pocketsphinx's
+  and Audacity's ``.lab`` labels, HTK alignments) is not a transcript, nor a
+  clip of its own.
+
+Of a CSV's columns or a JSONL record's keys, the audio path and the
+transcript are read from the first name of AUDIO_KEYS and TEXT_KEYS there,
+with a note when there are several; ``audio_column`` and ``text_column``
+name them instead (a name no record has is an InputError listing the names
+there are).
 
 ``root`` replaces every base a relative path is joined to. What is wrong
 with the manifest itself (a line that is not a record, a BOM, CRLF, blank
@@ -98,10 +109,12 @@ recognition. A duration without an offset is a claim about the clip, compared as
 _CLAIM_YEARS = MAX_CLAIM_S / (365.25 * 86400)
 
 AUDIO_KEYS = (
-    "audio_filepath", "audio_path", "audio_file", "audio_filename", "audio", "wav_filename", "wav_path", "wav_file",
-    "wav", "filepath", "file_path", "path", "filename", "file_name", "file",
+    "audio_filepath", "wav_filename", "wav", "audio_path", "audio_file", "audio_filename", "audio", "wav_path", "wav_file",
+    "filepath", "file_path", "path", "filename", "file_name", "file",
 )  # fmt: skip
-"""Column or key names of a clip's audio path, in order of preference (names are compared in lower case)."""
+"""Column or key names of a clip's audio path, in order of preference (names are compared in lower case): first the
+names a trainer reads (NeMo's ``audio_filepath``, DeepSpeech's ``wav_filename``, SpeechBrain's ``wav``), then the
+generic ones. Of several in one manifest, the first is read and a note names the others (``--audio-column`` chooses)."""
 TEXT_KEYS = ("normalized_text", "normalized_transcript", "text", "transcript", "transcription", "sentence", "wrd", "words")
 """Names of the transcript, in order of preference: a normalized text first (what a TTS front end is fed). NeMo's
 ``pred_text`` is a model's output, not a transcript, and is never read."""
@@ -121,6 +134,8 @@ def read_manifest(
     audio_dir: str | Path | None = None,
     cwd: str | Path | None = None,
     follow_links: bool = False,
+    audio_column: str | None = None,
+    text_column: str | None = None,
 ) -> Manifest:
     """The dataset at ``path`` (a manifest file or a dataset folder) as its manifest describes it.
 
@@ -129,6 +144,9 @@ def read_manifest(
     working directory a trainer would run in (default: this process's, and
     then paths found there stay relative). ``follow_links``: read through
     every symlink (see :func:`read_policy` for what is refused without it).
+    ``audio_column`` and ``text_column``: the column (CSV/TSV) or key (JSONL)
+    holding the audio path and the transcript, instead of the first of
+    AUDIO_KEYS and TEXT_KEYS there (compared in lower case).
     """
     given = str(path)
     if not os.path.exists(given):
@@ -142,6 +160,8 @@ def read_manifest(
         audio_dir=None if audio_dir is None else str(audio_dir),
         cwd=None if cwd is None else str(cwd),
         policy=read_policy(given, layout, root=root, audio_dir=audio_dir, cwd=here, follow_links=follow_links),
+        audio_column=None if audio_column is None else audio_column.strip().lower(),
+        text_column=None if text_column is None else text_column.strip().lower(),
     )
     builder = _Builder(layout)
     if layout == "ljspeech":
@@ -157,6 +177,9 @@ def read_manifest(
         _read_folder(target, ctx, builder)
     if ctx.audio_dir is not None and layout != "ljspeech":
         builder.notes.append(f"--audio-dir applies to LJSpeech ids only; this is a {layout} dataset, so it was not used")
+    for option, value in (("--audio-column", ctx.audio_column), ("--text-column", ctx.text_column)):
+        if value is not None and layout not in ("csv", "nemo"):
+            builder.notes.append(f"{option} applies to CSV/TSV and JSONL manifests only; this is a {layout} dataset, so it was not used")
     return builder.build(given)
 
 
@@ -262,6 +285,8 @@ class _Context:
     audio_dir: str | None
     cwd: str | None
     policy: ReadPolicy = field(default_factory=ReadPolicy)
+    audio_column: str | None = None  # the column (or key) of the audio path, as --audio-column names it, in lower case
+    text_column: str | None = None
 
 
 @dataclass
@@ -277,6 +302,26 @@ class _Builder:
     garbage_check: bool = True
     unreadable_texts: list[str] = field(default_factory=list)  # a folder dataset's transcripts that cannot be read
     columns: dict[str, Sequence[object]] | None = None  # every entry at once, as columns (instead of ``entries``)
+    bases: tuple[str, ...] = ()  # see Manifest.bases
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "audio", "text" -> the first set of candidates seen, the one read first
+
+    def saw_names(self, names: Sequence[str], ctx: _Context) -> None:
+        """The column (or key) names of a record, lower case: when several could be its audio path or its transcript
+        and no option named one, the first such set is kept for :meth:`choice_notes`."""
+        for what, keys, chosen in (("audio", AUDIO_KEYS, ctx.audio_column), ("text", TEXT_KEYS, ctx.text_column)):
+            if chosen is None and what not in self.choices:
+                found = _candidates(names, keys)
+                if len(found) > 1:
+                    self.choices[what] = found
+
+    def choice_notes(self, kind: str) -> None:
+        """A note for each of the audio path and the transcript that had several candidate ``kind``s (column, key)."""
+        for what, option in (("audio", "--audio-column"), ("text", "--text-column")):
+            found = self.choices.get(what)
+            if found:
+                name = "audio path" if what == "audio" else "transcript"
+                others = ", ".join(repr(other) for other in found[1:])
+                self.notes.append(f"{len(found)} {kind}s could be the {name}: {found[0]!r} was read, not {others} (choose with {option} NAME)")
 
     def problem(self, kind: str, message: str, manifest: str, line: int | None = None, file: str | None = None, lines: int = 1) -> None:
         if kind in ("unparsable", "no-audio-field"):
@@ -315,7 +360,20 @@ class _Builder:
                 notes.append(f"{count:,} lines are {kind}; the first {MAX_LINE_PROBLEMS:,} are listed")
         problems = sorted(self.problems, key=lambda p: (p.manifest, p.line if p.line is not None else 0))
         entries = Entries(self.entries) if self.columns is None else Entries(columns=self.columns)
-        return Manifest(path=path, layout=self.layout, entries=entries, problems=tuple(problems), notes=tuple(notes))
+        return Manifest(path=path, layout=self.layout, entries=entries, problems=tuple(problems), notes=tuple(notes), bases=self.bases)
+
+
+def tried_paths(manifest: Manifest, listed: str) -> tuple[str, ...]:
+    """Every file a listed path was looked for at, in order, as the layout's resolver looked (see
+    :attr:`Manifest.bases`); empty when the layout looks in one place only, which is then the entry's ``audio``. An
+    LJSpeech id without an extension was looked for with each audio extension: ``wavs/x.*``."""
+    if not manifest.bases or is_uri(listed) or os.path.isabs(listed):
+        return ()
+    if manifest.layout == "ljspeech":
+        if "/" in listed or os.sep in listed:  # an id with a folder resolves against the dataset's folder alone
+            return ()
+        listed = listed if _extension(listed) in _AUDIO else listed + ".*"
+    return tuple(dict.fromkeys(_join(base, listed) for base in manifest.bases))
 
 
 def _quote(text: object, limit: int = 60) -> str:
@@ -461,6 +519,28 @@ def _first_key(names: Iterable[str], keys: tuple[str, ...]) -> str | None:
     return next((key for key in keys if key in present), None)
 
 
+def _candidates(names: Iterable[str], keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of ``keys`` among ``names``, in the order of preference of ``keys``."""
+    present = set(names)
+    return tuple(key for key in keys if key in present)
+
+
+NAMES_SHOWN = 40
+"""The most column or key names an error listing a manifest's names shows; the rest are counted."""
+
+
+def _require_named(path: str, ctx: _Context, names: Sequence[str], kind: str) -> None:
+    """An InputError when --audio-column or --text-column names no ``kind`` (column, key) of the manifest, which
+    has ``names`` (as written): one line listing them."""
+    present = {name.strip().lower() for name in names}
+    for option, wanted in (("--audio-column", ctx.audio_column), ("--text-column", ctx.text_column)):
+        if wanted is not None and wanted not in present:
+            shown = ", ".join(_quote(name.strip(), 40) for name in names[:NAMES_SHOWN])
+            more = f" and {len(names) - NAMES_SHOWN:,} more" if len(names) > NAMES_SHOWN else ""
+            where = "its header names" if kind == "column" else "its records have the keys"
+            raise InputError(path, f"has no {kind} {_quote(wanted, 40)} ({option}): {where} {shown or 'none'}{more}")
+
+
 @dataclass
 class _Columns:
     """Which fields of a record (JSON keys or CSV header names, lower case) hold what."""
@@ -473,11 +553,14 @@ class _Columns:
     offset: str | None
 
     @classmethod
-    def of(cls, names: Iterable[str]) -> _Columns:
+    def of(cls, names: Iterable[str], ctx: _Context | None = None) -> _Columns:
+        """The fields of a record with ``names``: the first alias of each there, or the one ``ctx``'s options name."""
         names = list(names)
+        audio = ctx.audio_column if ctx is not None else None
+        text = ctx.text_column if ctx is not None else None
         return cls(
-            _first_key(names, AUDIO_KEYS),
-            _first_key(names, TEXT_KEYS),
+            audio or _first_key(names, AUDIO_KEYS),
+            text or _first_key(names, TEXT_KEYS),
             _first_key(names, SPEAKER_KEYS),
             _first_key(names, ID_KEYS),
             _first_key(names, DURATION_KEYS),
@@ -516,6 +599,13 @@ class _PathResolver:
                     return candidate
         return beside
 
+    @property
+    def bases(self) -> tuple[str, ...]:
+        """Where a relative path is looked for, in order (see :attr:`Manifest.bases`)."""
+        if self.ctx.root is not None:
+            return (self.ctx.root,)
+        return (self.ctx.cwd or "", self.folder, *self.fallbacks)
+
     def note(self, builder: _Builder) -> None:
         if self.from_cwd and self.from_manifest:
             builder.notes.append(
@@ -531,6 +621,10 @@ def _record(
     if columns.audio is None:
         wanted = ", ".join(AUDIO_KEYS[:6])
         builder.problem("no-audio-field", f"line {number} names no audio file (no field {wanted}, ...)", manifest, number)
+        return
+    if columns.audio not in fields:  # a key --audio-column names that this record lacks
+        shown = ", ".join(_quote(name, 40) for name in list(fields)[:NAMES_SHOWN])
+        builder.problem("no-audio-field", f"line {number} has no field {_quote(columns.audio, 40)} (its fields: {shown or 'none'})", manifest, number)
         return
     value = fields.get(columns.audio)
     if isinstance(value, dict):  # Hugging Face style {"path": ..., "array": ...}
@@ -585,10 +679,13 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
         builder.problem("unparsable", f"is {what}, not JSON Lines: NeMo reads one JSON object per line", path, number)
         return
     resolve = _PathResolver(path, ctx)
-    if _read_nemo_columns(path, resolve, builder):
+    if _read_nemo_columns(path, ctx, resolve, builder):
         resolve.note(builder)
+        builder.bases = resolve.bases
+        builder.choice_notes("key")
         return
     known: dict[tuple[str, ...], _Columns] = {}  # the columns of each set of keys seen (records mostly share one)
+    keys: dict[str, str] = {}  # every key seen, in lower case -> as first written (for an option naming none of them)
     for number, text in _lines(path, builder):
         try:
             record = _loads(text)
@@ -607,14 +704,26 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
         found = known.get(raw)
         if found is None:
             folded = any(key != key.lower() for key in raw)
-            found = (_Columns.of(tuple(_folded(record)) if folded else raw), folded)
+            names = tuple(_folded(record)) if folded else raw
+            found = (_Columns.of(names, ctx), folded)
+            builder.saw_names(names, ctx)
+            if len(keys) < MAX_KEYS_SEEN:
+                keys.update((key.lower(), key) for key in raw if key.lower() not in keys)
             if len(known) < 1024:  # bounded, should every line have keys of its own
                 known[raw] = found
         columns, folded = found
         if folded or not _plain_entry(record, columns, number, path, resolve, builder):
             record = _exactly(record, text)
             _record(_folded(record) if folded else record, columns, number, path, resolve, builder)
+    if keys or builder.entries:
+        _require_named(path, ctx, list(keys.values()), "key")
     resolve.note(builder)
+    builder.bases = resolve.bases
+    builder.choice_notes("key")
+
+
+MAX_KEYS_SEEN = 10_000
+"""The most distinct keys of a JSONL manifest's records remembered, to say which there are when an option names none."""
 
 
 COLUMNAR_MAX_BYTES = 32 * 1024 * 1024
@@ -655,7 +764,7 @@ least this much (``"k":0``). A file under it is mostly objects without those fie
 by one (a new key a line: 20,000 lines, 1.7 MB, took 3.4 GB). Bounds Arrow's values to a quarter of the file's bytes."""
 
 
-def _read_nemo_columns(path: str, resolve: Callable[[str], str], builder: _Builder) -> bool:
+def _read_nemo_columns(path: str, ctx: _Context, resolve: Callable[[str], str], builder: _Builder) -> bool:
     """Every entry of a plain NeMo manifest at once, as columns, parsed by Arrow's JSON reader: True when it was.
 
     False, having changed nothing, for a manifest the line reading has
@@ -699,7 +808,7 @@ def _read_nemo_columns(path: str, resolve: Callable[[str], str], builder: _Build
     if table is None:
         return False
     try:
-        return _columns_of_table(table, lines, path, resolve, builder)
+        return _columns_of_table(table, lines, path, ctx, resolve, builder)
     finally:
         del table
         release = getattr(pa.default_memory_pool(), "release_unused", None)  # pyarrow 9 and later
@@ -766,7 +875,7 @@ def _widest_object(schema: Any, pa: Any) -> int:
     return widest
 
 
-def _columns_of_table(table: Any, lines: int, path: str, resolve: Callable[[str], str], builder: _Builder) -> bool:
+def _columns_of_table(table: Any, lines: int, path: str, ctx: _Context, resolve: Callable[[str], str], builder: _Builder) -> bool:
     """The entries of a manifest Arrow parsed (``lines`` lines long) as ``builder.columns``, when it is plain: see
     :func:`_read_nemo_columns`."""
     import pyarrow as pa
@@ -778,7 +887,8 @@ def _columns_of_table(table: Any, lines: int, path: str, resolve: Callable[[str]
     present = set(names)
     if any(len(present.intersection(keys)) > 1 for keys in (SPEAKER_KEYS, ID_KEYS)):
         return False  # a record without the first name would be read under the second
-    columns = _Columns.of(names)
+    _require_named(path, ctx, names, "key")  # every record's keys are columns of the table
+    columns = _Columns.of(names, ctx)
     if columns.audio is None or columns.text is None or columns.offset is not None:
         return False
     rows = table.num_rows
@@ -807,6 +917,7 @@ def _columns_of_table(table: Any, lines: int, path: str, resolve: Callable[[str]
     if len(set(keys)) != rows:
         return False  # a duplicate-id problem
     # judged plain: every line is an entry
+    builder.saw_names(names, ctx)
     resolved = audio if _all_absolute_normal(table.column(columns.audio)) else [resolve(listed) for listed in audio]
     builder.columns = {
         "line": range(1, rows + 1), "id": keys, "audio": resolved, "listed": audio, "text": texts, "manifest": [path] * rows,
@@ -959,8 +1070,10 @@ def _read_csv(path: str, ctx: _Context, builder: _Builder) -> None:
             continue
         number = start[0]
         if header is None:
+            _require_named(path, ctx, row, "column")
             header = [cell.strip().lower() for cell in row]
-            columns = _Columns.of(header)
+            columns = _Columns.of(header, ctx)
+            builder.saw_names(header, ctx)
             if columns.audio is None:
                 wanted = ", ".join(AUDIO_KEYS[:8])
                 builder.problem(
@@ -981,6 +1094,8 @@ def _read_csv(path: str, ctx: _Context, builder: _Builder) -> None:
         assert columns is not None
         _record(dict(zip(header, row)), columns, number, path, resolve, builder)
     resolve.note(builder)
+    builder.bases = resolve.bases
+    builder.choice_notes("column")
 
 
 # --- LJSpeech metadata.csv ------------------------------------------------------
@@ -1154,6 +1269,7 @@ def _read_ljspeech(path: str, ctx: _Context, builder: _Builder) -> None:
             )
         )
     _ljspeech_notes(path, resolve, builder, rooted=ctx.root is not None)
+    builder.bases = tuple(resolve.folders)
     _unlisted(path, resolve, builder)
 
 
@@ -1315,11 +1431,50 @@ def _transcript_stem(text_path: str) -> str:
     return os.path.splitext(text_path)[0]
 
 
+@dataclass
+class _Sidecars:
+    """What a folder dataset's walk found about the transcript files beside its clips, for its notes."""
+
+    times: list[str] = field(default_factory=list)  # files of start/end times: label or alignment files, not transcripts
+    several: list[str] = field(default_factory=list)  # "a.txt (not a.lab)", the first few clips with more than one transcript
+    several_count: int = 0
+
+
+def _choose_transcript(
+    dirpath: str, candidates: list[str], folder: str, ctx: _Context, builder: _Builder, sidecars: _Sidecars
+) -> tuple[str, str | None] | None:
+    """The transcript of one clip out of the files beside it of its stem (``candidates``, in TRANSCRIPT_SUFFIXES
+    order): the first that holds text, with its text (None when it cannot be read: that clip has no transcript, and a
+    note names it). None when every candidate holds times (a label or alignment file, not a transcript). One candidate
+    is read as it is; of several, each is read (they are small) so that the note names a real choice between texts."""
+    texts: list[tuple[str, bytes | None, str | None]] = []
+    for name in candidates:
+        path = os.path.join(dirpath, name)
+        raw, why = _transcript_bytes(path, ctx)
+        if raw is not None and _holds_times(raw):
+            sidecars.times.append(os.path.relpath(path, folder))
+            continue
+        texts.append((name, raw, why))
+    if not texts:
+        return None
+    chosen, raw, why = texts[0]
+    if why is not None:  # only the transcript taken is said to be unreadable: the clip has none
+        builder.unreadable_texts.append(why)
+    if len(texts) > 1:
+        sidecars.several_count += 1
+        if len(sidecars.several) < NOTE_EXAMPLES:
+            others = ", ".join(os.path.relpath(os.path.join(dirpath, name), folder) for name, _, _ in texts[1:])
+            sidecars.several.append(f"{os.path.relpath(os.path.join(dirpath, chosen), folder)} (not {others})")
+    path = os.path.join(dirpath, chosen)
+    return path, None if raw is None else _transcript_text(raw, path, builder)
+
+
 def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
     count = 0
     orphans: list[str] = []
     manifests: list[str] = []
     unlisted: list[OSError] = []
+    sidecars = _Sidecars()
     for dirpath, dirnames, filenames in os.walk(folder, onerror=unlisted.append):
         dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
         names = {name for name in filenames if not name.startswith(".")}  # no hidden files (macOS's ._x.wav are not audio)
@@ -1332,25 +1487,35 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
             if count > MAX_FOLDER_FILES:
                 raise InputError(folder, f"holds more than {MAX_FOLDER_FILES:,} audio files: give a manifest that lists them")
             stem = os.path.splitext(name)[0]
-            transcript = next((stem + suffix for suffix in TRANSCRIPT_SUFFIXES if stem + suffix in names), None)
+            candidates = [stem + suffix for suffix in TRANSCRIPT_SUFFIXES if stem + suffix in names]
+            used.update(candidates)  # every one of them belongs to this clip: none is a clip of its own
             audio_path = os.path.join(dirpath, name)
             ident = os.path.relpath(audio_path, folder).replace(os.sep, "/")
-            if transcript is None:  # no transcript lists it: the folder layout's unlisted clip
-                wanted = " or ".join(stem + suffix for suffix in TRANSCRIPT_SUFFIXES[:2])
-                builder.problem("unlisted", f"{audio_path} has no transcript beside it ({wanted})", audio_path, None, audio_path)
+            chosen = _choose_transcript(dirpath, candidates, folder, ctx, builder, sidecars) if candidates else None
+            if chosen is None:  # no transcript lists it: the folder layout's unlisted clip
+                if candidates:
+                    held = f"{', '.join(candidates)} hold{'s' if len(candidates) == 1 else ''} start/end times, not text"
+                else:
+                    held = " or ".join(stem + suffix for suffix in TRANSCRIPT_SUFFIXES[:2])
+                builder.problem("unlisted", f"{audio_path} has no transcript beside it ({held})", audio_path, None, audio_path)
                 continue
-            used.add(transcript)
-            text_path = os.path.join(dirpath, transcript)
-            text = _read_transcript(text_path, ctx, builder)
+            text_path, text = chosen
             builder.add(Entry(1, ident, os.path.normpath(audio_path), ident, text, text_path), unique=False)
         if audio:
             orphans.extend(
                 os.path.join(dirpath, n) for n in sorted(names - used) if n.endswith(".lab") or (n.endswith(".txt") and not _is_doc(n))
             )
     for text_path in orphans:  # a transcript whose clip is gone: listed, and missing
+        raw, why = _transcript_bytes(text_path, ctx)
+        if raw is not None and _holds_times(raw):
+            sidecars.times.append(os.path.relpath(text_path, folder))
+            continue
+        if why is not None:
+            builder.unreadable_texts.append(why)
         stem = _transcript_stem(text_path)
         ident = os.path.relpath(stem, folder).replace(os.sep, "/")
-        builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", _read_transcript(text_path, ctx, builder), text_path), unique=False)
+        text = None if raw is None else _transcript_text(raw, text_path, builder)
+        builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", text, text_path), unique=False)
     if count and not builder.entries:
         raise InputError(folder, f"holds {count:,} audio files but no transcript beside any of them (.txt or .lab of the same name): give the manifest that lists them")
     if count == 0:
@@ -1364,33 +1529,76 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         shown, more = builder.unreadable_texts[:NOTE_EXAMPLES], len(builder.unreadable_texts) - NOTE_EXAMPLES
         rest = f"; and {more:,} more" if more > 0 else ""
         builder.notes.append(f"{len(builder.unreadable_texts):,} transcripts cannot be read, so their clips have none: {'; '.join(shown)}{rest}")
+    _sidecar_notes(sidecars, builder)
     if manifests:
         builder.notes.append(
             f"read as a folder of clips; it also holds {', '.join(manifests[:NOTE_EXAMPLES])}: give a manifest file to read it instead"
         )
 
 
+def _sidecar_notes(sidecars: _Sidecars, builder: _Builder) -> None:
+    count = sidecars.several_count
+    if count:
+        more = f"; and {count - len(sidecars.several):,} more" if count > len(sidecars.several) else ""
+        builder.notes.append(
+            f"{count:,} clip{'s have' if count != 1 else ' has'} more than one transcript beside {'them' if count != 1 else 'it'}; "
+            f"the first of {', '.join(TRANSCRIPT_SUFFIXES)} holding text was read: {'; '.join(sidecars.several)}{more}"
+        )
+    times = len(sidecars.times)
+    if times:
+        shown = ", ".join(sidecars.times[:NOTE_EXAMPLES])
+        more = f" and {times - NOTE_EXAMPLES:,} more" if times > NOTE_EXAMPLES else ""
+        they = "they are label or alignment files, not transcripts" if times != 1 else "it is a label or alignment file, not a transcript"
+        builder.notes.append(f"{times:,} file{'s' if times != 1 else ''} beside the clips hold{'' if times != 1 else 's'} start/end times, not text ({they}): {shown}{more}")
+
+
 def _is_doc(name: str) -> bool:
     return os.path.splitext(name)[0].lower() in ("readme", "license", "licence", "copying", "notes", "changelog", "requirements")
 
 
-def _read_transcript(path: str, ctx: _Context, builder: _Builder) -> str | None:
-    """A folder dataset's transcript: its text (at most HEAD_BYTES of it) with lines joined; a BOM is a problem. None
-    when it cannot be read (a dangling link, a FIFO): that clip has no transcript, the rest of the folder is judged,
-    and a note says which file and why. One the read policy refuses (a link out of the dataset) is never opened, and
-    is an InputError: the dataset cannot be judged as its files stand without reading where the link leads. Only a
-    link is asked about: :func:`_read_folder`'s walk follows no link to a folder, so every other transcript lies in
-    the dataset's folder itself (asking the policy of each took 15% of reading a 20,000-transcript folder).
-    Lines are split at CR, LF and CRLF only (as Python's open() reads text): a vertical tab or U+2028 inside a line
-    stays for the character rules to see."""
+def _transcript_bytes(path: str, ctx: _Context) -> tuple[bytes | None, str | None]:
+    """A folder dataset's transcript file, at most HEAD_BYTES of it; or None and which file cannot be read and why (a
+    dangling link, a FIFO): that clip has no transcript, the rest of the folder is judged, and a note says so. One the
+    read policy refuses (a link out of the dataset) is never opened, and is an InputError: the dataset cannot be judged
+    as its files stand without reading where the link leads. Only a link is asked about: :func:`_read_folder`'s walk
+    follows no link to a folder, so every other transcript lies in the dataset's folder itself (asking the policy of
+    each took 15% of reading a 20,000-transcript folder)."""
     if os.path.islink(path):  # never opened; the dataset is not judged without it (a trainer would read the link's target)
         ctx.policy.require(path)
     try:
         with open_log(Path(path)) as handle:
-            data = read_block(handle, HEAD_BYTES, path)
+            return read_block(handle, HEAD_BYTES, path), None
     except InputError as exc:
-        builder.unreadable_texts.append(f"{_quote(path, 120)} {exc.problem}")
-        return None
+        return None, f"{_quote(path, 120)} {exc.problem}"
+
+
+_NUMBER = r"[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?"
+_TIMES_LINE = re.compile(rf"\s*({_NUMBER})\s+({_NUMBER})(?:\s+(?![0-9.])\S+(?:\s+[-+]?{_NUMBER})*)?\s*")
+"""A line of start/end times: ``start end [label [score...]]`` (Audacity's label tracks, HTK's .lab alignments and
+pocketsphinx's speech/silence segments), the label one word that is not a number."""
+
+
+def _holds_times(data: bytes) -> bool:
+    """Whether a transcript-named file holds start/end times on every line (a label or alignment file), not text:
+    ``0.235689\t0.235689\tspeech``, ``0 2350000 sil``. A transcript of digits and words (``1 2 buckle my shoe``,
+    ``one 2 3``) is text."""
+    if not data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1].isdigit():  # a transcript almost always: decided without decoding it
+        return False
+    text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+    lines = [line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line.strip()]
+    if not lines:
+        return False
+    for line in lines:
+        match = _TIMES_LINE.fullmatch(line)
+        if match is None or float(match.group(1)) > float(match.group(2)):
+            return False
+    return True
+
+
+def _transcript_text(data: bytes, path: str, builder: _Builder) -> str:
+    """A folder dataset's transcript, read by :func:`_transcript_bytes`, with lines joined; a BOM is a problem.
+    Lines are split at CR, LF and CRLF only (as Python's open() reads text): a vertical tab or U+2028 inside a line
+    stays for the character rules to see."""
     text = data.decode("utf-8", errors="replace")
     if text.startswith("\ufeff"):
         builder.problem("bom", "starts with a byte-order mark (BOM), which becomes an invisible first character of the transcript", path, 1)

@@ -135,6 +135,10 @@ class Manifest:
     entries: Sequence[Entry]  # Entries, as the readers give them; a tuple of entries is taken too
     problems: tuple[Problem, ...] = ()
     notes: tuple[str, ...] = ()
+    bases: tuple[str, ...] = ()
+    """Where a relative listed path was looked for, in order, when the layout looks in several places: the working
+    directory, the manifest's folder and ``clips/`` beside it (NeMo, CSV), or the audio folders of a bare id
+    (LJSpeech). :func:`trainproof.data.manifest.tried_paths` gives the files a listed path was looked for at."""
 
 
 @dataclass(frozen=True)

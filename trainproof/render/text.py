@@ -39,8 +39,11 @@ def _subject_block(subject: Subject, colour: bool) -> list[str]:
         lines.extend(finding_lines(finding, colour))
     if subject.ran or subject.skipped:
         lines.append(f"  Checks ran ({len(subject.ran)}): {', '.join(subject.ran) or 'none'}")
+        by_reason: dict[str, list[str]] = {}  # checks skipped for one reason share a line (a manifest listing no clip: 14)
         for skipped in subject.skipped:
-            lines.append(f"  Skipped {skipped.rule_id}: {visible(skipped.reason)}")
+            by_reason.setdefault(skipped.reason, []).append(skipped.rule_id)
+        for reason, rule_ids in by_reason.items():
+            lines.append(f"  Skipped {', '.join(rule_ids)}: {visible(reason)}")
     return lines
 
 
