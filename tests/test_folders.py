@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, decaying, noisy
+from tests.helpers import CORPUS, REPO, decaying, noisy
 from trainproof.cli import main
 from trainproof.errors import InputError
 from trainproof.judge import judge_compare, judge_epoch
@@ -173,6 +173,64 @@ def test_find_runs_takes_jsonl_and_csv_logs_by_content_and_skips_what_is_no_run(
         "lightning_logs/version_2", "lightning_logs/version_10", "sweep/lr_1e-3.tsv", "sweep/lr_3e-4.jsonl",
     ]  # fmt: skip
     assert search.runs[0].path == tmp_path / "lightning_logs" / "version_2"
+
+
+def tts_project(root: Path) -> Path:
+    """A TTS fine-tune's project folder: its Lightning run, the samples its trainer dumped (an index with a
+    ``global_step`` column), its dataset's metadata and fine-tuning text, and a table of past runs kept by hand."""
+    lightning_csv(root / "lightning_logs" / "version_0", 1)
+    speakers, lines = ("p225", "p226", "p227"), ("Please call Stella.", "Ask her to bring these things.", "Six spoons of fresh snow peas.")
+    index = ["global_step\tspeaker\ttext\taudio"] + [
+        f"{step}\t{speaker}\t{text}\tsamples/{step}_{speaker}.wav" for step in (500, 1000, 1500) for speaker, text in zip(speakers, lines)
+    ]
+    (root / "samples").mkdir()
+    (root / "samples" / "index.tsv").write_text("\n".join(index) + "\n")
+    (root / "data").mkdir()
+    (root / "data" / "metadata.tsv").write_text(
+        "id\tspeaker\ttext\tduration_ms\tstep\n" + "".join(f"utt{i:04d}\t{speakers[i % 3]}\t{lines[i % 3]}\t{2100 + 37 * i}\t{i}\n" for i in range(12))
+    )  # an id and a whole-number duration beside a step-like column: no measurement
+    chat = [{"messages": [{"role": "user", "content": text}, {"role": "assistant", "content": text.upper()}]} for text in lines]
+    (root / "data" / "chat.jsonl").write_text("".join(json.dumps(record) + "\n" for record in chat))
+    (root / "data" / "prompts.jsonl").write_text("".join(json.dumps({"prompt": text, "completion": text[::-1], "id": i}) + "\n" for i, text in enumerate(lines)))
+    (root / "runs.tsv").write_text(  # a table of runs: steps in no order, losses under names no series takes
+        "run\tcommit\tglobal_step\tloss_first\tloss_last\n"
+        "lr_3e-4\t7901d2c\t215337\t1.9963\t1.7423\nlr_1e-3\t5bfc440\t100000\t2.104\t1.811\nwarmup_0\tf41de97\t6687\t2.2\t1.95\n"
+    )
+    return root
+
+
+def test_a_table_or_data_set_with_a_step_like_column_is_no_run_of_a_folder_search(capsys, tmp_path):
+    project = tts_project(tmp_path / "project")
+    assert [found.relative for found in find_runs(project).runs] == ["lightning_logs/version_0"]
+    code, out, err = run_cli(capsys, "epoch", project)
+    assert (code, err) == (0, "")  # before: NOT-CHECKED "has no loss column" for each of the five, and exit 2
+    assert out.startswith(f"trainproof epoch: PASS  (1 input: 1 PASS)\n\nPASS  {project / 'lightning_logs' / 'version_0' / 'metrics.csv'}\n")
+    code, _, err = run_cli(capsys, "epoch", project / "samples" / "index.tsv")  # named, it is read, and says why it cannot be judged
+    assert code == 2
+    assert err.startswith(f"trainproof: error: {project / 'samples' / 'index.tsv'}: has no loss column (columns: global_step, speaker, text, audio)")
+
+
+def test_a_log_with_names_of_its_own_is_still_a_run_of_a_folder_search(capsys, tmp_path):
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    curve = _curve(4)
+    (sweep / "a.csv").write_text("iteration,nll,tokens\n" + "".join(f"{10 * i},{v:.5f},{4096 * i}\n" for i, v in enumerate(curve)))
+    (sweep / "b.jsonl").write_text("".join(json.dumps({"iter": 10 * i, "nll": round(v, 5)}) + "\n" for i, v in enumerate(curve)))
+    (sweep / "c.tsv").write_text("epoch\tstep\tphase\tnll\n0\t10\ttrain\t2.0\n0\t20\ttrain\t1.8\n1\t30\ttrain\t1.7\nepoch\tstep\tphase\tnll\n0\t10\ttrain\t2.1\n")
+    assert [found.relative for found in find_runs(sweep).runs] == ["a.csv", "b.jsonl", "c.tsv"]  # a repeated header may restart the steps
+    code, out, _ = run_cli(capsys, "epoch", sweep / "a.csv", sweep / "b.jsonl", "--map", "loss=nll")
+    assert code == 0, out
+
+
+def test_real_tables_and_fine_tuning_sets_of_the_corpus_are_no_runs_and_its_csv_logs_are():
+    public = CORPUS / "public"
+    if not public.is_dir():
+        pytest.skip("the shared corpus is not on this machine")
+    runs = [found.relative for found in find_runs(public).runs]
+    assert [r for r in runs if r.endswith("SOURCES.tsv") or r.startswith("datasets/")] == []  # hf/SOURCES.tsv has a global_step column
+    logs = sorted(p.relative_to(public).as_posix() for folder in ("keras", "lightning") for p in (public / folder).glob("*.csv"))
+    assert len(logs) == 9
+    assert [r for r in runs if r.endswith(".csv")] == logs
 
 
 def test_tensorboard_and_mlflow_run_folders_are_counted_once(tmp_path):

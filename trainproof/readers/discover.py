@@ -10,8 +10,12 @@ in Keras's ``train/`` and ``validation/`` subfolders. Such a folder is found
 once, and nothing under it is searched further: the ``runs/`` event files of
 an HF output folder, the ``artifacts/`` of an MLflow run belong to it. In any
 other folder, every ``*.jsonl``, ``*.ndjson``, ``*.csv`` or ``*.tsv`` file
-whose first bytes a reader takes (a JSON object, a CSV header naming a step,
-loss or another known column) is a run of its own.
+whose first bytes read as a metric log is a run of its own: a reader takes
+them (a JSON object, a CSV header naming a step, loss or another known
+column) and they hold measurements (a CSV's loss column, else numbers beside
+steps that never go down; a record's number under a series' name), not only
+a ``global_step`` column in a dataset's metadata or a fine-tuning set's
+``messages``.
 
 The search is bounded: folders at most MAX_DEPTH levels below the one named
 are searched, at most MAX_FOLDERS of them, and a search finding more than
@@ -159,20 +163,45 @@ def _holds_events(folder: Path) -> bool:
         return False
 
 
+def _head(path: Path) -> tuple[str, bool] | None:
+    """A regular file's first HEAD_BYTES as text, and whether that is the whole file; None when it is no regular file.
+    An OSError when it cannot be opened."""
+    if not path.is_file():
+        return None
+    with path.open("rb") as handle:
+        raw = handle.read(HEAD_BYTES)
+    return raw.decode("utf-8", errors="replace"), len(raw) < HEAD_BYTES
+
+
 def _is_log_file(path: Path) -> bool:
-    """Is a ``*.jsonl`` or ``*.csv`` file a log a reader takes? One that cannot be opened is counted, so judging it says why."""
+    """Is a ``*.jsonl`` or ``*.csv`` file a metric log a reader takes? One that cannot be opened is counted, so judging
+    it says why."""
     if path.suffix not in LOG_SUFFIXES:
         return False
     try:
-        if not path.is_file():
-            return False
-        with path.open("rb") as handle:
-            head = handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
+        read = _head(path)
     except OSError:
         return True
+    if read is None:
+        return False
+    head, whole = read
     if head.startswith(LFS_POINTER):
         return True  # a Git LFS pointer in place of the log: reading it says how to fetch the log
     try:
-        return sniffed(path, head) is not None
+        fmt = sniffed(path, head)
+        return fmt is not None and _holds_measurements(fmt, head, whole)
     except Exception:  # noqa: BLE001 - a sniff that trips on these bytes: judging the file reports it, the search goes on
         return True
+
+
+def _holds_measurements(fmt: str, head: str, whole: bool) -> bool:
+    """Do the first bytes of a file the ``fmt`` reader takes hold a log's measurements, not a data table's columns?"""
+    if fmt == "csv":
+        from trainproof.readers import csv
+
+        return csv.is_metric_table(head, whole)
+    if fmt == "jsonl":
+        from trainproof.readers import jsonl
+
+        return jsonl.is_metric_records(head, whole)
+    return True
