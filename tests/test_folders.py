@@ -233,6 +233,87 @@ def test_real_tables_and_fine_tuning_sets_of_the_corpus_are_no_runs_and_its_csv_
     assert [r for r in runs if r.endswith(".csv")] == logs
 
 
+# ---------------------------------------------------------------------------
+# JSON files that look like logs: named, not read
+# ---------------------------------------------------------------------------
+
+
+def exported(folder: Path) -> Path:
+    """A folder of what a user exported by hand: a trainer state under another name, a history as a JSON array, and
+    JSON that is no log (a model's config, the Trainer's train_results.json summary, a clip manifest)."""
+    folder.mkdir(parents=True)
+    shutil.copy(HEALTHY, folder / "healthy_seed0.json")
+    (folder / "history.json").write_text(json.dumps([{"step": 10 * i, "loss": round(v, 5)} for i, v in enumerate(_curve(5))], indent=1))
+    (folder / "config.json").write_text(json.dumps({"architectures": ["GPT2LMHeadModel"], "n_embd": 64, "n_layer": 2, "vocab_size": 512}, indent=2))
+    (folder / "train_results.json").write_text(json.dumps({"epoch": 3.0, "total_flos": 1.2e12, "train_loss": 0.87, "train_runtime": 41.2}, indent=4))
+    (folder / "manifest.json").write_text("".join(json.dumps({"audio_filepath": f"wavs/{i}.wav", "duration": 1.5 + i, "text": "yes"}) + "\n" for i in range(3)))
+    return folder
+
+
+def test_json_logs_a_folder_search_does_not_read_are_named_with_how_to_judge_them(capsys, tmp_path):
+    tree = tmp_path / "tree"
+    lightning_csv(tree / "lightning_logs" / "version_0", 1)
+    keras_csv(tree / "keras")
+    exported(tree / "exported")
+    code, out, _ = run_cli(capsys, "epoch", tree)
+    assert code == 0
+    note = (
+        "note: 2 JSON files (exported/healthy_seed0.json, exported/history.json) look like training logs, which a folder search does not read "
+        "(it reads an HF log by its name, trainer_state.json): name one to judge it, with --format hf or --format jsonl\n"
+    )
+    assert note in out.split(f"Runs in {tree}: 2 ", 1)[1]
+    search = find_runs(tree)
+    assert [found.relative for found in search.runs] == ["keras", "lightning_logs/version_0"]
+    assert search.unread == ("exported/healthy_seed0.json", "exported/history.json")
+    assert search.unread_formats == ("hf", "jsonl")
+    code, out, _ = run_cli(capsys, "epoch", tree, "--json")
+    assert json.loads(out)["folders"][0]["unread"] == ["exported/healthy_seed0.json", "exported/history.json"]
+    for name, fmt in (("healthy_seed0.json", "hf"), ("history.json", "jsonl")):
+        assert run_cli(capsys, "epoch", tree / "exported" / name, "--format", fmt)[0] == 0  # as the note says
+
+
+def test_one_run_beside_a_json_log_keeps_the_folder_report_that_names_it(capsys, tmp_path):
+    keras_csv(tmp_path / "keras")
+    shutil.copy(HOT, tmp_path / "lr_hot.json")
+    code, out, _ = run_cli(capsys, "epoch", tmp_path)
+    assert code == 0
+    assert f"Runs in {tmp_path}: 1 " in out
+    assert "note: 1 JSON file (lr_hot.json) looks like a training log, which a folder search does not read (it reads an HF log by its name, trainer_state.json): name it to judge it, with --format hf\n" in out
+
+
+def test_a_folder_of_json_logs_alone_says_so_in_its_one_error_line(capsys, tmp_path):
+    exported(tmp_path / "exported")
+    shutil.copy(GALLERY / "healthy" / "seed1" / "trainer_state.json", tmp_path / "exported" / "a\n::warning::x.json")
+    (tmp_path / "exported" / "runs.tsv").write_text("run\tglobal_step\tloss_last\nb\t300\t1.2\na\t200\t1.3\n")  # no run: not read as the folder's one log
+    code, out, err = run_cli(capsys, "epoch", tmp_path / "exported")
+    assert code == 2
+    assert err.count("\n") == 1
+    assert err.startswith(
+        f"trainproof: error: {tmp_path / 'exported'}: holds no run a folder search takes; 3 JSON files (a\\n::warning::x.json, healthy_seed0.json, history.json) look like training logs"
+    )
+    assert err.endswith("name one to judge it, with --format hf or --format jsonl\n")
+    assert not [line for line in (out + err).splitlines() if line.lstrip().startswith("::")]
+
+
+def test_config_and_summary_json_alone_leave_a_folder_read_as_before(capsys, tmp_path):
+    folder = exported(tmp_path / "exported")
+    (folder / "healthy_seed0.json").unlink()
+    (folder / "history.json").unlink()
+    assert find_runs(folder).unread == ()
+    code, _, err = run_cli(capsys, "epoch", folder)
+    assert code == 2
+    assert "is a directory with no training log in it" in err
+
+
+def test_at_most_json_looks_json_files_are_opened(monkeypatch, tmp_path):
+    import trainproof.readers.discover as discover
+
+    for i in range(3):
+        shutil.copy(HEALTHY, tmp_path / f"state_{i}.json")
+    monkeypatch.setattr(discover, "JSON_LOOKS", 2)
+    assert find_runs(tmp_path).unread == ("state_0.json", "state_1.json")
+
+
 def test_tensorboard_and_mlflow_run_folders_are_counted_once(tmp_path):
     hf = tmp_path / "runs" / "May01_host"
     shutil.copytree(EVENTS / "hf_style", hf)
@@ -306,7 +387,7 @@ def test_every_output_carries_each_run_as_its_own_subject(capsys, tmp_path):
     assert code == 1
     document = json.loads((out_dir / "r.json").read_text())
     assert len(document["subjects"]) == 7
-    assert document["folders"] == [{"path": str(tree), "depth": MAX_DEPTH, "not_searched": []}]
+    assert document["folders"] == [{"path": str(tree), "depth": MAX_DEPTH, "not_searched": [], "unread": []}]
     assert (out_dir / "r.xml").read_text().count("<testsuite ") == 7
     sarif = json.loads((out_dir / "r.sarif").read_text())
     located = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in sarif["runs"][0]["results"]}
