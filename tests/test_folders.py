@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, decaying, noisy
+from tests.helpers import CORPUS, REPO, decaying, noisy
 from trainproof.cli import main
 from trainproof.errors import InputError
 from trainproof.judge import judge_compare, judge_epoch
@@ -175,6 +175,145 @@ def test_find_runs_takes_jsonl_and_csv_logs_by_content_and_skips_what_is_no_run(
     assert search.runs[0].path == tmp_path / "lightning_logs" / "version_2"
 
 
+def tts_project(root: Path) -> Path:
+    """A TTS fine-tune's project folder: its Lightning run, the samples its trainer dumped (an index with a
+    ``global_step`` column), its dataset's metadata and fine-tuning text, and a table of past runs kept by hand."""
+    lightning_csv(root / "lightning_logs" / "version_0", 1)
+    speakers, lines = ("p225", "p226", "p227"), ("Please call Stella.", "Ask her to bring these things.", "Six spoons of fresh snow peas.")
+    index = ["global_step\tspeaker\ttext\taudio"] + [
+        f"{step}\t{speaker}\t{text}\tsamples/{step}_{speaker}.wav" for step in (500, 1000, 1500) for speaker, text in zip(speakers, lines)
+    ]
+    (root / "samples").mkdir()
+    (root / "samples" / "index.tsv").write_text("\n".join(index) + "\n")
+    (root / "data").mkdir()
+    (root / "data" / "metadata.tsv").write_text(
+        "id\tspeaker\ttext\tduration_ms\tstep\n" + "".join(f"utt{i:04d}\t{speakers[i % 3]}\t{lines[i % 3]}\t{2100 + 37 * i}\t{i}\n" for i in range(12))
+    )  # an id and a whole-number duration beside a step-like column: no measurement
+    chat = [{"messages": [{"role": "user", "content": text}, {"role": "assistant", "content": text.upper()}]} for text in lines]
+    (root / "data" / "chat.jsonl").write_text("".join(json.dumps(record) + "\n" for record in chat))
+    (root / "data" / "prompts.jsonl").write_text("".join(json.dumps({"prompt": text, "completion": text[::-1], "id": i}) + "\n" for i, text in enumerate(lines)))
+    (root / "runs.tsv").write_text(  # a table of runs: steps in no order, losses under names no series takes
+        "run\tcommit\tglobal_step\tloss_first\tloss_last\n"
+        "lr_3e-4\t7901d2c\t215337\t1.9963\t1.7423\nlr_1e-3\t5bfc440\t100000\t2.104\t1.811\nwarmup_0\tf41de97\t6687\t2.2\t1.95\n"
+    )
+    return root
+
+
+def test_a_table_or_data_set_with_a_step_like_column_is_no_run_of_a_folder_search(capsys, tmp_path):
+    project = tts_project(tmp_path / "project")
+    assert [found.relative for found in find_runs(project).runs] == ["lightning_logs/version_0"]
+    code, out, err = run_cli(capsys, "epoch", project)
+    assert (code, err) == (0, "")  # before: NOT-CHECKED "has no loss column" for each of the five, and exit 2
+    assert out.startswith(f"trainproof epoch: PASS  (1 input: 1 PASS)\n\nPASS  {project / 'lightning_logs' / 'version_0' / 'metrics.csv'}\n")
+    code, _, err = run_cli(capsys, "epoch", project / "samples" / "index.tsv")  # named, it is read, and says why it cannot be judged
+    assert code == 2
+    assert err.startswith(f"trainproof: error: {project / 'samples' / 'index.tsv'}: has no loss column (columns: global_step, speaker, text, audio)")
+
+
+def test_a_log_with_names_of_its_own_is_still_a_run_of_a_folder_search(capsys, tmp_path):
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    curve = _curve(4)
+    (sweep / "a.csv").write_text("iteration,nll,tokens\n" + "".join(f"{10 * i},{v:.5f},{4096 * i}\n" for i, v in enumerate(curve)))
+    (sweep / "b.jsonl").write_text("".join(json.dumps({"iter": 10 * i, "nll": round(v, 5)}) + "\n" for i, v in enumerate(curve)))
+    (sweep / "c.tsv").write_text("epoch\tstep\tphase\tnll\n0\t10\ttrain\t2.0\n0\t20\ttrain\t1.8\n1\t30\ttrain\t1.7\nepoch\tstep\tphase\tnll\n0\t10\ttrain\t2.1\n")
+    assert [found.relative for found in find_runs(sweep).runs] == ["a.csv", "b.jsonl", "c.tsv"]  # a repeated header may restart the steps
+    code, out, _ = run_cli(capsys, "epoch", sweep / "a.csv", sweep / "b.jsonl", "--map", "loss=nll")
+    assert code == 0, out
+
+
+def test_real_tables_and_fine_tuning_sets_of_the_corpus_are_no_runs_and_its_csv_logs_are():
+    public = CORPUS / "public"
+    if not public.is_dir():
+        pytest.skip("the shared corpus is not on this machine")
+    runs = [found.relative for found in find_runs(public).runs]
+    assert [r for r in runs if r.endswith("SOURCES.tsv") or r.startswith("datasets/")] == []  # hf/SOURCES.tsv has a global_step column
+    logs = sorted(p.relative_to(public).as_posix() for folder in ("keras", "lightning") for p in (public / folder).glob("*.csv"))
+    assert len(logs) == 9
+    assert [r for r in runs if r.endswith(".csv")] == logs
+
+
+# ---------------------------------------------------------------------------
+# JSON files that look like logs: named, not read
+# ---------------------------------------------------------------------------
+
+
+def exported(folder: Path) -> Path:
+    """A folder of what a user exported by hand: a trainer state under another name, a history as a JSON array, and
+    JSON that is no log (a model's config, the Trainer's train_results.json summary, a clip manifest)."""
+    folder.mkdir(parents=True)
+    shutil.copy(HEALTHY, folder / "healthy_seed0.json")
+    (folder / "history.json").write_text(json.dumps([{"step": 10 * i, "loss": round(v, 5)} for i, v in enumerate(_curve(5))], indent=1))
+    (folder / "config.json").write_text(json.dumps({"architectures": ["GPT2LMHeadModel"], "n_embd": 64, "n_layer": 2, "vocab_size": 512}, indent=2))
+    (folder / "train_results.json").write_text(json.dumps({"epoch": 3.0, "total_flos": 1.2e12, "train_loss": 0.87, "train_runtime": 41.2}, indent=4))
+    (folder / "manifest.json").write_text("".join(json.dumps({"audio_filepath": f"wavs/{i}.wav", "duration": 1.5 + i, "text": "yes"}) + "\n" for i in range(3)))
+    return folder
+
+
+def test_json_logs_a_folder_search_does_not_read_are_named_with_how_to_judge_them(capsys, tmp_path):
+    tree = tmp_path / "tree"
+    lightning_csv(tree / "lightning_logs" / "version_0", 1)
+    keras_csv(tree / "keras")
+    exported(tree / "exported")
+    code, out, _ = run_cli(capsys, "epoch", tree)
+    assert code == 0
+    note = (
+        "note: 2 JSON files (exported/healthy_seed0.json, exported/history.json) look like training logs, which a folder search does not read "
+        "(it reads an HF log by its name, trainer_state.json): name one to judge it, with --format hf or --format jsonl\n"
+    )
+    assert note in out.split(f"Runs in {tree}: 2 ", 1)[1]
+    search = find_runs(tree)
+    assert [found.relative for found in search.runs] == ["keras", "lightning_logs/version_0"]
+    assert search.unread == ("exported/healthy_seed0.json", "exported/history.json")
+    assert search.unread_formats == ("hf", "jsonl")
+    code, out, _ = run_cli(capsys, "epoch", tree, "--json")
+    assert json.loads(out)["folders"][0]["unread"] == ["exported/healthy_seed0.json", "exported/history.json"]
+    for name, fmt in (("healthy_seed0.json", "hf"), ("history.json", "jsonl")):
+        assert run_cli(capsys, "epoch", tree / "exported" / name, "--format", fmt)[0] == 0  # as the note says
+
+
+def test_one_run_beside_a_json_log_keeps_the_folder_report_that_names_it(capsys, tmp_path):
+    keras_csv(tmp_path / "keras")
+    shutil.copy(HOT, tmp_path / "lr_hot.json")
+    code, out, _ = run_cli(capsys, "epoch", tmp_path)
+    assert code == 0
+    assert f"Runs in {tmp_path}: 1 " in out
+    assert "note: 1 JSON file (lr_hot.json) looks like a training log, which a folder search does not read (it reads an HF log by its name, trainer_state.json): name it to judge it, with --format hf\n" in out
+
+
+def test_a_folder_of_json_logs_alone_says_so_in_its_one_error_line(capsys, tmp_path):
+    exported(tmp_path / "exported")
+    shutil.copy(GALLERY / "healthy" / "seed1" / "trainer_state.json", tmp_path / "exported" / "a\n::warning::x.json")
+    (tmp_path / "exported" / "runs.tsv").write_text("run\tglobal_step\tloss_last\nb\t300\t1.2\na\t200\t1.3\n")  # no run: not read as the folder's one log
+    code, out, err = run_cli(capsys, "epoch", tmp_path / "exported")
+    assert code == 2
+    assert err.count("\n") == 1
+    assert err.startswith(
+        f"trainproof: error: {tmp_path / 'exported'}: holds no run a folder search takes; 3 JSON files (a\\n::warning::x.json, healthy_seed0.json, history.json) look like training logs"
+    )
+    assert err.endswith("name one to judge it, with --format hf or --format jsonl\n")
+    assert not [line for line in (out + err).splitlines() if line.lstrip().startswith("::")]
+
+
+def test_config_and_summary_json_alone_leave_a_folder_read_as_before(capsys, tmp_path):
+    folder = exported(tmp_path / "exported")
+    (folder / "healthy_seed0.json").unlink()
+    (folder / "history.json").unlink()
+    assert find_runs(folder).unread == ()
+    code, _, err = run_cli(capsys, "epoch", folder)
+    assert code == 2
+    assert "is a directory with no training log in it" in err
+
+
+def test_at_most_json_looks_json_files_are_opened(monkeypatch, tmp_path):
+    import trainproof.readers.discover as discover
+
+    for i in range(3):
+        shutil.copy(HEALTHY, tmp_path / f"state_{i}.json")
+    monkeypatch.setattr(discover, "JSON_LOOKS", 2)
+    assert find_runs(tmp_path).unread == ("state_0.json", "state_1.json")
+
+
 def test_tensorboard_and_mlflow_run_folders_are_counted_once(tmp_path):
     hf = tmp_path / "runs" / "May01_host"
     shutil.copytree(EVENTS / "hf_style", hf)
@@ -248,7 +387,7 @@ def test_every_output_carries_each_run_as_its_own_subject(capsys, tmp_path):
     assert code == 1
     document = json.loads((out_dir / "r.json").read_text())
     assert len(document["subjects"]) == 7
-    assert document["folders"] == [{"path": str(tree), "depth": MAX_DEPTH, "not_searched": []}]
+    assert document["folders"] == [{"path": str(tree), "depth": MAX_DEPTH, "not_searched": [], "unread": []}]
     assert (out_dir / "r.xml").read_text().count("<testsuite ") == 7
     sarif = json.loads((out_dir / "r.sarif").read_text())
     located = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in sarif["runs"][0]["results"]}

@@ -222,14 +222,29 @@ class Folder:
     """A folder given as one input and searched for runs, each judged as a subject of its own.
 
     ``path`` is the folder as given (the subjects found in it carry it as
-    their ``folder``), ``depth`` how many levels below it were searched, and
+    their ``folder``), ``depth`` how many levels below it were searched,
     ``not_searched`` the folders at that depth, relative to it, whose
-    subfolders were left unsearched.
+    subfolders were left unsearched, and ``unread`` the JSON files, relative
+    to it, that look like logs but that a search does not read, taken by the
+    readers ``unread_formats``.
     """
 
     path: str
     depth: int
     not_searched: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
+    unread_formats: tuple[str, ...] = ()
+
+    def unread_note(self) -> str | None:
+        """What a report says of the ``unread`` files (how many, the first three, how to judge one); None for none."""
+        n = len(self.unread)
+        if not n:
+            return None
+        shown = ", ".join(self.unread[:3]) + (", ..." if n > 3 else "")
+        formats = " or ".join(f"--format {fmt}" for fmt in self.unread_formats)
+        if n == 1:
+            return f"1 JSON file ({shown}) looks like a training log, which a folder search does not read (it reads an HF log by its name, trainer_state.json): name it to judge it, with {formats}"
+        return f"{n} JSON files ({shown}) look like training logs, which a folder search does not read (it reads an HF log by its name, trainer_state.json): name one to judge it, with {formats}"
 
 
 _ORDER = {Verdict.PASS: 0, Verdict.WARN: 1, Verdict.FAIL: 2}

@@ -315,13 +315,17 @@ def expand(source: Any) -> Inputs:
 
     A folder that is one run, or holds no run that the search finds, is
     read as itself, as before there was a search (so its error, if any, is
-    the reader's); a folder holding one run further down, and no folder too
-    deep to search, is that run.
+    the reader's), unless it holds JSON files that look like logs: its error
+    then names them. A folder holding one run further down, and no folder
+    too deep to search nor such JSON files (which its report names), is that
+    run.
     """
     search = _search(source)
+    if search is not None and not search.runs and search.unread:
+        raise InputError(source, f"holds no run a folder search takes; {search.folder(str(source)).unread_note()}")
     if search is None or not search.runs or search.runs[0].relative == ".":
         return Inputs((Input(source),))
-    if len(search.runs) == 1 and not search.not_searched:
+    if len(search.runs) == 1 and not search.not_searched and not search.unread:
         return Inputs((Input(search.runs[0].path),))
     runs = tuple(Input(found.path, found.relative) for found in search.runs)
     return Inputs(runs, search.folder(str(source)))

@@ -74,6 +74,23 @@ def test_healthy_runs_are_never_stopped_and_get_no_fail(tmp_path, seed):
         assert json.loads((tmp_path / "final.json").read_text())["verdict"] == "PASS"
 
 
+def test_the_reports_name_the_output_folder_not_a_trainer_state_never_written(tmp_path):
+    outputs = {"json": "final.json", "text": "final.txt", "markdown": "final.md", "html": "final.html", "sarif": "final.sarif", "junit": "final.xml"}
+    callback = TrainproofCallback(policy="stop_on_fail", final_report=outputs)
+    out = tmp_path / "run_hot"
+    trainer = train("lr_hot", 0, out, callback, max_steps=60)
+    assert trainer.args.save_strategy == "no"
+    assert callback.stopped_at is not None
+    assert not list(tmp_path.rglob("trainer_state.json"))
+    final = json.loads((out / "final.json").read_text())["subjects"][0]["path"]
+    abort = json.loads((out / "trainproof_abort.json").read_text())["subjects"][0]["path"]
+    assert [final, abort, callback.report.subjects[0].path] == [str(out)] * 3
+    assert out.is_dir()
+    for name in outputs.values():
+        assert "trainer_state.json" not in (out / name).read_text(), name
+    assert f"\nFAIL  {out}\n" in (out / "final.txt").read_text()
+
+
 def test_warn_policy_never_stops_anything(tmp_path):
     callback = TrainproofCallback()  # policy="warn"
     trainer = train("lr_hot", 0, tmp_path, callback, max_steps=100)

@@ -29,6 +29,8 @@ The stop decision, documented:
 On a stop it prints and logs one block (the step, the scheduled total, the
 share of the schedule that never ran, the findings with their evidence) and
 writes the same report as JSON to ``<output_dir>/trainproof_abort.json``.
+Its reports name the run by the Trainer's ``output_dir``, not by a
+trainer_state.json the Trainer may never write there.
 At the end of training it can write the final report in any renderer the CLI
 has: ``final_report={"html": "trainproof.html", "sarif": "trainproof.sarif"}``
 (paths relative to ``output_dir``).
@@ -91,7 +93,7 @@ class TrainproofCallback(TrainerCallback):
         self.stream = stream
         self.stopped_at: int | None = None
         self.report: Report | None = None
-        self._reset("trainer_state.json")
+        self._reset(".")
 
     def _reset(self, path: str) -> None:
         self.builder = RunBuilder(path, "hf")
@@ -102,7 +104,9 @@ class TrainproofCallback(TrainerCallback):
     # --- Trainer events ----------------------------------------------------
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._reset(os.path.join(args.output_dir, "trainer_state.json"))
+        # the run is its output folder, where the reports go: the Trainer writes its trainer_state.json there only
+        # when the user saves the state after training, and in a checkpoint only under a save strategy
+        self._reset(str(args.output_dir))
         self.stopped_at = None
         self.report = None
 

@@ -45,6 +45,66 @@ def sniff(path: Path, head: str) -> bool:
     return bool(DEFAULT_NAMES.resolve(c.strip() for c in first.split(delimiter)))
 
 
+def is_metric_table(head: str, whole: bool = True) -> bool:
+    """Do a CSV's first bytes, which :func:`sniff` takes, read as a metric log? A folder search's stricter test; ``whole``
+    says ``head`` is the whole file (else its last line may be cut short, and is not read).
+
+    A header naming a loss or an eval loss is a log's (reading it says anything else). Any other header may be a
+    log's with names of its own (``--map``) or a table that merely has a ``global_step`` or ``time`` column (a
+    dataset's metadata, a table of runs), which only the rows tell apart: a log's step (else epoch) cells are
+    numbers that never go down, but after the header repeated (two logs appended), and some other column holds
+    measurements, numbers not all whole. A header with no row yet is a log just begun.
+    """
+    if not whole:
+        head = head[: head.rfind("\n") + 1]
+    try:
+        rows = [[cell.strip() for cell in row] for row in _csv.reader(io.StringIO(head, newline=""), delimiter=_delimiter(head.lstrip().split("\n", 1)[0]))]
+    except _csv.Error:
+        return True  # reading it names the line
+    rows = [row for row in rows if any(row)]
+    if not rows:
+        return True
+    header, data = rows[0], rows[1:]
+    found = DEFAULT_NAMES.resolve(header)
+    if "loss" in found or "eval_loss" in found or not data:
+        return True
+    axis = found.get("step") or found.get("epoch")
+    if axis is not None and not _never_down(header, data, header.index(axis)):
+        return False
+    data = [row for row in data if row != header]
+    for j, title in enumerate(header):
+        if title in (found.get("step"), found.get("epoch"), found.get("wall_time")):
+            continue
+        cells = [row[j] for row in data if j < len(row) and row[j]]
+        numbers = [n for n in map(_float, cells) if n is not None]
+        if cells and len(numbers) == len(cells) and not all(n.is_integer() for n in numbers):
+            return True
+    return False
+
+
+def _never_down(header: list[str], data: list[list[str]], j: int) -> bool:
+    """Are the column's cells numbers that never go down, but after a row that repeats the header?"""
+    last = None
+    for row in data:
+        if row == header:
+            last = None
+            continue
+        if j >= len(row) or not row[j]:
+            continue
+        value = _float(row[j])
+        if value is None or (last is not None and value < last):
+            return False
+        last = value
+    return True
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 class _Lines:
     """The lines fed so far, handed to the log's one ``csv.reader`` as it asks for them.
 

@@ -10,8 +10,15 @@ in Keras's ``train/`` and ``validation/`` subfolders. Such a folder is found
 once, and nothing under it is searched further: the ``runs/`` event files of
 an HF output folder, the ``artifacts/`` of an MLflow run belong to it. In any
 other folder, every ``*.jsonl``, ``*.ndjson``, ``*.csv`` or ``*.tsv`` file
-whose first bytes a reader takes (a JSON object, a CSV header naming a step,
-loss or another known column) is a run of its own.
+whose first bytes read as a metric log is a run of its own: a reader takes
+them (a JSON object, a CSV header naming a step, loss or another known
+column) and they hold measurements (a CSV's loss column, else numbers beside
+steps that never go down; a record's number under a series' name), not only
+a ``global_step`` column in a dataset's metadata or a fine-tuning set's
+``messages``. A ``*.json`` file is no run (an HF log is read by its name,
+``trainer_state.json``), but one whose first bytes look like a log (a reader
+takes them, numbers under a step's name at least twice and under a loss's)
+is listed as not read, for the report to name; at most JSON_LOOKS are opened.
 
 The search is bounded: folders at most MAX_DEPTH levels below the one named
 are searched, at most MAX_FOLDERS of them, and a search finding more than
@@ -30,7 +37,7 @@ from pathlib import Path
 
 from trainproof.errors import InputError
 from trainproof.readers import EVENT_FILE_PREFIX, KNOWN_NAMES, LFS_POINTER, LOG_SUFFIXES, is_checkpoint_name, sniffed
-from trainproof.readers.names import VALIDATION_FOLDERS
+from trainproof.readers.names import DEFAULT_NAMES, VALIDATION_FOLDERS
 from trainproof.report import Folder
 
 MAX_DEPTH = 6
@@ -40,7 +47,9 @@ MAX_RUNS = 1000
 MAX_FOLDERS = 20_000
 """The most folders one search lists, so a folder named by mistake (a home folder, ``/``) is refused quickly."""
 HEAD_BYTES = 16 * 1024
-"""What is read of a ``*.jsonl`` or ``*.csv`` file to tell whether a reader takes it (a first line is enough)."""
+"""What is read of a ``*.jsonl``, ``*.csv`` or ``*.json`` file to tell whether it is a log (its first records)."""
+JSON_LOOKS = 1000
+"""The most ``*.json`` files one search opens to tell whether they look like logs; the others are not looked at."""
 
 SKIPPED = frozenset({"__pycache__", "node_modules"})
 KERAS_FOLDERS = frozenset({"train", *VALIDATION_FOLDERS})
@@ -63,10 +72,15 @@ class Search:
     runs: tuple[Found, ...]
     not_searched: tuple[str, ...] = ()
     depth: int = MAX_DEPTH
+    unread: tuple[str, ...] = ()
+    """The ``*.json`` files, relative to ``root`` and sorted, that look like logs but are no run of the search."""
+    unread_formats: tuple[str, ...] = ()
+    """The readers that take them, sorted."""
 
     def folder(self, path: str) -> Folder:
-        """The folder searched, as the report lists it: ``path`` as given, the depth searched, what lay deeper."""
-        return Folder(path, self.depth, self.not_searched)
+        """The folder searched, as the report lists it: ``path`` as given, the depth searched, what lay deeper, the JSON
+        logs not read."""
+        return Folder(path, self.depth, self.not_searched, self.unread, self.unread_formats)
 
 
 def find_runs(root: Path, max_depth: int = MAX_DEPTH, max_runs: int = MAX_RUNS, max_folders: int = MAX_FOLDERS) -> Search:
@@ -78,6 +92,8 @@ def find_runs(root: Path, max_depth: int = MAX_DEPTH, max_runs: int = MAX_RUNS, 
     """
     runs: list[Found] = []
     cut: list[str] = []
+    unread: dict[str, str] = {}
+    looks = JSON_LOOKS
     pending = [(root, 0)]
     listed = 0
     while pending:
@@ -86,28 +102,42 @@ def find_runs(root: Path, max_depth: int = MAX_DEPTH, max_runs: int = MAX_RUNS, 
         if listed > max_folders:
             raise InputError(root, f"holds more than {max_folders:,} folders within {max_depth} levels: name a narrower folder")
         try:
-            runs_here, folders = _look(folder)
+            runs_here, folders, json_files = _look(folder)
         except OSError as exc:
             if folder == root:
                 raise InputError(root, f"cannot be read: {exc.strerror or exc}") from None
-            runs_here, folders = [folder], []
+            runs_here, folders, json_files = [folder], [], []
         runs.extend(Found(_relative(root, path), path) for path in runs_here)
+        for path in json_files[:looks]:
+            fmt = _json_log(path)
+            if fmt is not None:
+                unread[_relative(root, path)] = fmt
+        looks = max(0, looks - len(json_files))
         if len(runs) > max_runs:
             raise InputError(root, f"holds more than {max_runs:,} runs (the most one folder may hold): name a narrower folder, or several")
         if depth < max_depth:
             pending.extend((sub, depth + 1) for sub in reversed(folders))
         elif folders:
             cut.append(_relative(root, folder))
-    return Search(root, tuple(sorted(runs, key=lambda found: path_order(found.relative))), tuple(sorted(cut, key=path_order)), max_depth)
+    return Search(
+        root,
+        tuple(sorted(runs, key=lambda found: path_order(found.relative))),
+        tuple(sorted(cut, key=path_order)),
+        max_depth,
+        tuple(sorted(unread, key=path_order)),
+        tuple(sorted(set(unread.values()))),
+    )
 
 
-def _look(folder: Path) -> tuple[list[Path], list[Path]]:
-    """The runs one folder holds (itself, or its log files), and its subfolders left to search."""
+def _look(folder: Path) -> tuple[list[Path], list[Path], list[Path]]:
+    """The runs one folder holds (itself, or its log files), its subfolders left to search, and its ``*.json`` files
+    (none in a run folder: they belong to the run)."""
     entries = _entries(folder)
     if _is_run_folder(folder, entries):
-        return [folder], []
+        return [folder], [], []
     logs = [folder / name for name, is_dir in entries if not is_dir and _is_log_file(folder / name)]
-    return logs, [folder / name for name, is_dir in entries if is_dir and not _skipped(folder / name)]
+    json_files = [folder / name for name, is_dir in entries if not is_dir and name.endswith(".json")]
+    return logs, [folder / name for name, is_dir in entries if is_dir and not _skipped(folder / name)], json_files
 
 
 def path_order(relative: str) -> list:
@@ -159,20 +189,67 @@ def _holds_events(folder: Path) -> bool:
         return False
 
 
+def _head(path: Path) -> tuple[str, bool] | None:
+    """A regular file's first HEAD_BYTES as text, and whether that is the whole file; None when it is no regular file.
+    An OSError when it cannot be opened."""
+    if not path.is_file():
+        return None
+    with path.open("rb") as handle:
+        raw = handle.read(HEAD_BYTES)
+    return raw.decode("utf-8", errors="replace"), len(raw) < HEAD_BYTES
+
+
 def _is_log_file(path: Path) -> bool:
-    """Is a ``*.jsonl`` or ``*.csv`` file a log a reader takes? One that cannot be opened is counted, so judging it says why."""
+    """Is a ``*.jsonl`` or ``*.csv`` file a metric log a reader takes? One that cannot be opened is counted, so judging
+    it says why."""
     if path.suffix not in LOG_SUFFIXES:
         return False
     try:
-        if not path.is_file():
-            return False
-        with path.open("rb") as handle:
-            head = handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
+        read = _head(path)
     except OSError:
         return True
+    if read is None:
+        return False
+    head, whole = read
     if head.startswith(LFS_POINTER):
         return True  # a Git LFS pointer in place of the log: reading it says how to fetch the log
     try:
-        return sniffed(path, head) is not None
+        fmt = sniffed(path, head)
+        return fmt is not None and _holds_measurements(fmt, head, whole)
     except Exception:  # noqa: BLE001 - a sniff that trips on these bytes: judging the file reports it, the search goes on
         return True
+
+
+def _holds_measurements(fmt: str, head: str, whole: bool) -> bool:
+    """Do the first bytes of a file the ``fmt`` reader takes hold a log's measurements, not a data table's columns?"""
+    if fmt == "csv":
+        from trainproof.readers import csv
+
+        return csv.is_metric_table(head, whole)
+    if fmt == "jsonl":
+        from trainproof.readers import jsonl
+
+        return jsonl.is_metric_records(head, whole)
+    return True
+
+
+def _json_log(path: Path) -> str | None:
+    """The reader that takes a ``*.json`` file whose first bytes look like a log's (numbers under a step's or an
+    epoch's name at least twice, and under a loss's); None for any other (a model's config.json, a tokenizer.json,
+    a manifest of clips, a train_results.json summary), or one that cannot be read."""
+    try:
+        read = _head(path)
+        if read is None:
+            return None
+        fmt = sniffed(path, read[0])
+    except Exception:  # noqa: BLE001 - a file that cannot be read or trips a sniff is only not listed
+        return None
+    if fmt not in ("hf", "jsonl"):
+        return None
+    from trainproof.readers.jsonl import number_keys
+
+    keys = number_keys(read[0])
+    found = DEFAULT_NAMES.candidates(set(keys))
+    axis = {*found.get("step", ()), *found.get("epoch", ())}
+    losses = {*found.get("loss", ()), *found.get("eval_loss", ())}
+    return fmt if sum(key in axis for key in keys) >= 2 and any(key in losses for key in keys) else None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,28 @@ def sniff(path: Path, head: str) -> bool:
         return True  # an object nested too deeply: the reader says so
     except ValueError:  # JSONDecodeError, or an integer of thousands of digits
         return len(first) == len(stripped.strip())  # one long line still being written
+
+
+_NUMBER_VALUE = re.compile(r'"([^"\\\n]{1,200})"\s*:\s*(?=-?[0-9]|NaN|-?Infinity)')
+"""A key with a number for its value, wherever it is nested (a key quoted inside a string value has its quotes escaped)."""
+
+
+def number_keys(head: str) -> list[str]:
+    """The keys with a number for their value in a JSON text's first bytes, in order, each as often as it occurs."""
+    return _NUMBER_VALUE.findall(head)
+
+
+def is_metric_records(head: str, whole: bool = True) -> bool:
+    """Do a JSON Lines file's first bytes, which :func:`sniff` takes, read as a metric log? A folder search's stricter
+    test; ``whole`` says ``head`` is the whole file.
+
+    A log's records give a number to a key that names a series (a step, a loss, a learning rate: any but a time); a
+    fine-tuning set's (``messages``, ``prompt``, ``text``) give none. A first record longer than ``head`` is left to
+    the reader.
+    """
+    if not whole and "\n" not in head.strip():
+        return True
+    return any(series != "wall_time" for series in DEFAULT_NAMES.resolve(set(number_keys(head))))
 
 
 class LineParser:

@@ -64,7 +64,7 @@ def report_dict(report: Report) -> dict:
         "subjects": [subject_dict(s) for s in report.subjects],
     }
     if report.folders:
-        document["folders"] = [{"path": f.path, "depth": f.depth, "not_searched": list(f.not_searched)} for f in report.folders]
+        document["folders"] = [{"path": f.path, "depth": f.depth, "not_searched": list(f.not_searched), "unread": list(f.unread)} for f in report.folders]
     return document
 
 

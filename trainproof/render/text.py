@@ -75,6 +75,9 @@ def _runs(report: Report, folder: Folder) -> list[str]:
     if folder.not_searched:
         shown = ", ".join(visible(path) for path in folder.not_searched[:3]) + (", ..." if len(folder.not_searched) > 3 else "")
         lines.append(f"note: what lies below {_plural(len(folder.not_searched), 'folder')} at that depth was not searched ({shown}): name a deeper folder to judge any run in it")
+    unread = folder.unread_note()
+    if unread:
+        lines.append(f"note: {visible(unread)}")
     reasons = any(s.unjudged for s in runs)
     header = ("verdict", "FAIL", "WARN", "run") + (("reason",) if reasons else ())
     rows = tuple(
