@@ -278,7 +278,8 @@ def too_long(ctx: TextContext) -> Iterator[Hit]:
     yield from _row_hits(
         ctx, over, f"are over {figures.plural(limit, 'token')}",
         lambda r: (f"Line {r.line} has {lengths.total[_index(ctx, r)]:,} tokens, over --max-len {limit:,}.",
-                   f"{lost:,} of {figures.plural(sum(lengths.total), 'token')} ({figures.pct(share)}) {'is' if lost == 1 else 'are'} lost to truncation"),
+                   f"{lost:,} of {figures.plural(sum(lengths.total), 'token')} ({figures.pct(share)}) "
+                   f"{'is' if lost == 1 else 'are'} lost to truncation"),
         {"lost_tokens": lost, "lost_share": share}, measured=True,
     )  # fmt: skip
 
@@ -297,8 +298,10 @@ def truncated_target(ctx: TextContext) -> Iterator[Hit]:
     cut = [i for i, (r, p) in enumerate(zip(ctx.dataset.rows, lengths.prompt)) if r.shape != "text" and _answers(r) and p >= limit]
     yield from _row_hits(
         ctx, cut, "lose their whole answer to truncation",
-        lambda r: (f"Line {r.line}'s prompt alone has {figures.plural(lengths.prompt[_index(ctx, r)], 'token')}, so at --max-len {limit:,} none of its answer is trained.",
-                   f"prompt {figures.plural(lengths.prompt[_index(ctx, r)], 'token')}, row {lengths.total[_index(ctx, r)]:,}; limit {limit:,}"),
+        lambda r: (f"Line {r.line}'s prompt alone has {figures.plural(lengths.prompt[_index(ctx, r)], 'token')}, "
+                   f"so at --max-len {limit:,} none of its answer is trained.",
+                   f"prompt {figures.plural(lengths.prompt[_index(ctx, r)], 'token')}, "
+                   f"row {lengths.total[_index(ctx, r)]:,}; limit {limit:,}"),
         measured=True,
     )  # fmt: skip
 

@@ -192,7 +192,8 @@ def _examples(ctx: TokenizerContext, where: Sequence[int], what: str, say: Calla
         message, evidence = say(i)
         if n == 0 and total > 1:
             rest = f" and {total - len(shown):,} more" if total > len(shown) else ""
-            message += f" {total:,} of {lines:,} lines {what} ({figures.pct(total / lines)}); the first {'is' if len(shown) == 1 else f'{len(shown)} are'} named here{rest}."
+            named = "the first is" if len(shown) == 1 else f"the first {len(shown)} are"
+            message += f" {total:,} of {lines:,} lines {what} ({figures.pct(total / lines)}); {named} named here{rest}."
         yield Hit(message=message, evidence=evidence, values={"count": total, "lines": lines, **(values or {})}, line=ctx.text.lines[i])
 
 
@@ -288,8 +289,10 @@ def byte_fallback(ctx: TokenizerContext) -> Iterator[Hit]:
     chars, words = _culprits(ctx, where, ctx.tokenizer.byte_ids)
     hits = _examples(
         ctx, where, "fall back to bytes",
-        lambda i: (f"Line {ctx.text.lines[i]} spends {int(ctx.byte_pieces[i])} of its {figures.plural(int(ctx.lengths[i]), 'token')} on byte pieces: {_snippet(ctx.text.texts[i])}.",
-                   f"{figures.plural(count, 'byte piece')} of {figures.plural(ctx.total, 'token')} ({figures.pct(share)}); limit {figures.pct(ctx.t.TOK_BYTE_WARN_SHARE)}"),
+        lambda i: (f"Line {ctx.text.lines[i]} spends {int(ctx.byte_pieces[i])} of its {figures.plural(int(ctx.lengths[i]), 'token')} "
+                   f"on byte pieces: {_snippet(ctx.text.texts[i])}.",
+                   f"{figures.plural(count, 'byte piece')} of {figures.plural(ctx.total, 'token')} ({figures.pct(share)}); "
+                   f"limit {figures.pct(ctx.t.TOK_BYTE_WARN_SHARE)}"),
         {"bytes": count, "tokens": ctx.total},
     )  # fmt: skip
     yield from _blamed(hits, chars, words)
@@ -456,8 +459,10 @@ def fertility(ctx: TokenizerContext) -> Iterator[Hit]:
         return
     worst = int(np.argmax(ctx.lengths / np.maximum(ctx.words, 1)))
     yield Hit(
-        message=f"The text averages {figures.plural(rate, 'token')} per word (limit {figures.num(ctx.t.TOK_FERTILITY_WARN)}); line {ctx.text.lines[worst]} is split finest: {_snippet(ctx.text.texts[worst])}.",
-        evidence=f"{figures.plural(ctx.total, 'token')} for {figures.plural(words, 'word')} ({figures.num(ctx.total / max(int(ctx.chars.sum()), 1))} per character); "
+        message=f"The text averages {figures.plural(rate, 'token')} per word (limit {figures.num(ctx.t.TOK_FERTILITY_WARN)}); "
+        f"line {ctx.text.lines[worst]} is split finest: {_snippet(ctx.text.texts[worst])}.",
+        evidence=f"{figures.plural(ctx.total, 'token')} for {figures.plural(words, 'word')} "
+        f"({figures.num(ctx.total / max(int(ctx.chars.sum()), 1))} per character); "
         f"{figures.pct(ctx.split_share or 0)} of words split into several pieces"
         f"{f' (in the first {SPLIT_SHARE_LINES:,} lines)' if len(ctx.text.texts) > SPLIT_SHARE_LINES else ''}",
         values={"tokens_per_word": rate, "tokens": ctx.total, "words": words, "split_share": ctx.split_share},
@@ -491,7 +496,8 @@ def dense_lines(ctx: TokenizerContext) -> Iterator[Hit]:
     covered = [i for i in where.tolist() if ctx.unknown[i] == 0]  # a line dense with unknown tokens is TP-TOK-UNKNOWN's
     yield from _examples(
         ctx, covered, "are split far finer than the rest",
-        lambda i: (f"Line {ctx.text.lines[i]} takes {figures.plural(rates[i], 'token')} per character against a median of {figures.num(median)}: {_snippet(ctx.text.texts[i])}.",
+        lambda i: (f"Line {ctx.text.lines[i]} takes {figures.plural(rates[i], 'token')} per character "
+                   f"against a median of {figures.num(median)}: {_snippet(ctx.text.texts[i])}.",
                    f"{figures.plural(int(ctx.lengths[i]), 'token')} for {figures.plural(int(chars[i]), 'character')}"),
     )  # fmt: skip
 
@@ -532,7 +538,8 @@ def token_rate(ctx: TokenizerContext) -> Iterator[Hit]:
     rate_of = dict(zip(known[where].tolist(), rates[where].tolist()))
     yield from _examples(
         ctx, sorted(rate_of), "have too many tokens for their audio",
-        lambda i: (f"Line {ctx.text.lines[i]} has {figures.plural(rate_of[i], 'token')} per second of audio against a median of {figures.num(median)}.",
+        lambda i: (f"Line {ctx.text.lines[i]} has {figures.plural(rate_of[i], 'token')} per second of audio "
+                   f"against a median of {figures.num(median)}.",
                    f"{figures.plural(int(ctx.lengths[i]), 'token')} over {figures.num(seconds[i])} s"),
     )  # fmt: skip
 

@@ -319,7 +319,8 @@ def lr_zero_partial(ctx: RunContext) -> Iterator[Hit]:
         first = int(steps[values.size - tail])
         yield Hit(
             message=f"The learning rate is 0 from step {figures.step(first)} to the end: the last {figures.pct(tail_share)} of logged steps trained nothing.",
-            evidence=f"learning rate {figures.num(values[values.size - tail - 1])} at step {figures.step(steps[values.size - tail - 1])}, then exactly 0 on the last {figures.plural(tail, 'logged step')}",
+            evidence=f"learning rate {figures.num(values[values.size - tail - 1])} at step {figures.step(steps[values.size - tail - 1])}, "
+            f"then exactly 0 on the last {figures.plural(tail, 'logged step')}",
             values={"zero_tail_points": tail, "points": int(values.size), "first_zero_step": first},
             steps=(first, int(steps[-1])),
         )

@@ -520,8 +520,9 @@ class _PathResolver:
     def note(self, builder: _Builder) -> None:
         if self.from_cwd and self.from_manifest:
             builder.notes.append(
-                f"{figures.plural(self.from_cwd, 'relative audio path')} {'was' if self.from_cwd == 1 else 'were'} found from the working directory and "
-                f"{self.from_manifest:,} {'was' if self.from_manifest == 1 else 'were'} resolved against the manifest's folder ({self.folder or '.'})"
+                f"{figures.plural(self.from_cwd, 'relative audio path')} {'was' if self.from_cwd == 1 else 'were'} found from the "
+                f"working directory and {self.from_manifest:,} {'was' if self.from_manifest == 1 else 'were'} resolved against the "
+                f"manifest's folder ({self.folder or '.'})"
             )
 
 
@@ -1128,7 +1129,8 @@ def _read_ljspeech(path: str, ctx: _Context, builder: _Builder) -> None:
             continue
         first = False
         if header is not None and len(cells) != len(header):
-            builder.problem("unparsable", f"line {number} has {figures.plural(len(cells), 'column')}; the header has {len(header)}", path, number)
+            columns = figures.plural(len(cells), "column")
+            builder.problem("unparsable", f"line {number} has {columns}; the header has {len(header)}", path, number)
             continue
         if header is None and len(cells) not in (2, 3):
             builder.problem(
@@ -1353,18 +1355,26 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         ident = os.path.relpath(stem, folder).replace(os.sep, "/")
         builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", _read_transcript(text_path, ctx, builder), text_path), unique=False)
     if count and not builder.entries:
-        raise InputError(folder, f"holds {figures.plural(count, 'audio file')} but no transcript beside {'it' if count == 1 else 'any of them'} (.txt or .lab of the same name): give the manifest that lists them")
+        beside = "it" if count == 1 else "any of them"
+        raise InputError(
+            folder,
+            f"holds {figures.plural(count, 'audio file')} but no transcript beside {beside} (.txt or .lab of the same name): "
+            "give the manifest that lists them",
+        )
     if count == 0:
         looked = "no metadata.csv (LJSpeech), no wav.scp (Kaldi), no audio files (a folder of clips)"
         hint = f"; it holds {', '.join(manifests[:NOTE_EXAMPLES])}: give the manifest file itself" if manifests else ""
         raise InputError(folder, f"holds none of the dataset layouts trainproof reads: {looked}{hint}")
     if unlisted:
         shown = "; ".join(f"{_quote(exc.filename, 120)}: {exc.strerror or exc}" for exc in unlisted[:NOTE_EXAMPLES])
-        builder.notes.append(f"{figures.plural(len(unlisted), 'folder')} cannot be listed, so {'its' if len(unlisted) == 1 else 'their'} clips were not seen: {shown}")
+        whose = "its" if len(unlisted) == 1 else "their"
+        builder.notes.append(f"{figures.plural(len(unlisted), 'folder')} cannot be listed, so {whose} clips were not seen: {shown}")
     if builder.unreadable_texts:
         shown, more = builder.unreadable_texts[:NOTE_EXAMPLES], len(builder.unreadable_texts) - NOTE_EXAMPLES
         rest = f"; and {more:,} more" if more > 0 else ""
-        builder.notes.append(f"{figures.plural(len(builder.unreadable_texts), 'transcript')} cannot be read, so {'its clip has' if len(builder.unreadable_texts) == 1 else 'their clips have'} none: {'; '.join(shown)}{rest}")
+        theirs = "its clip has" if len(builder.unreadable_texts) == 1 else "their clips have"
+        unread = figures.plural(len(builder.unreadable_texts), "transcript")
+        builder.notes.append(f"{unread} cannot be read, so {theirs} none: {'; '.join(shown)}{rest}")
     if manifests:
         builder.notes.append(
             f"read as a folder of clips; it also holds {', '.join(manifests[:NOTE_EXAMPLES])}: give a manifest file to read it instead"

@@ -68,7 +68,8 @@ def _runs(report: Report, folder: Folder) -> list[str]:
     lines = [f"Runs in {visible(folder.path)}: {len(runs)} (searched {folder.depth} folder levels down)"]
     if folder.not_searched:
         shown = ", ".join(visible(path) for path in folder.not_searched[:3]) + (", ..." if len(folder.not_searched) > 3 else "")
-        lines.append(f"note: what lies below {plural(len(folder.not_searched), 'folder')} at that depth was not searched ({shown}): name a deeper folder to judge any run in it")
+        below = plural(len(folder.not_searched), "folder")
+        lines.append(f"note: what lies below {below} at that depth was not searched ({shown}): name a deeper folder to judge any run in it")
     reasons = any(s.unjudged for s in runs)
     header = ("verdict", "FAIL", "WARN", "run") + (("reason",) if reasons else ())
     rows = tuple(

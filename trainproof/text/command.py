@@ -159,7 +159,8 @@ def _unmeasured(dataset: Any, lengths: Any) -> tuple[str, ...]:
         whose = "its" if count == 1 else "their"
         named = named_lines([(dataset.rows[i].line, why) for i, why in lengths.unrendered])
         notes.append(
-            f"the chat template fails on {count:,} of {figures.plural(chats, 'conversation')}, so {whose} length as a trainer would see it is "
+            f"the chat template fails on {count:,} of {figures.plural(chats, 'conversation')}, so {whose} length as a trainer "
+            "would see it is "
             f"not known and not judged: {named}"
         )
     if lengths.unmeasured:
