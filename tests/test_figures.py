@@ -140,6 +140,34 @@ def test_duration(seconds, text):
 
 
 @pytest.mark.parametrize(
+    ("n", "noun", "many", "text"),
+    [
+        (1, "clip", None, "1 clip"),
+        (0, "clip", None, "0 clips"),
+        (2, "clip", None, "2 clips"),
+        (2650, "clip", None, "2,650 clips"),
+        (np.int64(1), "speaker", None, "1 speaker"),
+        (np.int64(12345), "row", None, "12,345 rows"),
+        (True, "problem", None, "1 problem"),
+        (1, "distinct number", None, "1 distinct number"),
+        (2, "distinct number", None, "2 distinct numbers"),
+        (1, "stretch", "stretches", "1 stretch"),
+        (3, "stretch", "stretches", "3 stretches"),
+        # a measured amount agrees with the number as printed
+        (1.0, "token", None, "1 token"),
+        (np.float64(1.00001), "token", None, "1 token"),
+        (0.5, "token", None, "0.5 tokens"),
+        (1.5, "token", None, "1.5 tokens"),
+        (0.0, "token", None, "0 tokens"),
+        (12345.6, "token", None, "12,346 tokens"),
+        (float("nan"), "token", None, "NaN tokens"),
+    ],
+)
+def test_plural(n, noun, many, text):
+    assert figures.plural(n, noun, many) == text
+
+
+@pytest.mark.parametrize(
     ("function", "x", "text"),
     [
         (figures.num, 9999.5, "10,000"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 
 def num(x: float) -> str:
@@ -21,6 +22,13 @@ def num(x: float) -> str:
     if 1e-4 <= abs(x) and abs(round(x)) < 1e9:
         return f"{x:,.0f}"
     return f"{x:.3g}"
+
+
+def plural(n: float, noun: str, many: str | None = None) -> str:
+    """A count or a measured amount with its noun in the form the number as printed asks: '1 clip', '2,650 clips',
+    '1 token' (a rate that prints as 1), '0.5 tokens'. ``many``: a plural other than noun + 's' ('stretches')."""
+    shown = f"{int(n):,}" if isinstance(n, numbers.Integral) else num(n)
+    return f"{shown} {noun if shown == '1' else many or noun + 's'}"
 
 
 def step(s: int) -> str:

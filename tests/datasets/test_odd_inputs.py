@@ -70,7 +70,7 @@ def test_a_fifo_transcript_costs_its_clip_its_transcript_not_the_dataset(tmp_pat
     os.mkfifo(tmp_path / "ds" / "a.txt")
     manifest = read_manifest(tmp_path / "ds")
     assert {entry.id: entry.text for entry in manifest.entries} == {"a.wav": None, "b.wav": "a transcript that is fine"}
-    assert any("1 transcripts cannot be read" in note and "a FIFO" in note for note in manifest.notes)
+    assert any("1 transcript cannot be read" in note and "a FIFO" in note for note in manifest.notes)
     report = judged(capsys, tmp_path / "ds")
     assert report["code"] == 1
     assert ("TP-DATA-EMPTY-TEXT", "FAIL") in findings(report)

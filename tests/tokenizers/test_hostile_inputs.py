@@ -189,7 +189,7 @@ def test_an_ljspeech_clip_linked_out_of_the_folder_is_not_opened(repo, sp, capsy
 
     text = read_transcripts(lj)
     assert text.durations == (None, 2.0, 3.0)
-    assert any(note.startswith("1 of 3 clips were not opened, so have no duration:") and "--follow-links" in note for note in text.notes)
+    assert any(note.startswith("1 of 3 clips was not opened, so has no duration:") and "--follow-links" in note for note in text.notes)
     assert read_transcripts(lj, follow_links=True).durations == (1.0, 2.0, 3.0)
 
 

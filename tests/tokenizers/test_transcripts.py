@@ -151,4 +151,4 @@ def test_an_ljspeech_clip_that_is_a_fifo_loses_its_duration_not_the_run(tmp_path
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0
-    assert done.stdout.startswith("([None], ['1 of 1 clips have no readable audio")
+    assert done.stdout.startswith("([None], ['1 of 1 clip has no readable audio")

@@ -279,7 +279,8 @@ def grad_scale(ctx: CompareContext) -> Iterator[Hit]:
         return
     yield Hit(
         message=f"The run's median gradient norm is {figures.num(ratio)}x the baseline's: {figures.num(run_m)} against {figures.num(base_m)}.",
-        evidence=f"median of {run_v.size} finite run norms {figures.num(run_m)}; of {base_v.size} baseline norms {figures.num(base_m)}",
+        evidence=f"median of {figures.plural(run_v.size, 'finite run norm')} {figures.num(run_m)}; "
+        f"of {figures.plural(base_v.size, 'baseline norm')} {figures.num(base_m)}",
         values={"ratio": ratio, "run_median": run_m, "baseline_median": base_m},
     )
 
@@ -311,7 +312,9 @@ def lr_zero(ctx: CompareContext) -> Iterator[Hit]:
     if run_share < ctx.t.CMP_LR_ZERO_SHARE or base_share >= ctx.t.CMP_BASELINE_LR_ZERO_SHARE:
         return
     message = f"The learning rate is 0 on {figures.pct(run_share)} of the run's steps; the baseline's is 0 on {figures.pct(base_share)}."
-    evidence = f"run: {int((run_lr == 0).sum())} of {run_lr.size} logged rates are 0; baseline peaks at {figures.num(base_lr.max())}"
+    zeros = int((run_lr == 0).sum())
+    rates = figures.plural(run_lr.size, "logged rate")
+    evidence = f"run: {zeros} of {rates} {'is' if zeros == 1 else 'are'} 0; baseline peaks at {figures.num(base_lr.max())}"
     fell = loss_fell(ctx.run)  # the weights moved: the zeros are a rounded or another param group's rate (as TP-LR-ZERO)
     if fell is not None:
         message += f" Yet the run's training loss fell {fell}: {zero_rate_causes('its')}"

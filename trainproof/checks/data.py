@@ -165,7 +165,8 @@ def _examples(
         message, evidence = say(row)
         if i == 0 and total > 1:
             rest = f" and {total - len(shown)} more" if total > len(shown) else ""
-            message += f" {total:,} of {listed:,} listed {what} ({figures.pct(total / listed)}); the first {len(shown)} are named here{rest}."
+            named = "the first is" if len(shown) == 1 else f"the first {len(shown)} are"
+            message += f" {total:,} of {listed:,} listed {what} ({figures.pct(total / listed)}); {named} named here{rest}."
         yield Hit(message=message, evidence=evidence, values={"count": total, "listed": listed, **(values or {})}, line=int(row.line), file=row.manifest)
 
 
@@ -314,7 +315,8 @@ def nonfinite(ctx: DataContext) -> Iterator[Hit]:
     rows = decoded[decoded["nonfinite"] > 0]
     yield from _examples(
         ctx, rows, "clips hold NaN or infinite samples",
-        lambda r: (f"{_name(r)} holds {int(r.nonfinite):,} NaN or infinite samples.", f"{int(r.nonfinite):,} non-finite of {int(r.frames) * max(int(r.channels), 1):,} samples ({r.subtype})"),
+        lambda r: (f"{_name(r)} holds {figures.plural(int(r.nonfinite), 'NaN or infinite sample')}.",
+                   f"{int(r.nonfinite):,} non-finite of {figures.plural(int(r.frames) * max(int(r.channels), 1), 'sample')} ({r.subtype})"),
     )  # fmt: skip
 
 
@@ -444,7 +446,8 @@ def clipping(ctx: DataContext) -> Iterator[Hit]:
     rows = decoded[(decoded["clip_run"] >= t.DATA_CLIP_RUN) | ((share >= t.DATA_CLIP_SHARE) & many)]
     yield from _examples(
         ctx, rows, "clips are clipped",
-        lambda r: (f"{_name(r)} is clipped: {r.clip_run:,} consecutive full-scale samples.", f"longest run {r.clip_run:,} samples, {r.clipped:,} full-scale samples"),
+        lambda r: (f"{_name(r)} is clipped: {figures.plural(r.clip_run, 'consecutive full-scale sample')}.",
+                   f"longest run {figures.plural(r.clip_run, 'sample')}, {figures.plural(r.clipped, 'full-scale sample')}"),
     )  # fmt: skip
 
 
@@ -664,7 +667,10 @@ def text_rate(ctx: DataContext) -> Iterator[Hit]:
     for hit, row, level in zip(
         _examples(
             ctx, rows, "transcripts do not fit their audio",
-            lambda r: (f"{_name(r)} reads at {figures.num(r.cps)} characters per second against a median of {figures.num(r.median_cps)}: the transcript may belong to other audio.", f"{figures.num(r.cps)} chars/s, robust z {figures.num(r.z)}; {len(r.text or '')} characters over {figures.num(r.duration_s)} s"),
+            lambda r: (f"{_name(r)} reads at {figures.plural(r.cps, 'character')} per second "
+                       f"against a median of {figures.num(r.median_cps)}: the transcript may belong to other audio.",
+                       f"{figures.num(r.cps)} chars/s, robust z {figures.num(r.z)}; "
+                       f"{figures.plural(len(r.text or ''), 'character')} over {figures.num(r.duration_s)} s"),
         ),
         rows.itertuples(index=False),
         levels[levels > 0],
@@ -709,7 +715,7 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     decoded = _need_clips(ctx)
     t = ctx.t
     if len(decoded) < t.DATA_CPS_MIN_CLIPS:
-        raise NotApplicable(f"only {len(decoded)} readable clip{'s' if len(decoded) != 1 else ''} (needs {t.DATA_CPS_MIN_CLIPS})")
+        raise NotApplicable(f"only {figures.plural(len(decoded), 'readable clip')} (needs {t.DATA_CPS_MIN_CLIPS})")
     speech = (decoded["duration_s"] - decoded["lead_s"] - decoded["trail_s"]).clip(lower=0.05)
     letters = pd.Series(ctx.letters[decoded.index.to_numpy()], index=decoded.index)  # the table's index: manifest order
     spoken = letters > 0
@@ -836,7 +842,8 @@ def empty_manifest(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the audio is missing; the manifest may be the wrong file.
     """
     if not ctx.manifest.entries:
-        yield Hit(message=f"{ctx.manifest.path} lists no clip.", evidence=f"0 records ({len(ctx.manifest.problems)} problems)", values={"count": 0})
+        evidence = f"0 records ({figures.plural(len(ctx.manifest.problems), 'problem')})"
+        yield Hit(message=f"{ctx.manifest.path} lists no clip.", evidence=evidence, values={"count": 0})
 
 
 DATA_RULES = rules_of(

@@ -50,7 +50,7 @@ def step_time_cliff(ctx: RunContext) -> Iterator[Hit]:
     steps, per_step, source = _seconds_per_step(ctx)
     t = ctx.t
     if per_step.size < t.MIN_TIMED_POINTS:
-        raise NotApplicable(f"only {per_step.size} timed points (needs {t.MIN_TIMED_POINTS})")
+        raise NotApplicable(f"only {figures.plural(per_step.size, 'timed point')} (needs {t.MIN_TIMED_POINTS})")
     bounds = segment_bounds(per_step.size, t.SEGMENTS, t.MIN_SEGMENT_POINTS)
     medians = np.array([median(per_step[a:b]) for a, b in bounds])
     normal = float(quantile(medians, t.STEP_TIME_NORMAL_QUANTILE))
@@ -114,7 +114,7 @@ def loader_bound(ctx: RunContext) -> Iterator[Hit]:
     loader, compute = run.loader_time.finite_part().values, run.step_time.finite_part().values
     t = ctx.t
     if loader.size < t.MIN_TIMED_POINTS or compute.size < t.MIN_TIMED_POINTS:
-        raise NotApplicable(f"fewer than {t.MIN_TIMED_POINTS} timed points")
+        raise NotApplicable(f"fewer than {figures.plural(t.MIN_TIMED_POINTS, 'timed point')}")
     wait, work = float(median(loader)), float(median(compute))
     if wait + work <= 0:
         return

@@ -81,6 +81,11 @@ def _key(row: Row, fold: Callable[[str], str]) -> tuple:
     return (row.shape, fold(row.prompt), fold(row.target))
 
 
+def _first_named(total: int, ctx: TextContext) -> str:
+    named = min(total, ctx.t.TEXT_EXAMPLES)
+    return "the first is named here" if named == 1 else f"the first {named} are named here"
+
+
 def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -> Iterator[Hit]:
     """One hit per problem for the first TEXT_EXAMPLES, the first counting them all."""
     total = len(problems)
@@ -89,7 +94,7 @@ def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -
         message = message[:1].upper() + message[1:]
         if n == 0 and total > 1:
             rest = f" and {total - ctx.t.TEXT_EXAMPLES:,} more" if total > ctx.t.TEXT_EXAMPLES else ""
-            message += f" {total:,} {what}; the first {min(total, ctx.t.TEXT_EXAMPLES)} are named here{rest}."
+            message += f" {total:,} {what}; {_first_named(total, ctx)}{rest}."
         yield Hit(message=message, evidence=f"line {problem.line}: {problem.kind}" if problem.line else problem.kind, values={"count": total}, line=problem.line)
 
 
@@ -105,7 +110,7 @@ def _row_hits(
         message, evidence = say(row)
         if n == 0 and total > 1:
             rest = f" and {total - ctx.t.TEXT_EXAMPLES:,} more" if total > ctx.t.TEXT_EXAMPLES else ""
-            message += f" {total:,} of {count:,} rows {what} ({figures.pct(total / count)}); the first {min(total, ctx.t.TEXT_EXAMPLES)} are named here{rest}."
+            message += f" {total:,} of {count:,} rows {what} ({figures.pct(total / count)}); {_first_named(total, ctx)}{rest}."
         yield Hit(message=message, evidence=evidence, values={"count": total, "rows": count, **(values or {})}, line=row.line)
 
 
@@ -280,9 +285,10 @@ def too_long(ctx: TextContext) -> Iterator[Hit]:
     lost = sum(n - limit for n in lengths.total if n > limit)
     share = lost / max(sum(lengths.total), 1)
     yield from _row_hits(
-        ctx, over, f"are over {limit:,} tokens",
+        ctx, over, f"are over {figures.plural(limit, 'token')}",
         lambda r: (f"Line {r.line} has {lengths.total[_index(ctx, r)]:,} tokens, over --max-len {limit:,}.",
-                   f"{lost:,} of {sum(lengths.total):,} tokens ({figures.pct(share)}) are lost to truncation"),
+                   f"{lost:,} of {figures.plural(sum(lengths.total), 'token')} ({figures.pct(share)}) "
+                   f"{'is' if lost == 1 else 'are'} lost to truncation"),
         {"lost_tokens": lost, "lost_share": share}, measured=True,
     )  # fmt: skip
 
@@ -301,8 +307,10 @@ def truncated_target(ctx: TextContext) -> Iterator[Hit]:
     cut = [i for i, (r, p) in enumerate(zip(ctx.dataset.rows, lengths.prompt)) if r.shape != "text" and _answers(r) and p >= limit]
     yield from _row_hits(
         ctx, cut, "lose their whole answer to truncation",
-        lambda r: (f"Line {r.line}'s prompt alone has {lengths.prompt[_index(ctx, r)]:,} tokens, so at --max-len {limit:,} none of its answer is trained.",
-                   f"prompt {lengths.prompt[_index(ctx, r)]:,} tokens, row {lengths.total[_index(ctx, r)]:,}; limit {limit:,}"),
+        lambda r: (f"Line {r.line}'s prompt alone has {figures.plural(lengths.prompt[_index(ctx, r)], 'token')}, "
+                   f"so at --max-len {limit:,} none of its answer is trained.",
+                   f"prompt {figures.plural(lengths.prompt[_index(ctx, r)], 'token')}, "
+                   f"row {lengths.total[_index(ctx, r)]:,}; limit {limit:,}"),
         measured=True,
     )  # fmt: skip
 

@@ -192,7 +192,8 @@ def _examples(ctx: TokenizerContext, where: Sequence[int], what: str, say: Calla
         message, evidence = say(i)
         if n == 0 and total > 1:
             rest = f" and {total - len(shown):,} more" if total > len(shown) else ""
-            message += f" {total:,} of {lines:,} lines {what} ({figures.pct(total / lines)}); the first {len(shown)} are named here{rest}."
+            named = "the first is" if len(shown) == 1 else f"the first {len(shown)} are"
+            message += f" {total:,} of {lines:,} lines {what} ({figures.pct(total / lines)}); {named} named here{rest}."
         yield Hit(message=message, evidence=evidence, values={"count": total, "lines": lines, **(values or {})}, line=ctx.text.lines[i])
 
 
@@ -282,7 +283,7 @@ def unknown_tokens(ctx: TokenizerContext) -> Iterator[Hit]:
     hits = _examples(
         ctx, where, "hold unknown tokens",
         lambda i: (f"Line {ctx.text.lines[i]} holds {int(ctx.unknown[i])} unknown token{'s' if ctx.unknown[i] != 1 else ''}: {_snippet(ctx.text.texts[i])}.",
-                   f"{count:,} unknown of {ctx.total:,} tokens ({figures.pct(share)})"),
+                   f"{count:,} unknown of {figures.plural(ctx.total, 'token')} ({figures.pct(share)})"),
         {"unknown": count, "tokens": ctx.total},
     )  # fmt: skip
     yield from (replace(hit, level=level) for hit in _blamed(hits, chars, words))
@@ -307,8 +308,10 @@ def byte_fallback(ctx: TokenizerContext) -> Iterator[Hit]:
     chars, words = _culprits(ctx, where, ctx.tokenizer.byte_ids)
     hits = _examples(
         ctx, where, "fall back to bytes",
-        lambda i: (f"Line {ctx.text.lines[i]} spends {int(ctx.byte_pieces[i])} of its {int(ctx.lengths[i])} tokens on byte pieces: {_snippet(ctx.text.texts[i])}.",
-                   f"{count:,} byte pieces of {ctx.total:,} tokens ({figures.pct(share)}); limit {figures.pct(ctx.t.TOK_BYTE_WARN_SHARE)}"),
+        lambda i: (f"Line {ctx.text.lines[i]} spends {int(ctx.byte_pieces[i])} of its {figures.plural(int(ctx.lengths[i]), 'token')} "
+                   f"on byte pieces: {_snippet(ctx.text.texts[i])}.",
+                   f"{figures.plural(count, 'byte piece')} of {figures.plural(ctx.total, 'token')} ({figures.pct(share)}); "
+                   f"limit {figures.pct(ctx.t.TOK_BYTE_WARN_SHARE)}"),
         {"bytes": count, "tokens": ctx.total},
     )  # fmt: skip
     yield from _blamed(hits, chars, words)
@@ -473,7 +476,7 @@ def fertility(ctx: TokenizerContext) -> Iterator[Hit]:
     Does not mean: the tokenizer cannot represent the text; see TP-TOK-UNKNOWN for that.
     """
     if len(ctx.text.texts) < ctx.t.TOK_MIN_LINES:
-        raise NotApplicable(f"only {len(ctx.text.texts)} lines (needs {ctx.t.TOK_MIN_LINES})")
+        raise NotApplicable(f"only {figures.plural(len(ctx.text.texts), 'line')} (needs {ctx.t.TOK_MIN_LINES})")
     words = int(ctx.words.sum())
     if words == 0:
         raise NotApplicable("the text has no words")
@@ -482,8 +485,10 @@ def fertility(ctx: TokenizerContext) -> Iterator[Hit]:
         return
     worst = int(np.argmax(ctx.lengths / np.maximum(ctx.words, 1)))
     yield Hit(
-        message=f"The text averages {figures.num(rate)} tokens per word (limit {figures.num(ctx.t.TOK_FERTILITY_WARN)}); line {ctx.text.lines[worst]} is split finest: {_snippet(ctx.text.texts[worst])}.",
-        evidence=f"{ctx.total:,} tokens for {words:,} words ({figures.num(ctx.total / max(int(ctx.chars.sum()), 1))} per character); "
+        message=f"The text averages {figures.plural(rate, 'token')} per word (limit {figures.num(ctx.t.TOK_FERTILITY_WARN)}); "
+        f"line {ctx.text.lines[worst]} is split finest: {_snippet(ctx.text.texts[worst])}.",
+        evidence=f"{figures.plural(ctx.total, 'token')} for {figures.plural(words, 'word')} "
+        f"({figures.num(ctx.total / max(int(ctx.chars.sum()), 1))} per character); "
         f"{figures.pct(ctx.split_share or 0)} of words split into several pieces"
         f"{f' (in the first {SPLIT_SHARE_LINES:,} lines)' if len(ctx.text.texts) > SPLIT_SHARE_LINES else ''}",
         values={"tokens_per_word": rate, "tokens": ctx.total, "words": words, "split_share": ctx.split_share},
@@ -511,14 +516,15 @@ def dense_lines(ctx: TokenizerContext) -> Iterator[Hit]:
     """
     chars = np.maximum(ctx.chars, 1).astype(np.float64)
     if len(chars) < ctx.t.TOK_MIN_LINES:
-        raise NotApplicable(f"only {len(chars)} lines (needs {ctx.t.TOK_MIN_LINES})")
+        raise NotApplicable(f"only {figures.plural(len(chars), 'line')} (needs {ctx.t.TOK_MIN_LINES})")
     rates = ctx.lengths / chars
     where, median, _ = _outliers(rates, ctx.t.TOK_OUTLIER_Z)
     covered = [i for i in where.tolist() if ctx.unknown[i] == 0]  # a line dense with unknown tokens is TP-TOK-UNKNOWN's
     yield from _examples(
         ctx, covered, "are split far finer than the rest",
-        lambda i: (f"Line {ctx.text.lines[i]} takes {figures.num(rates[i])} tokens per character against a median of {figures.num(median)}: {_snippet(ctx.text.texts[i])}.",
-                   f"{int(ctx.lengths[i])} tokens for {int(chars[i])} characters"),
+        lambda i: (f"Line {ctx.text.lines[i]} takes {figures.plural(rates[i], 'token')} per character "
+                   f"against a median of {figures.num(median)}: {_snippet(ctx.text.texts[i])}.",
+                   f"{figures.plural(int(ctx.lengths[i]), 'token')} for {figures.plural(int(chars[i]), 'character')}"),
     )  # fmt: skip
 
 
@@ -535,7 +541,7 @@ def too_long(ctx: TokenizerContext) -> Iterator[Hit]:
         raise NotApplicable("no --max-tokens given")
     where = np.flatnonzero(ctx.lengths > ctx.max_tokens).tolist()
     yield from _examples(
-        ctx, where, f"are over {ctx.max_tokens:,} tokens",
+        ctx, where, f"are over {figures.plural(ctx.max_tokens, 'token')}",
         lambda i: (f"Line {ctx.text.lines[i]} has {int(ctx.lengths[i]):,} tokens, over the limit of {ctx.max_tokens:,}.", f"{int(ctx.lengths[i]):,} tokens; limit {ctx.max_tokens:,}"),
     )  # fmt: skip
 
@@ -552,14 +558,15 @@ def token_rate(ctx: TokenizerContext) -> Iterator[Hit]:
     seconds = np.array([d if d is not None else np.nan for d in ctx.text.durations], dtype=float)
     known = np.flatnonzero(np.isfinite(seconds) & (seconds > 0))
     if len(known) < ctx.t.TOK_MIN_LINES:
-        raise NotApplicable(f"audio durations known for {len(known)} lines (needs {ctx.t.TOK_MIN_LINES})")
+        raise NotApplicable(f"audio durations known for {figures.plural(len(known), 'line')} (needs {ctx.t.TOK_MIN_LINES})")
     rates = ctx.lengths[known] / seconds[known]
     where, median, _ = _outliers(rates, ctx.t.TOK_OUTLIER_Z)
     rate_of = dict(zip(known[where].tolist(), rates[where].tolist()))
     yield from _examples(
         ctx, sorted(rate_of), "have too many tokens for their audio",
-        lambda i: (f"Line {ctx.text.lines[i]} has {figures.num(rate_of[i])} tokens per second of audio against a median of {figures.num(median)}.",
-                   f"{int(ctx.lengths[i])} tokens over {figures.num(seconds[i])} s"),
+        lambda i: (f"Line {ctx.text.lines[i]} has {figures.plural(rate_of[i], 'token')} per second of audio "
+                   f"against a median of {figures.num(median)}.",
+                   f"{figures.plural(int(ctx.lengths[i]), 'token')} over {figures.num(seconds[i])} s"),
     )  # fmt: skip
 
 
@@ -607,7 +614,7 @@ def numbers(ctx: TokenizerContext) -> Iterator[Hit]:
     where = _numbers_in(ctx)
     strings = sorted(s for s in where if len(s) >= 2)
     if len(strings) < ctx.t.TOK_NUMBER_MIN:
-        raise NotApplicable(f"only {len(strings)} distinct numbers of 2 digits or more (needs {ctx.t.TOK_NUMBER_MIN})")
+        raise NotApplicable(f"only {figures.plural(len(strings), 'distinct number')} of 2 digits or more (needs {ctx.t.TOK_NUMBER_MIN})")
     splits = _split(ctx, strings)
     by_length: dict[int, dict[tuple[int, ...], list[str]]] = {}
     for digits, pieces in splits.items():

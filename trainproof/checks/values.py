@@ -192,7 +192,7 @@ def loss_flat(ctx: RunContext) -> Iterator[Hit]:
     quantum = _printed_quantum(uniques) if uniques.size >= ctx.t.MIN_TREND_POINTS else None  # fewer show no resolution
     coarse = quantum is not None and abs(value) <= ctx.t.FLAT_COARSE_QUANTA * quantum
     message = f"The training loss is flat: {count} of {values.size} points are exactly {value!r}."
-    evidence = f"{len(uniques)} distinct values in {values.size} points; {value!r} repeated {count} times"
+    evidence = f"{figures.plural(len(uniques), 'distinct value')} in {values.size} points; {value!r} repeated {count} times"
     if coarse:
         message = (
             f"The training loss repeats {value!r} on {count} of {values.size} points, but the log prints it only to "
@@ -319,7 +319,8 @@ def lr_zero_partial(ctx: RunContext) -> Iterator[Hit]:
         first = int(steps[values.size - tail])
         yield Hit(
             message=f"The learning rate is 0 from step {figures.step(first)} to the end: the last {figures.pct(tail_share)} of logged steps trained nothing.",
-            evidence=f"learning rate {figures.num(values[values.size - tail - 1])} at step {figures.step(steps[values.size - tail - 1])}, then exactly 0 on the last {tail} logged steps",
+            evidence=f"learning rate {figures.num(values[values.size - tail - 1])} at step {figures.step(steps[values.size - tail - 1])}, "
+            f"then exactly 0 on the last {figures.plural(tail, 'logged step')}",
             values={"zero_tail_points": tail, "points": int(values.size), "first_zero_step": first},
             steps=(first, int(steps[-1])),
         )

@@ -56,6 +56,7 @@ def _checked(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from trainproof import figures
     from trainproof.cli.common import settings_from
     from trainproof.errors import EXIT_ERROR, EXIT_FAIL
     from trainproof.render.text import finding_lines, wants_colour
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         while True:
             tick = watcher.tick()
-            parts = [time.strftime("%H:%M:%S"), f"{tick.points:,} loss points", str(tick.verdict)]
+            parts = [time.strftime("%H:%M:%S"), figures.plural(tick.points, "loss point"), str(tick.verdict)]
             if tick.restarted:
                 parts.append("(file truncated or replaced: read afresh)")
             if tick.waiting:

@@ -68,7 +68,8 @@ def duration(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | None:
     levels = np.where(outside, level, 0) if fired else np.zeros(values.size, dtype=int)
     limits = ((t.DATA_MIN_DURATION_S, f"min {figures.num(t.DATA_MIN_DURATION_S)} s"), (t.DATA_MAX_DURATION_S, f"max {figures.num(t.DATA_MAX_DURATION_S)} s"))
     flagged = int(np.count_nonzero(levels))
-    note = f"{flagged:,} of {values.size:,} clips outside {figures.num(t.DATA_MIN_DURATION_S)}-{figures.num(t.DATA_MAX_DURATION_S)} s (TP-DATA-DURATION)"
+    bounds = f"{figures.num(t.DATA_MIN_DURATION_S)}-{figures.num(t.DATA_MAX_DURATION_S)} s"
+    note = f"{flagged:,} of {figures.plural(values.size, 'clip')} outside {bounds} (TP-DATA-DURATION)"
     return _histogram("Clip duration", "s", values, levels, limits, note)
 
 
@@ -91,7 +92,8 @@ def speaking_rate(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | 
             limits += ((median - fence, f"-{figures.num(t.DATA_CPS_WARN_Z)} sigma"), (median + fence, f"+{figures.num(t.DATA_CPS_WARN_Z)} sigma"))
     flagged = int(np.count_nonzero(levels))
     scope = "each speaker's" if by_speaker else "the corpus's"
-    note = f"{flagged:,} of {values.size:,} clips beyond {figures.num(t.DATA_CPS_WARN_Z)} robust sigmas of {scope} median (TP-DATA-TEXT-RATE)"
+    sigmas = figures.plural(t.DATA_CPS_WARN_Z, "robust sigma")
+    note = f"{flagged:,} of {values.size:,} clips beyond {sigmas} of {scope} median (TP-DATA-TEXT-RATE)"
     return _histogram("Characters per second of speech", "chars/s", values, levels, limits, note)
 
 

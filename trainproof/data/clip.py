@@ -131,6 +131,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from trainproof import figures
 from trainproof.data.model import ClipRecord, ClipRef
 from trainproof.data.uri import Info, is_uri
 
@@ -481,7 +482,8 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
         if want > seconds_cap:
             why = f"{what} {_hours(want / rate)}, more than the {_hours(MAX_DECODE_S)} trainproof decodes of one clip"
         else:
-            why = (f"{what} {want * channels:,} samples ({_hours(want / rate)} of {channels:,} channels at {rate:,} Hz), more than the "
+            why = (f"{what} {want * channels:,} samples ({_hours(want / rate)} of {figures.plural(channels, 'channel')} at {rate:,} Hz), "
+                   "more than the "
                    f"{MAX_DECODE_SAMPLES:,} trainproof decodes of one clip")  # fmt: skip
         return _failed(ref, TOO_LONG, why, **header, frames=want, duration_s=want / rate, extra={"frames_read": 0})
     if start:

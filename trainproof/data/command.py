@@ -88,7 +88,7 @@ def _require_reachable(source: Any, problems: Sequence[tuple[str, str]]) -> None
     from trainproof.errors import InputError
 
     store, why = problems[0]
-    more = f" (and {len(problems) - 1:,} other stores)" if len(problems) > 1 else ""
+    more = f" (and {figures.plural(len(problems) - 1, 'other store')})" if len(problems) > 1 else ""
     raise InputError(source, f"cannot reach {store}: {why}{more}")
 
 
@@ -180,12 +180,12 @@ def summarize(dataset: Dataset) -> dict:
 
 
 def headline(dataset: Dataset, summary: Mapping[str, Any]) -> str:
-    parts = [f"{dataset.manifest.layout} dataset", f"{summary['clips']:,} clips ({summary['readable']:,} readable)"]
+    parts = [f"{dataset.manifest.layout} dataset", f"{figures.plural(summary['clips'], 'clip')} ({summary['readable']:,} readable)"]
     parts.append(f"{figures.duration(summary['hours'] * 3600)} of audio")
     if summary.get("sample_rates"):
         parts.append(str(summary["sample_rates"]))
     if summary.get("speakers"):
-        parts.append(f"{summary['speakers']} speakers")
+        parts.append(figures.plural(summary["speakers"], "speaker"))
     if "duration_p50_s" in summary:
         parts.append(f"clip durations {figures.num(summary['duration_p5_s'])}/{figures.num(summary['duration_p50_s'])}/{figures.num(summary['duration_p95_s'])} s (5th/50th/95th percentile)")
     return "; ".join(parts)

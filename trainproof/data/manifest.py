@@ -59,6 +59,7 @@ from typing import Any
 
 import orjson
 
+from trainproof import figures
 from trainproof.access import ReadPolicy
 from trainproof.data import uri
 from trainproof.data.model import Entries, Entry, Manifest, Problem
@@ -609,8 +610,9 @@ class _PathResolver:
     def note(self, builder: _Builder) -> None:
         if self.from_cwd and self.from_manifest:
             builder.notes.append(
-                f"{self.from_cwd:,} relative audio paths were found from the working directory and "
-                f"{self.from_manifest:,} were resolved against the manifest's folder ({self.folder or '.'})"
+                f"{figures.plural(self.from_cwd, 'relative audio path')} {'was' if self.from_cwd == 1 else 'were'} found from the "
+                f"working directory and {self.from_manifest:,} {'was' if self.from_manifest == 1 else 'were'} resolved against the "
+                f"manifest's folder ({self.folder or '.'})"
             )
 
 
@@ -1086,7 +1088,7 @@ def _read_csv(path: str, ctx: _Context, builder: _Builder) -> None:
             where = f"line {number}" if len(start) == 1 else f"lines {number}-{start[-1]} (a quote left open joins them)"
             builder.problem(
                 "unparsable",
-                f"{where} {'has' if len(start) == 1 else 'have'} {len(row)} columns; the header has {len(header)}",
+                f"{where} {'has' if len(start) == 1 else 'have'} {figures.plural(len(row), 'column')}; the header has {len(header)}",
                 path,
                 number,
             )
@@ -1242,7 +1244,8 @@ def _read_ljspeech(path: str, ctx: _Context, builder: _Builder) -> None:
             continue
         first = False
         if header is not None and len(cells) != len(header):
-            builder.problem("unparsable", f"line {number} has {len(cells)} columns; the header has {len(header)}", path, number)
+            columns = figures.plural(len(cells), "column")
+            builder.problem("unparsable", f"line {number} has {columns}; the header has {len(header)}", path, number)
             continue
         if header is None and len(cells) not in (2, 3):
             builder.problem(
@@ -1285,7 +1288,7 @@ def _ljspeech_notes(path: str, resolve: _IdResolver, builder: _Builder, rooted: 
         shown = "; ".join(f"{listed}: {', '.join(names)} (took {chosen})" for listed, names, chosen in resolve.ambiguous)
         more = f"; and {count - len(resolve.ambiguous):,} more" if count > len(resolve.ambiguous) else ""
         builder.notes.append(
-            f"{count:,} id{'s' if count != 1 else ''} without an extension match several audio files; "
+            f"{figures.plural(count, 'id')} without an extension {'matches' if count == 1 else 'match'} several audio files; "
             f"the .wav was taken, else the first by name: {shown}{more}"
         )
     if len(resolve.folders) == 1 and resolve.default != resolve.folders[0] and not rooted:  # --root names where they are
@@ -1517,18 +1520,26 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         text = None if raw is None else _transcript_text(raw, text_path, builder)
         builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", text, text_path), unique=False)
     if count and not builder.entries:
-        raise InputError(folder, f"holds {count:,} audio files but no transcript beside any of them (.txt or .lab of the same name): give the manifest that lists them")
+        beside = "it" if count == 1 else "any of them"
+        raise InputError(
+            folder,
+            f"holds {figures.plural(count, 'audio file')} but no transcript beside {beside} (.txt or .lab of the same name): "
+            "give the manifest that lists them",
+        )
     if count == 0:
         looked = "no metadata.csv (LJSpeech), no wav.scp (Kaldi), no audio files (a folder of clips)"
         hint = f"; it holds {', '.join(manifests[:NOTE_EXAMPLES])}: give the manifest file itself" if manifests else ""
         raise InputError(folder, f"holds none of the dataset layouts trainproof reads: {looked}{hint}")
     if unlisted:
         shown = "; ".join(f"{_quote(exc.filename, 120)}: {exc.strerror or exc}" for exc in unlisted[:NOTE_EXAMPLES])
-        builder.notes.append(f"{len(unlisted):,} folders cannot be listed, so their clips were not seen: {shown}")
+        whose = "its" if len(unlisted) == 1 else "their"
+        builder.notes.append(f"{figures.plural(len(unlisted), 'folder')} cannot be listed, so {whose} clips were not seen: {shown}")
     if builder.unreadable_texts:
         shown, more = builder.unreadable_texts[:NOTE_EXAMPLES], len(builder.unreadable_texts) - NOTE_EXAMPLES
         rest = f"; and {more:,} more" if more > 0 else ""
-        builder.notes.append(f"{len(builder.unreadable_texts):,} transcripts cannot be read, so their clips have none: {'; '.join(shown)}{rest}")
+        theirs = "its clip has" if len(builder.unreadable_texts) == 1 else "their clips have"
+        unread = figures.plural(len(builder.unreadable_texts), "transcript")
+        builder.notes.append(f"{unread} cannot be read, so {theirs} none: {'; '.join(shown)}{rest}")
     _sidecar_notes(sidecars, builder)
     if manifests:
         builder.notes.append(

@@ -137,7 +137,7 @@ class TrainproofCallback(TrainerCallback):
         self.report = judge("epoch", [self._snapshot(copy=True, max_steps=state.max_steps)], self.settings)
         subject = self.report.subjects[0]
         counts = ", ".join(f"{subject.count(level)} {level.name}" for level in (Level.FAIL, Level.WARN, Level.INFO))
-        self._say(f"trainproof: {subject.verdict} after {figures.step(state.global_step)} steps ({counts})")
+        self._say(f"trainproof: {subject.verdict} after {figures.plural(int(state.global_step), 'step')} ({counts})")
         for name, target in self.final_report.items():
             path = Path(args.output_dir) / target
             options = {"base": str(Path(args.output_dir).resolve())} if name == "sarif" else {}

@@ -17,6 +17,15 @@ def _value(thresholds: Thresholds, name: str) -> str:
     return figures.num(value) if isinstance(value, float) else str(value)
 
 
+def _unit(shown: str, unit: str) -> str:
+    """A threshold's unit (named in the plural) as the value printed before it asks: '2 seconds', '1 second', '1 step
+    of the printed digit', '1 token per word'."""
+    if shown != "1":
+        return unit
+    head, sep, tail = unit.partition(" of ") if " of " in unit else unit.partition(" per ")
+    return (head[:-1] if head.endswith("s") else head) + sep + tail
+
+
 def deferral(rule: Rule, code: bool = False) -> str:
     """How a rule gives way to others, said where the rules are listed (ids in backticks for markdown)."""
     ids = ", ".join(f"`{other}`" if code else other for other in rule.defers_to)
@@ -48,7 +57,8 @@ def text(rules: Sequence[Rule], settings: Settings, full: bool = False) -> str:
             if name in info:
                 origin = settings.origin(name)
                 where = "" if origin == "default" else f"  (from {origin}; default {figures.num(info[name].default) if isinstance(info[name].default, float) else info[name].default})"
-                lines.append(f"    {name} = {_value(thresholds, name)} {info[name].unit}{where}")
+                shown = _value(thresholds, name)
+                lines.append(f"    {name} = {shown} {_unit(shown, info[name].unit)}{where}")
         if full:
             lines.append("")
             lines.extend("    " + line if line else "" for line in rule.doc.split("\n")[1:])

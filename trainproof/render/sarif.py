@@ -105,7 +105,13 @@ def render(report: Report, base: str | None = None) -> str:
             )
     if omitted:
         notifications.append(
-            {"level": "warning", "message": {"text": f"{omitted} of {len(ordered)} results were left out: GitHub keeps at most {MAX_RESULTS} per run"}}
+            {
+                "level": "warning",
+                "message": {
+                    "text": f"{omitted} of {len(ordered)} results {'was' if omitted == 1 else 'were'} left out: "
+                    f"GitHub keeps at most {MAX_RESULTS} per run"
+                },
+            }
         )
     run = {
         "tool": {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from trainproof.figures import plural
 from trainproof.report import Finding, Folder, Level, Report, Subject, Table, tally
 from trainproof.safe import visible
 
@@ -18,10 +19,6 @@ _COLOURS = {"FAIL": "31;1", "WARN": "33;1", "PASS": "32;1", "INFO": "36", "NOT-C
 
 def _paint(text: str, key: str, colour: bool) -> str:
     return f"\x1b[{_COLOURS[key]}m{text}\x1b[0m" if colour and key in _COLOURS else text
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _subject_block(subject: Subject, colour: bool) -> list[str]:
@@ -74,7 +71,8 @@ def _runs(report: Report, folder: Folder) -> list[str]:
     lines = [f"Runs in {visible(folder.path)}: {len(runs)} (searched {folder.depth} folder levels down)"]
     if folder.not_searched:
         shown = ", ".join(visible(path) for path in folder.not_searched[:3]) + (", ..." if len(folder.not_searched) > 3 else "")
-        lines.append(f"note: what lies below {_plural(len(folder.not_searched), 'folder')} at that depth was not searched ({shown}): name a deeper folder to judge any run in it")
+        below = plural(len(folder.not_searched), "folder")
+        lines.append(f"note: what lies below {below} at that depth was not searched ({shown}): name a deeper folder to judge any run in it")
     unread = folder.unread_note()
     if unread:
         lines.append(f"note: {visible(unread)}")
@@ -91,7 +89,7 @@ def render(report: Report, colour: bool = False) -> str:
     verdict = str(report.verdict)
     judged = report.judged
     header = f"trainproof {report.command}: {_paint(verdict, verdict, colour)}"
-    lines = [f"{header}  ({_plural(len(judged), 'input')}: {report.tally()})" if judged else header]
+    lines = [f"{header}  ({plural(len(judged), 'input')}: {report.tally()})" if judged else header]
     lines.extend(_baselines(report))
     if report.table is not None:
         lines.append("")

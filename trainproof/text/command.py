@@ -161,7 +161,8 @@ def _unmeasured(dataset: Any, lengths: Any) -> tuple[str, ...]:
         whose = "its" if count == 1 else "their"
         named = named_lines([(dataset.rows[i].line, why) for i, why in lengths.unrendered])
         notes.append(
-            f"the chat template fails on {count:,} of {chats:,} conversations, so {whose} length as a trainer would see it is "
+            f"the chat template fails on {count:,} of {figures.plural(chats, 'conversation')}, so {whose} length as a trainer "
+            "would see it is "
             f"not known and not judged: {named}"
         )
     if lengths.unmeasured:
@@ -191,12 +192,11 @@ def summarize(dataset: Any, lengths: Any, max_len: int | None, template: str | N
 
 
 def headline(dataset: Any, summary: Mapping[str, Any]) -> str:
-    shapes = ", ".join(f"{n:,} {shape}" for shape, n in dataset.shapes.items() if n) or "no rows"
+    shapes = ", ".join(f"{shape}: {n:,}" for shape, n in dataset.shapes.items() if n) or "no rows"
     rows, lines = summary["rows"], summary["lines"]
     parts = [f"fine-tuning JSONL, {rows:,} row{'' if rows == 1 else 's'} of {lines:,} line{'' if lines == 1 else 's'} ({shapes})"]
     if "tokens" in summary:
-        tokens = f"{figures.num(summary['tokens_p50'])} tokens per row (median), {summary['tokens_max']:,} at most"
-        parts.append(f"{tokens}, {_counted(summary)}")
+        parts.append(f"{figures.plural(summary['tokens_p50'], 'token')} per row (median), {summary['tokens_max']:,} at most, {_counted(summary)}")
     return "; ".join(parts)
 
 

@@ -41,6 +41,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from trainproof import figures
 from trainproof.access import ReadPolicy
 from trainproof.errors import InputError
 from trainproof.readers.base import BLOCK_BYTES, mostly_binary, open_log, read_block, size_text
@@ -373,7 +374,8 @@ class _Reader:
         if self.not_utf8 * 2 > self.content:
             raise InputError(
                 self.path,
-                f"is not UTF-8: {self.not_utf8:,} of its {self.content:,} lines hold bytes that are not UTF-8, the first "
+                f"is not UTF-8: {self.not_utf8:,} of its {figures.plural(self.content, 'line')} "
+                f"{'holds' if self.not_utf8 == 1 else 'hold'} bytes that are not UTF-8, the first "
                 f"at line {self.first_not_utf8}, so it is in another encoding (Latin-1 or Windows-1252, perhaps): save it as UTF-8",
             )
         notes = list(self.notes)

@@ -113,11 +113,12 @@ def _specials(specials: Any) -> str:
 
 def headline(encoded: EncodedText, summary: Mapping[str, Any]) -> str:
     kind = {"text": "plain text", "jsonl": "JSONL manifest", "ljspeech": "LJSpeech metadata.csv"}.get(encoded.text.kind, encoded.text.kind)
-    parts = [f"{kind}, {summary['lines']:,} lines, {summary['tokens']:,} tokens by a {summary['tokenizer_kind']} tokenizer of {summary['vocab_size']:,} pieces"]
+    counts = f"{figures.plural(summary['lines'], 'line')}, {figures.plural(summary['tokens'], 'token')}"
+    parts = [f"{kind}, {counts} by a {summary['tokenizer_kind']} tokenizer of {summary['vocab_size']:,} pieces"]
     if summary.get("tokens_per_word") is not None:
-        parts.append(f"{figures.num(summary['tokens_per_word'])} tokens per word")
+        parts.append(f"{figures.plural(summary['tokens_per_word'], 'token')} per word")
     if summary.get("tokens_per_second_p50") is not None:
-        parts.append(f"{figures.num(summary['tokens_per_second_p50'])} tokens per second of audio (median)")
+        parts.append(f"{figures.plural(summary['tokens_per_second_p50'], 'token')} per second of audio (median)")
     return "; ".join(parts)
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
+from trainproof import figures
 from trainproof.access import ReadPolicy
 from trainproof.errors import InputError
 from trainproof.readers.base import iter_line_blocks, iter_lines, size_text, special_kind
@@ -229,7 +230,10 @@ def _jsonl(path: Path) -> Transcripts:
         lines.append(number)
         texts.append(text)
         durations.append(duration)
-    notes = [f"{skipped:,} lines hold no transcript (no field {', '.join(TEXT_KEYS)}) and were skipped"] if skipped else []
+    notes = []
+    if skipped:
+        held, was = ("holds", "was") if skipped == 1 else ("hold", "were")
+        notes.append(f"{figures.plural(skipped, 'line')} {held} no transcript (no field {', '.join(TEXT_KEYS)}) and {was} skipped")
     return _built(path, "jsonl", lines, texts, durations, notes)
 
 
@@ -285,10 +289,12 @@ def _audio_durations(paths: list[str], policy: ReadPolicy | None = None) -> tupl
     notes = []
     if refused:
         audio, why = refused[0]
-        notes.append(f"{len(refused):,} of {len(out):,} clips were not opened, so have no duration: {audio} {why}")
+        was, has = ("was", "has") if len(refused) == 1 else ("were", "have")
+        notes.append(f"{len(refused):,} of {figures.plural(len(out), 'clip')} {was} not opened, so {has} no duration: {audio} {why}")
     missing = sum(d is None for d in out) - len(refused)
     if missing:
-        notes.append(f"{missing:,} of {len(out):,} clips have no readable audio, so no duration")
+        has = "has" if missing == 1 else "have"
+        notes.append(f"{missing:,} of {figures.plural(len(out), 'clip')} {has} no readable audio, so no duration")
     return out, notes
 
 
