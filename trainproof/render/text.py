@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 
 from trainproof.render.grouped import Block, blocks
-from trainproof.report import Finding, Folder, Level, Report, Subject, Table, tally
+from trainproof.report import Folder, Level, Report, Subject, Table, tally
 from trainproof.safe import visible
 
 _COLOURS = {"FAIL": "31;1", "WARN": "33;1", "PASS": "32;1", "INFO": "36", "NOT-CHECKED": "35;1"}
@@ -48,11 +48,6 @@ def _subject_block(subject: Subject, colour: bool, summaries: Mapping[str, str])
         for skipped in subject.skipped:
             lines.append(f"  Skipped {skipped.rule_id}: {visible(skipped.reason)}")
     return lines
-
-
-def finding_lines(finding: Finding, colour: bool = False) -> list[str]:
-    """One finding as the text report prints it: the level, id and message, then its evidence."""
-    return block_lines(Block(finding.rule_id, finding.level, finding.message, finding.evidence), colour)
 
 
 def block_lines(block: Block, colour: bool = False) -> list[str]:
