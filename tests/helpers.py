@@ -89,6 +89,18 @@ def hf_entries(loss: Sequence[float], *, lr: float | Sequence[float] = 1e-4, gra
     return entries
 
 
+def two_nan_eval_sets(folder: Path) -> Path:
+    """A run folder whose trainer_state.json logs two eval sets that both turn NaN at the last evaluation (step 300):
+    TP-EVAL-NONFINITE finds it once per set."""
+    entries = hf_entries(decaying(60).tolist())
+    for step in (100, 200, 300):
+        value = float("nan") if step == 300 else 1.5
+        entries.append({"step": step, "epoch": step / 300, "eval_a_loss": value, "eval_b_loss": value})
+    entries.sort(key=lambda e: e["step"])
+    folder.mkdir()
+    return write_hf_state(folder / "trainer_state.json", entries)
+
+
 def load_tiny_task():
     """The gallery's tiny-model task module (examples/gallery/tiny_task.py), imported by path."""
     import importlib.util

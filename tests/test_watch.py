@@ -383,3 +383,20 @@ def test_a_log_that_goes_between_the_stat_and_the_open_is_waited_for_not_an_inte
     assert fresh.tick().points == 0
     monkeypatch.setattr(pathlib.Path, "open", opened)
     assert fresh.tick().points == 60
+
+
+def test_a_rule_that_fires_on_two_eval_sets_at_once_is_said_once_naming_both(tmp_path, capsys):
+    """Both eval sets turn NaN at step 300: the tick prints one TP-EVAL-NONFINITE block with a line per set (it used to
+    print only the first set's finding, and never the second's)."""
+    from tests.helpers import two_nan_eval_sets
+    from trainproof.cli import main
+
+    state = two_nan_eval_sets(tmp_path / "run")
+    assert main(["watch", str(state), "--max-ticks", "1"]) == 1
+    out = capsys.readouterr().out
+    assert len(re.findall(r"^  \[FAIL\] TP-EVAL-NONFINITE  ", out, re.M)) == 1
+    assert "(eval_a_loss) is not a finite number" in out
+    assert "(eval_b_loss) is not a finite number" in out
+    watcher = Watcher(state)
+    assert sorted(f.message.split(")")[0] for f in watcher.tick().new_findings) == ["The eval loss (eval_a_loss", "The eval loss (eval_b_loss"]
+    assert watcher.tick().new_findings == ()  # said once

@@ -47,6 +47,12 @@ class Finding:
     locate it: the line of the input (a log's step record, a manifest line)
     and, when that is not the subject's own path, the file it is in (an audio
     file of a dataset, the log inside a run folder).
+
+    ``shared`` is the end of ``message`` that speaks for every finding of its
+    rule on its input (how many lines have the problem and how many are
+    named, the characters to blame), carried by the first of them: a report
+    that shows a rule's findings as one :class:`Group` says it once, then
+    what each says of its own place, its :attr:`detail`.
     """
 
     rule_id: str
@@ -57,11 +63,50 @@ class Finding:
     steps: tuple[int, ...] = ()
     line: int | None = None
     file: str | None = None
+    shared: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.message.endswith(self.shared):
+            raise ValueError("a finding's shared sentences must end its message")
 
     @property
     def title(self) -> str:
         head, _, _ = self.message.partition(". ")
         return head.rstrip(".")
+
+    @property
+    def detail(self) -> str:
+        """The message without its shared sentences: what it says of its own place alone."""
+        return self.message[: len(self.message) - len(self.shared)].rstrip() if self.shared else self.message
+
+
+@dataclass(frozen=True)
+class Group:
+    """The findings of one rule on one input, which the text, markdown and HTML reports show as one block: at the
+    worst level among them, their shared sentences once, then each place. SARIF, JUnit, annotations and JSON keep a
+    result per finding, as code scanning and test reports want one per location."""
+
+    findings: tuple[Finding, ...]
+
+    @property
+    def rule_id(self) -> str:
+        return self.findings[0].rule_id
+
+    @property
+    def level(self) -> Level:
+        return max(f.level for f in self.findings)
+
+    @property
+    def shared(self) -> str:
+        return next((f.shared for f in self.findings if f.shared), "")
+
+
+def grouped(findings: Sequence[Finding]) -> tuple[Group, ...]:
+    """The findings by rule, each rule where its first finding is (a subject lists its worst findings first)."""
+    by_rule: dict[str, list[Finding]] = {}
+    for finding in findings:
+        by_rule.setdefault(finding.rule_id, []).append(finding)
+    return tuple(Group(tuple(found)) for found in by_rule.values())
 
 
 @dataclass(frozen=True)
@@ -213,8 +258,14 @@ class Subject:
             return Verdict.NOT_CHECKED if worst is Level.INFO else Verdict(worst.name)
         return Verdict.WARN if worst is Level.WARN else Verdict.PASS
 
+    @property
+    def groups(self) -> tuple[Group, ...]:
+        return grouped(self.findings)
+
     def count(self, level: Level) -> int:
-        return sum(1 for f in self.findings if f.level is level)
+        """How many rules found something at this level, their worst: a rule's findings count once, as the text,
+        markdown and HTML reports show them (SARIF and JUnit have an entry per finding)."""
+        return sum(1 for g in self.groups if g.level is level)
 
 
 @dataclass(frozen=True)

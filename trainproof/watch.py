@@ -289,12 +289,14 @@ class Watcher:
             return None  # caught mid-write: the next change is read again
 
     def _new_findings(self, subject: Subject) -> tuple[Finding, ...]:
-        fresh = []
-        for finding in subject.findings:
-            key = (finding.rule_id, finding.level.name)
+        """The findings of each rule that is new at its level (its worst): all of them, which the tick prints as one
+        block, once; a rule is said again only when it rises to a higher level."""
+        fresh: list[Finding] = []
+        for group in subject.groups:
+            key = (group.rule_id, group.level.name)
             if key not in self.reported:
                 self.reported.add(key)
-                fresh.append(finding)
+                fresh.extend(group.findings)
         return tuple(fresh)
 
 

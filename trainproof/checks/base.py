@@ -27,6 +27,8 @@ class Hit:
 
     ``level`` is set only by a rule whose findings can be milder than its
     default (TP-PLATEAU is an INFO note when the plateau was short).
+    ``shared`` is the end of ``message`` about all the rule's hits (see
+    :class:`~trainproof.report.Finding`).
     """
 
     message: str
@@ -36,6 +38,14 @@ class Hit:
     level: Level | None = None
     line: int | None = None
     file: str | None = None
+    shared: str = ""
+
+
+def amended(hit: Hit, more: str, level: Level | None = None) -> Hit:
+    """The hit with ``more`` added to what it says of its own place, before its shared sentences, at ``level`` if given."""
+    head = hit.message[: len(hit.message) - len(hit.shared)].rstrip() if hit.shared else hit.message
+    message = head + more + (f" {hit.shared}" if hit.shared else "")
+    return replace(hit, message=message, level=hit.level if level is None else level)
 
 
 class Context(Protocol):
@@ -167,6 +177,7 @@ class Rule:
             steps=tuple(int(s) for s in hit.steps),
             line=hit.line,
             file=hit.file,
+            shared=hit.shared,
         )
 
 

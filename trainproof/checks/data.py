@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trainproof import figures
-from trainproof.checks.base import Hit, NotApplicable, rules_of
+from trainproof.checks.base import Hit, NotApplicable, amended, rules_of
 from trainproof.collector import collector_paused
 from trainproof.data.model import ClipRecord, Manifest, entry_column
 from trainproof.data.records import ClipRecords
@@ -163,11 +163,13 @@ def _examples(
     shown = rows.head(ctx.t.DATA_EXAMPLES)
     for i, row in enumerate(shown.itertuples(index=False)):
         message, evidence = say(row)
+        shared = ""
         if i == 0 and total > 1:
             rest = f" and {total - len(shown)} more" if total > len(shown) else ""
             named = "the first is" if len(shown) == 1 else f"the first {len(shown)} are"
-            message += f" {total:,} of {listed:,} listed {what} ({figures.pct(total / listed)}); {named} named here{rest}."
-        yield Hit(message=message, evidence=evidence, values={"count": total, "listed": listed, **(values or {})}, line=int(row.line), file=row.manifest)
+            shared = f"{total:,} of {listed:,} listed {what} ({figures.pct(total / listed)}); {named} named here{rest}."
+            message += f" {shared}"
+        yield Hit(message=message, evidence=evidence, values={"count": total, "listed": listed, **(values or {})}, line=int(row.line), file=row.manifest, shared=shared)
 
 
 def _name(row: Any) -> str:
@@ -207,10 +209,26 @@ def manifest_broken(ctx: DataContext) -> Iterator[Hit]:
     kinds: Counter[str] = Counter()
     for p in problems:
         kinds[p.kind] += p.lines
-    for problem in problems[: ctx.t.DATA_EXAMPLES]:
+    shown = problems[: ctx.t.DATA_EXAMPLES]
+    total = sum(kinds.values())
+    for i, problem in enumerate(shown):
         same = kinds[problem.kind]
-        count = f" ({same:,} such lines)" if same > 1 else ""
-        yield Hit(message=f"{problem.message}{count}.", evidence=f"line {problem.line}: {problem.kind}", values={"count": same}, line=problem.line, file=problem.manifest)
+        values = {"count": same}
+        if len(shown) == 1:
+            count = f" ({same:,} such lines)" if same > 1 else ""
+            yield Hit(message=f"{problem.message}{count}.", evidence=f"line {problem.line}: {problem.kind}", values=values, line=problem.line, file=problem.manifest)
+            continue
+        shared = ""
+        if i == 0:  # several named: the count of them all once, by kind when they differ
+            by_kind = f" ({', '.join(f'{n:,} {_BROKEN[kind]}' for kind, n in kinds.items())})" if len(kinds) > 1 else ""
+            rest = f" and {total - len(shown):,} more" if total > len(shown) else ""
+            shared = f"{total:,} lines are not clip records{by_kind}; the first {len(shown)} are named here{rest}."
+        own = f" ({problem.lines:,} such lines)" if problem.lines > 1 else ""  # a not-UTF-8 problem stands for every such line
+        message = f"{problem.message}{own}." + (f" {shared}" if shared else "")
+        yield Hit(message=message, evidence=f"line {problem.line}: {problem.kind}", values=values, line=problem.line, file=problem.manifest, shared=shared)
+
+
+_BROKEN = {"unparsable": "unparsable", "no-audio-field": "naming no audio", "not-utf8": "not UTF-8"}
 
 
 def manifest_format(ctx: DataContext) -> Iterator[Hit]:
@@ -237,8 +255,14 @@ def duplicate_id(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the two lines carry the same transcript; see TP-DATA-CONFLICTING-TEXT for the audio.
     """
     problems = [p for p in ctx.manifest.problems if p.kind == "duplicate-id"]
-    for problem in problems[: ctx.t.DATA_EXAMPLES]:
-        yield Hit(message=f"{problem.message}.", evidence=f"line {problem.line}", values={"count": len(problems)}, line=problem.line, file=problem.manifest)
+    shown = problems[: ctx.t.DATA_EXAMPLES]
+    for i, problem in enumerate(shown):
+        shared = ""
+        if i == 0 and len(problems) > 1:
+            rest = f" and {len(problems) - len(shown):,} more" if len(problems) > len(shown) else ""
+            shared = f"{len(problems):,} lines repeat an earlier line's id; the first {len(shown)} are named here{rest}."
+        message = f"{problem.message}." + (f" {shared}" if shared else "")
+        yield Hit(message=message, evidence=f"line {problem.line}", values={"count": len(problems)}, line=problem.line, file=problem.manifest, shared=shared)
 
 
 def unlisted(ctx: DataContext) -> Iterator[Hit]:
@@ -683,7 +707,7 @@ def text_rate(ctx: DataContext) -> Iterator[Hit]:
                 f"{figures.num(t.DATA_CPS_EDGE_S)} s of edge-silence error and a sigma from {int(row.group_clips)} clips (z at least "
                 f"{figures.num(abs(row.z_bound))}): a WARN, not a FAIL."
             )
-            yield replace(hit, level=Level.WARN, message=hit.message + why)
+            yield amended(hit, why, level=Level.WARN)
         else:
             yield replace(hit, level=Level.WARN)
 

@@ -92,10 +92,12 @@ def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -
     for n, problem in enumerate(problems[: ctx.t.TEXT_EXAMPLES]):
         message = problem.message.rstrip(".") + "."
         message = message[:1].upper() + message[1:]
+        shared = ""
         if n == 0 and total > 1:
             rest = f" and {total - ctx.t.TEXT_EXAMPLES:,} more" if total > ctx.t.TEXT_EXAMPLES else ""
-            message += f" {total:,} {what}; {_first_named(total, ctx)}{rest}."
-        yield Hit(message=message, evidence=f"line {problem.line}: {problem.kind}" if problem.line else problem.kind, values={"count": total}, line=problem.line)
+            shared = f"{total:,} {what}; {_first_named(total, ctx)}{rest}."
+            message += f" {shared}"
+        yield Hit(message=message, evidence=f"line {problem.line}: {problem.kind}" if problem.line else problem.kind, values={"count": total}, line=problem.line, shared=shared)
 
 
 def _row_hits(
@@ -108,10 +110,12 @@ def _row_hits(
     for n, i in enumerate(rows[: ctx.t.TEXT_EXAMPLES]):
         row = ctx.dataset.rows[i]
         message, evidence = say(row)
+        shared = ""
         if n == 0 and total > 1:
             rest = f" and {total - ctx.t.TEXT_EXAMPLES:,} more" if total > ctx.t.TEXT_EXAMPLES else ""
-            message += f" {total:,} of {count:,} rows {what} ({figures.pct(total / count)}); {_first_named(total, ctx)}{rest}."
-        yield Hit(message=message, evidence=evidence, values={"count": total, "rows": count, **(values or {})}, line=row.line)
+            shared = f"{total:,} of {count:,} rows {what} ({figures.pct(total / count)}); {_first_named(total, ctx)}{rest}."
+            message += f" {shared}"
+        yield Hit(message=message, evidence=evidence, values={"count": total, "rows": count, **(values or {})}, line=row.line, shared=shared)
 
 
 # --- the file and its lines --------------------------------------------------------

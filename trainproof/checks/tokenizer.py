@@ -190,11 +190,13 @@ def _examples(ctx: TokenizerContext, where: Sequence[int], what: str, say: Calla
     lines = len(ctx.text.texts)
     for n, i in enumerate(shown):
         message, evidence = say(i)
+        shared = ""
         if n == 0 and total > 1:
             rest = f" and {total - len(shown):,} more" if total > len(shown) else ""
             named = "the first is" if len(shown) == 1 else f"the first {len(shown)} are"
-            message += f" {total:,} of {lines:,} lines {what} ({figures.pct(total / lines)}); {named} named here{rest}."
-        yield Hit(message=message, evidence=evidence, values={"count": total, "lines": lines, **(values or {})}, line=ctx.text.lines[i])
+            shared = f"{total:,} of {lines:,} lines {what} ({figures.pct(total / lines)}); {named} named here{rest}."
+            message += f" {shared}"
+        yield Hit(message=message, evidence=evidence, values={"count": total, "lines": lines, **(values or {})}, line=ctx.text.lines[i], shared=shared)
 
 
 def _snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
@@ -250,7 +252,7 @@ def _blamed(hits: Iterator[Hit], chars: Counter, words: Counter) -> Iterator[Hit
     named = "; ".join(f"{what}: {_listed(found, limit)}" for what, found, limit in (("characters", chars, 8), ("words", words, 5)) if found)
     blame = f" {named[:1].upper()}{named[1:]}." if named else ""
     for n, hit in enumerate(hits):
-        yield replace(hit, message=hit.message + blame) if n == 0 else hit
+        yield replace(hit, message=hit.message + blame, shared=(hit.shared + blame).lstrip()) if n == 0 else hit
 
 
 def _listed(counter: Counter, limit: int = 8) -> str:

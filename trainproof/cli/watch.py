@@ -57,10 +57,13 @@ def _checked(args: argparse.Namespace) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from trainproof import figures
+    from trainproof.checks.registry import LIVE_RULES
+    from trainproof.checks.watching import WATCH_RULES
     from trainproof.cli.common import settings_from
     from trainproof.errors import EXIT_ERROR, EXIT_FAIL
-    from trainproof.render.text import finding_lines, wants_colour
-    from trainproof.report import Verdict
+    from trainproof.render.grouped import block
+    from trainproof.render.text import block_lines, wants_colour
+    from trainproof.report import Verdict, grouped
     from trainproof.safe import visible
     from trainproof.watch import Watcher
 
@@ -68,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     colour = not args.no_color and wants_colour(sys.stdout)
     watcher = Watcher(path, args.format, settings, stall_timeout=args.stall_timeout)
+    summaries = {rule.id: rule.summary for rule in LIVE_RULES + WATCH_RULES}
     ticks = 0
     try:
         while True:
@@ -78,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
             if tick.waiting:
                 parts.append(f"({tick.waiting})")
             print("  ".join(parts))
-            for finding in tick.new_findings:
-                print("\n".join(finding_lines(finding, colour)))
+            for group in grouped(tick.new_findings) if tick.subject is not None else ():
+                print("\n".join(block_lines(block(tick.subject, group, summaries.get(group.rule_id, "")), colour)))
             sys.stdout.flush()
             if args.until_fail and tick.subject is not None and tick.verdict is Verdict.FAIL:
                 return EXIT_FAIL

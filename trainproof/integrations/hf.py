@@ -60,8 +60,9 @@ from trainproof.live import LiveJudge
 from trainproof.readers.base import RunBuilder
 from trainproof.readers.hf import EvalKeys, add_entry
 from trainproof.render import RENDERERS, render
-from trainproof.render.text import finding_lines
-from trainproof.report import Level, Report
+from trainproof.render.grouped import block
+from trainproof.render.text import block_lines
+from trainproof.report import Level, Report, grouped
 from trainproof.safe import visible
 
 POLICIES = ("warn", "stop_on_fail")
@@ -161,8 +162,9 @@ class TrainproofCallback(TrainerCallback):
         if not math.isnan(never):
             head += f": {figures.pct(never)} of the schedule never ran"
         lines = [head + f" ({', '.join(dict.fromkeys(f.rule_id for f in failures))})."]
-        for finding in failures:
-            lines.extend(finding_lines(finding))
+        summaries = {rule.id: rule.summary for rule in self.judge.rules}
+        for group in grouped(failures) if self.judge.last is not None else ():
+            lines.extend(block_lines(block(self.judge.last, group, summaries.get(group.rule_id, ""))))
         target = Path(args.output_dir) / self.abort_file
         abort = {
             "step": step,

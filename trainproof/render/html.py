@@ -1,5 +1,8 @@
 """A self-contained HTML report: verdicts, findings, and the curves as inline SVG.
 
+A rule's findings on one input are one table row, their places listed in it
+(see :mod:`trainproof.render.grouped`).
+
 No network assets, no script; jinja2 autoescapes everything from the report,
 and every printed value has its control and format characters spelled out.
 What each chart plots is the subject's (its command decided); this module
@@ -14,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from trainproof.checks.base import Rule
+from trainproof.render.grouped import blocks
 from trainproof.render.svg import chart, histogram
 from trainproof.report import Chart, Histogram, Report
 from trainproof.safe import visible
@@ -85,7 +89,10 @@ def render(report: Report) -> str:
     from markupsafe import Markup
 
     with np.errstate(all="ignore"):  # extreme logged values overflow to inf on the chart's scale, as they should
-        subjects = [{"subject": s, "charts": [Markup(svg) for c in s.charts if (svg := _draw(c))]} for s in report.subjects]
+        summaries = {rule.id: rule.summary for rule in report.rules}
+        subjects = [
+            {"subject": s, "blocks": blocks(s, summaries), "charts": [Markup(svg) for c in s.charts if (svg := _draw(c))]} for s in report.subjects
+        ]
     fired = {f.rule_id for s in report.subjects for f in s.findings}
     docs = [(rule.id, Markup(inline_code(rule.summary)), Markup(_rule_doc_html(rule))) for rule in sorted(report.rules, key=lambda r: r.id) if rule.id in fired]
     return _environment().get_template("report.html.j2").render(report=report, subjects=subjects, docs=docs)

@@ -5,9 +5,10 @@ so a workflow can find and update its own comment. Every string that comes
 from the user's files (paths, eval-set names, checkpoint paths in messages)
 is escaped for GitHub-flavoured markdown: HTML is inert, table pipes stay
 in their cell, ``@mentions``, ``#123`` references and bare URLs do not ping or
-link, and control and format characters are spelled out (``\\x1b``). The
-body never exceeds GitHub's 65,536 characters; findings that do not fit are
-counted at the end.
+link, and control and format characters are spelled out (``\\x1b``). A
+rule's findings on one input are one row, their places listed in its cell
+(see :mod:`trainproof.render.grouped`). The body never exceeds GitHub's
+65,536 characters; rows that do not fit are counted at the end.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 
 from trainproof import figures
+from trainproof.render.grouped import Block, blocks
 from trainproof.report import Finding, Report, Subject, Table, location
 from trainproof.safe import visible
 
@@ -47,11 +49,35 @@ def _where(subject: Subject, finding: Finding) -> str:
     return escape(f"{path}:{line}" if line else path) + (" (baseline)" if subject.role == "baseline" else "")
 
 
-def _row(subject: Subject, finding: Finding) -> str:
-    return (
-        f"| **{finding.level.name}** | `{finding.rule_id}` | {_where(subject, finding)} | "
-        f"{escape(finding.message)}<br>Evidence: {escape(finding.evidence)} |\n"
-    )
+def _row(subject: Subject, block: Block, room: int) -> str | None:
+    """A table row for one rule on one input: a single finding at its place, or several with a line each in the cell;
+    within ``room`` characters, leaving out (and counting) the places that do not fit; None when not even its head does."""
+    if not block.entries:
+        where = _where(subject, block.findings[0])
+    else:
+        where = escape(subject.path) + (" (baseline)" if subject.role == "baseline" else "")
+    head = f"| **{block.level.name}** | `{block.rule_id}` | {where} | {escape(block.message)}"
+    head += f"<br>Evidence: {escape(block.evidence)}" if block.evidence else ""
+    parts = []
+    for entry in block.entries:
+        level = f"**{entry.level.name}** " if entry.level is not None else ""
+        place = "" if not entry.place else f"{escape(entry.place)} — "
+        parts.append(f"<br>· {level}{place}{escape(entry.detail)}" + (f" Evidence: {escape(entry.evidence)}" if entry.evidence else ""))
+    tail = f"<br>The same at {escape(block.same_at)}." if block.same_at else ""
+    end = " |\n"
+    row = head + "".join(parts) + tail + end
+    if len(row) <= room:
+        return row
+    cut = "<br>_{} more place{} left out; see the full report._"
+    size = len(head) + len(end) + len(cut) + 12
+    kept = 0
+    while kept < len(parts) and size + len(parts[kept]) <= room:
+        size += len(parts[kept])
+        kept += 1
+    if size > room:
+        return None
+    left = len(block.findings) - kept
+    return head + "".join(parts[:kept]) + cut.format(left, "s" if left != 1 else "") + end
 
 
 def _tally(report: Report) -> str:
@@ -100,7 +126,8 @@ def render(report: Report, max_chars: int = MAX_CHARS) -> str:
         f"### trainproof {report.command}: {report.verdict.value}\n\n"
         f"{_tally(report)}\n\n"
     )
-    findings = sorted(report.findings, key=lambda pair: -pair[1].level)
+    summaries = {rule.id: rule.summary for rule in report.rules}
+    findings = sorted(((s, b) for s in report.subjects for b in blocks(s, summaries)), key=lambda pair: -pair[1].level)
     table_head = "| level | rule | input | finding |\n|---|---|---|---|\n"
     details = _inputs(report)
     body = head
@@ -112,9 +139,9 @@ def render(report: Report, max_chars: int = MAX_CHARS) -> str:
         body += table_head
     reserve = len(details) + 200
     kept = 0
-    for subject, finding in findings:
-        row = _row(subject, finding)
-        if len(body) + len(row) + reserve > max_chars:
+    for subject, block in findings:
+        row = _row(subject, block, max_chars - len(body) - reserve)
+        if row is None:
             break
         body += row
         kept += 1

@@ -1,4 +1,8 @@
-"""The plain-text verdict block: a header, then per input a line per finding with its evidence.
+"""The plain-text verdict block: a header, then per input a block per rule that found something, with its evidence.
+
+A rule that found several things is one block, its places listed under it
+(see :mod:`trainproof.render.grouped`); the closing ``Findings:`` line counts
+these blocks, by their level.
 
 When an input was a folder of several runs, the block ends with a table of
 them, a line per run: its verdict, its FAIL and WARN counts, its path in the
@@ -9,9 +13,11 @@ so no file name starts a line.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from trainproof.figures import plural
-from trainproof.report import Finding, Folder, Level, Report, Subject, Table, tally
+from trainproof.render.grouped import Block, blocks
+from trainproof.report import Folder, Level, Report, Subject, Table, tally
 from trainproof.safe import visible
 
 _COLOURS = {"FAIL": "31;1", "WARN": "33;1", "PASS": "32;1", "INFO": "36", "NOT-CHECKED": "35;1"}
@@ -21,7 +27,7 @@ def _paint(text: str, key: str, colour: bool) -> str:
     return f"\x1b[{_COLOURS[key]}m{text}\x1b[0m" if colour and key in _COLOURS else text
 
 
-def _subject_block(subject: Subject, colour: bool) -> list[str]:
+def _subject_block(subject: Subject, colour: bool, summaries: Mapping[str, str]) -> list[str]:
     verdict = str(subject.verdict)
     role = " (baseline)" if subject.role == "baseline" else ""
     lines = [f"{_paint(verdict, verdict, colour)}  {visible(subject.path)}{role}"]
@@ -32,8 +38,8 @@ def _subject_block(subject: Subject, colour: bool) -> list[str]:
     if subject.unjudged:
         label = "error" if subject.error else "not judged"
         lines.append(f"      {label}: {visible(subject.unjudged)}")
-    for finding in subject.findings:
-        lines.extend(finding_lines(finding, colour))
+    for block in blocks(subject, summaries):
+        lines.extend(block_lines(block, colour))
     if subject.ran or subject.skipped:
         lines.append(f"  Checks ran ({len(subject.ran)}): {', '.join(subject.ran) or 'none'}")
         by_reason: dict[str, list[str]] = {}  # checks skipped for one reason share a line (a manifest listing no clip: 14)
@@ -44,10 +50,22 @@ def _subject_block(subject: Subject, colour: bool) -> list[str]:
     return lines
 
 
-def finding_lines(finding: Finding, colour: bool = False) -> list[str]:
-    """One finding as the text report prints it: the level, id and message, then its evidence."""
-    tag = _paint(f"[{finding.level.name}]", finding.level.name, colour)
-    return [f"  {tag} {finding.rule_id}  {visible(finding.message)}", f"         Evidence: {visible(finding.evidence)}"]
+def block_lines(block: Block, colour: bool = False) -> list[str]:
+    """One rule's findings on one input (see :mod:`trainproof.render.grouped`): the level, id and what they share,
+    the evidence when it is one, then a line per place with what the finding says of it."""
+    tag = _paint(f"[{block.level.name}]", block.level.name, colour)
+    lines = [f"  {tag} {block.rule_id}  {visible(block.message)}"]
+    if block.evidence:
+        lines.append(f"         Evidence: {visible(block.evidence)}")
+    for entry in block.entries:
+        level = _paint(f"[{entry.level.name}] ", entry.level.name, colour) if entry.level is not None else ""
+        place = "" if not entry.place else f"{visible(entry.place)}  "
+        lines.append(f"         - {level}{place}{visible(entry.detail)}")
+        if entry.evidence:
+            lines.append(f"           Evidence: {visible(entry.evidence)}")
+    if block.same_at:
+        lines.append(f"         The same at {visible(block.same_at)}.")
+    return lines
 
 
 def _table(table: Table) -> list[str]:
@@ -94,9 +112,10 @@ def render(report: Report, colour: bool = False) -> str:
     if report.table is not None:
         lines.append("")
         lines.extend(_table(report.table))
+    summaries = {rule.id: rule.summary for rule in report.rules}
     for subject in report.subjects:
         lines.append("")
-        lines.extend(_subject_block(subject, colour))
+        lines.extend(_subject_block(subject, colour, summaries))
     counts = ", ".join(f"{sum(s.count(level) for s in judged)} {level.name}" for level in (Level.FAIL, Level.WARN, Level.INFO))
     lines.append("")
     lines.append(f"Findings: {counts}. Exit code {report.exit_code}.")
