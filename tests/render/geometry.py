@@ -44,7 +44,8 @@ def text_boxes(root: ET.Element) -> list[Box]:
         ascent, descent = 0.7 * size, 0.2 * size
         if t.get("transform"):
             turned = re.fullmatch(r"rotate\(-90 ([\d.]+) ([\d.]+)\)", t.get("transform"))
-            assert turned and (float(turned.group(1)), float(turned.group(2))) == (x, y) and anchor == "middle", t.get("transform")
+            assert turned, t.get("transform")
+            assert (float(turned.group(1)), float(turned.group(2)), anchor) == (x, y, "middle"), t.get("transform")
             boxes.append(Box(text, css, x - ascent, y - width / 2, x + descent, y + width / 2))  # ascent to the left
         else:
             boxes.append(Box(text, css, left, y - ascent, left + width, y + descent))
@@ -62,7 +63,8 @@ def assert_labels_clear(root: ET.Element) -> list[Box]:
     x0, y0, x1, y1 = view(root)
     boxes = [b for b in text_boxes(root) if b.css != "nonfinite"]
     for b in boxes:
-        assert x0 <= b.x0 and b.x1 <= x1 and y0 <= b.y0 and b.y1 <= y1, f"{b.text!r} ({b.css}) leaves the viewBox: {b}"
+        assert x0 <= b.x0 <= b.x1 <= x1, f"{b.text!r} ({b.css}) leaves the viewBox across: {b}"
+        assert y0 <= b.y0 <= b.y1 <= y1, f"{b.text!r} ({b.css}) leaves the viewBox down: {b}"
     for i, a in enumerate(boxes):
         for b in boxes[i + 1 :]:
             assert not a.overlaps(b), f"{a.text!r} ({a.css}) overlaps {b.text!r} ({b.css}): {a} / {b}"
