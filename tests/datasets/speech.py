@@ -1024,16 +1024,21 @@ def homoglyph(corpus: Corpus, id: str | None = None) -> Fault:
 
 
 def duplicate_transcript(corpus: Corpus, id: str | None = None) -> Fault:
-    """A clip given the transcript of the clip closest to it in letter count (different audio, the same text)."""
+    """A clip given the transcript of the clip closest to it in letter count (different audio, the same text).
+
+    The fault names the later of the two lines, the one that repeats an earlier line's text, and ``also`` the earlier:
+    the source may come after the clip (in an all-voiced corpus, built without espeak-ng, it does)."""
     clip = _pick(corpus, id)
     source = _closest_letters(corpus, letters(clip.text), exclude=[clip.id])
     clip.text = source.text
+    corpus.write()
+    earlier, later = sorted((clip, source), key=lambda c: (corpus.loc(c.id).line, str(corpus.loc(c.id).manifest)))  # a folder's .txt: line 1 each
     return _fault(
         corpus,
         "duplicate_transcript",
-        clip,
-        also=(corpus.loc(source.id),),
-        note="the later line is the finding when the source comes first",
+        later,
+        also=(corpus.loc(earlier.id),),
+        note="the later line repeats the earlier one's text",
     )
 
 

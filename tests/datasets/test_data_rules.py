@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.datasets.speech import FAULTS, Corpus, Fault, clean_corpus
+from tests.datasets.speech import FAULTS, Corpus, Fault, clean_corpus, has_espeak, needs_espeak
 from trainproof.checks.registry import RULES
 from trainproof.cli import main
 from trainproof.judge import judge
@@ -56,12 +56,14 @@ ABOUT_LINES = {"TP-DATA-MANIFEST", "TP-DATA-MANIFEST-FORMAT", "TP-DATA-DUPLICATE
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory):
     """One clean corpus per (layout, size), built once; tests break copies."""
-    built: dict[tuple[str, int], Corpus] = {}
+    built: dict[tuple[str, int, bool], Corpus] = {}
 
-    def get(layout: str, n: int) -> Corpus:
-        if (layout, n) not in built:
-            built[layout, n] = clean_corpus(tmp_path_factory.mktemp(f"{layout}{n}"), n=n, layout=layout)
-        return built[layout, n]
+    def get(layout: str, n: int, espeak: bool | None = None) -> Corpus:
+        """``espeak``: None, espeak-ng speech when it is installed; False, every clip voiced."""
+        key = (layout, n, has_espeak() if espeak is None else espeak)
+        if key not in built:
+            built[key] = clean_corpus(tmp_path_factory.mktemp(f"{layout}{n}"), n=n, layout=layout, espeak=key[2])
+        return built[key]
 
     return get
 
@@ -310,7 +312,9 @@ def test_the_speaking_rate_histogram_marks_the_swapped_transcripts(clean, tmp_pa
 def test_a_swapped_transcript_fails_only_where_the_measurement_proves_it(clean, tmp_path):
     """Burden of proof: the 1.5 s clip given the 6 s clip's text reads so fast that no edge-silence error or small-group
     spread explains it (FAIL); the 6 s clip given the short text is past the FAIL line as measured, but not with the
-    group's sigma from 24 clips allowed its standard error: a WARN that says why, never a FAIL."""
+    group's sigma from 24 clips allowed its standard error: a WARN that says why, never a FAIL. The group's spread is
+    espeak-ng's: 24 voiced clips read too evenly to leave the long clip unproven (the test below)."""
+    needs_espeak()
     corpus = clean("nemo", 24).copy(tmp_path)
     FAULTS["swapped_transcripts"](corpus)
     subject = judged(corpus)
@@ -321,6 +325,14 @@ def test_a_swapped_transcript_fails_only_where_the_measurement_proves_it(clean, 
     assert subject.verdict.value == "FAIL"
     rate = _histograms(subject)["Characters per second of speech"]
     assert (int(rate.failed.sum()), int(rate.warned.sum())) == (1, 1)  # the histogram levels clips as the rule does
+
+
+def test_a_swapped_transcript_in_an_even_group_fails_at_both_ends(clean, tmp_path):
+    """24 voiced clips read within 7% of one rate, a spread too small to explain either half of the swap: both FAIL."""
+    corpus = clean("nemo", 24, espeak=False).copy(tmp_path)
+    FAULTS["swapped_transcripts"](corpus)
+    fired = [f for f in judged(corpus).findings if f.rule_id == "TP-DATA-TEXT-RATE"]
+    assert [(f.level, "not a FAIL" in f.message) for f in fired] == [(Level.FAIL, False)] * 2
 
 
 def test_a_clean_corpus_has_histograms_with_nothing_flagged(clean):

@@ -150,6 +150,7 @@ if torch.distributed.is_initialized():  # an orderly end: left to the interprete
 """
 
 
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="this torch build has no torch.distributed (gloo)")
 def test_distributed_stop_reaches_every_rank_and_prints_once(tmp_path):
     script = tmp_path / "ddp.py"
     script.write_text(DDP_SCRIPT.format(repo=str(REPO)))
