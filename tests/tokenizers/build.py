@@ -1,8 +1,10 @@
 """Real tokenizers for tests, trained here on real English: sentencepiece models, tokenizer.json files, HuggingFace folders.
 
 Nothing is downloaded. The text is the docstrings of a fixed list of
-standard-library modules (:func:`english_lines`), so it is real English
-prose and the same on every machine with the same Python. Every builder is
+standard-library modules (:func:`english_lines`): real English prose,
+kept in ``english.txt`` as Python 3.11.7 wrote it, since another Python's
+docstrings differ and so would every tokenizer trained on them (Debian's
+3.11.2 gave other models and failed two tests). Every builder is
 deterministic (one training thread, no sampling) and takes well under 3 s.
 The libraries are imported inside the builders, so a test that needs only
 one of them runs without the others.
@@ -51,9 +53,19 @@ _ALLOWED = frozenset(string.printable) - frozenset(string.digits) - frozenset("\
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
+ENGLISH = Path(__file__).with_name("english.txt")
+"""The English lines, one a line: what :func:`docstring_lines` gave on Python 3.11.7 (Python's docstrings, PSF License)."""
+
+
 @functools.lru_cache(maxsize=1)
 def english_lines() -> tuple[str, ...]:
-    """A few thousand sentence-like lines of English: printable ASCII, no digits, single spaces, unique, in a fixed order.
+    """A few thousand sentence-like lines of English: printable ASCII, no digits, single spaces, unique, in a fixed
+    order, the same on every Python (read from ENGLISH)."""
+    return tuple(ENGLISH.read_text(encoding="ascii").splitlines())
+
+
+def docstring_lines() -> tuple[str, ...]:
+    """The English lines as this Python's docstrings give them (``python -m tests.tokenizers.build`` rewrites ENGLISH).
 
     From each module of MODULES, in order: its docstring, then those of its
     own classes and functions by name, and the methods of those classes by
@@ -222,3 +234,7 @@ def hf_folder(folder: str | Path, *, chat_template: bool = True, pad_is_eos: boo
     path = Path(folder)
     wrapped.save_pretrained(str(path))
     return path
+
+
+if __name__ == "__main__":
+    ENGLISH.write_text("\n".join(docstring_lines()) + "\n", encoding="ascii")
