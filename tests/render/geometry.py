@@ -69,3 +69,12 @@ def assert_labels_clear(root: ET.Element) -> list[Box]:
         for b in boxes[i + 1 :]:
             assert not a.overlaps(b), f"{a.text!r} ({a.css}) overlaps {b.text!r} ({b.css}): {a} / {b}"
     return boxes
+
+
+def svgs(page: str) -> dict[str, ET.Element]:
+    """The first chart of each title in an HTML page, by its title (with any '(log scale)')."""
+    found: dict[str, ET.Element] = {}
+    for markup in re.findall(r"<svg .*?</svg>", page, flags=re.S):
+        root = ET.fromstring(markup)
+        found.setdefault(root.find(f"{SVG}text[@class='title']").text, root)
+    return found

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 
 from tests.helpers import REPO
-from tests.render.geometry import assert_labels_clear
+from tests.render.geometry import assert_labels_clear, svgs
 from trainproof.cli import main
 from trainproof.judge import judge_epoch
 from trainproof.readers import read_run
@@ -21,15 +20,6 @@ from trainproof.thresholds import Thresholds
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
 LR_HOT = "examples/gallery/lr_hot/seed0/trainer_state.json"
-
-
-def svgs(page: str) -> dict[str, ET.Element]:
-    """Each chart of the page by its title (with any '(log scale)'), the first of a title kept."""
-    found: dict[str, ET.Element] = {}
-    for markup in re.findall(r"<svg .*?</svg>", page, flags=re.S):
-        root = ET.fromstring(markup)
-        found.setdefault(root.find("svg:text[@class='title']", NS).text, root)
-    return found
 
 
 def dots(root: ET.Element) -> dict[str, tuple[float, float]]:

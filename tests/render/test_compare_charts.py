@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import REPO
+from tests.render.geometry import svgs
 from trainproof.judge import judge_compare
 from trainproof.readers import read_run
 from trainproof.render import render
@@ -96,15 +97,6 @@ def compare_html():
         return report, render("html", report)
     finally:
         os.chdir(cwd)
-
-
-def svgs(page: str) -> dict[str, ET.Element]:
-    """The first chart of each title in the page, by its title (with any '(log scale)')."""
-    found: dict[str, ET.Element] = {}
-    for markup in re.findall(r"<svg .*?</svg>", page, flags=re.S):
-        root = ET.fromstring(markup)
-        found.setdefault(root.find("svg:text[@class='title']", NS).text, root)
-    return found
 
 
 def series(root: ET.Element) -> dict[str, ET.Element]:

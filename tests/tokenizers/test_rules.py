@@ -214,10 +214,8 @@ def test_a_tokenizer_without_a_decoder_does_not_round_trip(built, tmp_path):
     assert found[0].values["count"] == len(changed)
 
 
-def test_a_line_holding_an_added_token_is_checked_outside_the_sample(built, tmp_path):
-    """A pipeline that prepends "▁" to every segment (Metaspace "always") gives "<s>the river" back as "<s> the
-    river": only lines holding the added token fail, so the sample of plain lines cannot speak for them. Line 1,235 is
-    past the first thousand and off the stride; other brackets make no line fail."""
+def _prepending_always(built, tmp_path) -> Path:
+    """The test BPE with its Metaspace pre-tokenizer and decoder set to prepend "▁" to every segment ("always")."""
     document = json.loads(built("bpe").read_text(encoding="utf-8"))
     document["pre_tokenizer"]["prepend_scheme"] = "always"
     for decoder in document["decoder"]["decoders"]:
@@ -225,6 +223,14 @@ def test_a_line_holding_an_added_token_is_checked_outside_the_sample(built, tmp_
             decoder["prepend_scheme"] = "always"
     always = tmp_path / "tokenizer.json"
     always.write_text(json.dumps(document), encoding="utf-8")
+    return always
+
+
+def test_a_line_holding_an_added_token_is_checked_outside_the_sample(built, tmp_path):
+    """A pipeline that prepends "▁" to every segment (Metaspace "always") gives "<s>the river" back as "<s> the
+    river": only lines holding the added token fail, so the sample of plain lines cannot speak for them. Line 1,235 is
+    past the first thousand and off the stride; other brackets make no line fail."""
+    always = _prepending_always(built, tmp_path)
     english = build.english_lines()
     lines = [english[i % len(english)] for i in range(1500)]
     lines[1234] = "<s>" + lines[1234]
@@ -308,13 +314,7 @@ def test_a_line_that_does_not_round_trip_is_quoted_as_written(split_at_punctuati
 def test_a_line_the_pipeline_leaves_as_it_is_is_quoted_once(built, tmp_path):
     """Where the tokenizer's normalisation is the line itself (a pipeline that prepends "▁" to every segment gives
     "<s>" and what follows it back apart), the evidence says where decoding first differs and quotes nothing twice."""
-    document = json.loads(built("bpe").read_text(encoding="utf-8"))
-    document["pre_tokenizer"]["prepend_scheme"] = "always"
-    for decoder in document["decoder"]["decoders"]:
-        if decoder["type"] == "Metaspace":
-            decoder["prepend_scheme"] = "always"
-    always = tmp_path / "tokenizer.json"
-    always.write_text(json.dumps(document), encoding="utf-8")
+    always = _prepending_always(built, tmp_path)
     found = hits(judged(always, write_text(tmp_path / "t.txt", [*CLEAN[:10], "<s>the river"])), "TP-TOK-ROUND-TRIP")
     assert [(f.line, f.message, f.evidence) for f in found] == [
         (11, "Line 11: '<s>the river' comes back as '<s> the river' from encoding and decoding.", "first difference at character 4 of 12"),

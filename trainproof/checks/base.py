@@ -41,6 +41,12 @@ class Hit:
     shared: str = ""
 
 
+def first_named(shown: int, total: int) -> str:
+    """What the first of a rule's hits says of the places it names: 'the first 5 are named here and 144 more'."""
+    named = "the first is" if shown == 1 else f"the first {shown:,} are"
+    return f"{named} named here" + (f" and {total - shown:,} more" if total > shown else "")
+
+
 def amended(hit: Hit, more: str, level: Level | None = None) -> Hit:
     """The hit with ``more`` added to what it says of its own place, before its shared sentences, at ``level`` if given."""
     head = hit.message[: len(hit.message) - len(hit.shared)].rstrip() if hit.shared else hit.message

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trainproof import figures
-from trainproof.checks.base import Hit, NotApplicable, amended, rules_of
+from trainproof.checks.base import Hit, NotApplicable, amended, first_named, rules_of
 from trainproof.collector import collector_paused
 from trainproof.data.model import ClipRecord, Manifest, entry_column
 from trainproof.data.records import ClipRecords
@@ -165,9 +165,7 @@ def _examples(
         message, evidence = say(row)
         shared = ""
         if i == 0 and total > 1:
-            rest = f" and {total - len(shown)} more" if total > len(shown) else ""
-            named = "the first is" if len(shown) == 1 else f"the first {len(shown)} are"
-            shared = f"{total:,} of {listed:,} listed {what} ({figures.pct(total / listed)}); {named} named here{rest}."
+            shared = f"{total:,} of {listed:,} listed {what} ({figures.pct(total / listed)}); {first_named(len(shown), total)}."
             message += f" {shared}"
         yield Hit(message=message, evidence=evidence, values={"count": total, "listed": listed, **(values or {})}, line=int(row.line), file=row.manifest, shared=shared)
 
@@ -221,8 +219,7 @@ def manifest_broken(ctx: DataContext) -> Iterator[Hit]:
         shared = ""
         if i == 0:  # several named: the count of them all once, by kind when they differ
             by_kind = f" ({', '.join(f'{n:,} {_BROKEN[kind]}' for kind, n in kinds.items())})" if len(kinds) > 1 else ""
-            rest = f" and {total - len(shown):,} more" if total > len(shown) else ""
-            shared = f"{total:,} lines are not clip records{by_kind}; the first {len(shown)} are named here{rest}."
+            shared = f"{total:,} lines are not clip records{by_kind}; {first_named(len(shown), total)}."
         own = f" ({problem.lines:,} such lines)" if problem.lines > 1 else ""  # a not-UTF-8 problem stands for every such line
         message = f"{problem.message}{own}." + (f" {shared}" if shared else "")
         yield Hit(message=message, evidence=f"line {problem.line}: {problem.kind}", values=values, line=problem.line, file=problem.manifest, shared=shared)
@@ -259,8 +256,7 @@ def duplicate_id(ctx: DataContext) -> Iterator[Hit]:
     for i, problem in enumerate(shown):
         shared = ""
         if i == 0 and len(problems) > 1:
-            rest = f" and {len(problems) - len(shown):,} more" if len(problems) > len(shown) else ""
-            shared = f"{len(problems):,} lines repeat an earlier line's id; the first {len(shown)} are named here{rest}."
+            shared = f"{len(problems):,} lines repeat an earlier line's id; {first_named(len(shown), len(problems))}."
         message = f"{problem.message}." + (f" {shared}" if shared else "")
         yield Hit(message=message, evidence=f"line {problem.line}", values={"count": len(problems)}, line=problem.line, file=problem.manifest, shared=shared)
 

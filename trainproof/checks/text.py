@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from trainproof import figures
-from trainproof.checks.base import Hit, NotApplicable, rules_of
+from trainproof.checks.base import Hit, NotApplicable, first_named, rules_of
 from trainproof.report import Finding, Level
 from trainproof.thresholds import Thresholds
 
@@ -81,11 +81,6 @@ def _key(row: Row, fold: Callable[[str], str]) -> tuple:
     return (row.shape, fold(row.prompt), fold(row.target))
 
 
-def _first_named(total: int, ctx: TextContext) -> str:
-    named = min(total, ctx.t.TEXT_EXAMPLES)
-    return "the first is named here" if named == 1 else f"the first {named} are named here"
-
-
 def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -> Iterator[Hit]:
     """One hit per problem for the first TEXT_EXAMPLES, the first counting them all."""
     total = len(problems)
@@ -94,8 +89,7 @@ def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -
         message = message[:1].upper() + message[1:]
         shared = ""
         if n == 0 and total > 1:
-            rest = f" and {total - ctx.t.TEXT_EXAMPLES:,} more" if total > ctx.t.TEXT_EXAMPLES else ""
-            shared = f"{total:,} {what}; {_first_named(total, ctx)}{rest}."
+            shared = f"{total:,} {what}; {first_named(min(total, ctx.t.TEXT_EXAMPLES), total)}."
             message += f" {shared}"
         yield Hit(message=message, evidence=f"line {problem.line}: {problem.kind}" if problem.line else problem.kind, values={"count": total}, line=problem.line, shared=shared)
 
@@ -112,8 +106,7 @@ def _row_hits(
         message, evidence = say(row)
         shared = ""
         if n == 0 and total > 1:
-            rest = f" and {total - ctx.t.TEXT_EXAMPLES:,} more" if total > ctx.t.TEXT_EXAMPLES else ""
-            shared = f"{total:,} of {count:,} rows {what} ({figures.pct(total / count)}); {_first_named(total, ctx)}{rest}."
+            shared = f"{total:,} of {count:,} rows {what} ({figures.pct(total / count)}); {first_named(min(total, ctx.t.TEXT_EXAMPLES), total)}."
             message += f" {shared}"
         yield Hit(message=message, evidence=evidence, values={"count": total, "rows": count, **(values or {})}, line=row.line, shared=shared)
 

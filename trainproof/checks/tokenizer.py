@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainproof import figures
-from trainproof.checks.base import Hit, NotApplicable, rules_of
+from trainproof.checks.base import Hit, NotApplicable, first_named, rules_of
 from trainproof.readers.base import lines_flagged
 from trainproof.report import Finding, Level
 from trainproof.safe import quoted
@@ -192,9 +192,7 @@ def _examples(ctx: TokenizerContext, where: Sequence[int], what: str, say: Calla
         message, evidence = say(i)
         shared = ""
         if n == 0 and total > 1:
-            rest = f" and {total - len(shown):,} more" if total > len(shown) else ""
-            named = "the first is" if len(shown) == 1 else f"the first {len(shown)} are"
-            shared = f"{total:,} of {lines:,} lines {what} ({figures.pct(total / lines)}); {named} named here{rest}."
+            shared = f"{total:,} of {lines:,} lines {what} ({figures.pct(total / lines)}); {first_named(len(shown), total)}."
             message += f" {shared}"
         yield Hit(message=message, evidence=evidence, values={"count": total, "lines": lines, **(values or {})}, line=ctx.text.lines[i], shared=shared)
 
