@@ -15,7 +15,11 @@ A clean input is one its source says is clean (SOURCES.tsv, or this project
 made it so); only those count towards a false alarm. Inputs that are absent
 (a clone without the shared corpus) are left out and counted.
 
-    python benchmarks/calibrate.py [--save FILE] [--baseline FILE]
+    python benchmarks/calibrate.py [--more CASES.tsv] [--save FILE] [--baseline FILE]
+
+``--more`` adds inputs of your own, one a line, tab-separated: command,
+label, ``clean`` or ``faulty``, a note, then the command's arguments (paths
+relative to the file's folder).
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ def _data_cases() -> Iterator[Case]:
             yield Case(name, "data", (str(root),), clean)
     for folder in sorted(p for p in (PUBLIC / "speech").iterdir() if p.is_dir()) if (PUBLIC / "speech").is_dir() else ():
         yield Case(str(folder.relative_to(CORPUS.parent)), "data", (str(folder),))
-    yield Case("examples/speech/ljspeech_tiny", "data", (str(ROOT / "examples" / "speech" / "ljspeech_tiny"),), True)
+    yield Case("examples/speech/ljspeech_tiny", "data", (str(ROOT / "examples" / "speech" / "ljspeech_tiny"),))  # faulty on purpose
 
 
 _CLEAN_TEXT = {"atilsamancioglu__FineTuningTR__training_set.jsonl", "Singh-Aman08__nlp-information-extraction__LoRA_training_set.jsonl"}
@@ -95,7 +99,7 @@ _CLEAN_TEXT = {"atilsamancioglu__FineTuningTR__training_set.jsonl", "Singh-Aman0
 def _text_cases() -> Iterator[Case]:
     for path in sorted((DATASETS / "text").glob("*.jsonl")):
         yield Case(path.name, "text", (str(path),), path.name in _CLEAN_TEXT)
-    yield Case("examples/text/chat.jsonl", "text", (str(ROOT / "examples" / "text" / "chat.jsonl"),), True)
+    yield Case("examples/text/chat.jsonl", "text", (str(ROOT / "examples" / "text" / "chat.jsonl"),))  # faulty on purpose
 
 
 def _tokenizer_cases() -> Iterator[Case]:
@@ -103,11 +107,27 @@ def _tokenizer_cases() -> Iterator[Case]:
     for model in sorted((PUBLIC / "tokenizers").glob("*.model")):
         yield Case(f"{model.name} on botchan", "tokenizer", (str(model), str(botchan)), True)
     example = ROOT / "examples" / "tokenizer"
-    yield Case("examples/tokenizer", "tokenizer", (str(example / "tts_unigram.model"), str(example / "transcripts.txt")), True)
+    yield Case("examples/tokenizer", "tokenizer", (str(example / "tts_unigram.model"), str(example / "transcripts.txt")))  # faulty on purpose
 
 
 def cases() -> list[Case]:
     return [*_epoch_cases(), *_data_cases(), *_text_cases(), *_tokenizer_cases()]
+
+
+def _relative_to(folder: Path, arg: str) -> str:
+    """An argument that names a file in ``folder`` as its path; an option or a value as it is."""
+    return str(folder / arg) if not arg.startswith("-") and (folder / arg).exists() else arg
+
+
+def more_cases(path: Path) -> list[Case]:
+    """The inputs a ``--more`` file lists (see the module's docstring)."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        command, label, clean, _note, *args = line.split("\t")
+        out.append(Case(label, command, tuple(_relative_to(path.parent, a) for a in args), clean == "clean"))
+    return out
 
 
 def judge(case: Case) -> dict:
@@ -142,10 +162,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--save", type=Path, help="write the results as JSON to this file")
     parser.add_argument("--baseline", type=Path, help="a --save of an earlier run: list what changed since")
+    parser.add_argument("--more", type=Path, action="append", default=[], help="a TSV of more inputs (see above)")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
 
-    present = [c for c in cases() if all(Path(a).exists() for a in c.args)]
+    wanted = cases() + [c for more in args.more for c in more_cases(more)]
+    present = [c for c in wanted if Path(c.args[0]).exists()]
     by_label = {c.label: c for c in present}
     with ThreadPoolExecutor(args.jobs) as pool:
         results = dict(zip(by_label, pool.map(judge, present)))
