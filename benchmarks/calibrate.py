@@ -60,8 +60,6 @@ def _epoch_cases() -> Iterator[Case]:
     ]
     for log in logs:
         yield Case(str(log.relative_to(CORPUS.parent)), "epoch", (str(log),))
-    if (PUBLIC / "mlflow").is_dir():
-        yield Case("corpus/public/mlflow", "epoch", (str(PUBLIC / "mlflow"),))
     for run in sorted((ROOT / "examples" / "gallery").glob("*/seed*")):
         yield Case(str(run.relative_to(ROOT)), "epoch", (str(run),))
     for run in sorted(p for p in (ROOT / "tests" / "data").iterdir() if p.is_dir()):
