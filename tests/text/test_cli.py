@@ -284,7 +284,7 @@ def test_a_real_tokenizer_judges_lengths_from_the_command_line(capsys, tmp_path,
     assert subject["summary"]["rows_over_max_len"] == 2
     code, out, err = run(capsys, "text", path, "--tokenizer", built("bpe"), "--max-len", "4096")
     assert (code, err) == (0, "")
-    assert "Checks ran (10)" in out
+    assert "Checks ran (11)" in out
 
 
 # --- outputs ----------------------------------------------------------------------------------------------------

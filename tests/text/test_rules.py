@@ -40,6 +40,7 @@ LEVELS = {
     "TP-TEXT-FORMAT": WARN,
     "TP-TEXT-MIXED-SHAPES": WARN,
     "TP-TEXT-EMPTY": WARN,
+    "TP-TEXT-NO-ASSISTANT": FAIL,
     "TP-TEXT-ROLES": WARN,
     "TP-TEXT-DUPLICATE": WARN,
     "TP-TEXT-TRUNCATED-TARGET": FAIL,
@@ -189,15 +190,30 @@ CASES = [
     Case("TP-TEXT-EMPTY", "an assistant turn that calls a tool and says nothing", (
         chat(user("What is 6 times 7?"), {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]}, tool("42"), assistant("42.")),
     )),  # fmt: skip
+    # TP-TEXT-NO-ASSISTANT
+    Case(
+        "TP-TEXT-NO-ASSISTANT",
+        "one user message, system and user, two user turns, an answer under 'Assistant'",
+        (chat(user("a"), assistant("A")), chat(user("b")), chat(system("s"), user("c")), chat(user("d"), user("e")),
+         chat(user("f"), {"role": "Assistant", "content": "F"})),
+        (2, 3, 4, 5),
+        "Line 2 has no assistant message in 'messages' (its roles: 'user'): nothing in it is trained on. "
+        "4 conversations have no assistant message; the first 4 are named here.",
+    ),
+    Case("TP-TEXT-NO-ASSISTANT", "every conversation answered", (chat(user("a"), assistant("A")), sharegpt(("human", "b"), ("gpt", "B")))),
+    Case("TP-TEXT-NO-ASSISTANT", "an answer with no question", (chat(user("a"), assistant("A")), chat(system("s"), assistant("S"))), instead="TP-TEXT-ROLES"),
     # TP-TEXT-ROLES
     Case(
         "TP-TEXT-ROLES",
-        "two user turns in a row, one user message, an assistant first",
-        (chat(user("a"), assistant("A")), chat(user("b"), user("c"), assistant("C")), chat(user("d")), chat(assistant("Hi!"), user("e"), assistant("E"))),
-        (2, 3, 4),
-        "Line 2: messages 1 and 2 are both 'user' turns, one after the other. 3 conversations have role problems; the first 3 are named here.",
+        "two user turns in a row, an assistant first, system then assistant, a last question unanswered",
+        (chat(user("a"), assistant("A")), chat(user("b"), user("c"), assistant("C")), chat(assistant("Hi!"), user("e"), assistant("E")),
+         chat(system("s"), assistant("You're great!")), chat(user("f"), assistant("F"), user("g"))),
+        (2, 3, 4, 5),
+        "Line 2: messages 1 and 2 are both 'user' turns, one after the other. 4 conversations have role problems; the first 4 are named here.",
     ),
     Case("TP-TEXT-ROLES", "system, user, assistant, user, assistant", (chat(system("s"), user("a"), assistant("A"), user("b"), assistant("B")),)),
+    Case("TP-TEXT-ROLES", "user then assistant with no system message", (chat(user("a"), assistant("A")), chat(system("s"), user("b"), assistant("B")))),
+    Case("TP-TEXT-ROLES", "a conversation of one user message", (chat(user("a"), assistant("A")), chat(user("d"))), instead="TP-TEXT-NO-ASSISTANT"),
     Case("TP-TEXT-ROLES", "tool turns between assistant turns", (
         chat(system("s"), user("a"), assistant("calling"), tool("r1"), tool("r2"), assistant("A")),
         sharegpt(("human", "b"), ("function_call", "call"), ("observation", "r"), ("gpt", "B")),
@@ -323,7 +339,9 @@ KINDS = {
     "empty-field": ("TP-TEXT-EMPTY", {"prompt": "p", "completion": ""}),
     "null-field": ("TP-TEXT-EMPTY", {"prompt": None, "completion": "c"}),
     "role-order": ("TP-TEXT-ROLES", chat(user("a"), user("b"), assistant("c"))),
-    "no-assistant": ("TP-TEXT-ROLES", chat(system("s"), user("a"))),
+    "no-assistant": ("TP-TEXT-NO-ASSISTANT", chat(system("s"), user("a"))),
+    "no-user": ("TP-TEXT-ROLES", chat(system("s"), assistant("a"))),
+    "unanswered": ("TP-TEXT-ROLES", chat(user("a"), assistant("b"), user("c"))),
     "blank-line": ("TP-TEXT-FORMAT", ""),
     "document": ("TP-TEXT-DOCUMENT", None),
 }
@@ -389,8 +407,14 @@ def test_an_overlong_line_is_named_with_its_size_and_the_limit(tmp_path, monkeyp
             2,
         ),
         (
-            "TP-TEXT-ROLES",
+            "TP-TEXT-NO-ASSISTANT",
             [chat(user(f"q{i}")) for i in range(6)],
+            "6 conversations have no assistant message; the first 5 are named here and 1 more.",
+            1,
+        ),
+        (
+            "TP-TEXT-ROLES",
+            [chat(system("s"), assistant(f"a{i}")) for i in range(6)],
             "6 conversations have role problems; the first 5 are named here and 1 more.",
             1,
         ),
@@ -683,9 +707,17 @@ def test_a_tokenizer_that_fails_on_every_row_costs_the_length_rules_not_the_run(
 
 
 def test_one_conversation_with_two_role_problems_is_counted_once(tmp_path):
-    (first, *_) = judged(jsonl(tmp_path, chat(user("a"), user("b")), chat(user("c"), assistant("C")))).findings
-    assert first.rule_id == "TP-TEXT-ROLES"
+    (first, *_) = judged(jsonl(tmp_path, chat(assistant("A"), assistant("b")), chat(user("c"), assistant("C")))).findings
+    assert first.rule_id == "TP-TEXT-ROLES"  # it starts with an assistant turn, and has no user turn
     assert "2 conversations" not in first.message
+
+
+def test_a_conversation_with_no_assistant_turn_is_named_once_whatever_else_is_wrong_with_it(tmp_path):
+    """Two user turns in a row and no answer: one finding, a FAIL, whose roles show why there is no answer."""
+    subject = judged(jsonl(tmp_path, chat(user("a"), user("b")), chat(user("c"), {"role": "bot", "content": "C"}), chat(user("d"), assistant("D"))))
+    assert [(f.rule_id, f.line) for f in subject.findings] == [("TP-TEXT-NO-ASSISTANT", 1), ("TP-TEXT-NO-ASSISTANT", 2)]
+    assert "(its roles: 'user', 'bot')" in subject.findings[1].message
+    assert subject.verdict is Verdict.FAIL
 
 
 def test_rows_that_differ_in_prompt_and_in_answer_are_not_duplicates(tmp_path):

@@ -223,6 +223,7 @@ RULES.register(
         "TP-TEXT-FORMAT",
         "TP-TEXT-MIXED-SHAPES",
         "TP-TEXT-EMPTY",
+        "TP-TEXT-NO-ASSISTANT",
         "TP-TEXT-ROLES",
         "TP-TEXT-DUPLICATE",
         "TP-TEXT-TRUNCATED-TARGET",

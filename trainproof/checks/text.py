@@ -4,7 +4,8 @@ with a tokenizer, what truncation at ``--max-len`` does to each row.
 A rule that finds many lines names the first TEXT_EXAMPLES in file order, each
 at its line, and counts the rest. FAIL is kept for what breaks training or
 makes it learn nothing: a file that is not JSON Lines, lines that are not
-rows, rows of no known shape, rows whose trained part is cut off entirely.
+rows, rows of no known shape, conversations with no answer, rows whose
+trained part is cut off entirely.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class TextContext:
         """Each row as what it teaches, with case, Unicode form and runs of whitespace folded (for near duplicates):
         a conversation's turns with their roles, else its prompt and its target, kept apart."""
         return tuple(_key(row, _fold) for row in self.dataset.rows)
+
 
 
 
@@ -199,18 +201,32 @@ def empty_fields(ctx: TextContext) -> Iterator[Hit]:
     yield from _problem_hits(ctx, ctx.problems("empty-field", "null-field"), "fields are empty or null")
 
 
-def roles(ctx: TextContext) -> Iterator[Hit]:
-    """A conversation's roles are out of order, unknown, or have no assistant turn.
+def no_assistant(ctx: TextContext) -> Iterator[Hit]:
+    """A conversation has no assistant turn.
 
-    What it detects: chat rows whose system message is not first, whose user and assistant turns do not alternate, that do not start with system or user, that use an unknown role, or that have no assistant turn at all.
-    Why it matters: chat templates raise on broken alternation (several refuse a conversation that does not alternate), and a row with no assistant turn has nothing to train on.
-    Fires on: two user turns in a row; a conversation of one user message.
-    Does not fire on: system, user, assistant, user, assistant (tool turns between assistant turns are fine).
+    What it detects: chat rows with no message whose role is `assistant` (ShareGPT's `gpt`); each is named with the roles it has, each once, so a misspelt one (`Assistant`, `bot`) shows.
+    Why it matters: nothing in the row is trained on: a trainer that learns the answers only (OpenAI's, TRL's assistant-only loss) gets no token from it (or, with some trainers, a NaN loss), and OpenAI's own format check counts the row an error (`example_missing_assistant_message`).
+    Fires on: a conversation of one user message; system and user with no answer; an answer under the role `Assistant`.
+    Does not fire on: conversations with an assistant turn (their other role problems are TP-TEXT-ROLES').
+    Does not mean: the question is bad; add its answer or drop the row.
+    """
+    yield from _problem_hits(ctx, ctx.problems("no-assistant"), "conversations have no assistant message")
+
+
+def roles(ctx: TextContext) -> Iterator[Hit]:
+    """A conversation's roles are out of order or unknown, or it has no user turn, or its last user turn is not answered.
+
+    What it detects: chat rows whose system message is not first, whose user and assistant turns do not alternate, that do not start with system or user, that use an unknown role, that have no user turn at all (system then assistant), or whose last user turn has no assistant turn after it; a conversation with several of these is named once, for the first. Conversations with no assistant turn are TP-TEXT-NO-ASSISTANT's.
+    Why it matters: chat templates raise on broken alternation (several refuse a conversation that does not alternate); an answer to no user message trains the model to speak unprompted, not the chat it is meant for (OpenAI's format check counts such rows as missing a user message); a last question no one answers is trained on nothing, and is often a conversation cut short.
+    Fires on: two user turns in a row; system then assistant with no user; user, assistant, user.
+    Does not fire on: system, user, assistant, user, assistant (tool turns between assistant turns are fine); user then assistant with no system message.
     Does not mean: the content is wrong.
     """
+    unanswerable = {p.line for p in ctx.problems("no-assistant")}  # TP-TEXT-NO-ASSISTANT names them
     first_per_row: dict[int | None, RowProblem] = {}
-    for problem in ctx.problems("role-order", "no-assistant"):
-        first_per_row.setdefault(problem.line, problem)  # a conversation with two role problems is one conversation
+    for problem in ctx.problems("role-order", "no-user", "unanswered"):
+        if problem.line not in unanswerable:
+            first_per_row.setdefault(problem.line, problem)  # a conversation with two role problems is one conversation
     yield from _problem_hits(ctx, list(first_per_row.values()), "conversations have role problems")
 
 
@@ -263,7 +279,7 @@ def _need_lengths(ctx: TextContext) -> Lengths:
 
 
 def _answers(row: Row) -> bool:
-    """Whether the row has a part to train on: a conversation with no assistant turn has none (TP-TEXT-ROLES names it)."""
+    """Whether the row has a part to train on: a conversation with no assistant turn has none (TP-TEXT-NO-ASSISTANT names it)."""
     return row.shape != "messages" or any(m.role == "assistant" for m in row.messages)
 
 
@@ -296,7 +312,7 @@ def truncated_target(ctx: TextContext) -> Iterator[Hit]:
     What it detects: rows whose prompt alone (everything before the completion, output or assistant turn) takes `--max-len` tokens or more.
     Why it matters: after truncation nothing of the answer is left, so the row adds no loss (or, with some trainers, NaN): it is trained on nothing.
     Fires on: a 5,000-token document to summarise with `--max-len 4096`.
-    Does not fire on: rows whose answer starts within the limit, plain `text` rows (every token of them is trained), or conversations with no assistant turn (TP-TEXT-ROLES).
+    Does not fire on: rows whose answer starts within the limit, plain `text` rows (every token of them is trained), or conversations with no assistant turn (TP-TEXT-NO-ASSISTANT).
     Does not mean: the row is bad; raise the limit or shorten the prompt.
     """
     lengths = _need_lengths(ctx)
@@ -321,6 +337,7 @@ TEXT_RULES = rules_of(
         ("TP-TEXT-FORMAT", Level.WARN, file_format),
         ("TP-TEXT-MIXED-SHAPES", Level.WARN, mixed_shapes),
         ("TP-TEXT-EMPTY", Level.WARN, empty_fields),
+        ("TP-TEXT-NO-ASSISTANT", Level.FAIL, no_assistant),
         ("TP-TEXT-ROLES", Level.WARN, roles),
         ("TP-TEXT-DUPLICATE", Level.WARN, duplicates),
         ("TP-TEXT-TRUNCATED-TARGET", Level.FAIL, truncated_target),
