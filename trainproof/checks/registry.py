@@ -226,6 +226,8 @@ RULES.register(
         "TP-TEXT-NO-ASSISTANT",
         "TP-TEXT-ROLES",
         "TP-TEXT-DUPLICATE",
+        "TP-TEXT-REPEATED-TARGET",
+        "TP-TEXT-LENGTH-OUTLIER",
         "TP-TEXT-TRUNCATED-TARGET",
         "TP-TEXT-TOO-LONG",
     ),

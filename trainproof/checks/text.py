@@ -1,5 +1,5 @@
-"""Rules that judge an LLM fine-tuning dataset (JSON Lines): its lines, its rows' shapes and roles, duplicates, and,
-with a tokenizer, what truncation at ``--max-len`` does to each row.
+"""Rules that judge an LLM fine-tuning dataset (JSON Lines): its lines, its rows' shapes and roles, duplicates, the
+answers it trains, and, with a tokenizer, what truncation at ``--max-len`` does to each row.
 
 A rule that finds many lines names the first TEXT_EXAMPLES in file order, each
 at its line, and counts the rest. FAIL is kept for what breaks training or
@@ -10,15 +10,21 @@ trained part is cut off entirely.
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, first_named, rules_of
 from trainproof.report import Finding, Level
+from trainproof.safe import quoted
+from trainproof.stats import MAD_TO_SIGMA, median
+from trainproof.text.repeats import Run, repeated_run
 from trainproof.thresholds import Thresholds
 
 if TYPE_CHECKING:
@@ -68,6 +74,20 @@ class TextContext:
         a conversation's turns with their roles, else its prompt and its target, kept apart."""
         return tuple(_key(row, _fold) for row in self.dataset.rows)
 
+    @cached_property
+    def repeats(self) -> dict[int, tuple[str, str, Run]]:
+        """Row index -> its first answer that is one short unit repeated: where it is, its text, and the run."""
+        t = self.t
+        found = {}
+        for i, row in enumerate(self.dataset.rows):
+            for where, text in _answers_of(row):
+                if len(text) < t.TEXT_REPEAT_MIN_CHARS:
+                    continue
+                run = repeated_run(text, t.TEXT_REPEAT_SHARE, t.TEXT_REPEAT_TIMES, t.TEXT_REPEAT_MAX_UNIT)
+                if run is not None:
+                    found[i] = (where, text, run)
+                    break
+        return found
 
 
 
@@ -75,6 +95,17 @@ def _fold(text: str) -> str:
     if not text.isascii():  # NFKC changes nothing in ASCII, and costs as much as the rest
         text = unicodedata.normalize("NFKC", text)
     return " ".join(text.casefold().split())
+
+
+_TARGET_FIELD = {"text": "text", "prompt_completion": "completion", "instruction": "output"}
+
+
+def _answers_of(row: Row) -> list[tuple[str, str]]:
+    """What a row trains the model to write, each part with where it is: every assistant turn of a conversation, else
+    the row's one trained field."""
+    if row.shape == "messages":
+        return [(f"message {k} (the assistant's)", m.content or "") for k, m in enumerate(row.messages, 1) if m.role == "assistant"]
+    return [(f"its {_TARGET_FIELD[row.shape]!r}", row.target)]
 
 
 def _key(row: Row, fold: Callable[[str], str]) -> tuple:
@@ -267,6 +298,65 @@ def _index(ctx: TextContext, row: Row) -> int:
     return ctx.dataset.rows.index(row)
 
 
+# --- answers ---------------------------------------------------------------------------
+
+
+def repeated_target(ctx: TextContext) -> Iterator[Hit]:
+    """A row's answer is one short unit written over and over.
+
+    What it detects: answers (each assistant turn, a completion, an output, a `text` row) of at least TEXT_REPEAT_MIN_CHARS characters of which at least TEXT_REPEAT_SHARE is one run of a unit written back to back at least TEXT_REPEAT_TIMES times, the unit at most TEXT_REPEAT_MAX_UNIT characters long; the unit, its count and the characters the run covers are named. Found exactly, in time linear in the answer's length.
+    Why it matters: the row trains the model to loop, writing the same phrase until its length runs out; it is what a generation stuck in a loop leaves in a distilled or scraped dataset, and one such row weighs as much as a thousand short answers.
+    Fires on: `'Eat a banana!'` 2,000 times in a row (26,000 characters), as OpenAI's toy chat dataset has it.
+    Does not fire on: code, SQL, tables, lists, JSON and poems, which repeat keys, lines or refrains between other text; a short reply such as 'Noooooooooo'.
+    Does not mean: the row is wrong in every case (an array of zeros looks the same): read it.
+    """
+    found = ctx.repeats
+
+    def say(r: Row) -> tuple[str, str]:
+        where, text, run = found[_index(ctx, r)]
+        covered = f"{run.length:,} characters" if run.length == len(text) else f"{run.length:,} of its {len(text):,} characters"
+        return (f"Line {r.line}: {where} is {quoted(run.unit)} repeated {run.times:,} times ({covered}).",
+                f"one run of a {len(run.unit):,}-character unit covers {figures.pct(run.length / len(text))} of the answer")
+
+    yield from _row_hits(ctx, sorted(found), "have an answer that is one short unit repeated", say)
+
+
+def length_outlier(ctx: TextContext) -> Iterator[Hit]:
+    """A row's answer is far longer than the file's other answers.
+
+    What it detects: rows whose answer (their longest assistant turn, else their completion, output or text) is TEXT_LENGTH_Z robust sigmas (MAD x 1.4826) above the median answer's length in characters on a log scale (or any amount above it, when over half the answers are of one length), and at least TEXT_LENGTH_RATIO times that median, judged in files of at least TEXT_LENGTH_MIN_ROWS rows with an answer; rows TP-TEXT-REPEATED-TARGET names are left to it.
+    Why it matters: one answer hundreds of times longer than the rest is most often rows glued together, a document pasted into an answer, or a generation that did not stop; and it weighs as much as hundreds of the other rows.
+    Fires on: one 26,000-character answer among 30 answers of 40 to 100 characters.
+    Does not fire on: the long tail of natural answers (Reddit jokes of one line to 3,500 characters: 53 times the median, but 3.7 sigmas on the log scale); answers of much the same length of which one is three times the median (WikiSQL's longest queries); a file of fewer than TEXT_LENGTH_MIN_ROWS answers.
+    Does not mean: the row is wrong; read it.
+    """
+    t = ctx.t
+    lengths = {i: max(len(text) for _, text in _answers_of(row)) for i, row in enumerate(ctx.dataset.rows) if row.target}
+    if len(lengths) < t.TEXT_LENGTH_MIN_ROWS:
+        raise NotApplicable(f"only {figures.plural(len(lengths), 'row')} with an answer to compare lengths across (needs {t.TEXT_LENGTH_MIN_ROWS})")
+    counts = np.fromiter(lengths.values(), dtype=np.float64)
+    logs = np.log(counts)
+    center = median(logs)
+    sigma = MAD_TO_SIGMA * median(np.abs(logs - center))
+    middle = median(counts)
+
+    def z(n: int) -> float:
+        above = math.log(n) - center
+        return above / sigma if sigma > 0 else (math.inf if above > 0 else 0.0)
+
+    far = [i for i, n in lengths.items() if n >= t.TEXT_LENGTH_RATIO * middle and z(n) >= t.TEXT_LENGTH_Z and i not in ctx.repeats]
+
+    def say(r: Row) -> tuple[str, str]:
+        n = lengths[_index(ctx, r)]
+        where = next(w for w, text in _answers_of(r) if len(text) == n)
+        spread = f"{z(n):.1f} robust sigmas above it on a log scale" if sigma > 0 else "over half the answers are of that length"
+        return (f"Line {r.line}: {where} has {figures.plural(n, 'character')}, {figures.num(n / middle)} times the median answer "
+                f"({figures.plural(middle, 'character')}).",
+                f"median of {figures.plural(len(lengths), 'answer')} {figures.plural(middle, 'character')}; {spread}")
+
+    yield from _row_hits(ctx, sorted(far), "have an answer far longer than the rest", say)
+
+
 # --- lengths, with a tokenizer ---------------------------------------------------------
 
 
@@ -340,6 +430,8 @@ TEXT_RULES = rules_of(
         ("TP-TEXT-NO-ASSISTANT", Level.FAIL, no_assistant),
         ("TP-TEXT-ROLES", Level.WARN, roles),
         ("TP-TEXT-DUPLICATE", Level.WARN, duplicates),
+        ("TP-TEXT-REPEATED-TARGET", Level.WARN, repeated_target),
+        ("TP-TEXT-LENGTH-OUTLIER", Level.WARN, length_outlier),
         ("TP-TEXT-TRUNCATED-TARGET", Level.FAIL, truncated_target),
         ("TP-TEXT-TOO-LONG", Level.WARN, too_long),
     ),
