@@ -158,6 +158,13 @@ class Thresholds:
 
     # --- fine-tuning datasets (trainproof text) --------------------------------
     TEXT_EXAMPLES: Annotated[int, "findings", "A text rule names at most this many lines (the first in file order) and counts the rest.", COUNT] = 5
+    TEXT_REPEAT_MIN_CHARS: Annotated[int, "characters", "An answer shorter than this is not judged for repetition ('Noooooooooo' is a reply, not a loop).", COUNT] = 100
+    TEXT_REPEAT_SHARE: Annotated[float, "fraction of characters", "An answer is one unit repeated when a single run of that unit, back to back, covers at least this share of it.", Range(0.5, 1, above=True)] = 0.8
+    TEXT_REPEAT_TIMES: Annotated[int, "repeats", "An answer is one unit repeated only when its run holds the unit at least this many times.", AT_LEAST_2] = 10
+    TEXT_REPEAT_MAX_UNIT: Annotated[int, "characters", "The longest unit whose run makes an answer one unit repeated (a phrase or a paragraph looping, not a document).", COUNT] = 1000
+    TEXT_LENGTH_MIN_ROWS: Annotated[int, "rows", "An answer's length is judged against the file's other answers only with at least this many rows.", AT_LEAST_3] = 20
+    TEXT_LENGTH_Z: Annotated[float, "robust z", "An answer far longer than the rest is this many robust sigmas (MAD x 1.4826) above the median of the log of the file's answer lengths...", POSITIVE] = 6.0
+    TEXT_LENGTH_RATIO: Annotated[float, "times the median", "...and at least this many times the median answer's length (answers of near-equal length have a tiny MAD).", RATIO] = 10.0
 
     def __init__(self, **overrides: float | int) -> None:
         unknown = set(overrides) - set(names())

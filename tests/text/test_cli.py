@@ -268,7 +268,7 @@ def test_a_tokenizer_that_is_not_one_exits_2_with_one_line(capsys, tmp_path, cas
 
 def test_a_real_tokenizer_judges_lengths_from_the_command_line(capsys, tmp_path, built):
     long_prompt = {"prompt": SENTENCE * 20, "completion": "Yes."}
-    long_answer = {"prompt": "Go on.", "completion": SENTENCE * 20}
+    long_answer = {"prompt": "Go on.", "completion": " ".join(f"Return the value of argument {i}." for i in range(20))}  # not one sentence repeated
     path = jsonl(tmp_path, *rows(2), long_prompt, long_answer)
     code, out, err = run(capsys, "text", path, "--tokenizer", built("bpe"), "--max-len", "64", "--json")
     assert (code, err) == (1, "")
@@ -279,12 +279,13 @@ def test_a_real_tokenizer_judges_lengths_from_the_command_line(capsys, tmp_path,
         ("TP-TEXT-TOO-LONG", "WARN", 4),
     ]
     (subject,) = doc["subjects"]
-    assert subject["checks"]["skipped"] == []
+    assert subject["checks"]["skipped"] == [{"id": "TP-TEXT-LENGTH-OUTLIER", "reason": "only 4 rows with an answer to compare lengths across (needs 20)"}]
     assert subject["summary"]["max_len"] == 64
     assert subject["summary"]["rows_over_max_len"] == 2
     code, out, err = run(capsys, "text", path, "--tokenizer", built("bpe"), "--max-len", "4096")
     assert (code, err) == (0, "")
-    assert "Checks ran (10)" in out
+    assert "Checks ran (12)" in out
+    assert "Skipped TP-TEXT-LENGTH-OUTLIER: only 4 rows with an answer to compare lengths across (needs 20)" in out
 
 
 # --- outputs ----------------------------------------------------------------------------------------------------
@@ -321,6 +322,7 @@ def test_json_output_parses_and_its_findings_carry_their_lines(capsys, tmp_path)
     (subject,) = doc["subjects"]
     assert subject["format"] == "jsonl"
     assert subject["checks"]["skipped"] == [
+        {"id": "TP-TEXT-LENGTH-OUTLIER", "reason": "only 3 rows with an answer to compare lengths across (needs 20)"},
         {"id": "TP-TEXT-TRUNCATED-TARGET", "reason": "no --tokenizer given"},
         {"id": "TP-TEXT-TOO-LONG", "reason": "no --tokenizer given"},
     ]

@@ -102,10 +102,14 @@ def test_a_link_to_a_pipe_outside_the_folder_is_judged_as_a_link(repo, capsys, t
 
 def test_a_long_value_in_a_problem_is_quoted_cut_with_its_length(tmp_path):
     """The reader's quotations go through trainproof.safe.quoted: 40 characters, then the length."""
-    path = jsonl(tmp_path, {"messages": [user("hi"), {"role": "k" * 5000, "content": "x"}]})
-    (finding,) = findings_of(judged(path), "TP-TEXT-ROLES")
+    path = jsonl(tmp_path, {"messages": [user("hi"), {"role": "k" * 5000, "content": "x"}, assistant("a")]}, {"messages": [{"role": "k" * 5000, "content": "x"}]})
+    subject = judged(path)
+    (finding,) = findings_of(subject, "TP-TEXT-ROLES")
     assert "... (5,000 characters), which is none of" in finding.message
-    assert "k" * 41 not in finding.message
+    (unanswered,) = findings_of(subject, "TP-TEXT-NO-ASSISTANT")
+    assert "(its roles: 'kkk" in unanswered.message
+    assert "... (5,000 characters))" in unanswered.message
+    assert all("k" * 41 not in f.message for f in subject.findings)
 
 
 # --- item 8: a chat template that refuses conversations ------------------------------------------------------------
@@ -135,7 +139,7 @@ def test_a_template_that_refuses_every_conversation_leaves_the_lengths_unjudged(
     why = "the chat template fails on every conversation (TemplateError: This template renders nothing.)"
     assert subject.verdict is Verdict.NOT_CHECKED
     assert subject.unjudged == f"--max-len could not be judged: {why}"
-    assert subject.skipped == tuple(Skipped(rule, why) for rule in LENGTH_RULES)
+    assert tuple(s for s in subject.skipped if s.rule_id in LENGTH_RULES) == tuple(Skipped(rule, why) for rule in LENGTH_RULES)
     assert "tokens" not in subject.summary
     (note,) = subject.notes
     assert note.startswith("the chat template fails on 2 of 2 conversations, so their length as a trainer would see it is not known")

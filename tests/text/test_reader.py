@@ -307,7 +307,7 @@ def test_a_conversation_with_no_assistant_turn(tmp_path):
     d = read_text_dataset(jsonl(tmp_path, CHAT, {"messages": [{"role": "system", "content": "s"}, user("a")]}))
     problem = only_problem(d)
     assert (problem.kind, problem.line, problem.field) == ("no-assistant", 2, "messages")
-    assert problem.message == "line 2 has no assistant message in 'messages': nothing in it is trained on"
+    assert problem.message == "line 2 has no assistant message in 'messages' (its roles: 'system', 'user'): nothing in it is trained on"
     assert d.rows[1] == Row(2, "messages", "s\n\na", "", (Message("system", "s"), Message("user", "a")))
 
 
@@ -325,6 +325,7 @@ def test_every_problem_kind_is_one_the_model_documents(tmp_path, monkeypatch):
     monkeypatch.setattr(reader, "MAX_TEXT_LINE_BYTES", 100)
     lines = [CHAT, "{", "[1]", {"x": 1}, {"text": 1}, {"text": ""}, {"text": None}, "", {"text": "x" * 200}]
     lines += [{"messages": [assistant("a"), assistant("b")]}, {"messages": [user("a")]}]
+    lines += ['{"messages":[{"role":"user"},{"role":"assistant","content":"b"},{"role":"user"}]}']  # under 100 bytes
     found = {p.kind for p in read_text_dataset(jsonl(tmp_path, *lines)).problems}
     found |= {p.kind for p in read_text_dataset(jsonl(tmp_path, "[", CHAT, "]", name="array.json")).problems}
     assert found == set(PROBLEM_KINDS)

@@ -40,13 +40,19 @@ LEVELS = {
     "TP-TEXT-FORMAT": WARN,
     "TP-TEXT-MIXED-SHAPES": WARN,
     "TP-TEXT-EMPTY": WARN,
+    "TP-TEXT-NO-ASSISTANT": FAIL,
     "TP-TEXT-ROLES": WARN,
     "TP-TEXT-DUPLICATE": WARN,
+    "TP-TEXT-REPEATED-TARGET": WARN,
+    "TP-TEXT-LENGTH-OUTLIER": WARN,
     "TP-TEXT-TRUNCATED-TARGET": FAIL,
     "TP-TEXT-TOO-LONG": WARN,
 }
 LENGTH_RULES = ("TP-TEXT-TRUNCATED-TARGET", "TP-TEXT-TOO-LONG")
 ROW_RULES = tuple(rule for rule in LEVELS if rule not in LENGTH_RULES)
+COMPARED = ("TP-TEXT-LENGTH-OUTLIER",)
+"""Rules that judge a row against the file's others: only with TEXT_LENGTH_MIN_ROWS rows, so skipped on small files."""
+SMALL_FILE_RULES = tuple(rule for rule in ROW_RULES if rule not in COMPARED)
 EXAMPLES = DEFAULT_SETTINGS.thresholds.TEXT_EXAMPLES
 
 SENTENCE = "Return the value of the argument. "
@@ -58,6 +64,17 @@ LONG = SENTENCE * 40
 def pc(i: int) -> dict:
     """A clean prompt/completion row, different for every ``i`` (so a file of them has no duplicates)."""
     return {"prompt": f"What is {i} plus {i}?", "completion": f" {2 * i}."}
+
+
+def qa(i: int, answer: str | None = None) -> dict:
+    """A prompt/completion row whose answer is a sentence of 30 to 60 characters (``answer`` instead, when given)."""
+    return {"prompt": f"Why is {i} the answer?", "completion": answer or f"Because {i} is {'quite ' * (i % 6)}what was asked."}
+
+
+BANANA = "Eat a banana!" * 2000
+"""Line 5 of OpenAI's toy chat dataset: a 13-character sentence 2,000 times (26,000 characters)."""
+STEPS = " ".join(f"Step {i}: add {i * i} to the running total and carry the remainder." for i in range(1, 90))
+"""Some 6,000 characters that repeat no unit: every step has its own numbers."""
 
 
 def system(text: str) -> dict:
@@ -92,6 +109,11 @@ def tokenizers(built):
         return cache[name]
 
     return get
+
+
+def length_skips(subject) -> tuple[Skipped, ...]:
+    """The length rules a subject skipped, with why (a small file also skips TP-TEXT-LENGTH-OUTLIER, for its own reason)."""
+    return tuple(s for s in subject.skipped if s.rule_id in LENGTH_RULES)
 
 
 def count(tokenizer, text: str) -> int:
@@ -189,15 +211,30 @@ CASES = [
     Case("TP-TEXT-EMPTY", "an assistant turn that calls a tool and says nothing", (
         chat(user("What is 6 times 7?"), {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]}, tool("42"), assistant("42.")),
     )),  # fmt: skip
+    # TP-TEXT-NO-ASSISTANT
+    Case(
+        "TP-TEXT-NO-ASSISTANT",
+        "one user message, system and user, two user turns, an answer under 'Assistant'",
+        (chat(user("a"), assistant("A")), chat(user("b")), chat(system("s"), user("c")), chat(user("d"), user("e")),
+         chat(user("f"), {"role": "Assistant", "content": "F"})),
+        (2, 3, 4, 5),
+        "Line 2 has no assistant message in 'messages' (its roles: 'user'): nothing in it is trained on. "
+        "4 conversations have no assistant message; the first 4 are named here.",
+    ),
+    Case("TP-TEXT-NO-ASSISTANT", "every conversation answered", (chat(user("a"), assistant("A")), sharegpt(("human", "b"), ("gpt", "B")))),
+    Case("TP-TEXT-NO-ASSISTANT", "an answer with no question", (chat(user("a"), assistant("A")), chat(system("s"), assistant("S"))), instead="TP-TEXT-ROLES"),
     # TP-TEXT-ROLES
     Case(
         "TP-TEXT-ROLES",
-        "two user turns in a row, one user message, an assistant first",
-        (chat(user("a"), assistant("A")), chat(user("b"), user("c"), assistant("C")), chat(user("d")), chat(assistant("Hi!"), user("e"), assistant("E"))),
-        (2, 3, 4),
-        "Line 2: messages 1 and 2 are both 'user' turns, one after the other. 3 conversations have role problems; the first 3 are named here.",
+        "two user turns in a row, an assistant first, system then assistant, a last question unanswered",
+        (chat(user("a"), assistant("A")), chat(user("b"), user("c"), assistant("C")), chat(assistant("Hi!"), user("e"), assistant("E")),
+         chat(system("s"), assistant("You're great!")), chat(user("f"), assistant("F"), user("g"))),
+        (2, 3, 4, 5),
+        "Line 2: messages 1 and 2 are both 'user' turns, one after the other. 4 conversations have role problems; the first 4 are named here.",
     ),
     Case("TP-TEXT-ROLES", "system, user, assistant, user, assistant", (chat(system("s"), user("a"), assistant("A"), user("b"), assistant("B")),)),
+    Case("TP-TEXT-ROLES", "user then assistant with no system message", (chat(user("a"), assistant("A")), chat(system("s"), user("b"), assistant("B")))),
+    Case("TP-TEXT-ROLES", "a conversation of one user message", (chat(user("a"), assistant("A")), chat(user("d"))), instead="TP-TEXT-NO-ASSISTANT"),
     Case("TP-TEXT-ROLES", "tool turns between assistant turns", (
         chat(system("s"), user("a"), assistant("calling"), tool("r1"), tool("r2"), assistant("A")),
         sharegpt(("human", "b"), ("function_call", "call"), ("observation", "r"), ("gpt", "B")),
@@ -217,6 +254,41 @@ CASES = [
         chat(user("Name a colour."), assistant("Green.")),
         chat(user("Name a colour."), assistant("Green."), user("Another?"), assistant("Blue.")),
     )),  # fmt: skip
+    # TP-TEXT-REPEATED-TARGET
+    Case(
+        "TP-TEXT-REPEATED-TARGET",
+        "a sentence 2,000 times, a laugh after a preamble, a text row of one word",
+        (qa(1), chat(system("s"), user("I'm hungry."), assistant(BANANA)), qa(3, "Sure, here it is: " + "ha" * 200), {"text": "la " * 60}),
+        (2, 3, 4),
+        "Line 2: message 3 (the assistant's) is 'Eat a banana!' repeated 2,000 times (26,000 characters). "
+        "3 of 4 rows have an answer that is one short unit repeated (75%); the first 3 are named here.",
+    ),
+    Case("TP-TEXT-REPEATED-TARGET", "code, SQL, a table, a list, a poem, JSON and a short 'Noooooooooo'", (
+        qa(1, "\n".join(f"    total_{i} = compute(values[{i}], scale=2)" for i in range(40))),
+        qa(2, " UNION ".join(f"SELECT name FROM t{i} WHERE id = {i}" for i in range(30))),
+        qa(3, "| id | name |\n|---|---|\n" + "\n".join(f"| {i} | row {i} |" for i in range(40))),
+        qa(4, "\n".join(f"{i}. Preheat the oven, then wait." for i in range(1, 30))),
+        qa(5, "\n".join(f"{line}\nRow, row, row your boat." for line in ("Gently down the stream", "Merrily merrily", "Life is but a dream") * 5)),
+        qa(6, json.dumps([{"participant": f"p{i}", "intervention": "none", "outcome": "recovered"} for i in range(30)])),
+        qa(7, "N" + "o" * 30),
+    )),  # fmt: skip
+    # TP-TEXT-LENGTH-OUTLIER
+    Case(
+        "TP-TEXT-LENGTH-OUTLIER",
+        "one 6,000-character answer among 30 sentences",
+        (*(qa(i) for i in range(1, 15)), qa(15, STEPS), *(qa(i) for i in range(16, 31))),
+        (15,),
+        f"Line 15: its 'completion' has {len(STEPS):,} characters, ",
+    ),
+    Case("TP-TEXT-LENGTH-OUTLIER", "answers from 10 to 5,000 characters, evenly on a log scale", tuple(
+        qa(i, " ".join(f"word{k}" for k in range(round(10 ** (1 + 2.7 * i / 30) / 6)))) for i in range(1, 31)
+    )),  # fmt: skip
+    Case("TP-TEXT-LENGTH-OUTLIER", "near-equal answers of which one is three times the rest (6.4 robust sigmas)", (
+        *(qa(i, f"Because {i} is {'so ' * (i % 3)}asked.") for i in range(1, 30)), qa(30, "Because " + "so " * 20 + "asked."),
+    )),  # fmt: skip
+    Case("TP-TEXT-LENGTH-OUTLIER", "a 26,000-character answer that is one sentence repeated", (
+        *(qa(i) for i in range(1, 30)), qa(30, BANANA),
+    ), instead="TP-TEXT-REPEATED-TARGET"),  # fmt: skip
     # TP-TEXT-TOO-LONG (the exact counts are pinned further down)
     Case("TP-TEXT-TOO-LONG", "a prompt/completion row over the limit", (pc(1), {"prompt": "Summarise:", "completion": LONG}), (2,),
          "Line 2 has ", tokenizer="bpe", max_len=64),
@@ -297,7 +369,7 @@ def test_a_clean_file_of_every_shape_passes_with_no_finding(tmp_path, shape):
     assert subject.findings == ()
     assert subject.verdict is Verdict.PASS
     assert subject.unjudged is None
-    assert subject.ran == ROW_RULES
+    assert subject.ran == SMALL_FILE_RULES
     assert subject.summary["rows"] == 3
     assert subject.summary[f"rows_{'messages' if shape == 'sharegpt' else shape}"] == 3
 
@@ -307,8 +379,8 @@ def test_a_clean_file_of_every_shape_passes_every_rule_with_a_tokenizer(tmp_path
     subject = judged(jsonl(tmp_path, *CLEAN[shape]), tokenizer=tokenizers("hf"), max_len=4096)
     assert subject.findings == ()
     assert subject.verdict is Verdict.PASS
-    assert subject.ran == ROW_RULES + LENGTH_RULES
-    assert subject.skipped == ()
+    assert subject.ran == SMALL_FILE_RULES + LENGTH_RULES
+    assert length_skips(subject) == ()
     assert subject.summary["rows_over_max_len"] == 0
 
 
@@ -323,7 +395,9 @@ KINDS = {
     "empty-field": ("TP-TEXT-EMPTY", {"prompt": "p", "completion": ""}),
     "null-field": ("TP-TEXT-EMPTY", {"prompt": None, "completion": "c"}),
     "role-order": ("TP-TEXT-ROLES", chat(user("a"), user("b"), assistant("c"))),
-    "no-assistant": ("TP-TEXT-ROLES", chat(system("s"), user("a"))),
+    "no-assistant": ("TP-TEXT-NO-ASSISTANT", chat(system("s"), user("a"))),
+    "no-user": ("TP-TEXT-ROLES", chat(system("s"), assistant("a"))),
+    "unanswered": ("TP-TEXT-ROLES", chat(user("a"), assistant("b"), user("c"))),
     "blank-line": ("TP-TEXT-FORMAT", ""),
     "document": ("TP-TEXT-DOCUMENT", None),
 }
@@ -389,8 +463,14 @@ def test_an_overlong_line_is_named_with_its_size_and_the_limit(tmp_path, monkeyp
             2,
         ),
         (
-            "TP-TEXT-ROLES",
+            "TP-TEXT-NO-ASSISTANT",
             [chat(user(f"q{i}")) for i in range(6)],
+            "6 conversations have no assistant message; the first 5 are named here and 1 more.",
+            1,
+        ),
+        (
+            "TP-TEXT-ROLES",
+            [chat(system("s"), assistant(f"a{i}")) for i in range(6)],
             "6 conversations have role problems; the first 5 are named here and 1 more.",
             1,
         ),
@@ -644,17 +724,18 @@ def test_too_long_names_five_rows_and_counts_them_all(tmp_path, tokenizers):
 
 
 def test_without_a_tokenizer_both_length_rules_are_skipped_with_their_reason(tmp_path, tokenizers):
-    path = jsonl(tmp_path, pc(1), {"prompt": LONG, "completion": LONG})
+    varied = " ".join(f"Return the value of argument {i}." for i in range(40))  # long, and not one sentence repeated
+    path = jsonl(tmp_path, pc(1), {"prompt": varied, "completion": varied})
     for options in ({}, {"max_len": 8}):
         subject = judged(path, **options)
-        assert subject.skipped == (
+        assert length_skips(subject) == (
             Skipped("TP-TEXT-TRUNCATED-TARGET", "no --tokenizer given"),
             Skipped("TP-TEXT-TOO-LONG", "no --tokenizer given"),
         )
         assert subject.verdict is Verdict.PASS  # the rules that could run passed it
         assert "tokens" not in subject.summary
     measured = judged(path, tokenizer=tokenizers("bpe"))
-    assert measured.skipped == (
+    assert length_skips(measured) == (
         Skipped("TP-TEXT-TRUNCATED-TARGET", "no --max-len given"),
         Skipped("TP-TEXT-TOO-LONG", "no --max-len given"),
     )
@@ -674,18 +755,26 @@ class _Failing:
 def test_a_tokenizer_that_fails_on_every_row_costs_the_length_rules_not_the_run(tmp_path):
     subject = judged(jsonl(tmp_path, pc(1), pc(1)), tokenizer=_Failing(), max_len=8)
     reason = "the tokenizer failed on this file (RuntimeError: the library choked)"
-    assert subject.skipped == (Skipped("TP-TEXT-TRUNCATED-TARGET", reason), Skipped("TP-TEXT-TOO-LONG", reason))
+    assert length_skips(subject) == (Skipped("TP-TEXT-TRUNCATED-TARGET", reason), Skipped("TP-TEXT-TOO-LONG", reason))
     assert lines_of(findings_of(subject, "TP-TEXT-DUPLICATE")) == [2]
-    assert subject.ran == ROW_RULES
+    assert subject.ran == SMALL_FILE_RULES
 
 
 # --- what once looked wrong (each a bug, mended) ---------------------------------------------------------------------------------------------
 
 
 def test_one_conversation_with_two_role_problems_is_counted_once(tmp_path):
-    (first, *_) = judged(jsonl(tmp_path, chat(user("a"), user("b")), chat(user("c"), assistant("C")))).findings
-    assert first.rule_id == "TP-TEXT-ROLES"
+    (first, *_) = judged(jsonl(tmp_path, chat(assistant("A"), assistant("b")), chat(user("c"), assistant("C")))).findings
+    assert first.rule_id == "TP-TEXT-ROLES"  # it starts with an assistant turn, and has no user turn
     assert "2 conversations" not in first.message
+
+
+def test_a_conversation_with_no_assistant_turn_is_named_once_whatever_else_is_wrong_with_it(tmp_path):
+    """Two user turns in a row and no answer: one finding, a FAIL, whose roles show why there is no answer."""
+    subject = judged(jsonl(tmp_path, chat(user("a"), user("b")), chat(user("c"), {"role": "bot", "content": "C"}), chat(user("d"), assistant("D"))))
+    assert [(f.rule_id, f.line) for f in subject.findings] == [("TP-TEXT-NO-ASSISTANT", 1), ("TP-TEXT-NO-ASSISTANT", 2)]
+    assert "(its roles: 'user', 'bot')" in subject.findings[1].message
+    assert subject.verdict is Verdict.FAIL
 
 
 def test_rows_that_differ_in_prompt_and_in_answer_are_not_duplicates(tmp_path):

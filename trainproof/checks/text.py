@@ -1,23 +1,30 @@
-"""Rules that judge an LLM fine-tuning dataset (JSON Lines): its lines, its rows' shapes and roles, duplicates, and,
-with a tokenizer, what truncation at ``--max-len`` does to each row.
+"""Rules that judge an LLM fine-tuning dataset (JSON Lines): its lines, its rows' shapes and roles, duplicates, the
+answers it trains, and, with a tokenizer, what truncation at ``--max-len`` does to each row.
 
 A rule that finds many lines names the first TEXT_EXAMPLES in file order, each
 at its line, and counts the rest. FAIL is kept for what breaks training or
 makes it learn nothing: a file that is not JSON Lines, lines that are not
-rows, rows of no known shape, rows whose trained part is cut off entirely.
+rows, rows of no known shape, conversations with no answer, rows whose
+trained part is cut off entirely.
 """
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, first_named, rules_of
 from trainproof.report import Finding, Level
+from trainproof.safe import quoted
+from trainproof.stats import MAD_TO_SIGMA, median
+from trainproof.text.repeats import Run, repeated_run
 from trainproof.thresholds import Thresholds
 
 if TYPE_CHECKING:
@@ -67,12 +74,38 @@ class TextContext:
         a conversation's turns with their roles, else its prompt and its target, kept apart."""
         return tuple(_key(row, _fold) for row in self.dataset.rows)
 
+    @cached_property
+    def repeats(self) -> dict[int, tuple[str, str, Run]]:
+        """Row index -> its first answer that is one short unit repeated: where it is, its text, and the run."""
+        t = self.t
+        found = {}
+        for i, row in enumerate(self.dataset.rows):
+            for where, text in _answers_of(row):
+                if len(text) < t.TEXT_REPEAT_MIN_CHARS:
+                    continue
+                run = repeated_run(text, t.TEXT_REPEAT_SHARE, t.TEXT_REPEAT_TIMES, t.TEXT_REPEAT_MAX_UNIT)
+                if run is not None:
+                    found[i] = (where, text, run)
+                    break
+        return found
+
 
 
 def _fold(text: str) -> str:
     if not text.isascii():  # NFKC changes nothing in ASCII, and costs as much as the rest
         text = unicodedata.normalize("NFKC", text)
     return " ".join(text.casefold().split())
+
+
+_TARGET_FIELD = {"text": "text", "prompt_completion": "completion", "instruction": "output"}
+
+
+def _answers_of(row: Row) -> list[tuple[str, str]]:
+    """What a row trains the model to write, each part with where it is: every assistant turn of a conversation, else
+    the row's one trained field."""
+    if row.shape == "messages":
+        return [(f"message {k} (the assistant's)", m.content or "") for k, m in enumerate(row.messages, 1) if m.role == "assistant"]
+    return [(f"its {_TARGET_FIELD[row.shape]!r}", row.target)]
 
 
 def _key(row: Row, fold: Callable[[str], str]) -> tuple:
@@ -199,18 +232,32 @@ def empty_fields(ctx: TextContext) -> Iterator[Hit]:
     yield from _problem_hits(ctx, ctx.problems("empty-field", "null-field"), "fields are empty or null")
 
 
-def roles(ctx: TextContext) -> Iterator[Hit]:
-    """A conversation's roles are out of order, unknown, or have no assistant turn.
+def no_assistant(ctx: TextContext) -> Iterator[Hit]:
+    """A conversation has no assistant turn.
 
-    What it detects: chat rows whose system message is not first, whose user and assistant turns do not alternate, that do not start with system or user, that use an unknown role, or that have no assistant turn at all.
-    Why it matters: chat templates raise on broken alternation (several refuse a conversation that does not alternate), and a row with no assistant turn has nothing to train on.
-    Fires on: two user turns in a row; a conversation of one user message.
-    Does not fire on: system, user, assistant, user, assistant (tool turns between assistant turns are fine).
+    What it detects: chat rows with no message whose role is `assistant` (ShareGPT's `gpt`); each is named with the roles it has, each once, so a misspelt one (`Assistant`, `bot`) shows.
+    Why it matters: nothing in the row is trained on: a trainer that learns the answers only (OpenAI's, TRL's assistant-only loss) gets no token from it (or, with some trainers, a NaN loss), and OpenAI's own format check counts the row an error (`example_missing_assistant_message`).
+    Fires on: a conversation of one user message; system and user with no answer; an answer under the role `Assistant`.
+    Does not fire on: conversations with an assistant turn (their other role problems are TP-TEXT-ROLES').
+    Does not mean: the question is bad; add its answer or drop the row.
+    """
+    yield from _problem_hits(ctx, ctx.problems("no-assistant"), "conversations have no assistant message")
+
+
+def roles(ctx: TextContext) -> Iterator[Hit]:
+    """A conversation's roles are out of order or unknown, or it has no user turn, or its last user turn is not answered.
+
+    What it detects: chat rows whose system message is not first, whose user and assistant turns do not alternate, that do not start with system or user, that use an unknown role, that have no user turn at all (system then assistant), or whose last user turn has no assistant turn after it; a conversation with several of these is named once, for the first. Conversations with no assistant turn are TP-TEXT-NO-ASSISTANT's.
+    Why it matters: chat templates raise on broken alternation (several refuse a conversation that does not alternate); an answer to no user message trains the model to speak unprompted, not the chat it is meant for (OpenAI's format check counts such rows as missing a user message); a last question no one answers is trained on nothing, and is often a conversation cut short.
+    Fires on: two user turns in a row; system then assistant with no user; user, assistant, user.
+    Does not fire on: system, user, assistant, user, assistant (tool turns between assistant turns are fine); user then assistant with no system message.
     Does not mean: the content is wrong.
     """
+    unanswerable = {p.line for p in ctx.problems("no-assistant")}  # TP-TEXT-NO-ASSISTANT names them
     first_per_row: dict[int | None, RowProblem] = {}
-    for problem in ctx.problems("role-order", "no-assistant"):
-        first_per_row.setdefault(problem.line, problem)  # a conversation with two role problems is one conversation
+    for problem in ctx.problems("role-order", "no-user", "unanswered"):
+        if problem.line not in unanswerable:
+            first_per_row.setdefault(problem.line, problem)  # a conversation with two role problems is one conversation
     yield from _problem_hits(ctx, list(first_per_row.values()), "conversations have role problems")
 
 
@@ -251,6 +298,65 @@ def _index(ctx: TextContext, row: Row) -> int:
     return ctx.dataset.rows.index(row)
 
 
+# --- answers ---------------------------------------------------------------------------
+
+
+def repeated_target(ctx: TextContext) -> Iterator[Hit]:
+    """A row's answer is one short unit written over and over.
+
+    What it detects: answers (each assistant turn, a completion, an output, a `text` row) of at least TEXT_REPEAT_MIN_CHARS characters of which at least TEXT_REPEAT_SHARE is one run of a unit written back to back at least TEXT_REPEAT_TIMES times, the unit at most TEXT_REPEAT_MAX_UNIT characters long; the unit, its count and the characters the run covers are named. Found exactly, in time linear in the answer's length.
+    Why it matters: the row trains the model to loop, writing the same phrase until its length runs out; it is what a generation stuck in a loop leaves in a distilled or scraped dataset, and one such row weighs as much as a thousand short answers.
+    Fires on: `'Eat a banana!'` 2,000 times in a row (26,000 characters), as OpenAI's toy chat dataset has it.
+    Does not fire on: code, SQL, tables, lists, JSON and poems, which repeat keys, lines or refrains between other text; a short reply such as 'Noooooooooo'.
+    Does not mean: the row is wrong in every case (an array of zeros looks the same): read it.
+    """
+    found = ctx.repeats
+
+    def say(r: Row) -> tuple[str, str]:
+        where, text, run = found[_index(ctx, r)]
+        covered = f"{run.length:,} characters" if run.length == len(text) else f"{run.length:,} of its {len(text):,} characters"
+        return (f"Line {r.line}: {where} is {quoted(run.unit)} repeated {run.times:,} times ({covered}).",
+                f"one run of a {len(run.unit):,}-character unit covers {figures.pct(run.length / len(text))} of the answer")
+
+    yield from _row_hits(ctx, sorted(found), "have an answer that is one short unit repeated", say)
+
+
+def length_outlier(ctx: TextContext) -> Iterator[Hit]:
+    """A row's answer is far longer than the file's other answers.
+
+    What it detects: rows whose answer (their longest assistant turn, else their completion, output or text) is TEXT_LENGTH_Z robust sigmas (MAD x 1.4826) above the median answer's length in characters on a log scale (or any amount above it, when over half the answers are of one length), and at least TEXT_LENGTH_RATIO times that median, judged in files of at least TEXT_LENGTH_MIN_ROWS rows with an answer; rows TP-TEXT-REPEATED-TARGET names are left to it.
+    Why it matters: one answer hundreds of times longer than the rest is most often rows glued together, a document pasted into an answer, or a generation that did not stop; and it weighs as much as hundreds of the other rows.
+    Fires on: one 26,000-character answer among 30 answers of 40 to 100 characters.
+    Does not fire on: the long tail of natural answers (Reddit jokes of one line to 3,500 characters: 53 times the median, but 3.7 sigmas on the log scale); answers of much the same length of which one is three times the median (WikiSQL's longest queries); a file of fewer than TEXT_LENGTH_MIN_ROWS answers.
+    Does not mean: the row is wrong; read it.
+    """
+    t = ctx.t
+    lengths = {i: max(len(text) for _, text in _answers_of(row)) for i, row in enumerate(ctx.dataset.rows) if row.target}
+    if len(lengths) < t.TEXT_LENGTH_MIN_ROWS:
+        raise NotApplicable(f"only {figures.plural(len(lengths), 'row')} with an answer to compare lengths across (needs {t.TEXT_LENGTH_MIN_ROWS})")
+    counts = np.fromiter(lengths.values(), dtype=np.float64)
+    logs = np.log(counts)
+    center = median(logs)
+    sigma = MAD_TO_SIGMA * median(np.abs(logs - center))
+    middle = median(counts)
+
+    def z(n: int) -> float:
+        above = math.log(n) - center
+        return above / sigma if sigma > 0 else (math.inf if above > 0 else 0.0)
+
+    far = [i for i, n in lengths.items() if n >= t.TEXT_LENGTH_RATIO * middle and z(n) >= t.TEXT_LENGTH_Z and i not in ctx.repeats]
+
+    def say(r: Row) -> tuple[str, str]:
+        n = lengths[_index(ctx, r)]
+        where = next(w for w, text in _answers_of(r) if len(text) == n)
+        spread = f"{z(n):.1f} robust sigmas above it on a log scale" if sigma > 0 else "over half the answers are of that length"
+        return (f"Line {r.line}: {where} has {figures.plural(n, 'character')}, {figures.num(n / middle)} times the median answer "
+                f"({figures.plural(middle, 'character')}).",
+                f"median of {figures.plural(len(lengths), 'answer')} {figures.plural(middle, 'character')}; {spread}")
+
+    yield from _row_hits(ctx, sorted(far), "have an answer far longer than the rest", say)
+
+
 # --- lengths, with a tokenizer ---------------------------------------------------------
 
 
@@ -263,7 +369,7 @@ def _need_lengths(ctx: TextContext) -> Lengths:
 
 
 def _answers(row: Row) -> bool:
-    """Whether the row has a part to train on: a conversation with no assistant turn has none (TP-TEXT-ROLES names it)."""
+    """Whether the row has a part to train on: a conversation with no assistant turn has none (TP-TEXT-NO-ASSISTANT names it)."""
     return row.shape != "messages" or any(m.role == "assistant" for m in row.messages)
 
 
@@ -296,7 +402,7 @@ def truncated_target(ctx: TextContext) -> Iterator[Hit]:
     What it detects: rows whose prompt alone (everything before the completion, output or assistant turn) takes `--max-len` tokens or more.
     Why it matters: after truncation nothing of the answer is left, so the row adds no loss (or, with some trainers, NaN): it is trained on nothing.
     Fires on: a 5,000-token document to summarise with `--max-len 4096`.
-    Does not fire on: rows whose answer starts within the limit, plain `text` rows (every token of them is trained), or conversations with no assistant turn (TP-TEXT-ROLES).
+    Does not fire on: rows whose answer starts within the limit, plain `text` rows (every token of them is trained), or conversations with no assistant turn (TP-TEXT-NO-ASSISTANT).
     Does not mean: the row is bad; raise the limit or shorten the prompt.
     """
     lengths = _need_lengths(ctx)
@@ -321,8 +427,11 @@ TEXT_RULES = rules_of(
         ("TP-TEXT-FORMAT", Level.WARN, file_format),
         ("TP-TEXT-MIXED-SHAPES", Level.WARN, mixed_shapes),
         ("TP-TEXT-EMPTY", Level.WARN, empty_fields),
+        ("TP-TEXT-NO-ASSISTANT", Level.FAIL, no_assistant),
         ("TP-TEXT-ROLES", Level.WARN, roles),
         ("TP-TEXT-DUPLICATE", Level.WARN, duplicates),
+        ("TP-TEXT-REPEATED-TARGET", Level.WARN, repeated_target),
+        ("TP-TEXT-LENGTH-OUTLIER", Level.WARN, length_outlier),
         ("TP-TEXT-TRUNCATED-TARGET", Level.FAIL, truncated_target),
         ("TP-TEXT-TOO-LONG", Level.WARN, too_long),
     ),

@@ -13,7 +13,7 @@ ROLES = ("system", "user", "assistant", "tool")
 
 PROBLEM_KINDS = (
     "unparsable", "document", "not-object", "unknown-shape", "wrong-type", "empty-field", "null-field",
-    "role-order", "no-assistant", "blank-line", "overlong-line",
+    "role-order", "no-assistant", "no-user", "unanswered", "blank-line", "overlong-line",
 )  # fmt: skip
 """Every :attr:`RowProblem.kind`. The first five and ``overlong-line`` keep a line from being a row; the others are
 recorded on a row that is still read, so a rule can count them."""

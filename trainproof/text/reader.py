@@ -105,6 +105,7 @@ _OTHER_BOMS = (
 _PREFIX_BYTES = 64
 _MAX_KEYS_EXAMINED = 50
 _MAX_KEY_SETS = 1024
+_ROLES_SHOWN = 6  # a conversation with no assistant turn is named with its roles, each once (so a misspelt one shows)
 
 
 def read_text_dataset(path: str | os.PathLike[str], follow_links: bool = False) -> TextDataset:
@@ -432,11 +433,27 @@ def _row(n: int, shape: str, key: str, record: Mapping[str, object], found: list
         role_problem = _role_order(n, key, messages)
         if role_problem is not None:
             found.append(role_problem)
-        if not answers:
-            found.append(RowProblem("no-assistant", f"line {n} has no assistant message in {key!r}: nothing in it is trained on", n, key))
+        found.extend(_missing_turns(n, key, messages, answers))
     prompt = _joined([message.content for message in messages[: answers[-1] if answers else len(messages)]])
     target = _joined([messages[i].content for i in answers])
     return Row(n, shape, prompt, target, messages), sharegpt
+
+
+def _missing_turns(n: int, key: str, messages: tuple[Message, ...], answers: list[int]) -> list[RowProblem]:
+    """What a conversation lacks to train a chat: an assistant turn (``no-assistant``); else a user turn for it to answer
+    (``no-user``), or an assistant turn after its last user turn (``unanswered``)."""
+    if not answers:
+        seen = list(dict.fromkeys(m.role for m in messages))
+        roles = ", ".join(_quote(role) for role in seen[:_ROLES_SHOWN]) + (", ..." if len(seen) > _ROLES_SHOWN else "")
+        return [RowProblem("no-assistant", f"line {n} has no assistant message in {key!r} (its roles: {roles}): nothing in it is trained on", n, key)]
+    asked = [i for i, m in enumerate(messages) if m.role == "user"]
+    if not asked:
+        turns = "its assistant turn answers" if len(answers) == 1 else "its assistant turns answer"
+        return [RowProblem("no-user", f"line {n} has no user message in {key!r}: {turns} no one", n, key)]
+    if asked[-1] > answers[-1]:
+        last = asked[-1] + 1
+        return [RowProblem("unanswered", f"line {n}: its last user turn (message {last}) has no assistant turn after it, so nothing answers it", n, key)]
+    return []
 
 
 def _joined(contents: list[str | None]) -> str:
