@@ -761,17 +761,18 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
 
 _DIGIT = re.compile(r"\d+")
 _SYMBOL = re.compile(r"[$€£¥%&@#+=<>/\\^~*_|]")
-_ABBREVIATION = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|St|Jr|Sr|Prof|vs|etc|No|Nr|approx|e\.g|i\.e)\.", re.IGNORECASE)
+# "No." and "Nr." are abbreviations only before a number: "I said no." ends a sentence, and Twi's "no" is a word
+_ABBREVIATION = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|St|Jr|Sr|Prof|vs|etc|approx|e\.g|i\.e)\.|\b(?:No|Nr)\.(?=\s?\d)", re.IGNORECASE)
 _UNNORMALIZED = re.compile(f"{_DIGIT.pattern}|{_SYMBOL.pattern}|(?i:{_ABBREVIATION.pattern})")  # any of the three, in one search
 
 
 def unnormalized(ctx: DataContext) -> Iterator[Hit]:
     """A transcript holds digits, symbols or abbreviations a TTS front end may read wrongly.
 
-    What it detects: transcripts with digits, symbols such as `$ % & @ / +`, or common abbreviations (`Dr.`, `St.`, `etc.`).
+    What it detects: transcripts with digits, symbols such as `$ % & @ / +`, or common abbreviations (`Dr.`, `St.`, `etc.`; `No.` before a number).
     Why it matters: `3/4` can be read as a date, a fraction or "three slash four"; the model learns whichever its text front end picks at training, and another at inference.
     Fires on: "Dr. Smith paid $40 on 3/4".
-    Does not fire on: text with numbers written out in words.
+    Does not fire on: text with numbers written out in words; "no." ending a sentence ("I said no.", or Twi's word "no").
     Does not mean: the corpus must be normalised by hand; run your TTS front end's normaliser before training.
     """
     table = ctx.table
