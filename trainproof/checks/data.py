@@ -5,7 +5,9 @@ claims beside the per-clip record), never the samples. A rule that finds
 many clips names the first DATA_EXAMPLES in manifest order, each at its
 manifest line, and counts the rest, so a corpus with 40,000 broken clips
 gives a short report. FAIL is kept for what breaks training or silently
-corrupts it; the rest WARN.
+corrupts it; the rest WARN. An audio-only folder (a vocoder's or codec's
+corpus, audio not yet transcribed) is judged by the rules about audio; the
+rules about transcripts are skipped, saying why, and its clips have no line.
 """
 
 from __future__ import annotations
@@ -142,6 +144,22 @@ def _need_clips(ctx: DataContext) -> pd.DataFrame:
     return decoded
 
 
+AUDIO_ONLY = "no transcripts: an audio-only corpus"
+"""Why a rule about transcripts does not judge an audio-only folder."""
+
+
+def _need_transcripts(ctx: DataContext) -> None:
+    """NotApplicable for a dataset without transcripts (:attr:`Manifest.audio_only`): a rule about them has nothing to judge."""
+    if ctx.manifest.audio_only:
+        raise NotApplicable(AUDIO_ONLY)
+
+
+def _at(row: Any) -> str:
+    """Where a clip's line is, to open a finding's evidence: ``line 12: ``; nothing for a clip of an audio-only folder,
+    which no line lists (its line is 0)."""
+    return f"line {row.line}: " if row.line else ""
+
+
 def _no_clip(ctx: DataContext) -> str:
     """Why a rule about the clips' audio has nothing to judge."""
     return "the manifest lists no clip" if ctx.table.empty else "no clip could be read"
@@ -167,7 +185,7 @@ def _examples(
         if i == 0 and total > 1:
             shared = f"{total:,} of {listed:,} listed {what} ({figures.pct(total / listed)}); {first_named(len(shown), total)}."
             message += f" {shared}"
-        yield Hit(message=message, evidence=evidence, values={"count": total, "listed": listed, **(values or {})}, line=int(row.line), file=row.manifest, shared=shared)
+        yield Hit(message=message, evidence=evidence, values={"count": total, "listed": listed, **(values or {})}, line=int(row.line) or None, file=row.manifest, shared=shared)
 
 
 def _name(row: Any) -> str:
@@ -267,7 +285,7 @@ def unlisted(ctx: DataContext) -> Iterator[Hit]:
     What it detects: audio files beside the listed ones (in `wavs/`, or the folder of a folder dataset) that no line names (the first DATA_EXAMPLES named, the rest counted).
     Why it matters: a clip you recorded and transcribed that the trainer will never see, or the trace of a line lost in an edit.
     Fires on: `wavs/LJ050-0001.wav` with no line for `LJ050-0001`.
-    Does not fire on: a folder holding exactly the listed clips; NeMo, CSV and Kaldi manifests, which often list one split (train, dev) of clips in a folder shared with the others.
+    Does not fire on: a folder holding exactly the listed clips; an audio-only folder (no transcript beside any clip), whose every clip is judged; NeMo, CSV and Kaldi manifests, which often list one split (train, dev) of clips in a folder shared with the others.
     Does not mean: the file should be listed; it may be a leftover.
     """
     problems = [p for p in ctx.manifest.problems if p.kind == "unlisted"]
@@ -303,7 +321,7 @@ def missing(ctx: DataContext) -> Iterator[Hit]:
     def say(r: Any) -> tuple[str, str]:
         tried = tried_paths(ctx.manifest, r.listed)
         where = f"looked for at {', then '.join(map(_shown, tried))}" if tried and tried != (r.audio,) else f"resolved to {_shown(r.audio)}"
-        return f"{_name(r)} does not exist.", f"line {r.line}: {where}"
+        return f"{_name(r)} does not exist.", f"{_at(r)}{where}"
 
     yield from _examples(ctx, rows, "clips are missing", say)
 
@@ -319,7 +337,7 @@ def unreadable(ctx: DataContext) -> Iterator[Hit]:
     """
     table = ctx.table
     rows = table[table["error_kind"].isin(["unreadable", "empty", "truncated"])]
-    yield from _examples(ctx, rows, "clips cannot be read", lambda r: (f"{_name(r)} cannot be read: {_shown(r.error)}.", f"line {r.line}: {r.error_kind}"))
+    yield from _examples(ctx, rows, "clips cannot be read", lambda r: (f"{_name(r)} cannot be read: {_shown(r.error)}.", f"{_at(r)}{r.error_kind}"))
 
 
 def nonfinite(ctx: DataContext) -> Iterator[Hit]:
@@ -525,13 +543,22 @@ def dc_offset(ctx: DataContext) -> Iterator[Hit]:
 def silent(ctx: DataContext) -> Iterator[Hit]:
     """A clip is silent (or nearly) while its transcript has words.
 
-    What it detects: a decoded clip whose speech level (95th percentile of its 10 ms frame energies) is under DATA_SILENT_DB, with a non-empty transcript.
-    Why it matters: the model is taught that the transcript sounds like nothing: a clip paired with the wrong (or no) audio.
+    What it detects: a decoded clip whose speech level (95th percentile of its 10 ms frame energies) is under DATA_SILENT_DB, with a non-empty transcript; in an audio-only folder (no transcripts), any such clip, at WARN.
+    Why it matters: the model is taught that the transcript sounds like nothing: a clip paired with the wrong (or no) audio. Without a transcript nothing is mislabelled, but a vocoder or codec trained on the clip learns nothing from it, and audio awaiting transcription holds no speech there.
     Fires on: a clip of zeros; room noise at -70 dBFS listed with a sentence.
     Does not fire on: quiet but clear speech (its level is above DATA_SILENT_DB).
     Does not mean: nothing was recorded; the right file may be elsewhere.
     """
     decoded = _need_clips(ctx)
+    if ctx.manifest.audio_only:
+        quiet = decoded[decoded["level_db"] < ctx.t.DATA_SILENT_DB]
+        for hit in _examples(
+            ctx, quiet, "clips are silent",
+            lambda r: (f"{_name(r)} is silent (level {figures.num(r.level_db)} dBFS): no transcript is mislabelled by it, but it holds no speech.",
+                       f"level {figures.num(r.level_db)} dBFS; limit {figures.num(ctx.t.DATA_SILENT_DB)} dBFS"),
+        ):  # fmt: skip
+            yield replace(hit, level=Level.WARN)
+        return
     has_text = decoded["text"].fillna("").str.strip() != ""
     rows = decoded[(decoded["level_db"] < ctx.t.DATA_SILENT_DB) & has_text]
     yield from _examples(
@@ -585,7 +612,7 @@ def _repeats(
     repeat = repeat[np.argsort(lines[repeat], kind="stable")]
     shown = repeat[: ctx.t.DATA_EXAMPLES]
     listed = rows["listed"]
-    names = {keys.iloc[i]: f"{_shown(listed.iloc[i])} (line {int(lines[i])})" for i in np.unique(first[groups[shown]]).tolist()}
+    names = {keys.iloc[i]: _shown(listed.iloc[i]) + (f" (line {int(lines[i])})" if lines[i] else "") for i in np.unique(first[groups[shown]]).tolist()}
     return rows.iloc[shown], len(repeat), names
 
 
@@ -641,9 +668,10 @@ def conflicting_text(ctx: DataContext) -> Iterator[Hit]:
     What it detects: identical decoded audio (the same file on two lines, or a copy) whose transcripts differ after case and whitespace are folded: each line whose transcript is not that of the first line with the audio and a transcript.
     Why it matters: the model is told one sound means two things; at least one pairing is wrong.
     Fires on: one clip listed on two lines with different sentences.
-    Does not fire on: the same audio listed twice with the same sentence (see TP-DATA-DUPLICATE-AUDIO); a line with no transcript beside one with a transcript (TP-DATA-EMPTY-TEXT names the empty one).
+    Does not fire on: the same audio listed twice with the same sentence (see TP-DATA-DUPLICATE-AUDIO); a line with no transcript beside one with a transcript (TP-DATA-EMPTY-TEXT names the empty one). It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: which transcript is right.
     """
+    _need_transcripts(ctx)
     decoded = _need_clips(ctx)
     spoken = decoded["folded"] != ""
     rows, count, firsts = _repeats(ctx, decoded if spoken.all() else decoded[spoken], "hash", unlike_first="folded")
@@ -663,9 +691,10 @@ def empty_text(ctx: DataContext) -> Iterator[Hit]:
     What it detects: a listed clip whose transcript is empty or only whitespace.
     Why it matters: a TTS model learns that no text produces speech; an ASR model learns to emit nothing for it; some loaders crash on it.
     Fires on: `LJ001-0001||`.
-    Does not fire on: any transcript with a character.
+    Does not fire on: any transcript with a character. It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: the audio is bad.
     """
+    _need_transcripts(ctx)
     table = ctx.table
     rows = table[table["text"].fillna("").str.strip() == ""]
     yield from _examples(ctx, rows, "clips have an empty transcript", lambda r: (f"{_name(r)} has an empty transcript.", f"line {r.line}: no text"))
@@ -677,7 +706,7 @@ def text_rate(ctx: DataContext) -> Iterator[Hit]:
     What it detects: characters per second of speech (transcript letters over the clip's duration minus its edge silences) more than DATA_CPS_WARN_Z robust sigmas (MAD x 1.4826) from the median of the corpus, or of the speaker when speakers are known with at least DATA_CPS_MIN_CLIPS clips each. A FAIL only when the clip is beyond DATA_CPS_FAIL_Z even at the edge of what the measurement allows: its speech taken DATA_CPS_EDGE_S longer or shorter (whichever brings it nearer the median; edge silence is found to a 10 ms frame at each end), and the group's sigma widened by DATA_CPS_SIGMA_SE standard errors of a MAD estimate from its n clips (1.17 sigma / sqrt(n) each). Beyond DATA_CPS_FAIL_Z as measured but not at that edge (a very short clip, a small group) is a WARN that says why.
     Why it matters: a transcript paired with the wrong audio (a shifted manifest, swapped files) teaches the model nonsense and ruins alignment.
     Fires on: two transcripts swapped between a 1.5 s and a 6 s clip.
-    Does not fire on: a corpus with fewer than DATA_CPS_MIN_CLIPS clips, or naturally fast and slow sentences within the spread; and never FAILs a clip whose speech is too short, or a group too small, to tell it from the spread.
+    Does not fire on: a corpus with fewer than DATA_CPS_MIN_CLIPS clips, or naturally fast and slow sentences within the spread; and never FAILs a clip whose speech is too short, or a group too small, to tell it from the spread. It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: which of a swapped pair is wrong; both lines are worth a look.
     """
     t = ctx.t
@@ -732,6 +761,7 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     """
     import pandas as pd
 
+    _need_transcripts(ctx)
     decoded = _need_clips(ctx)
     t = ctx.t
     if len(decoded) < t.DATA_CPS_MIN_CLIPS:
@@ -771,9 +801,10 @@ def unnormalized(ctx: DataContext) -> Iterator[Hit]:
     What it detects: transcripts with digits, symbols such as `$ % & @ / +`, or common abbreviations (`Dr.`, `St.`, `etc.`).
     Why it matters: `3/4` can be read as a date, a fraction or "three slash four"; the model learns whichever its text front end picks at training, and another at inference.
     Fires on: "Dr. Smith paid $40 on 3/4".
-    Does not fire on: text with numbers written out in words.
+    Does not fire on: text with numbers written out in words. It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: the corpus must be normalised by hand; run your TTS front end's normaliser before training.
     """
+    _need_transcripts(ctx)
     table = ctx.table
     rows = table[table["text"].fillna("").str.contains(_UNNORMALIZED)]
 
@@ -802,9 +833,10 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
     What it detects: control and format characters (U+0007, a zero-width space U+200B, a BOM), line and paragraph separators (U+2028, U+2029), half a surrogate pair (a JSON escape such as \\ud800, which no UTF-8 tokenizer can encode) and the replacement character U+FFFD (what bytes that are not UTF-8 were read as) anywhere in a transcript, and letters of a script that fewer than DATA_SCRIPT_SHARE of the transcripts use.
     Why it matters: invisible characters become tokens the model must learn to pronounce as nothing; a foreign script is out of the tokenizer's or phonemiser's alphabet, or text of another language pasted in.
     Fires on: "hello\u200bworld"; Cyrillic letters in an English corpus.
-    Does not fire on: a corpus that mixes two scripts throughout (both are its own).
+    Does not fire on: a corpus that mixes two scripts throughout (both are its own). It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: the text is wrong; a homoglyph (Cyrillic "а" for Latin "a") looks identical.
     """
+    _need_transcripts(ctx)
     table = ctx.table
     texts = table["text"].fillna("")
     letters: dict[str, set[str]] = {}  # script -> the letters of it that the transcripts use
@@ -845,9 +877,10 @@ def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
     What it detects: transcripts that are identical after case and whitespace are folded, on lines with different audio.
     Why it matters: in a TTS corpus it is often a copy-paste slip (the line above's text); in any corpus it leaks between a train and a validation split.
     Fires on: two lines with "Hello there." and different audio.
-    Does not fire on: distinct sentences.
+    Does not fire on: distinct sentences. It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: the pairing is wrong; some corpora record prompts twice on purpose.
     """
+    _need_transcripts(ctx)
     rows, count, firsts = _repeats(ctx, ctx.table, "folded", differing=("audio", "hash"))
     yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.folded]}: {quoted(r.text)}.", f"line {r.line}: identical folded text"), total=count)
 

@@ -167,6 +167,7 @@ def summarize(dataset: Dataset) -> dict:
     speakers = {speaker for speaker in entry_column(dataset.manifest.entries, "speaker") if speaker}
     out: dict = {
         "layout": dataset.manifest.layout,
+        "audio_only": dataset.manifest.audio_only,
         "clips": len(dataset.manifest.entries),
         "readable": int(readable.sum()),
         "hours": round(float(durations.sum()) / 3600, 4),
@@ -180,7 +181,8 @@ def summarize(dataset: Dataset) -> dict:
 
 
 def headline(dataset: Dataset, summary: Mapping[str, Any]) -> str:
-    parts = [f"{dataset.manifest.layout} dataset", f"{figures.plural(summary['clips'], 'clip')} ({summary['readable']:,} readable)"]
+    kind = "audio-only folder (no transcripts)" if dataset.manifest.audio_only else f"{dataset.manifest.layout} dataset"
+    parts = [kind, f"{figures.plural(summary['clips'], 'clip')} ({summary['readable']:,} readable)"]
     parts.append(f"{figures.duration(summary['hours'] * 3600)} of audio")
     if summary.get("sample_rates"):
         parts.append(str(summary["sample_rates"]))

@@ -28,7 +28,10 @@ The layout is detected from the path:
   audio file: of several transcripts beside it, the first holding text is
   read (a note names the others); a file of start/end times (pocketsphinx's
   and Audacity's ``.lab`` labels, HTK alignments) is not a transcript, nor a
-  clip of its own.
+  clip of its own. A clip without a transcript beside it is unlisted; when
+  no clip has one, the folder is an audio-only corpus (``audio_only``: a
+  vocoder's or codec's, or audio not yet transcribed), every clip an entry
+  without text, judged by the rules about audio alone.
 
 Of a CSV's columns or a JSONL record's keys, the audio path and the
 transcript are read from the first name of AUDIO_KEYS and TEXT_KEYS there,
@@ -305,6 +308,7 @@ class _Builder:
     columns: dict[str, Sequence[object]] | None = None  # every entry at once, as columns (instead of ``entries``)
     bases: tuple[str, ...] = ()  # see Manifest.bases
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "audio", "text" -> the first set of candidates seen, the one read first
+    audio_only: bool = False  # see Manifest.audio_only
 
     def saw_names(self, names: Sequence[str], ctx: _Context) -> None:
         """The column (or key) names of a record, lower case: when several could be its audio path or its transcript
@@ -361,7 +365,10 @@ class _Builder:
                 notes.append(f"{count:,} lines are {kind}; the first {MAX_LINE_PROBLEMS:,} are listed")
         problems = sorted(self.problems, key=lambda p: (p.manifest, p.line if p.line is not None else 0))
         entries = Entries(self.entries) if self.columns is None else Entries(columns=self.columns)
-        return Manifest(path=path, layout=self.layout, entries=entries, problems=tuple(problems), notes=tuple(notes), bases=self.bases)
+        return Manifest(
+            path=path, layout=self.layout, entries=entries, problems=tuple(problems), notes=tuple(notes), bases=self.bases,
+            audio_only=self.audio_only,
+        )  # fmt: skip
 
 
 def tried_paths(manifest: Manifest, listed: str) -> tuple[str, ...]:
@@ -1476,6 +1483,8 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
     count = 0
     orphans: list[str] = []
     manifests: list[str] = []
+    nested: list[str] = []  # manifest-like files in its subfolders, the first NOTE_EXAMPLES (for an audio-only folder's note)
+    untranscribed: list[tuple[str, str]] = []  # (path, id) of each clip with no transcript beside it
     unlisted: list[OSError] = []
     sidecars = _Sidecars()
     for dirpath, dirnames, filenames in os.walk(folder, onerror=unlisted.append):
@@ -1483,7 +1492,10 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         names = {name for name in filenames if not name.startswith(".")}  # no hidden files (macOS's ._x.wav are not audio)
         audio = sorted(name for name in names if _extension(name) in _AUDIO)
         if dirpath == folder:
-            manifests = sorted(name for name in filenames if _extension(name) in (".json", ".jsonl", ".csv", ".tsv"))
+            manifests = sorted(name for name in filenames if _extension(name) in _MANIFEST_EXTENSIONS)
+        elif len(nested) < NOTE_EXAMPLES:
+            found = sorted(name for name in names if _extension(name) in _MANIFEST_EXTENSIONS)
+            nested.extend(os.path.relpath(os.path.join(dirpath, name), folder) for name in found[: NOTE_EXAMPLES - len(nested)])
         used: set[str] = set()
         for name in audio:
             count += 1
@@ -1501,6 +1513,7 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
                 else:
                     held = " or ".join(stem + suffix for suffix in TRANSCRIPT_SUFFIXES[:2])
                 builder.problem("unlisted", f"{audio_path} has no transcript beside it ({held})", audio_path, None, audio_path)
+                untranscribed.append((audio_path, ident))
                 continue
             text_path, text = chosen
             builder.add(Entry(1, ident, os.path.normpath(audio_path), ident, text, text_path), unique=False)
@@ -1520,12 +1533,7 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         text = None if raw is None else _transcript_text(raw, text_path, builder)
         builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", text, text_path), unique=False)
     if count and not builder.entries:
-        beside = "it" if count == 1 else "any of them"
-        raise InputError(
-            folder,
-            f"holds {figures.plural(count, 'audio file')} but no transcript beside {beside} (.txt or .lab of the same name): "
-            "give the manifest that lists them",
-        )
+        _audio_only(folder, untranscribed, manifests + nested, builder)
     if count == 0:
         looked = "no metadata.csv (LJSpeech), no wav.scp (Kaldi), no audio files (a folder of clips)"
         hint = f"; it holds {', '.join(manifests[:NOTE_EXAMPLES])}: give the manifest file itself" if manifests else ""
@@ -1541,10 +1549,30 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         unread = figures.plural(len(builder.unreadable_texts), "transcript")
         builder.notes.append(f"{unread} cannot be read, so {theirs} none: {'; '.join(shown)}{rest}")
     _sidecar_notes(sidecars, builder)
-    if manifests:
+    if manifests and not builder.audio_only:
         builder.notes.append(
             f"read as a folder of clips; it also holds {', '.join(manifests[:NOTE_EXAMPLES])}: give a manifest file to read it instead"
         )
+
+
+_MANIFEST_EXTENSIONS = (".json", ".jsonl", ".csv", ".tsv")
+
+
+def _audio_only(folder: str, clips: list[tuple[str, str]], manifests: list[str], builder: _Builder) -> None:
+    """A folder of audio with no transcript beside any clip, as an audio-only corpus (a vocoder's or a codec's, or
+    audio not yet transcribed): every clip an entry without text and without a line, the clip its own file, none
+    of them unlisted. The audio is judged as any dataset's; the rules about transcripts say they do not apply."""
+    builder.audio_only = True
+    builder.problems = [problem for problem in builder.problems if problem.kind != "unlisted"]
+    builder.entries = [
+        Entry.of_values(line=0, id=ident, audio=os.path.normpath(path), listed=ident, text=None, manifest=path, duration=None, offset=None, speaker=None)
+        for path, ident in clips
+    ]  # fmt: skip
+    hint = f"; it holds {', '.join(manifests[:NOTE_EXAMPLES])}: give a manifest to judge transcripts too" if manifests else ""
+    builder.notes.append(
+        f"no clip has a transcript beside it (.txt or .lab of the same name): judged as an audio-only corpus, by the rules "
+        f"about audio alone{hint}"
+    )
 
 
 def _sidecar_notes(sidecars: _Sidecars, builder: _Builder) -> None:
