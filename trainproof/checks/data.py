@@ -307,10 +307,10 @@ def unlisted(ctx: DataContext) -> Iterator[Hit]:
 def missing(ctx: DataContext) -> Iterator[Hit]:
     """A listed audio file does not exist.
 
-    What it detects: manifest lines whose audio path, resolved the way the trainer reading this layout resolves it, names no file (every path looked for at is named: the working directory's and the manifest folder's, for NeMo and CSV).
+    What it detects: manifest lines whose audio path, resolved the way the trainer reading this layout resolves it, names no file (every path looked for at is named: the working directory's and the manifest folder's, for NeMo and CSV, and the folder above the manifest's that the manifest's other paths resolve from, for NeMo, CSV and Kaldi).
     Why it matters: a loader crashes mid-epoch, or (NeMo, Coqui) substitutes or drops the clip and trains on less than you think.
     Fires on: a clip deleted after the manifest was written; a manifest written on another machine with absolute paths.
-    Does not fire on: paths that resolve, relative to the working directory or the manifest as the layout's trainer does.
+    Does not fire on: paths that resolve, relative to the working directory or the manifest as the layout's trainer does; nor relative paths of a NeMo, CSV or Kaldi manifest that resolve from a folder up to four above the manifest's, the nearest from which most of them do (a Kaldi recipe's root, two above data/train; a repository's root): a trainer run from there reads them, and a note names the folder.
     Does not mean: the file is lost; `--root` or `--audio-dir` may point at where it is.
     """
     from trainproof.data.manifest import tried_paths

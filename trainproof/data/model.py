@@ -139,8 +139,13 @@ class Manifest:
     notes: tuple[str, ...] = ()
     bases: tuple[str, ...] = ()
     """Where a relative listed path was looked for, in order, when the layout looks in several places: the working
-    directory, the manifest's folder and ``clips/`` beside it (NeMo, CSV), or the audio folders of a bare id
-    (LJSpeech). :func:`trainproof.data.manifest.tried_paths` gives the files a listed path was looked for at."""
+    directory, the manifest's folder and ``clips/`` beside it (NeMo, CSV), then ``found_root`` (NeMo, CSV, Kaldi),
+    or the audio folders of a bare id (LJSpeech). :func:`trainproof.data.manifest.tried_paths` gives the files a
+    listed path was looked for at."""
+    found_root: str | None = None
+    """The folder above the manifest's from which its relative paths were read, when they resolve neither from the
+    working directory nor beside the manifest (a Kaldi recipe's root, a repository's): one of the dataset's roots for
+    the read policy, and the last of ``bases``. None when no such folder was needed."""
     audio_only: bool = False
     """A folder of audio with no transcript beside any clip (a vocoder's or codec's corpus, audio not yet transcribed):
     every clip is an entry without text, and the rules about transcripts do not apply."""
