@@ -703,10 +703,10 @@ def empty_text(ctx: DataContext) -> Iterator[Hit]:
 def text_rate(ctx: DataContext) -> Iterator[Hit]:
     """A transcript does not fit its audio: characters per second far from the corpus's (or the speaker's).
 
-    What it detects: characters per second of speech (transcript letters over the clip's duration minus its edge silences) more than DATA_CPS_WARN_Z robust sigmas (MAD x 1.4826) from the median of the corpus, or of the speaker when speakers are known with at least DATA_CPS_MIN_CLIPS clips each. A FAIL only when the clip is beyond DATA_CPS_FAIL_Z even at the edge of what the measurement allows: its speech taken DATA_CPS_EDGE_S longer or shorter (whichever brings it nearer the median; edge silence is found to a 10 ms frame at each end), and the group's sigma widened by DATA_CPS_SIGMA_SE standard errors of a MAD estimate from its n clips (1.17 sigma / sqrt(n) each). Beyond DATA_CPS_FAIL_Z as measured but not at that edge (a very short clip, a small group) is a WARN that says why.
+    What it detects: characters per second of speech (transcript letters over the clip's duration minus its edge silences) more than DATA_CPS_WARN_Z robust sigmas (MAD x 1.4826) from the median of the corpus, or of the speaker when speakers are known with at least DATA_CPS_MIN_CLIPS clips each, even at the edge of what the measurement allows: its speech taken DATA_CPS_EDGE_S longer or shorter (whichever brings it nearer the median; edge silence is found to a 10 ms frame at each end), and the group's sigma widened by DATA_CPS_SIGMA_SE standard errors of a MAD estimate from its n clips (1.17 sigma / sqrt(n) each). A FAIL when the clip is beyond DATA_CPS_FAIL_Z at that edge; beyond DATA_CPS_FAIL_Z as measured but not at that edge (a very short clip, a small group) is a WARN that says why.
     Why it matters: a transcript paired with the wrong audio (a shifted manifest, swapped files) teaches the model nonsense and ruins alignment.
     Fires on: two transcripts swapped between a 1.5 s and a 6 s clip.
-    Does not fire on: a corpus with fewer than DATA_CPS_MIN_CLIPS clips, or naturally fast and slow sentences within the spread; and never FAILs a clip whose speech is too short, or a group too small, to tell it from the spread. It does not run on an audio-only folder (no transcript beside any clip).
+    Does not fire on: a corpus with fewer than DATA_CPS_MIN_CLIPS clips, or naturally fast and slow sentences within the spread, nor a clip past DATA_CPS_WARN_Z only by a sigma that its group is too small to know that well (a yes/no corpus of 29 clips read so evenly that its MAD came out at 5% of the median, where 31 clips of the same speaker give 9%); and never FAILs a clip whose speech is too short, or a group too small, to tell it from the spread. It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: which of a swapped pair is wrong; both lines are worth a look.
     """
     t = ctx.t
@@ -739,19 +739,19 @@ def text_rate(ctx: DataContext) -> Iterator[Hit]:
 
 def rate_levels(rates: pd.DataFrame, t: Thresholds) -> np.ndarray:
     """Per row of :func:`speech_rates`, how TP-DATA-TEXT-RATE levels the clip: 2 FAIL (past DATA_CPS_FAIL_Z even at
-    the edge of its measurement), 1 WARN (past DATA_CPS_WARN_Z as measured), 0 in the spread. The rule and the
-    report's histogram both read this."""
-    z = np.abs(rates["z"].to_numpy(dtype=float))
+    the edge of its measurement), 1 WARN (past DATA_CPS_WARN_Z there), 0 in the spread. The rule and the report's
+    histogram both read this."""
     bound = np.abs(rates["z_bound"].to_numpy(dtype=float))
     with np.errstate(invalid="ignore"):
-        return np.where(bound > t.DATA_CPS_FAIL_Z, 2, np.where(z > t.DATA_CPS_WARN_Z, 1, 0))
+        return np.where(bound > t.DATA_CPS_FAIL_Z, 2, np.where(bound > t.DATA_CPS_WARN_Z, 1, 0))
 
 
 def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     """The readable clips with a transcript, with their characters per second of speech and its robust z-score.
 
     Columns added: ``cps``, ``median_cps`` and ``sigma_cps`` (MAD x 1.4826)
-    of the clip's group, ``z`` (NaN in a group with no spread), ``group_clips``
+    of the clip's group, ``sigma_wide`` (that sigma widened by
+    DATA_CPS_SIGMA_SE standard errors), ``z`` (NaN in a group with no spread), ``group_clips``
     (the clips of its group) and ``z_bound``: the z nearest the median that the
     measurement allows (see :func:`text_rate`). The group is
     the clip's speaker when every speaker has at least DATA_CPS_MIN_CLIPS
@@ -786,7 +786,7 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     wide = sigma * (1 + t.DATA_CPS_SIGMA_SE * MAD_SE / np.sqrt(clips))
     bound = (letters / nearer - median) / wide
     bound = bound.where(np.sign(bound) == np.sign(z), 0.0).where(sigma > 0)  # moved past the median: no deviation it can prove
-    return frame.assign(median_cps=median, sigma_cps=sigma, z=z, group_clips=clips, z_bound=bound), by_speaker
+    return frame.assign(median_cps=median, sigma_cps=sigma, sigma_wide=wide, z=z, group_clips=clips, z_bound=bound), by_speaker
 
 
 _DIGIT = re.compile(r"\d+")
