@@ -612,7 +612,8 @@ def _repeats(
     repeat = repeat[np.argsort(lines[repeat], kind="stable")]
     shown = repeat[: ctx.t.DATA_EXAMPLES]
     listed = rows["listed"]
-    names = {keys.iloc[i]: _shown(listed.iloc[i]) + (f" (line {int(lines[i])})" if lines[i] else "") for i in np.unique(first[groups[shown]]).tolist()}
+    firsts = np.unique(first[groups[shown]]).tolist()
+    names = {keys.iloc[i]: _shown(listed.iloc[i]) + (f" (line {int(lines[i])})" if lines[i] else "") for i in firsts}  # line 0: none
     return rows.iloc[shown], len(repeat), names
 
 

@@ -93,7 +93,8 @@ def speaking_rate(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | 
     flagged = int(np.count_nonzero(levels))
     scope = "each speaker's" if by_speaker else "the corpus's"
     sigmas = figures.plural(t.DATA_CPS_WARN_Z, "robust sigma")
-    note = f"{flagged:,} of {values.size:,} clips beyond {sigmas} of {scope} median, allowing for the measurement's error (TP-DATA-TEXT-RATE)"
+    allowing = "allowing for the measurement's error"
+    note = f"{flagged:,} of {values.size:,} clips beyond {sigmas} of {scope} median, {allowing} (TP-DATA-TEXT-RATE)"
     return _histogram("Characters per second of speech", "chars/s", values, levels, limits, note)
 
 

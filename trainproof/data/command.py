@@ -66,7 +66,8 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
         from trainproof.data import uri
 
         _require_reachable(source, uri.reach(remote))
-    policy = read_policy(manifest.path, manifest.layout, found_root=manifest.found_root, **_roots(options))  # the roots the manifest was read under
+    # the roots the manifest was read under, and the folder above it its paths were found from
+    policy = read_policy(manifest.path, manifest.layout, found_root=manifest.found_root, **_roots(options))
     cache = _cache(options)
     if cache is None:
         records = _decode(refs, None, options, policy)

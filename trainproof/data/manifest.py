@@ -721,7 +721,9 @@ def _settle_above(builder: _Builder, folder: str, ctx: _Context, bases: tuple[st
         builder.entries = [entry if entry.audio == path else replace(entry, audio=path) for entry, path in zip(builder.entries, resolved)]
     builder.found_root = best
     builder.bases = (*bases, best)
-    why = "as Kaldi recipes run from the recipe root" if builder.layout == "kaldi" else "as a trainer run from that folder (a repository's or dataset's root) reads them"
+    why = "as Kaldi recipes run from the recipe root"
+    if builder.layout != "kaldi":
+        why = "as a trainer run from that folder (a repository's or dataset's root) reads them"
     builder.notes.append(
         f"paths resolved from {best}, {_folders_up(level)} above the manifest's ({folder or '.'}), {why}: {moved:,} of "
         f"{figures.plural(len(relative), 'relative audio path')} are found there and not from {where}"
