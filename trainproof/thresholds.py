@@ -141,10 +141,10 @@ class Thresholds:
     DATA_DC_OFFSET: Annotated[float, "fraction of full scale", "A mean sample value at least this far from 0 is a DC offset.", SHARE] = 0.05
     DATA_SILENT_DB: Annotated[float, "dBFS", "A clip whose speech level (95th percentile frame energy) is under this is silent.", Range(-200, 0)] = -50.0
     DATA_CPS_MIN_CLIPS: Annotated[int, "clips", "Characters per second are judged against the corpus (or a speaker) only with at least this many clips.", AT_LEAST_3] = 20
-    DATA_CPS_WARN_Z: Annotated[float, "robust z", "Characters per second this many robust sigmas (MAD x 1.4826) from the median is a WARN: the text may not match the audio.", POSITIVE] = 4.0
+    DATA_CPS_WARN_Z: Annotated[float, "robust z", "Characters per second this many robust sigmas (MAD x 1.4826) from the median, even at the edge of what its measurement allows (DATA_CPS_EDGE_S, DATA_CPS_SIGMA_SE), is a WARN: the text may not match the audio.", POSITIVE] = 4.0
     DATA_CPS_FAIL_Z: Annotated[float, "robust z", "...and this many is a FAIL: the transcript belongs to other audio, when the clip is that far even at the edge of what its measurement allows (DATA_CPS_EDGE_S, DATA_CPS_SIGMA_SE).", POSITIVE] = 8.0
-    DATA_CPS_EDGE_S: Annotated[float, "seconds", "How far a clip's speech duration may be off: edge silence is found to a 10 ms frame at each end. A FAIL must hold with the speech this much longer or shorter, whichever is nearer the median rate.", NON_NEGATIVE] = 0.02
-    DATA_CPS_SIGMA_SE: Annotated[float, "standard errors", "A FAIL must hold with the group's sigma widened by this many standard errors of a MAD estimate from its clips, so a small group's uncertain spread cannot make one.", NON_NEGATIVE] = 2.0
+    DATA_CPS_EDGE_S: Annotated[float, "seconds", "How far a clip's speech duration may be off: edge silence is found to a 10 ms frame at each end. A WARN or FAIL must hold with the speech this much longer or shorter, whichever is nearer the median rate.", NON_NEGATIVE] = 0.02
+    DATA_CPS_SIGMA_SE: Annotated[float, "standard errors", "A WARN or FAIL must hold with the group's sigma widened by this many standard errors of a MAD estimate from its clips, so a small group's uncertain spread cannot make one.", NON_NEGATIVE] = 2.0
     DATA_SCRIPT_SHARE: Annotated[float, "fraction of transcripts", "A script used by fewer than this share of the transcripts is foreign to the corpus; a transcript using one is a WARN.", SHARE] = 0.1
 
     # --- tokenizers against their text (trainproof tokenizer) -----------------

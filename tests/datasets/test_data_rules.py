@@ -335,6 +335,37 @@ def test_a_swapped_transcript_in_an_even_group_fails_at_both_ends(clean, tmp_pat
     assert [(f.level, "not a FAIL" in f.message) for f in fired] == [(Level.FAIL, False)] * 2
 
 
+def _rates_corpus(outlier_cps: float, n: int = 20):
+    """``n`` clips whose speech reads at 10.0 +- 0.1 k characters per second (k = -9..9: a group read very evenly),
+    the last at ``outlier_cps``: the numbers each clip reduces to, as the analysis records them."""
+    from trainproof.checks.data import DataContext
+    from trainproof.data.model import ClipRecord, Entry, Manifest
+    from trainproof.thresholds import Thresholds
+
+    rates = [10.0 + 0.1 * k for k in range(-9, n - 10)] + [outlier_cps]
+    letters = 40
+    entries = tuple(Entry(line=i, id=f"c{i}", audio=f"/c{i}.wav", listed=f"c{i}.wav", text="a" * letters, manifest="m") for i in range(1, n + 1))
+    records = [ClipRecord(audio=f"/c{i}.wav", sample_rate=16000, channels=1, frames=int(letters / cps * 16000), duration_s=letters / cps,
+                          level_db=-20.0, audio_hash=f"h{i}", active_s=letters / cps) for i, cps in enumerate(rates, 1)]  # fmt: skip
+    return DataContext(Manifest(path="m", layout="nemo", entries=entries), records, Thresholds())
+
+
+def test_a_rate_past_the_warn_line_only_by_an_uncertain_sigma_is_no_warn():
+    """Burden of proof for the WARN too: a clip 4.6 robust sigmas out as measured, where the sigma of 20 evenly read
+    clips is known only to within 26% a standard error, is not beyond DATA_CPS_WARN_Z allowing for it; at 7 sigmas it
+    is (the corpus's own spread, not the clip, decides the first)."""
+    from trainproof.checks.data import speech_rates, text_rate
+
+    near = _rates_corpus(10.0 + 4.6 * 0.7413)
+    rates, _ = speech_rates(near)
+    assert rates["z"].iloc[-1] > near.t.DATA_CPS_WARN_Z > abs(rates["z_bound"].iloc[-1])
+    assert list(text_rate(near)) == []
+    far = _rates_corpus(10.0 + 7.0 * 0.7413)
+    (hit,) = list(text_rate(far))
+    assert hit.level is Level.WARN
+    assert hit.line == 20
+
+
 def test_a_clean_corpus_has_histograms_with_nothing_flagged(clean):
     subject = judged(clean("nemo", 24))
     charts = _histograms(subject)

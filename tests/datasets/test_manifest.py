@@ -629,9 +629,33 @@ def test_folder_transcript_without_its_audio_is_a_listed_missing_clip(tmp_path):
     assert [(e.id, e.listed, e.audio, e.manifest) for e in m.entries][1] == ("gone", "gone.*", str(tmp_path / "gone"), str(tmp_path / "gone.txt"))
 
 
-def test_a_folder_of_audio_without_any_transcript_is_not_a_dataset(tmp_path):
+def test_a_folder_of_audio_without_any_transcript_is_an_audio_only_dataset(tmp_path):
+    touch(tmp_path / "a.wav", tmp_path / "sub" / "b.flac")
+    write(tmp_path / "sub" / "notes.csv", "path,text\n")
+    m = read_manifest(tmp_path)
+    assert (m.layout, m.audio_only) == ("folder", True)
+    assert [(e.id, e.audio, e.text, e.line, e.manifest) for e in m.entries] == [
+        ("a.wav", str(tmp_path / "a.wav"), None, 0, str(tmp_path / "a.wav")),
+        ("sub/b.flac", str(tmp_path / "sub" / "b.flac"), None, 0, str(tmp_path / "sub" / "b.flac")),
+    ]
+    assert m.problems == ()  # no clip is unlisted, none has an empty transcript: there are none to have
+    assert any("audio-only" in note and "sub/notes.csv" in note for note in m.notes)
+
+
+def test_a_folder_with_some_transcripts_keeps_the_untranscribed_clips_unlisted(tmp_path):
     touch(tmp_path / "a.wav", tmp_path / "b.wav")
-    with pytest.raises(InputError, match="no transcript beside any of them"):
+    write(tmp_path / "a.txt", "hello")
+    m = read_manifest(tmp_path)
+    assert not m.audio_only
+    assert [e.id for e in m.entries] == ["a.wav"]
+    assert [(p.kind, p.file) for p in m.problems] == [("unlisted", str(tmp_path / "b.wav"))]
+
+
+def test_a_folder_without_audio_is_still_no_dataset(tmp_path):
+    write(tmp_path / "a.txt", "hello")
+    (tmp_path / "a.txt").unlink()
+    write(tmp_path / "README.md", "nothing here")
+    with pytest.raises(InputError, match="holds none of the dataset layouts"):
         read_manifest(tmp_path)
 
 
@@ -727,8 +751,9 @@ def test_corpus_speechbrain_samples(corpus):
     base = corpus / SPEECH / "speechbrain_tests_samples"
     if not base.is_dir():
         pytest.skip("no speechbrain samples in the corpus")
-    with pytest.raises(InputError, match="no transcript beside any of them"):
-        read_manifest(base / "ASR")  # its transcripts are in annotation/: that manifest is the dataset
+    audio = read_manifest(base / "ASR")  # its transcripts are in annotation/, not beside the clips: audio alone
+    assert audio.audio_only and len(audio.entries) == 12
+    assert {e.text for e in audio.entries} == {None}
     table = read_manifest(base / "annotation" / "ASR_train.csv", root=base.parent / "nowhere")
     assert table.layout == "csv"
     assert [e.id for e in table.entries][:1] == ["spk1_snt1"]

@@ -5,7 +5,9 @@ claims beside the per-clip record), never the samples. A rule that finds
 many clips names the first DATA_EXAMPLES in manifest order, each at its
 manifest line, and counts the rest, so a corpus with 40,000 broken clips
 gives a short report. FAIL is kept for what breaks training or silently
-corrupts it; the rest WARN.
+corrupts it; the rest WARN. An audio-only folder (a vocoder's or codec's
+corpus, audio not yet transcribed) is judged by the rules about audio; the
+rules about transcripts are skipped, saying why, and its clips have no line.
 """
 
 from __future__ import annotations
@@ -142,6 +144,22 @@ def _need_clips(ctx: DataContext) -> pd.DataFrame:
     return decoded
 
 
+AUDIO_ONLY = "no transcripts: an audio-only corpus"
+"""Why a rule about transcripts does not judge an audio-only folder."""
+
+
+def _need_transcripts(ctx: DataContext) -> None:
+    """NotApplicable for a dataset without transcripts (:attr:`Manifest.audio_only`): a rule about them has nothing to judge."""
+    if ctx.manifest.audio_only:
+        raise NotApplicable(AUDIO_ONLY)
+
+
+def _at(row: Any) -> str:
+    """Where a clip's line is, to open a finding's evidence: ``line 12: ``; nothing for a clip of an audio-only folder,
+    which no line lists (its line is 0)."""
+    return f"line {row.line}: " if row.line else ""
+
+
 def _no_clip(ctx: DataContext) -> str:
     """Why a rule about the clips' audio has nothing to judge."""
     return "the manifest lists no clip" if ctx.table.empty else "no clip could be read"
@@ -167,7 +185,7 @@ def _examples(
         if i == 0 and total > 1:
             shared = f"{total:,} of {listed:,} listed {what} ({figures.pct(total / listed)}); {first_named(len(shown), total)}."
             message += f" {shared}"
-        yield Hit(message=message, evidence=evidence, values={"count": total, "listed": listed, **(values or {})}, line=int(row.line), file=row.manifest, shared=shared)
+        yield Hit(message=message, evidence=evidence, values={"count": total, "listed": listed, **(values or {})}, line=int(row.line) or None, file=row.manifest, shared=shared)
 
 
 def _name(row: Any) -> str:
@@ -267,7 +285,7 @@ def unlisted(ctx: DataContext) -> Iterator[Hit]:
     What it detects: audio files beside the listed ones (in `wavs/`, or the folder of a folder dataset) that no line names (the first DATA_EXAMPLES named, the rest counted).
     Why it matters: a clip you recorded and transcribed that the trainer will never see, or the trace of a line lost in an edit.
     Fires on: `wavs/LJ050-0001.wav` with no line for `LJ050-0001`.
-    Does not fire on: a folder holding exactly the listed clips; NeMo, CSV and Kaldi manifests, which often list one split (train, dev) of clips in a folder shared with the others.
+    Does not fire on: a folder holding exactly the listed clips; an audio-only folder (no transcript beside any clip), whose every clip is judged; NeMo, CSV and Kaldi manifests, which often list one split (train, dev) of clips in a folder shared with the others.
     Does not mean: the file should be listed; it may be a leftover.
     """
     problems = [p for p in ctx.manifest.problems if p.kind == "unlisted"]
@@ -289,10 +307,10 @@ def unlisted(ctx: DataContext) -> Iterator[Hit]:
 def missing(ctx: DataContext) -> Iterator[Hit]:
     """A listed audio file does not exist.
 
-    What it detects: manifest lines whose audio path, resolved the way the trainer reading this layout resolves it, names no file (every path looked for at is named: the working directory's and the manifest folder's, for NeMo and CSV).
+    What it detects: manifest lines whose audio path, resolved the way the trainer reading this layout resolves it, names no file (every path looked for at is named: the working directory's and the manifest folder's, for NeMo and CSV, and the folder above the manifest's that the manifest's other paths resolve from, for NeMo, CSV and Kaldi).
     Why it matters: a loader crashes mid-epoch, or (NeMo, Coqui) substitutes or drops the clip and trains on less than you think.
     Fires on: a clip deleted after the manifest was written; a manifest written on another machine with absolute paths.
-    Does not fire on: paths that resolve, relative to the working directory or the manifest as the layout's trainer does.
+    Does not fire on: paths that resolve, relative to the working directory or the manifest as the layout's trainer does; nor relative paths of a NeMo, CSV or Kaldi manifest that resolve from a folder up to four above the manifest's, the nearest from which most of them do (a Kaldi recipe's root, two above data/train; a repository's root): a trainer run from there reads them, and a note names the folder.
     Does not mean: the file is lost; `--root` or `--audio-dir` may point at where it is.
     """
     from trainproof.data.manifest import tried_paths
@@ -303,7 +321,7 @@ def missing(ctx: DataContext) -> Iterator[Hit]:
     def say(r: Any) -> tuple[str, str]:
         tried = tried_paths(ctx.manifest, r.listed)
         where = f"looked for at {', then '.join(map(_shown, tried))}" if tried and tried != (r.audio,) else f"resolved to {_shown(r.audio)}"
-        return f"{_name(r)} does not exist.", f"line {r.line}: {where}"
+        return f"{_name(r)} does not exist.", f"{_at(r)}{where}"
 
     yield from _examples(ctx, rows, "clips are missing", say)
 
@@ -319,7 +337,7 @@ def unreadable(ctx: DataContext) -> Iterator[Hit]:
     """
     table = ctx.table
     rows = table[table["error_kind"].isin(["unreadable", "empty", "truncated"])]
-    yield from _examples(ctx, rows, "clips cannot be read", lambda r: (f"{_name(r)} cannot be read: {_shown(r.error)}.", f"line {r.line}: {r.error_kind}"))
+    yield from _examples(ctx, rows, "clips cannot be read", lambda r: (f"{_name(r)} cannot be read: {_shown(r.error)}.", f"{_at(r)}{r.error_kind}"))
 
 
 def nonfinite(ctx: DataContext) -> Iterator[Hit]:
@@ -525,13 +543,22 @@ def dc_offset(ctx: DataContext) -> Iterator[Hit]:
 def silent(ctx: DataContext) -> Iterator[Hit]:
     """A clip is silent (or nearly) while its transcript has words.
 
-    What it detects: a decoded clip whose speech level (95th percentile of its 10 ms frame energies) is under DATA_SILENT_DB, with a non-empty transcript.
-    Why it matters: the model is taught that the transcript sounds like nothing: a clip paired with the wrong (or no) audio.
+    What it detects: a decoded clip whose speech level (95th percentile of its 10 ms frame energies) is under DATA_SILENT_DB, with a non-empty transcript; in an audio-only folder (no transcripts), any such clip, at WARN.
+    Why it matters: the model is taught that the transcript sounds like nothing: a clip paired with the wrong (or no) audio. Without a transcript nothing is mislabelled, but a vocoder or codec trained on the clip learns nothing from it, and audio awaiting transcription holds no speech there.
     Fires on: a clip of zeros; room noise at -70 dBFS listed with a sentence.
     Does not fire on: quiet but clear speech (its level is above DATA_SILENT_DB).
     Does not mean: nothing was recorded; the right file may be elsewhere.
     """
     decoded = _need_clips(ctx)
+    if ctx.manifest.audio_only:
+        quiet = decoded[decoded["level_db"] < ctx.t.DATA_SILENT_DB]
+        for hit in _examples(
+            ctx, quiet, "clips are silent",
+            lambda r: (f"{_name(r)} is silent (level {figures.num(r.level_db)} dBFS): no transcript is mislabelled by it, but it holds no speech.",
+                       f"level {figures.num(r.level_db)} dBFS; limit {figures.num(ctx.t.DATA_SILENT_DB)} dBFS"),
+        ):  # fmt: skip
+            yield replace(hit, level=Level.WARN)
+        return
     has_text = decoded["text"].fillna("").str.strip() != ""
     rows = decoded[(decoded["level_db"] < ctx.t.DATA_SILENT_DB) & has_text]
     yield from _examples(
@@ -585,7 +612,8 @@ def _repeats(
     repeat = repeat[np.argsort(lines[repeat], kind="stable")]
     shown = repeat[: ctx.t.DATA_EXAMPLES]
     listed = rows["listed"]
-    names = {keys.iloc[i]: f"{_shown(listed.iloc[i])} (line {int(lines[i])})" for i in np.unique(first[groups[shown]]).tolist()}
+    firsts = np.unique(first[groups[shown]]).tolist()
+    names = {keys.iloc[i]: _shown(listed.iloc[i]) + (f" (line {int(lines[i])})" if lines[i] else "") for i in firsts}  # line 0: none
     return rows.iloc[shown], len(repeat), names
 
 
@@ -641,9 +669,10 @@ def conflicting_text(ctx: DataContext) -> Iterator[Hit]:
     What it detects: identical decoded audio (the same file on two lines, or a copy) whose transcripts differ after case and whitespace are folded: each line whose transcript is not that of the first line with the audio and a transcript.
     Why it matters: the model is told one sound means two things; at least one pairing is wrong.
     Fires on: one clip listed on two lines with different sentences.
-    Does not fire on: the same audio listed twice with the same sentence (see TP-DATA-DUPLICATE-AUDIO); a line with no transcript beside one with a transcript (TP-DATA-EMPTY-TEXT names the empty one).
+    Does not fire on: the same audio listed twice with the same sentence (see TP-DATA-DUPLICATE-AUDIO); a line with no transcript beside one with a transcript (TP-DATA-EMPTY-TEXT names the empty one). It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: which transcript is right.
     """
+    _need_transcripts(ctx)
     decoded = _need_clips(ctx)
     spoken = decoded["folded"] != ""
     rows, count, firsts = _repeats(ctx, decoded if spoken.all() else decoded[spoken], "hash", unlike_first="folded")
@@ -663,9 +692,10 @@ def empty_text(ctx: DataContext) -> Iterator[Hit]:
     What it detects: a listed clip whose transcript is empty or only whitespace.
     Why it matters: a TTS model learns that no text produces speech; an ASR model learns to emit nothing for it; some loaders crash on it.
     Fires on: `LJ001-0001||`.
-    Does not fire on: any transcript with a character.
+    Does not fire on: any transcript with a character. It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: the audio is bad.
     """
+    _need_transcripts(ctx)
     table = ctx.table
     rows = table[table["text"].fillna("").str.strip() == ""]
     yield from _examples(ctx, rows, "clips have an empty transcript", lambda r: (f"{_name(r)} has an empty transcript.", f"line {r.line}: no text"))
@@ -674,10 +704,10 @@ def empty_text(ctx: DataContext) -> Iterator[Hit]:
 def text_rate(ctx: DataContext) -> Iterator[Hit]:
     """A transcript does not fit its audio: characters per second far from the corpus's (or the speaker's).
 
-    What it detects: characters per second of speech (transcript letters over the clip's duration minus its edge silences) more than DATA_CPS_WARN_Z robust sigmas (MAD x 1.4826) from the median of the corpus, or of the speaker when speakers are known with at least DATA_CPS_MIN_CLIPS clips each. A FAIL only when the clip is beyond DATA_CPS_FAIL_Z even at the edge of what the measurement allows: its speech taken DATA_CPS_EDGE_S longer or shorter (whichever brings it nearer the median; edge silence is found to a 10 ms frame at each end), and the group's sigma widened by DATA_CPS_SIGMA_SE standard errors of a MAD estimate from its n clips (1.17 sigma / sqrt(n) each). Beyond DATA_CPS_FAIL_Z as measured but not at that edge (a very short clip, a small group) is a WARN that says why.
+    What it detects: characters per second of speech (transcript letters over the clip's duration minus its edge silences) more than DATA_CPS_WARN_Z robust sigmas (MAD x 1.4826) from the median of the corpus, or of the speaker when speakers are known with at least DATA_CPS_MIN_CLIPS clips each, even at the edge of what the measurement allows: its speech taken DATA_CPS_EDGE_S longer or shorter (whichever brings it nearer the median; edge silence is found to a 10 ms frame at each end), and the group's sigma widened by DATA_CPS_SIGMA_SE standard errors of a MAD estimate from its n clips (1.17 sigma / sqrt(n) each). A FAIL when the clip is beyond DATA_CPS_FAIL_Z at that edge; beyond DATA_CPS_FAIL_Z as measured but not at that edge (a very short clip, a small group) is a WARN that says why.
     Why it matters: a transcript paired with the wrong audio (a shifted manifest, swapped files) teaches the model nonsense and ruins alignment.
     Fires on: two transcripts swapped between a 1.5 s and a 6 s clip.
-    Does not fire on: a corpus with fewer than DATA_CPS_MIN_CLIPS clips, or naturally fast and slow sentences within the spread; and never FAILs a clip whose speech is too short, or a group too small, to tell it from the spread.
+    Does not fire on: a corpus with fewer than DATA_CPS_MIN_CLIPS clips, or naturally fast and slow sentences within the spread, nor a clip past DATA_CPS_WARN_Z only by a sigma that its group is too small to know that well (a yes/no corpus of 29 clips read so evenly that its MAD came out at 5% of the median, where 31 clips of the same speaker give 9%); and never FAILs a clip whose speech is too short, or a group too small, to tell it from the spread. It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: which of a swapped pair is wrong; both lines are worth a look.
     """
     t = ctx.t
@@ -710,19 +740,19 @@ def text_rate(ctx: DataContext) -> Iterator[Hit]:
 
 def rate_levels(rates: pd.DataFrame, t: Thresholds) -> np.ndarray:
     """Per row of :func:`speech_rates`, how TP-DATA-TEXT-RATE levels the clip: 2 FAIL (past DATA_CPS_FAIL_Z even at
-    the edge of its measurement), 1 WARN (past DATA_CPS_WARN_Z as measured), 0 in the spread. The rule and the
-    report's histogram both read this."""
-    z = np.abs(rates["z"].to_numpy(dtype=float))
+    the edge of its measurement), 1 WARN (past DATA_CPS_WARN_Z there), 0 in the spread. The rule and the report's
+    histogram both read this."""
     bound = np.abs(rates["z_bound"].to_numpy(dtype=float))
     with np.errstate(invalid="ignore"):
-        return np.where(bound > t.DATA_CPS_FAIL_Z, 2, np.where(z > t.DATA_CPS_WARN_Z, 1, 0))
+        return np.where(bound > t.DATA_CPS_FAIL_Z, 2, np.where(bound > t.DATA_CPS_WARN_Z, 1, 0))
 
 
 def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     """The readable clips with a transcript, with their characters per second of speech and its robust z-score.
 
     Columns added: ``cps``, ``median_cps`` and ``sigma_cps`` (MAD x 1.4826)
-    of the clip's group, ``z`` (NaN in a group with no spread), ``group_clips``
+    of the clip's group, ``sigma_wide`` (that sigma widened by
+    DATA_CPS_SIGMA_SE standard errors), ``z`` (NaN in a group with no spread), ``group_clips``
     (the clips of its group) and ``z_bound``: the z nearest the median that the
     measurement allows (see :func:`text_rate`). The group is
     the clip's speaker when every speaker has at least DATA_CPS_MIN_CLIPS
@@ -732,6 +762,7 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     """
     import pandas as pd
 
+    _need_transcripts(ctx)
     decoded = _need_clips(ctx)
     t = ctx.t
     if len(decoded) < t.DATA_CPS_MIN_CLIPS:
@@ -756,7 +787,7 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     wide = sigma * (1 + t.DATA_CPS_SIGMA_SE * MAD_SE / np.sqrt(clips))
     bound = (letters / nearer - median) / wide
     bound = bound.where(np.sign(bound) == np.sign(z), 0.0).where(sigma > 0)  # moved past the median: no deviation it can prove
-    return frame.assign(median_cps=median, sigma_cps=sigma, z=z, group_clips=clips, z_bound=bound), by_speaker
+    return frame.assign(median_cps=median, sigma_cps=sigma, sigma_wide=wide, z=z, group_clips=clips, z_bound=bound), by_speaker
 
 
 _DIGIT = re.compile(r"\d+")
@@ -772,9 +803,10 @@ def unnormalized(ctx: DataContext) -> Iterator[Hit]:
     What it detects: transcripts with digits, symbols such as `$ % & @ / +`, or common abbreviations (`Dr.`, `St.`, `etc.`; `No.` before a number).
     Why it matters: `3/4` can be read as a date, a fraction or "three slash four"; the model learns whichever its text front end picks at training, and another at inference.
     Fires on: "Dr. Smith paid $40 on 3/4".
-    Does not fire on: text with numbers written out in words; "no." ending a sentence ("I said no.", or Twi's word "no").
+    Does not fire on: text with numbers written out in words; "no." ending a sentence ("I said no.", or Twi's word "no"). It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: the corpus must be normalised by hand; run your TTS front end's normaliser before training.
     """
+    _need_transcripts(ctx)
     table = ctx.table
     rows = table[table["text"].fillna("").str.contains(_UNNORMALIZED)]
 
@@ -803,9 +835,10 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
     What it detects: control and format characters (U+0007, a zero-width space U+200B, a BOM), line and paragraph separators (U+2028, U+2029), half a surrogate pair (a JSON escape such as \\ud800, which no UTF-8 tokenizer can encode) and the replacement character U+FFFD (what bytes that are not UTF-8 were read as) anywhere in a transcript, and letters of a script that fewer than DATA_SCRIPT_SHARE of the transcripts use.
     Why it matters: invisible characters become tokens the model must learn to pronounce as nothing; a foreign script is out of the tokenizer's or phonemiser's alphabet, or text of another language pasted in.
     Fires on: "hello\u200bworld"; Cyrillic letters in an English corpus.
-    Does not fire on: a corpus that mixes two scripts throughout (both are its own).
+    Does not fire on: a corpus that mixes two scripts throughout (both are its own). It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: the text is wrong; a homoglyph (Cyrillic "а" for Latin "a") looks identical.
     """
+    _need_transcripts(ctx)
     table = ctx.table
     texts = table["text"].fillna("")
     letters: dict[str, set[str]] = {}  # script -> the letters of it that the transcripts use
@@ -846,9 +879,10 @@ def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
     What it detects: transcripts that are identical after case and whitespace are folded, on lines with different audio.
     Why it matters: in a TTS corpus it is often a copy-paste slip (the line above's text); in any corpus it leaks between a train and a validation split.
     Fires on: two lines with "Hello there." and different audio.
-    Does not fire on: distinct sentences.
+    Does not fire on: distinct sentences. It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: the pairing is wrong; some corpora record prompts twice on purpose.
     """
+    _need_transcripts(ctx)
     rows, count, firsts = _repeats(ctx, ctx.table, "folded", differing=("audio", "hash"))
     yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.folded]}: {quoted(r.text)}.", f"line {r.line}: identical folded text"), total=count)
 

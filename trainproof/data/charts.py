@@ -85,15 +85,16 @@ def speaking_rate(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | 
     levels = rate_levels(rates, t) if _fired(findings, "TP-DATA-TEXT-RATE") else np.zeros(values.size, dtype=int)
     limits: tuple[tuple[float, str], ...] = ()
     if not by_speaker:
-        median, sigma = float(rates["median_cps"].iloc[0]), float(rates["sigma_cps"].iloc[0])
+        median, sigma = float(rates["median_cps"].iloc[0]), float(rates["sigma_wide"].iloc[0])
         limits = ((median, f"median {figures.num(median)}"),)
         if sigma > 0:
-            fence = t.DATA_CPS_WARN_Z * sigma
+            fence = t.DATA_CPS_WARN_Z * sigma  # the sigma the rule allows for: the clips past it are flagged (to 20 ms of edge error)
             limits += ((median - fence, f"-{figures.num(t.DATA_CPS_WARN_Z)} sigma"), (median + fence, f"+{figures.num(t.DATA_CPS_WARN_Z)} sigma"))
     flagged = int(np.count_nonzero(levels))
     scope = "each speaker's" if by_speaker else "the corpus's"
     sigmas = figures.plural(t.DATA_CPS_WARN_Z, "robust sigma")
-    note = f"{flagged:,} of {values.size:,} clips beyond {sigmas} of {scope} median (TP-DATA-TEXT-RATE)"
+    allowing = "allowing for the measurement's error"
+    note = f"{flagged:,} of {values.size:,} clips beyond {sigmas} of {scope} median, {allowing} (TP-DATA-TEXT-RATE)"
     return _histogram("Characters per second of speech", "chars/s", values, levels, limits, note)
 
 

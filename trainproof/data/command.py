@@ -66,7 +66,8 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
         from trainproof.data import uri
 
         _require_reachable(source, uri.reach(remote))
-    policy = read_policy(manifest.path, manifest.layout, **_roots(options))  # the roots the manifest was read under
+    # the roots the manifest was read under, and the folder above it its paths were found from
+    policy = read_policy(manifest.path, manifest.layout, found_root=manifest.found_root, **_roots(options))
     cache = _cache(options)
     if cache is None:
         records = _decode(refs, None, options, policy)
@@ -167,6 +168,7 @@ def summarize(dataset: Dataset) -> dict:
     speakers = {speaker for speaker in entry_column(dataset.manifest.entries, "speaker") if speaker}
     out: dict = {
         "layout": dataset.manifest.layout,
+        "audio_only": dataset.manifest.audio_only,
         "clips": len(dataset.manifest.entries),
         "readable": int(readable.sum()),
         "hours": round(float(durations.sum()) / 3600, 4),
@@ -180,7 +182,8 @@ def summarize(dataset: Dataset) -> dict:
 
 
 def headline(dataset: Dataset, summary: Mapping[str, Any]) -> str:
-    parts = [f"{dataset.manifest.layout} dataset", f"{figures.plural(summary['clips'], 'clip')} ({summary['readable']:,} readable)"]
+    kind = "audio-only folder (no transcripts)" if dataset.manifest.audio_only else f"{dataset.manifest.layout} dataset"
+    parts = [kind, f"{figures.plural(summary['clips'], 'clip')} ({summary['readable']:,} readable)"]
     parts.append(f"{figures.duration(summary['hours'] * 3600)} of audio")
     if summary.get("sample_rates"):
         parts.append(str(summary["sample_rates"]))

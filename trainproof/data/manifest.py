@@ -28,7 +28,16 @@ The layout is detected from the path:
   audio file: of several transcripts beside it, the first holding text is
   read (a note names the others); a file of start/end times (pocketsphinx's
   and Audacity's ``.lab`` labels, HTK alignments) is not a transcript, nor a
-  clip of its own.
+  clip of its own. A clip without a transcript beside it is unlisted; when
+  no clip has one, the folder is an audio-only corpus (``audio_only``: a
+  vocoder's or codec's, or audio not yet transcribed), every clip an entry
+  without text, judged by the rules about audio alone.
+
+When a NeMo, CSV or Kaldi manifest's relative paths resolve from neither the
+working directory nor its folder, they are looked for from the ABOVE_LEVELS
+folders above its folder, and the nearest from which most of them resolve
+(a Kaldi recipe's root, two above ``data/train``; a repository's root) is
+taken as one more base, with a note: see :func:`_settle_above`.
 
 Of a CSV's columns or a JSONL record's keys, the audio path and the
 transcript are read from the first name of AUDIO_KEYS and TEXT_KEYS there,
@@ -53,7 +62,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -92,6 +101,21 @@ file and not searched for unlisted files."""
 
 MAX_FOLDER_FILES = 1_000_000
 """Most audio files a folder dataset may hold: a larger one needs a manifest."""
+
+ABOVE_LEVELS = 4
+"""How many folders above a manifest's its relative paths are looked for from when they do not resolve where the
+layout looks (NeMo, CSV, Kaldi: the working directory, and the manifest's folder): a Kaldi data dir is two below its
+recipe's root (``data/train``), a repository's test manifest three (``tests/data/asr``). The filesystem's root ends
+the search sooner."""
+
+ABOVE_SAMPLE = 64
+"""How many of a manifest's relative paths, spread evenly over it, are looked at to tell whether its paths resolve
+where the layout looks, and if not, from which folder above it they do: a stat or two each, so a manifest whose paths
+resolve costs the same at any size."""
+
+ABOVE_SHARE = 0.5
+"""A folder above the manifest's is taken as its paths' base only when more than this share of the sampled paths that
+resolve nowhere else resolve from it (the nearest such folder): most of them, not a stray file of the same name."""
 
 MAX_LINE_PROBLEMS = 1_000
 """Most problems of one kind kept for lines that are not records (``unparsable``, ``no-audio-field``); the rest are counted in a note."""
@@ -192,14 +216,18 @@ def read_policy(
     audio_dir: str | Path | None = None,
     cwd: str | Path | None = None,
     follow_links: bool = False,
+    found_root: str | None = None,
 ) -> ReadPolicy:
     """What the dataset at ``path`` (of ``layout``) may read: the files within its folder (the folder named, or the
     manifest's), within the working directory ``cwd`` for the layouts whose paths resolve there (NeMo, CSV, Kaldi),
-    and within ``--root`` and ``--audio-dir``, but no symlink met there that leads out of them or into a ``.git``
-    folder, unless ``follow_links`` (:class:`trainproof.access.ReadPolicy`). The dataset's folder is taken as named
-    when it is a link itself (the named path was judged on its own: see :func:`read_manifest`)."""
+    within the folder above the manifest's that its paths were found from (``found_root``: see
+    :attr:`Manifest.found_root`; the paths name it, so it is the dataset's), and within ``--root`` and
+    ``--audio-dir``, but no symlink met there that leads out of them or into a ``.git`` folder, unless
+    ``follow_links`` (:class:`trainproof.access.ReadPolicy`). The dataset's folder is taken as named when it is a link
+    itself (the named path was judged on its own: see :func:`read_manifest`)."""
     folder = path if os.path.isdir(path) else os.path.dirname(path)
-    named = [folder, *(str(extra) for extra in (root, audio_dir) if extra is not None and not is_uri(str(extra)))]
+    extras = (root, audio_dir, found_root)
+    named = [folder, *(str(extra) for extra in extras if extra is not None and not is_uri(str(extra)))]
     if layout in CWD_LAYOUTS:
         named.append(os.getcwd() if cwd is None else str(cwd))
     return ReadPolicy(tuple(named), follow_links)
@@ -305,6 +333,8 @@ class _Builder:
     columns: dict[str, Sequence[object]] | None = None  # every entry at once, as columns (instead of ``entries``)
     bases: tuple[str, ...] = ()  # see Manifest.bases
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "audio", "text" -> the first set of candidates seen, the one read first
+    found_root: str | None = None  # see Manifest.found_root
+    audio_only: bool = False  # see Manifest.audio_only
 
     def saw_names(self, names: Sequence[str], ctx: _Context) -> None:
         """The column (or key) names of a record, lower case: when several could be its audio path or its transcript
@@ -361,7 +391,10 @@ class _Builder:
                 notes.append(f"{count:,} lines are {kind}; the first {MAX_LINE_PROBLEMS:,} are listed")
         problems = sorted(self.problems, key=lambda p: (p.manifest, p.line if p.line is not None else 0))
         entries = Entries(self.entries) if self.columns is None else Entries(columns=self.columns)
-        return Manifest(path=path, layout=self.layout, entries=entries, problems=tuple(problems), notes=tuple(notes), bases=self.bases)
+        return Manifest(
+            path=path, layout=self.layout, entries=entries, problems=tuple(problems), notes=tuple(notes), bases=self.bases,
+            found_root=self.found_root, audio_only=self.audio_only,
+        )  # fmt: skip
 
 
 def tried_paths(manifest: Manifest, listed: str) -> tuple[str, ...]:
@@ -607,6 +640,14 @@ class _PathResolver:
             return (self.ctx.root,)
         return (self.ctx.cwd or "", self.folder, *self.fallbacks)
 
+    def settle(self, builder: _Builder) -> None:
+        """The manifest's entries read: the folder above it its paths resolve from, when they resolve from neither the
+        working directory nor the manifest's folder (:func:`_settle_above`); the bases and the note of where paths
+        were found."""
+        builder.bases = self.bases
+        self.from_manifest -= _settle_above(builder, self.folder, self.ctx, self.bases)
+        self.note(builder)
+
     def note(self, builder: _Builder) -> None:
         if self.from_cwd and self.from_manifest:
             builder.notes.append(
@@ -614,6 +655,108 @@ class _PathResolver:
                 f"working directory and {self.from_manifest:,} {'was' if self.from_manifest == 1 else 'were'} resolved against the "
                 f"manifest's folder ({self.folder or '.'})"
             )
+
+
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def _folders_up(levels: int) -> str:
+    """``two folders``: how far above the manifest's folder, in words."""
+    count = _NUMBER_WORDS[levels - 1] if 0 < levels <= len(_NUMBER_WORDS) else f"{levels:,}"
+    return f"{count} folder{'s' if levels != 1 else ''}"
+
+
+def _settle_above(builder: _Builder, folder: str, ctx: _Context, bases: tuple[str, ...]) -> int:
+    """When a manifest's relative paths do not resolve where its layout looks (``bases``: the working directory, the
+    manifest's folder), the folder above the manifest's ``folder`` they resolve from, taken as one more base: every
+    entry not found where the layout looked is resolved from it when its file is there. How many were; 0 when no
+    such folder was taken, or ``--root`` was given (it replaces every base).
+
+    A trainer reads these paths from its working directory, which a manifest
+    does not record: a Kaldi recipe's ``wav.scp`` names ``waves_yesno/x.wav``
+    from the recipe's root, two folders above ``data/train``; a repository's
+    NeMo manifest names ``tests/data/asr/...`` from the repository's root.
+    ABOVE_SAMPLE paths spread over the manifest are looked at first (the
+    manifests whose paths resolve, most of them, cost no more); of the
+    ABOVE_LEVELS folders above the manifest's, the nearest from which more
+    than ABOVE_SHARE of the sampled unresolved paths resolve is taken. A path
+    through a ``.git`` folder is never taken.
+    """
+    if ctx.root is not None:
+        return 0
+    columns = builder.columns
+    listed = columns["listed"] if columns is not None else [entry.listed for entry in builder.entries]
+    audio = columns["audio"] if columns is not None else [entry.audio for entry in builder.entries]
+    picks = min(len(listed), ABOVE_SAMPLE)
+    sample = [i for i in (k * len(listed) // picks for k in range(picks)) if _relative(listed[i])]  # type: ignore[arg-type]
+    unresolved = [i for i in sample if not os.path.isfile(audio[i])]  # type: ignore[arg-type]
+    if not unresolved:
+        return 0
+    above = _folders_above(folder)  # (levels up, folder), nearest first
+    best, level, most = None, 0, 0
+    for up, candidate in above:
+        found = sum(_resolves(candidate, listed[i]) is not None for i in unresolved)  # type: ignore[arg-type]
+        if found > most:
+            best, level, most = candidate, up, found
+    where = "the working directory" if builder.layout == "kaldi" else "the working directory or the manifest's folder"
+    if best is None or most <= ABOVE_SHARE * len(unresolved):
+        if len(unresolved) == len(sample) and above:
+            builder.notes.append(
+                f"the listed audio paths resolve neither from {where} nor from the {figures.plural(len(above), 'folder')} above "
+                f"the manifest's ({', '.join(candidate for _, candidate in above)}): --root names the folder they are relative to"
+            )
+        return 0
+    relative = [i for i, path in enumerate(listed) if _relative(path)]  # type: ignore[arg-type]
+    resolved = list(audio)
+    moved = 0
+    for i in relative:
+        if not os.path.isfile(resolved[i]):  # type: ignore[arg-type]
+            found_at = _resolves(best, listed[i])  # type: ignore[arg-type]
+            if found_at is not None:
+                resolved[i] = found_at
+                moved += 1
+    if columns is not None:
+        columns["audio"] = resolved
+    else:
+        builder.entries = [entry if entry.audio == path else replace(entry, audio=path) for entry, path in zip(builder.entries, resolved)]
+    builder.found_root = best
+    builder.bases = (*bases, best)
+    why = "as Kaldi recipes run from the recipe root"
+    if builder.layout != "kaldi":
+        why = "as a trainer run from that folder (a repository's or dataset's root) reads them"
+    builder.notes.append(
+        f"paths resolved from {best}, {_folders_up(level)} above the manifest's ({folder or '.'}), {why}: {moved:,} of "
+        f"{figures.plural(len(relative), 'relative audio path')} are found there and not from {where}"
+    )
+    return moved
+
+
+def _relative(listed: str) -> bool:
+    """Whether a listed path is relative: neither absolute nor a URI."""
+    return not (is_uri(listed) or os.path.isabs(listed))
+
+
+def _folders_above(folder: str) -> list[tuple[int, str]]:
+    """The ABOVE_LEVELS folders above ``folder`` with how many levels up each is, nearest first, up to the filesystem's
+    root and none in a ``.git`` folder; relative to the working directory when ``folder`` is relative, as the paths
+    resolved from it are."""
+    absolute, found = os.path.abspath(folder or os.curdir), []
+    for up in range(1, ABOVE_LEVELS + 1):
+        parent = os.path.dirname(absolute)
+        if parent == absolute:
+            break
+        absolute = parent
+        if ".git" not in PurePath(absolute).parts:
+            found.append((up, absolute if os.path.isabs(folder) else os.path.relpath(absolute)))
+    return found
+
+
+def _resolves(base: str, listed: str) -> str | None:
+    """``listed`` joined to ``base`` when a file is there and the path does not pass through a ``.git`` folder."""
+    path = _join(base, listed)
+    if ".git" in PurePath(path).parts or not os.path.isfile(path):
+        return None
+    return path
 
 
 def _record(
@@ -682,8 +825,7 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
         return
     resolve = _PathResolver(path, ctx)
     if _read_nemo_columns(path, ctx, resolve, builder):
-        resolve.note(builder)
-        builder.bases = resolve.bases
+        resolve.settle(builder)
         builder.choice_notes("key")
         return
     known: dict[tuple[str, ...], _Columns] = {}  # the columns of each set of keys seen (records mostly share one)
@@ -719,8 +861,7 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
             _record(_folded(record) if folded else record, columns, number, path, resolve, builder)
     if keys or builder.entries:
         _require_named(path, ctx, list(keys.values()), "key")
-    resolve.note(builder)
-    builder.bases = resolve.bases
+    resolve.settle(builder)
     builder.choice_notes("key")
 
 
@@ -1095,8 +1236,7 @@ def _read_csv(path: str, ctx: _Context, builder: _Builder) -> None:
             continue
         assert columns is not None
         _record(dict(zip(header, row)), columns, number, path, resolve, builder)
-    resolve.note(builder)
-    builder.bases = resolve.bases
+    resolve.settle(builder)
     builder.choice_notes("column")
 
 
@@ -1421,6 +1561,7 @@ def _read_kaldi(folder: str, ctx: _Context, builder: _Builder) -> None:
     for utt, (_, _, _, number, manifest) in utterances.items():
         if utt not in texts:
             add(utt, number, manifest, None)
+    _settle_above(builder, folder, ctx, (base,))
 
 
 # --- a folder of audio with transcripts ---------------------------------------------
@@ -1476,6 +1617,8 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
     count = 0
     orphans: list[str] = []
     manifests: list[str] = []
+    nested: list[str] = []  # manifest-like files in its subfolders, the first NOTE_EXAMPLES (for an audio-only folder's note)
+    untranscribed: list[tuple[str, str]] = []  # (path, id) of each clip with no transcript beside it
     unlisted: list[OSError] = []
     sidecars = _Sidecars()
     for dirpath, dirnames, filenames in os.walk(folder, onerror=unlisted.append):
@@ -1483,7 +1626,10 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         names = {name for name in filenames if not name.startswith(".")}  # no hidden files (macOS's ._x.wav are not audio)
         audio = sorted(name for name in names if _extension(name) in _AUDIO)
         if dirpath == folder:
-            manifests = sorted(name for name in filenames if _extension(name) in (".json", ".jsonl", ".csv", ".tsv"))
+            manifests = sorted(name for name in filenames if _extension(name) in _MANIFEST_EXTENSIONS)
+        elif len(nested) < NOTE_EXAMPLES:
+            found = sorted(name for name in names if _extension(name) in _MANIFEST_EXTENSIONS)
+            nested.extend(os.path.relpath(os.path.join(dirpath, name), folder) for name in found[: NOTE_EXAMPLES - len(nested)])
         used: set[str] = set()
         for name in audio:
             count += 1
@@ -1501,6 +1647,7 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
                 else:
                     held = " or ".join(stem + suffix for suffix in TRANSCRIPT_SUFFIXES[:2])
                 builder.problem("unlisted", f"{audio_path} has no transcript beside it ({held})", audio_path, None, audio_path)
+                untranscribed.append((audio_path, ident))
                 continue
             text_path, text = chosen
             builder.add(Entry(1, ident, os.path.normpath(audio_path), ident, text, text_path), unique=False)
@@ -1520,12 +1667,7 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         text = None if raw is None else _transcript_text(raw, text_path, builder)
         builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", text, text_path), unique=False)
     if count and not builder.entries:
-        beside = "it" if count == 1 else "any of them"
-        raise InputError(
-            folder,
-            f"holds {figures.plural(count, 'audio file')} but no transcript beside {beside} (.txt or .lab of the same name): "
-            "give the manifest that lists them",
-        )
+        _audio_only(folder, untranscribed, manifests + nested, builder)
     if count == 0:
         looked = "no metadata.csv (LJSpeech), no wav.scp (Kaldi), no audio files (a folder of clips)"
         hint = f"; it holds {', '.join(manifests[:NOTE_EXAMPLES])}: give the manifest file itself" if manifests else ""
@@ -1541,10 +1683,30 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         unread = figures.plural(len(builder.unreadable_texts), "transcript")
         builder.notes.append(f"{unread} cannot be read, so {theirs} none: {'; '.join(shown)}{rest}")
     _sidecar_notes(sidecars, builder)
-    if manifests:
+    if manifests and not builder.audio_only:
         builder.notes.append(
             f"read as a folder of clips; it also holds {', '.join(manifests[:NOTE_EXAMPLES])}: give a manifest file to read it instead"
         )
+
+
+_MANIFEST_EXTENSIONS = (".json", ".jsonl", ".csv", ".tsv")
+
+
+def _audio_only(folder: str, clips: list[tuple[str, str]], manifests: list[str], builder: _Builder) -> None:
+    """A folder of audio with no transcript beside any clip, as an audio-only corpus (a vocoder's or a codec's, or
+    audio not yet transcribed): every clip an entry without text and without a line, the clip its own file, none
+    of them unlisted. The audio is judged as any dataset's; the rules about transcripts say they do not apply."""
+    builder.audio_only = True
+    builder.problems = [problem for problem in builder.problems if problem.kind != "unlisted"]
+    builder.entries = [
+        Entry.of_values(line=0, id=ident, audio=os.path.normpath(path), listed=ident, text=None, manifest=path, duration=None, offset=None, speaker=None)
+        for path, ident in clips
+    ]  # fmt: skip
+    hint = f"; it holds {', '.join(manifests[:NOTE_EXAMPLES])}: give a manifest to judge transcripts too" if manifests else ""
+    builder.notes.append(
+        f"no clip has a transcript beside it (.txt or .lab of the same name): judged as an audio-only corpus, by the rules "
+        f"about audio alone{hint}"
+    )
 
 
 def _sidecar_notes(sidecars: _Sidecars, builder: _Builder) -> None:

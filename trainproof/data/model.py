@@ -16,8 +16,10 @@ class Entry:
 
     ``line`` is the 1-based line of the manifest (of ``text`` for Kaldi, whose
     clips are spread over several files; ``manifest`` names the file the line
-    is in). ``audio`` is the path as resolved the way the trainer that reads
-    this layout resolves it; ``listed`` is what the manifest says.
+    is in). A clip of an audio-only folder has no line: ``line`` is 0 and
+    ``manifest`` is the clip itself. ``audio`` is the path as resolved the way
+    the trainer that reads this layout resolves it; ``listed`` is what the
+    manifest says.
     ``duration`` and ``offset`` are the manifest's own claims in seconds,
     None when it makes none.
     """
@@ -131,14 +133,22 @@ class Manifest:
     """A dataset as its manifest describes it: the layout, the clips, and what is wrong with the manifest itself."""
 
     path: str
-    layout: str  # "ljspeech", "nemo", "csv", "kaldi", "folder"
+    layout: str  # "ljspeech", "nemo", "csv", "kaldi", "folder" (audio_only says when a folder has no transcript)
     entries: Sequence[Entry]  # Entries, as the readers give them; a tuple of entries is taken too
     problems: tuple[Problem, ...] = ()
     notes: tuple[str, ...] = ()
     bases: tuple[str, ...] = ()
     """Where a relative listed path was looked for, in order, when the layout looks in several places: the working
-    directory, the manifest's folder and ``clips/`` beside it (NeMo, CSV), or the audio folders of a bare id
-    (LJSpeech). :func:`trainproof.data.manifest.tried_paths` gives the files a listed path was looked for at."""
+    directory, the manifest's folder and ``clips/`` beside it (NeMo, CSV), then ``found_root`` (NeMo, CSV, Kaldi),
+    or the audio folders of a bare id (LJSpeech). :func:`trainproof.data.manifest.tried_paths` gives the files a
+    listed path was looked for at."""
+    found_root: str | None = None
+    """The folder above the manifest's from which its relative paths were read, when they resolve neither from the
+    working directory nor beside the manifest (a Kaldi recipe's root, a repository's): one of the dataset's roots for
+    the read policy, and the last of ``bases``. None when no such folder was needed."""
+    audio_only: bool = False
+    """A folder of audio with no transcript beside any clip (a vocoder's or codec's corpus, audio not yet transcribed):
+    every clip is an entry without text, and the rules about transcripts do not apply."""
 
 
 @dataclass(frozen=True)
