@@ -205,6 +205,7 @@ class RunConfig:
     # > 0: start from a model trained first, in-process, by the healthy config for this many steps
     # (its log is thrown away), as a fine-tune starts from a pretrained checkpoint
     pretrain_steps: int = 0
+    pretrain_task: str = "count"  # the task of those pretraining steps (the healthy config's, unless named)
     # True: every evaluation also logs eval_accuracy, the share of next tokens the model predicts right
     accuracy: bool = False
 
@@ -264,7 +265,7 @@ def make_trainer(config_name: str, seed: int, output_dir: str,
         import os
 
         pretrain = make_trainer("healthy", seed, os.path.join(output_dir, "pretrain"), training_args=training_args,
-                                max_steps=cfg.pretrain_steps, eval_steps=None)
+                                max_steps=cfg.pretrain_steps, eval_steps=None, task=cfg.pretrain_task)
         pretrain.train()
         model = pretrain.model
     do_eval = cfg.eval_steps is not None

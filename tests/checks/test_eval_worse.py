@@ -122,9 +122,11 @@ def test_too_few_evaluations_after_the_best_is_not_judged_worse_and_too_short_a_
 
 
 def test_a_rise_below_eval_worse_rise_does_not_fire_and_lowering_it_does():
+    """A dip to its best at the third evaluation, then a rise to about 17% above it: too small a rise to be judged
+    on its size, and too late a best for the steady climb from the start (tests/checks/test_eval_rising.py)."""
     from trainproof.config import parse
 
-    built = eval_only([0.52, 0.56, 0.59, 0.60, 0.605, 0.61])  # ends about 17% above the best, steadily
+    built = eval_only([0.53, 0.525, 0.52, 0.56, 0.59, 0.60, 0.605, 0.61], [500 * k for k in range(1, 9)])
     assert finding(subject_of(built)) is None
     lowered = parse({"thresholds": {"EVAL_WORSE_RISE": 0.1}}, "test")
     assert finding(subject_of(built, lowered)) is not None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import numpy as np
@@ -14,10 +14,50 @@ from trainproof.checks.base import Hit, NotApplicable, RunContext
 from trainproof.checks.sentences import nearest_checkpoint
 from trainproof.model import Run, Series
 from trainproof.readers.names import is_eval_name
-from trainproof.stats import Profile, median, robust_sigma
+from trainproof.stats import Profile, median, robust_sigma, trend_t
 from trainproof.thresholds import Thresholds
 
 _R = TypeVar("_R", bound="_Rise")
+
+_ORDINALS = ("first", "second", "third")
+
+
+@dataclass(frozen=True)
+class _Steady:
+    """The proof that an eval series got worse steadily from its start: where its best evaluation is among its first,
+    how many of the evaluations after it were worse than the one before, the rank trend of the evaluations from the
+    best on, and how far the end is above the best in noise sigmas (None when the series has no noise to measure)."""
+
+    best_index: int  # 0: the first evaluation
+    evals_after: int
+    worse_steps: int
+    trend_t: float
+    sigmas: float | None
+
+    @property
+    def best_at(self) -> str:
+        ordinal = _ORDINALS[self.best_index] if self.best_index < len(_ORDINALS) else f"{self.best_index + 1}th"
+        return f"its {ordinal} evaluation"
+
+    @property
+    def worse_count(self) -> str:
+        """How many of the evaluations after the best were worse than the one before: "each", or "7 of them"."""
+        return "each" if self.worse_steps == self.evals_after else f"{self.worse_steps} of them"
+
+    def evidence(self) -> str:
+        # every step worse: the rank correlation is then as high as it goes, and its t (capped at rho 0.999999) says no more
+        trend = "" if self.worse_steps == self.evals_after else f", rank trend t {self.trend_t:.1f}"
+        noise = f", {self.sigmas:.1f} noise sigmas above the best" if self.sigmas is not None else ""
+        return f"best at {self.best_at}, then {self.evals_after} evaluations ({self.worse_count} worse than the one before){trend}{noise}"
+
+    def values(self) -> dict:
+        return {
+            "best_eval_index": self.best_index,
+            "evals_after_best": self.evals_after,
+            "evals_worse_than_previous": self.worse_steps,
+            "trend_t": round(self.trend_t, 2),
+            **({"noise_sigmas": round(self.sigmas, 2)} if self.sigmas is not None else {}),
+        }
 
 
 @dataclass(frozen=True)
@@ -33,6 +73,8 @@ class _Rise:
     end: float
     evals_after: int
     last_step: int
+
+    steady: _Steady | None = field(default=None, kw_only=True)  # set when the rise is proven by its steadiness, not its size
 
     goal = "min"
 
@@ -50,11 +92,17 @@ class _Rise:
         return "higher" if self.goal == "min" else "lower"
 
     def evidence(self) -> str:
+        if self.steady is not None:
+            ends = f"best {figures.num(self.best)}, ends {figures.num(self.end)} ({self._signed_change()})"
+            return f"{self.name}: {self.steady.evidence()}; {ends}"
         return (
             f"{self.name}: best {figures.num(self.best)} at step {figures.step(self.best_step)}, {self.evals_after} evaluation"
             f"{'s' if self.evals_after > 1 else ''} after it, {self._detail()}ends {figures.num(self.end)} "
-            f"({'+' if self.change >= 0 else '-'}{figures.pct(abs(self.change))}){self._note()}"
+            f"({self._signed_change()}){self._note()}"
         )
+
+    def _signed_change(self) -> str:
+        return f"{'+' if self.change >= 0 else '-'}{figures.pct(abs(self.change))}"
 
     def _detail(self) -> str:
         return ""
@@ -109,6 +157,28 @@ def _after_best(steps: np.ndarray, values: np.ndarray, min_after: int, end_evals
     return _AfterBest(best_i, best, int(steps[best_i]), after, tail, float(median(tail)))
 
 
+def _steady_rise(values: np.ndarray, b: _AfterBest, t: Thresholds) -> _Steady | None:
+    """The proof that an eval series (lower is better) got worse steadily from its start, for a rise too small to be
+    judged on its size: its best is one of its first EVAL_RISING_HEAD_EVALS evaluations, and the EVAL_RISING_MIN_EVALS
+    or more from the best to the end rise in a rank trend of t >= EVAL_RISING_TREND_T to an end level EVAL_RISING_RISE
+    above the best and more than EVAL_RISING_SIGMAS robust noise sigmas of their log values. None when it did not."""
+    if b.best_i >= t.EVAL_RISING_HEAD_EVALS or b.rise < t.EVAL_RISING_RISE:
+        return None
+    stretch = values[b.best_i :]  # all at or above the best, which _after_best found positive
+    if stretch.size < t.EVAL_RISING_MIN_EVALS:
+        return None
+    trend = trend_t(stretch)
+    if trend < t.EVAL_RISING_TREND_T:
+        return None  # wanders rather than climbs
+    logs = np.log(stretch)
+    noise = robust_sigma(logs, t.NOISE_FALLBACK_QUANTILE)
+    gap = float(np.log(b.end) - logs[0])
+    if not gap > t.EVAL_RISING_SIGMAS * noise:
+        return None  # within one evaluation's jitter of the best
+    worse_steps = int(np.count_nonzero(np.diff(stretch) > 0))
+    return _Steady(b.best_i, int(stretch.size - 1), worse_steps, trend, float(gap / noise) if noise > 0 else None)
+
+
 def _need_eval_loss(ctx: RunContext) -> None:
     if not ctx.run.eval_losses:
         raise NotApplicable("the log has no eval loss")
@@ -160,17 +230,28 @@ def _rise_hit(
         "best_eval_step": worst.best_step,
         "end_eval": worst.end,
         ("rise" if worst.change >= 0 else "fall"): round(abs(worst.change), 4),
+        **(worst.steady.values() if worst.steady is not None else {}),
         **values,
         **keep_values,
     }
     return Hit(
-        message=(
-            f"{title}: {worst.name} was {worst.extreme} at step {figures.step(worst.best_step)} ({figures.num(worst.best)}) and "
-            f"ends {figures.pct(abs(worst.change))} {worst.worse} ({figures.num(worst.end)}){middle}.{others}{keep}"
-        ),
+        message=f"{title}: {worst.name} {_course(worst)}{middle}.{others}{keep}",
         evidence="; ".join(r.evidence() for r in flagged[:5]) + evidence_tail,
         values=values_out,
         steps=(worst.best_step, worst.last_step),
+    )
+
+
+def _course(r: _Rise) -> str:
+    """How the series went from its best evaluation to its end, in words: "was lowest at step 30 (1.25) and ends 200%
+    higher (3.76)", or for a steady rise, from its first evaluation and how many of the later ones were worse."""
+    ends = f"{figures.pct(abs(r.change))} {r.worse} ({figures.num(r.end)})"
+    if r.steady is None:
+        return f"was {r.extreme} at step {figures.step(r.best_step)} ({figures.num(r.best)}) and ends {ends}"
+    s = r.steady
+    return (
+        f"was {r.extreme} at {s.best_at} (step {figures.step(r.best_step)}, {figures.num(r.best)}) and got steadily worse "
+        f"over the {s.evals_after} evaluations after it ({s.worse_count} worse than the one before), ending {ends}"
     )
 
 
@@ -180,17 +261,30 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
     What it detects: for each eval set with at least OVERFIT_MIN_EVALS finite
     evaluations, the median of its last (up to OVERFIT_END_EVALS) evaluations
     after its best is at least OVERFIT_RISE above the best, over at least
-    OVERFIT_MIN_EVALS_AFTER_BEST evaluations, while the training loss at the
-    end is below where it was at the best evaluation by more than
-    NOISE_SIGMAS robust noise sigmas (see NOISE_FALLBACK_QUANTILE).
+    OVERFIT_MIN_EVALS_AFTER_BEST evaluations; or, for a smaller rise, the
+    eval loss climbs steadily from its start: its best is one of its first
+    EVAL_RISING_HEAD_EVALS evaluations, and the EVAL_RISING_MIN_EVALS or more
+    from the best to the end rise in a consistent trend (the t of the rank
+    correlation between step and eval loss at least EVAL_RISING_TREND_T) to
+    an end level at least EVAL_RISING_RISE above the best and more than
+    EVAL_RISING_SIGMAS robust noise sigmas of their log values. Either way,
+    the training loss at the end is below where it was at the best
+    evaluation by more than NOISE_SIGMAS robust noise sigmas (see
+    NOISE_FALLBACK_QUANTILE).
     Why it matters: past the best evaluation the model is memorising the
     training set; every further step makes it worse on unseen data, and the
     checkpoint to keep is the one at the best evaluation (named when the
     trainer recorded it).
     Fires on: a 64-sample fine-tune whose eval loss bottoms at 1.25 on step
-    30 and ends at 3.76 while the training loss falls to 0.03.
+    30 and ends at 3.76 while the training loss falls to 0.03; a model
+    already fit on its task, fine-tuned on 32 of its sequences, whose eval
+    loss is lowest at its first evaluation (1.217) and worse than the one
+    before at 19 of the 20 after it, ending 7.4% higher, while the training
+    loss falls 16%.
     Does not fire on: eval loss that keeps improving, however low the
-    training loss goes; and it stays quiet when TP-DIVERGE fired, since a
+    training loss goes; an eval loss less than OVERFIT_RISE above its best
+    that wanders without a trend, or whose lowest point comes after its
+    first evaluations; and it stays quiet when TP-DIVERGE fired, since a
     blown-up model's eval loss climbs for another reason than memorising.
     Does not mean: task metrics (accuracy, WER) got worse; they can lag the
     loss, and a speech model's WER often keeps improving while its eval loss
@@ -209,7 +303,7 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
             title="Overfitting",
             count_key="eval_sets_climbing",
             others_verb="climbed",
-            middle=f" while the training loss fell from {figures.num(worst.train_then)} to {figures.num(prof.end)}",
+            middle=f" while the training loss fell {_fall(worst, prof.end)}from {figures.num(worst.train_then)} to {figures.num(prof.end)}",
             values={"train_at_best_eval": worst.train_then, "train_end": prof.end},
             evidence_tail=f"; training loss {figures.num(worst.train_then)} at the best evaluation, {figures.num(prof.end)} at the end",
         )
@@ -224,6 +318,12 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
         if worsened:
             hit = replace(hit, message=hit.message + f" Worse since then too: {'; '.join(worsened)}.")
         yield hit
+
+
+def _fall(climb: _Climb, end: float) -> str:
+    """The training loss's fall as a share ("24% ") beside a steady eval climb, whose rise may be smaller; nothing
+    beside a large one (its message reads as it always has), nor for a loss that is not positive."""
+    return f"{figures.pct(1 - end / climb.train_then)} " if climb.steady is not None and climb.train_then > 0 and end >= 0 else ""
 
 
 def _metrics_since(run: Run, step: int, t: Thresholds) -> tuple[list[str], list[str]]:
@@ -253,15 +353,20 @@ def _metrics_since(run: Run, step: int, t: Thresholds) -> tuple[list[str], list[
 def _climb(name: str, steps: np.ndarray, values: np.ndarray, prof: Profile, t: Thresholds) -> _Climb | None:
     """How one eval set climbed after its best evaluation, or None when it did not overfit."""
     b = _after_best(steps, values, t.OVERFIT_MIN_EVALS_AFTER_BEST, t.OVERFIT_END_EVALS)
-    if b is None or b.rise < t.OVERFIT_RISE:
+    if b is None:
         return None
+    steady = None
+    if b.rise < t.OVERFIT_RISE:  # too small a rise to be judged on its size: only a steady climb from the start shows it
+        steady = _steady_rise(values, b, t)
+        if steady is None:
+            return None
     then = _train_level_at(prof, b.best_step)
     if then is None:
         return None
     train_then, points_before = then
     if not prof.above(train_then, prof.end, t.NOISE_SIGMAS, min(points_before, prof.tail_points), prof.tail_points):
         return None  # the training loss did not keep falling after the best evaluation
-    return _Climb(b.rise, name, b.best, b.best_step, b.end, int(b.after.size), int(steps[-1]), train_then)
+    return _Climb(b.rise, name, b.best, b.best_step, b.end, int(b.after.size), int(steps[-1]), train_then, steady=steady)
 
 
 def _train_level_at(prof: Profile, step: int) -> tuple[float, int] | None:
@@ -286,8 +391,15 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
     EVAL_WORSE_SIGMAS + sqrt(2 ln n) robust noise sigmas of the series' n
     evaluations (the noise from its own first differences of log values,
     see NOISE_FALLBACK_QUANTILE; sqrt(2 ln n) sigmas is how far the best of
-    n noisy evaluations lands from their level by chance). A metric where
-    higher is better is judged by its reciprocal, so "EVAL_WORSE_RISE worse"
+    n noisy evaluations lands from their level by chance). Or, for a
+    smaller rise, the series climbs steadily from its start: its best is one
+    of its first EVAL_RISING_HEAD_EVALS evaluations, and the
+    EVAL_RISING_MIN_EVALS or more from the best to the end get worse in a
+    consistent trend (the t of the rank correlation between step and value
+    at least EVAL_RISING_TREND_T) to an end level (the median of the last
+    EVAL_WORSE_END_EVALS) at least EVAL_RISING_RISE worse than the best and
+    more than EVAL_RISING_SIGMAS robust noise sigmas of their log values.
+    A metric where higher is better is judged by its reciprocal, so "EVAL_WORSE_RISE worse"
     is a fall of 1 - 1/(1 + EVAL_WORSE_RISE) (17% at the default), and a
     value of it below EVAL_METRIC_FLOOR of its highest (a collapse to zero or
     below) counts as that floor. A lower-is-better series whose best is zero or below is not
@@ -304,10 +416,15 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
     (0.52) and ends at 0.96, 85% higher, five evaluations later, while the
     training loss rises for a while and partly recovers (the learning rate
     warmed up to a peak too high for fine-tuning); a speech-recognition
-    fine-tune whose eval_wer goes from 0.177 to 0.28-0.31.
+    fine-tune whose eval_wer goes from 0.177 to 0.28-0.31; a run whose
+    weight decay (10, 1000x the usual) pulls harder as its learning rate
+    warms up, so that its eval loss is lowest at its first evaluation
+    (1.199) and worse than the one before at 17 of the 19 after it, ending
+    13% higher, while its training loss climbs too.
     Does not fire on: eval loss or WER that keeps improving, accuracy that
     keeps rising; a noisy eval series whose end is within its own noise of
-    its best point; a series that gets worse for a while and comes back;
+    its best point, or that wanders without a trend; a series that gets
+    worse for a while and comes back;
     a metric whose better direction is unknown (named in a note instead). It
     stays quiet when TP-OVERFIT fired (the training loss fell meanwhile:
     overfitting is the sharper diagnosis), when TP-DIVERGE fired, and when
@@ -373,18 +490,19 @@ def _worse(name: str, steps: np.ndarray, values: np.ndarray, t: Thresholds, goal
     if b is None:
         return None
     low = float(b.tail.min())
-    if low < b.best * (1 + t.EVAL_WORSE_RISE):
-        return None  # not well above the best, or not staying there
     logs = np.log(values)
     noise = robust_sigma(logs, t.NOISE_FALLBACK_QUANTILE)
     gap = float(np.log(low) - logs[b.best_i])
-    # the lowest of n noisy evaluations sits about sqrt(2 ln n) sigmas below their level by chance alone
-    if not gap > (t.EVAL_WORSE_SIGMAS + float(np.sqrt(2 * np.log(values.size)))) * noise:
-        return None  # within the series' own noise
-    sigmas = float(gap / noise) if noise > 0 else None
+    # well above the best and staying there; and beyond the noise, where the lowest of n noisy evaluations sits about
+    # sqrt(2 ln n) sigmas below their level by chance alone
+    large = low >= b.best * (1 + t.EVAL_WORSE_RISE) and gap > (t.EVAL_WORSE_SIGMAS + float(np.sqrt(2 * np.log(values.size)))) * noise
+    steady = None if large else _steady_rise(values, b, t)
+    if not large and steady is None:
+        return None
+    sigmas = steady.sigmas if steady is not None else float(gap / noise) if noise > 0 else None
     if goal == "min":
         best, end = b.best, b.end
     else:
         tail = original[b.best_i + 1 :][-t.EVAL_WORSE_END_EVALS :]
         best, end, low = float(original[b.best_i]), float(median(tail)), float(tail.max())
-    return _Worse(b.rise, name, best, b.best_step, end, int(b.after.size), int(steps[-1]), low, sigmas, goal)
+    return _Worse(b.rise, name, best, b.best_step, end, int(b.after.size), int(steps[-1]), low, sigmas, goal, steady=steady)
