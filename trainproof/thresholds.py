@@ -152,6 +152,7 @@ class Thresholds:
     TOK_UNK_FAIL_SHARE: Annotated[float, "fraction of tokens", "Unknown tokens are a WARN when any occur, a FAIL from this share of all tokens on.", SHARE] = 0.005
     TOK_BYTE_WARN_SHARE: Annotated[float, "fraction of tokens", "Byte-fallback tokens from this share of all tokens on are a WARN (rare characters falling back is normal).", SHARE] = 0.01
     TOK_FERTILITY_WARN: Annotated[float, "tokens per word", "A text averaging more tokens per word than this is split far finer than the tokenizer's own language would be.", POSITIVE] = 2.5
+    TOK_CHAR_FERTILITY_WARN: Annotated[float, "tokens per character", "The same for characters of scripts written without spaces (Han, Kana, Thai, ...): tokenizers built for them take 0.3-1 per character, English-only byte-level ones 3.", POSITIVE] = 2.0
     TOK_MIN_LINES: Annotated[int, "lines", "Per-line rates (tokens per character, tokens per second) are judged against the text's own spread only with at least this many lines.", AT_LEAST_3] = 20
     TOK_OUTLIER_Z: Annotated[float, "robust z", "A line whose tokens per character or per second of audio is this many robust sigmas (MAD x 1.4826) above the median is an outlier.", POSITIVE] = 6.0
     TOK_NUMBER_MIN: Annotated[int, "numbers", "Digit strings are judged for consistent splitting only when the text holds at least this many of them.", COUNT] = 5

@@ -349,6 +349,35 @@ def test_english_through_an_english_tokenizer_is_not_too_fertile(sp, clean_text)
     assert subject.summary["tokens_per_word"] < 2.5
 
 
+def test_chinese_through_an_english_byte_level_bpe_is_too_fertile_per_character(built):
+    """Each Han character is three bytes that an English BPE never merged: three tokens a character, measured per
+    character because Chinese puts no spaces between words (a line would be one "word" of 50 tokens)."""
+    subject = judged(built("bpe", byte_level=True), build.CHINESE)
+    (found,) = hits(subject, "TP-TOK-FERTILITY")
+    assert found.values["tokens_per_character"] > 2.5
+    assert found.values["words"] == 0
+    assert found.values["unsegmented_characters"] == 672
+    assert "per character (limit 2; Han is written without spaces between words" in found.message
+    assert "tokens per Han character" in subject.headline
+
+
+def test_chinese_through_a_tokenizer_built_for_it_passes_with_no_warning(built):
+    subject = judged(built("bpe", byte_level=True, text="chinese"), build.CHINESE)
+    assert quiet(subject) == []
+    assert "TP-TOK-FERTILITY" in subject.ran
+    assert subject.summary["tokens_per_unit"] < 1
+    assert subject.summary["tokens_per_word"] is None  # no whitespace word here is a word
+
+
+def test_a_text_mixing_words_and_characters_is_judged_per_unit(built, tmp_path):
+    lines = [f"{line} Python" for line in build.chinese_lines()]
+    subject = judged(built("bpe", byte_level=True), write_text(tmp_path / "t.txt", lines))
+    (found,) = hits(subject, "TP-TOK-FERTILITY")
+    assert (found.values["words"], found.values["unsegmented_characters"]) == (40, 672)
+    assert found.values["limit"] == pytest.approx((40 * 2.5 + 672 * 2) / 712)
+    assert "per unit, against a limit of 2.028 for its mix of units: 40 words at 2.5 each and 672 characters of Han" in found.message
+
+
 def test_a_line_of_base64_is_a_dense_line(sp, tmp_path):
     subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN[:25], BASE64, *CLEAN[25:]]))
     found = hits(subject, "TP-TOK-DENSE-LINE")
@@ -652,3 +681,17 @@ def test_words_are_counted_per_transcript_an_empty_one_having_none(last):
     ctx = TokenizerContext(None, text, ((),) * 5, DEFAULTS)  # type: ignore[arg-type]  # words need no tokenizer
     assert (ctx.joined is None) == ("\n" in last)
     assert ctx.words.tolist() == [2, 0, 1, 2, 2]
+
+
+@pytest.mark.parametrize("last", ["last one", "last\none"])
+def test_characters_of_scripts_without_spaces_are_counted_apart_from_words(last):
+    from trainproof.checks.tokenizer import TokenizerContext
+    from trainproof.thresholds import DEFAULTS
+    from trainproof.tokenizer.transcripts import Transcripts
+
+    texts = ("two words", "你好，世界。", "iPhone手机 很好用", "ユーザーのPCにログイン", last)
+    text = Transcripts("t.txt", "text", tuple(range(1, 6)), texts, (None,) * 5)
+    ctx = TokenizerContext(None, text, ((),) * 5, DEFAULTS)  # type: ignore[arg-type]  # words need no tokenizer
+    assert ctx.words.tolist() == [2, 0, 1, 1, 2]
+    assert ctx.unsegmented.tolist() == [0, 4, 5, 10, 0]
+    assert ctx.unsegmented_scripts == ["Han", "Kana"]

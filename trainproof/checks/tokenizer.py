@@ -26,6 +26,7 @@ from trainproof.report import Finding, Level
 from trainproof.safe import quoted
 from trainproof.stats import MAD_TO_SIGMA
 from trainproof.thresholds import Thresholds
+from trainproof.tokenizer import scripts
 
 if TYPE_CHECKING:
     from trainproof.tokenizer.load import Tokenizer
@@ -94,16 +95,35 @@ class TokenizerContext:
         return _Joined.of(self.text.texts)
 
     @cached_property
-    def words(self) -> np.ndarray:
-        """Whitespace-separated words per transcript (a plain line's spaces counted, the others split)."""
+    def units(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per transcript, its whitespace-separated words and its characters of scripts written without spaces (Han,
+        Kana, Thai, ...: see :func:`trainproof.tokenizer.scripts.units`): a plain line's spaces counted, the others
+        split (only a line outside printable ASCII can hold such a character)."""
         texts, joined = self.text.texts, self.joined
         if joined is None:
             words = np.fromiter(map(str.count, texts, repeat(" ")), dtype=np.int64, count=len(texts)) + 1
         else:
             words = joined.count_per_line(joined.spaces) + 1
+        unsegmented = np.zeros(len(texts), dtype=np.int64)
         for i in self.irregular:
-            words[i] = len(texts[i].split())
-        return words
+            words[i], unsegmented[i] = scripts.units(texts[i])
+        return words, unsegmented
+
+    @property
+    def words(self) -> np.ndarray:
+        """Per transcript, its whitespace-separated words outside scripts written without spaces."""
+        return self.units[0]
+
+    @property
+    def unsegmented(self) -> np.ndarray:
+        """Per transcript, its characters of scripts written without spaces."""
+        return self.units[1]
+
+    @cached_property
+    def unsegmented_scripts(self) -> list[str]:
+        """The scripts written without spaces that the text holds (their names, in the order of scripts.UNSEGMENTED)."""
+        lines = np.flatnonzero(self.unsegmented).tolist()
+        return scripts.names_in([self.text.texts[i] for i in lines]) if lines else []
 
     @cached_property
     def word_starts(self) -> np.ndarray | None:
@@ -467,33 +487,52 @@ def round_trip(ctx: TokenizerContext) -> Iterator[Hit]:
 
 
 def fertility(ctx: TokenizerContext) -> Iterator[Hit]:
-    """The text is split into many more tokens per word than a tokenizer built for it would use.
+    """The text is split into many more tokens per word, or per character of a script without spaces, than a tokenizer built for it would use.
 
-    What it detects: the text's tokens per whitespace-separated word above TOK_FERTILITY_WARN (with at least TOK_MIN_LINES lines), with the share of words split into several pieces and the line split finest.
+    What it detects: more tokens than the text's words and characters allow: TOK_FERTILITY_WARN per whitespace-separated word, and TOK_CHAR_FERTILITY_WARN per character of a script written without spaces between words (Han, Kana, Thai, Lao, Khmer, Myanmar, Tibetan: told by code point), where a whitespace "word" is a whole clause; a line mixing both counts each of its characters of those scripts and each of its other words (with at least TOK_MIN_LINES lines). The finding says which unit it measured, and names the line most over its allowance.
     Why it matters: a model sees less text per context window and learns slower; for TTS and ASR, long token sequences strain the aligner and the attention.
-    Fires on: Finnish or Hindi text through a tokenizer trained on English.
-    Does not fire on: text in the tokenizer's own language (English through an English BPE is about 1.3 tokens per word), or a sample under TOK_MIN_LINES lines.
-    Does not mean: the tokenizer cannot represent the text; see TP-TOK-UNKNOWN for that.
+    Fires on: Finnish or Hindi text through a tokenizer trained on English; Chinese, Japanese or Thai through a byte-level BPE trained on English (about 3 tokens per character: each is 3 bytes and nothing merged them).
+    Does not fire on: text in the tokenizer's own language (English through an English BPE is about 1.3 tokens per word; Chinese, Japanese and Thai through a tokenizer trained on them 0.3-1 per character), or a sample under TOK_MIN_LINES lines.
+    Does not mean: the tokenizer cannot represent the text; see TP-TOK-UNKNOWN for that (a tokenizer without a script's characters and without byte fallback is few tokens per character: runs of unknown characters become one unknown token each).
     """
     if len(ctx.text.texts) < ctx.t.TOK_MIN_LINES:
         raise NotApplicable(f"only {figures.plural(len(ctx.text.texts), 'line')} (needs {ctx.t.TOK_MIN_LINES})")
-    words = int(ctx.words.sum())
-    if words == 0:
+    words, characters = int(ctx.words.sum()), int(ctx.unsegmented.sum())
+    if words + characters == 0:
         raise NotApplicable("the text has no words")
-    rate = ctx.total / words
-    if rate <= ctx.t.TOK_FERTILITY_WARN:
+    per_word, per_character = ctx.t.TOK_FERTILITY_WARN, ctx.t.TOK_CHAR_FERTILITY_WARN
+    allowed = words * per_word + characters * per_character
+    if ctx.total <= allowed:
         return
-    worst = int(np.argmax(ctx.lengths / np.maximum(ctx.words, 1)))
+    line_allowed = ctx.words * per_word + ctx.unsegmented * per_character
+    over = np.divide(ctx.lengths, line_allowed, out=np.zeros(len(ctx.lengths)), where=line_allowed > 0)
+    worst = int(np.argmax(over))
+    rate, limit = ctx.total / (words + characters), allowed / (words + characters)
+    written = ", ".join(ctx.unsegmented_scripts)
+    if not characters:
+        measured, unit = f"{figures.plural(rate, 'token')} per word (limit {figures.num(per_word)})", "tokens_per_word"
+        counted = figures.plural(words, "word")
+    elif not words:
+        measured = (f"{figures.plural(rate, 'token')} per character (limit {figures.num(per_character)}; {written} is written without "
+                    f"spaces between words, so each character is counted, not each word)")  # fmt: skip
+        unit, counted = "tokens_per_character", f"{figures.plural(characters, 'character')} of {written}"
+    else:
+        measured = (f"{figures.plural(rate, 'token')} per unit, against a limit of {figures.num(limit)} for its mix of units: "
+                    f"{figures.plural(words, 'word')} at {figures.num(per_word)} each and {figures.plural(characters, 'character')} "
+                    f"of {written} (written without spaces between words, so counted one by one) at {figures.num(per_character)} each")  # fmt: skip
+        unit, counted = "tokens_per_unit", f"{figures.plural(words, 'word')} and {figures.plural(characters, 'character')} of {written}"
+    split = ""
+    if not characters:  # a whitespace word of a script without spaces is a clause: its "split share" says nothing
+        split = (f"; {figures.pct(ctx.split_share or 0)} of words split into several pieces"
+                 f"{f' (in the first {SPLIT_SHARE_LINES:,} lines)' if len(ctx.text.texts) > SPLIT_SHARE_LINES else ''}")  # fmt: skip
     yield Hit(
-        message=f"The text averages {figures.plural(rate, 'token')} per word (limit {figures.num(ctx.t.TOK_FERTILITY_WARN)}); "
-        f"line {ctx.text.lines[worst]} is split finest: {_snippet(ctx.text.texts[worst])}.",
-        evidence=f"{figures.plural(ctx.total, 'token')} for {figures.plural(words, 'word')} "
-        f"({figures.num(ctx.total / max(int(ctx.chars.sum()), 1))} per character); "
-        f"{figures.pct(ctx.split_share or 0)} of words split into several pieces"
-        f"{f' (in the first {SPLIT_SHARE_LINES:,} lines)' if len(ctx.text.texts) > SPLIT_SHARE_LINES else ''}",
-        values={"tokens_per_word": rate, "tokens": ctx.total, "words": words, "split_share": ctx.split_share},
+        message=f"The text averages {measured}; line {ctx.text.lines[worst]} is split finest: {_snippet(ctx.text.texts[worst])}.",
+        evidence=f"{figures.plural(ctx.total, 'token')} for {counted} "
+        f"({figures.num(ctx.total / max(int(ctx.chars.sum()), 1))} per character of the whole text){split}",
+        values={unit: rate, "limit": limit, "tokens": ctx.total, "words": words, "unsegmented_characters": characters,
+                "split_share": ctx.split_share if not characters else None},
         line=ctx.text.lines[worst],
-    )
+    )  # fmt: skip
 
 
 def _outliers(values: np.ndarray, z_limit: float) -> tuple[np.ndarray, float, float]:
