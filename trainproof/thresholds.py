@@ -155,6 +155,8 @@ class Thresholds:
     TOK_CHAR_FERTILITY_WARN: Annotated[float, "tokens per character", "The same for characters of scripts written without spaces (Han, Kana, Thai, ...): tokenizers built for them take 0.3-1 per character, English-only byte-level ones 3.", POSITIVE] = 2.0
     TOK_MIN_LINES: Annotated[int, "lines", "Per-line rates (tokens per character, tokens per second) are judged against the text's own spread only with at least this many lines.", AT_LEAST_3] = 20
     TOK_OUTLIER_Z: Annotated[float, "robust z", "A line whose tokens per character or per second of audio is this many robust sigmas (MAD x 1.4826) above the median is an outlier.", POSITIVE] = 6.0
+    TOK_DENSE_MIN_CHARS: Annotated[int, "characters", "A line is judged for its tokens per character only from this length on: a shorter one's rate swings with one piece.", COUNT] = 16
+    TOK_DENSE_RATIO: Annotated[float, "times the median", "A dense line takes at least this many times the median tokens per character: clean English reaches 2.9 at most (botchan), base64 and other scripts 3-12.", RATIO] = 3.0
     TOK_NUMBER_MIN: Annotated[int, "numbers", "Digit strings are judged for consistent splitting only when the text holds at least this many of them.", COUNT] = 5
 
     # --- fine-tuning datasets (trainproof text) --------------------------------

@@ -384,6 +384,38 @@ def test_a_line_of_base64_is_a_dense_line(sp, tmp_path):
     assert [f.line for f in found] == [26]
 
 
+def test_a_line_of_chinese_in_english_text_is_a_dense_line(built, tmp_path):
+    lines = [*CLEAN[:20], build.chinese_lines()[0], *CLEAN[20:]]
+    (found,) = hits(judged(built("bpe", byte_level=True), write_text(tmp_path / "t.txt", lines)), "TP-TOK-DENSE-LINE")
+    assert found.line == 21
+    assert "3 tokens per character, 8.3x the median" in found.message
+
+
+SHORT_AND_CAPITAL = ("him.", "1919", 'ha, ha, ha!"', "1.E.9.", "BOTCHAN (MASTER DARLING)", "A NOTE BY THE TRANSLATOR", "http://www.gutenberg.org/8/8/6/8868/")
+"""Lines of the English novel botchan that its own tokenizers split finer than the rest: short ones, whose rate one
+piece swings, and capitals and a URL, at 2-3 times the median where base64 and other scripts are 3-12."""
+
+
+@pytest.mark.parametrize(("name", "options"), [("sentencepiece", {"split_digits": True}), ("bpe", {"byte_level": True})])
+def test_short_lines_and_capitals_are_not_dense_lines(built, tmp_path, name, options):
+    subject = judged(built(name, **options), write_text(tmp_path / "t.txt", [*CLEAN, *SHORT_AND_CAPITAL]))
+    assert "TP-TOK-DENSE-LINE" in subject.ran
+    assert hits(subject, "TP-TOK-DENSE-LINE") == []
+
+
+def test_a_text_whose_lines_are_all_alike_dense_has_no_dense_line(built):
+    """Chinese through an English byte-fallback model: every line about three tokens a character, some a hair more."""
+    subject = judged(built("sentencepiece", byte_fallback=True), build.CHINESE)
+    assert "TP-TOK-DENSE-LINE" in subject.ran
+    assert hits(subject, "TP-TOK-DENSE-LINE") == []
+
+
+def test_dense_lines_need_enough_lines_long_enough_to_judge(sp, tmp_path):
+    subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN[:15], *(["1919"] * 10), BASE64]))
+    (skipped,) = [s for s in subject.skipped if s.rule_id == "TP-TOK-DENSE-LINE"]
+    assert "only 16 lines of 16 characters or more (needs 20)" in skipped.reason
+
+
 def test_dense_lines_need_enough_lines(sp, tmp_path):
     subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN[:5], BASE64]))
     assert "TP-TOK-DENSE-LINE" in {s.rule_id for s in subject.skipped}
