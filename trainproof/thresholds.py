@@ -149,7 +149,8 @@ class Thresholds:
 
     # --- tokenizers against their text (trainproof tokenizer) -----------------
     TOK_EXAMPLES: Annotated[int, "findings", "A tokenizer rule names at most this many lines (the first in file order) and counts the rest.", COUNT] = 5
-    TOK_UNK_FAIL_SHARE: Annotated[float, "fraction of tokens", "Unknown tokens are a WARN when any occur, a FAIL from this share of all tokens on.", SHARE] = 0.005
+    TOK_UNK_FAIL_SHARE: Annotated[float, "fraction of characters", "Unknown tokens are a FAIL when the characters they stand for make this share of the text's characters.", SHARE] = 0.005
+    TOK_UNK_WARN_SHARE: Annotated[float, "fraction of characters", "Under the FAIL, unknown tokens are a WARN from this share of the text's characters, an INFO below it: twice the 0.05% that sentencepiece's default character_coverage leaves unknown in a model's own training text.", SHARE] = 0.001
     TOK_BYTE_WARN_SHARE: Annotated[float, "fraction of tokens", "Byte-fallback tokens from this share of all tokens on are a WARN (rare characters falling back is normal).", SHARE] = 0.01
     TOK_FERTILITY_WARN: Annotated[float, "tokens per word", "A text averaging more tokens per word than this is split far finer than the tokenizer's own language would be.", POSITIVE] = 2.5
     TOK_CHAR_FERTILITY_WARN: Annotated[float, "tokens per character", "The same for characters of scripts written without spaces (Han, Kana, Thai, ...): tokenizers built for them take 0.3-1 per character, English-only byte-level ones 3.", POSITIVE] = 2.0
