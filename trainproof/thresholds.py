@@ -158,7 +158,7 @@ class Thresholds:
     TOK_OUTLIER_Z: Annotated[float, "robust z", "A line whose tokens per character or per second of audio is this many robust sigmas (MAD x 1.4826) above the median is an outlier.", POSITIVE] = 6.0
     TOK_DENSE_MIN_CHARS: Annotated[int, "characters", "A line is judged for its tokens per character only from this length on: a shorter one's rate swings with one piece.", COUNT] = 16
     TOK_DENSE_RATIO: Annotated[float, "times the median", "A dense line takes at least this many times the median tokens per character: clean English reaches 2.9 at most (botchan), base64 and other scripts 3-12.", RATIO] = 3.0
-    TOK_NUMBER_MIN: Annotated[int, "numbers", "Digit strings are judged for consistent splitting only when the text holds at least this many of them.", COUNT] = 5
+    TOK_NUMBER_MIN: Annotated[int, "numbers", "Digit strings of one length are judged for consistent splitting only when the text holds at least this many distinct ones of that length.", COUNT] = 5
 
     # --- fine-tuning datasets (trainproof text) --------------------------------
     TEXT_EXAMPLES: Annotated[int, "findings", "A text rule names at most this many lines (the first in file order) and counts the rest.", COUNT] = 5

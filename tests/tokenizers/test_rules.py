@@ -520,6 +520,14 @@ def test_numbers_are_not_judged_in_text_with_few(sp, clean_text):
     assert "TP-TOK-NUMBERS" in {s.rule_id for s in judged(sp, clean_text).skipped}
 
 
+def test_two_numbers_of_a_length_split_two_ways_are_no_pattern(built, tmp_path):
+    """Five numbers, but two of four digits (1984 as 19|8|4, 1066 as 1|0|6|6) and three of two."""
+    subject = judged(built("bpe"), write_text(tmp_path / "t.txt", [*CLEAN[:10], "In 1984 and 1066 the scores were 31, 77 and 12."]))
+    assert hits(subject, "TP-TOK-NUMBERS") == []
+    (skipped,) = [s for s in subject.skipped if s.rule_id == "TP-TOK-NUMBERS"]
+    assert "no length of number has 5 distinct numbers" in skipped.reason
+
+
 # --- TP-TOK-NO-EOS and TP-TOK-PAD-IS-EOS -------------------------------------------------------------------------
 
 

@@ -658,10 +658,10 @@ def _numbers_in(ctx: TokenizerContext) -> dict[str, int]:
 def numbers(ctx: TokenizerContext) -> Iterator[Hit]:
     """Numbers of the same length are split into digit groups inconsistently.
 
-    What it detects: digit strings of one length (2 digits or more) in the text that the tokenizer splits into different groupings (`1984` as `19|84`, `2024` as one piece, `1066` as `1|066`), when the text holds at least TOK_NUMBER_MIN distinct numbers.
+    What it detects: digit strings of one length (2 digits or more) in the text that the tokenizer splits into different groupings (`1984` as `19|84`, `2024` as one piece, `1066` as `1|066`), for each length of which the text holds at least TOK_NUMBER_MIN distinct numbers (two numbers split two ways is no pattern).
     Why it matters: the model must learn each number's reading from whichever pieces its merges happened to produce, so it reads and says similar numbers differently; tokenizers built for numbers split every digit (sentencepiece's `split_digits`).
     Fires on: a BPE trained without digit splitting, on text with years and prices.
-    Does not fire on: a tokenizer that splits digits one by one, or one that keeps every number of a length whole.
+    Does not fire on: a tokenizer that splits digits one by one, or one that keeps every number of a length whole; lengths with fewer than TOK_NUMBER_MIN distinct numbers.
     Does not mean: the transcripts are wrong; normalising numbers to words also avoids it.
     """
     where = _numbers_in(ctx)
@@ -672,8 +672,11 @@ def numbers(ctx: TokenizerContext) -> Iterator[Hit]:
     by_length: dict[int, dict[tuple[int, ...], list[str]]] = {}
     for digits, pieces in splits.items():
         by_length.setdefault(len(digits), {}).setdefault(tuple(len(p) for p in pieces), []).append(digits)
-    for length in sorted(by_length):
-        patterns = by_length[length]
+    enough = {length: patterns for length, patterns in by_length.items() if sum(map(len, patterns.values())) >= ctx.t.TOK_NUMBER_MIN}
+    if not enough:
+        raise NotApplicable(f"no length of number has {ctx.t.TOK_NUMBER_MIN} distinct numbers the tokenizer spells with digit pieces (of {figures.plural(len(strings), 'distinct number')} of 2 digits or more)")
+    for length in sorted(enough):
+        patterns = enough[length]
         if len(patterns) < 2:
             continue
         examples = [(sorted(ds, key=lambda d: where[d])[0], shape) for shape, ds in patterns.items()]
