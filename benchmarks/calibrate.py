@@ -103,7 +103,9 @@ def _tokenizer_cases() -> Iterator[Case]:
     for model in sorted((PUBLIC / "tokenizers").glob("*.model")):
         yield Case(f"{model.name} on botchan", "tokenizer", (str(model), str(botchan)), True)
     example = ROOT / "examples" / "tokenizer"
-    yield Case("examples/tokenizer", "tokenizer", (str(example / "tts_unigram.model"), str(example / "transcripts.txt")), True)
+    # not clean: three of its lines are broken on purpose (examples/tokenizer/README.md), for TP-TOK-UNKNOWN,
+    # TP-TOK-NUMBERS and TP-TOK-DENSE-LINE
+    yield Case("examples/tokenizer", "tokenizer", (str(example / "tts_unigram.model"), str(example / "transcripts.txt")))
 
 
 def cases() -> list[Case]:
