@@ -154,12 +154,16 @@ class Thresholds:
 
     # --- tokenizers against their text (trainproof tokenizer) -----------------
     TOK_EXAMPLES: Annotated[int, "findings", "A tokenizer rule names at most this many lines (the first in file order) and counts the rest.", COUNT] = 5
-    TOK_UNK_FAIL_SHARE: Annotated[float, "fraction of tokens", "Unknown tokens are a WARN when any occur, a FAIL from this share of all tokens on.", SHARE] = 0.005
+    TOK_UNK_FAIL_SHARE: Annotated[float, "fraction of characters", "Unknown tokens are a FAIL when the characters they stand for make this share of the text's characters.", SHARE] = 0.005
+    TOK_UNK_WARN_SHARE: Annotated[float, "fraction of characters", "Under the FAIL, unknown tokens are a WARN from this share of the text's characters, an INFO below it: twice the 0.05% that sentencepiece's default character_coverage leaves unknown in a model's own training text.", SHARE] = 0.001
     TOK_BYTE_WARN_SHARE: Annotated[float, "fraction of tokens", "Byte-fallback tokens from this share of all tokens on are a WARN (rare characters falling back is normal).", SHARE] = 0.01
     TOK_FERTILITY_WARN: Annotated[float, "tokens per word", "A text averaging more tokens per word than this is split far finer than the tokenizer's own language would be.", POSITIVE] = 2.5
+    TOK_CHAR_FERTILITY_WARN: Annotated[float, "tokens per character", "The same for characters of scripts written without spaces (Han, Kana, Thai, ...): tokenizers built for them take 0.3-1 per character, English-only byte-level ones 3.", POSITIVE] = 2.0
     TOK_MIN_LINES: Annotated[int, "lines", "Per-line rates (tokens per character, tokens per second) are judged against the text's own spread only with at least this many lines.", AT_LEAST_3] = 20
     TOK_OUTLIER_Z: Annotated[float, "robust z", "A line whose tokens per character or per second of audio is this many robust sigmas (MAD x 1.4826) above the median is an outlier.", POSITIVE] = 6.0
-    TOK_NUMBER_MIN: Annotated[int, "numbers", "Digit strings are judged for consistent splitting only when the text holds at least this many of them.", COUNT] = 5
+    TOK_DENSE_MIN_CHARS: Annotated[int, "characters", "A line is judged for its tokens per character only from this length on: a shorter one's rate swings with one piece.", COUNT] = 16
+    TOK_DENSE_RATIO: Annotated[float, "times the median", "A dense line takes at least this many times the median tokens per character: clean English reaches 2.9 at most (botchan), base64 and other scripts 3-12.", RATIO] = 3.0
+    TOK_NUMBER_MIN: Annotated[int, "numbers", "Digit strings of one length are judged for consistent splitting only when the text holds at least this many distinct ones of that length.", COUNT] = 5
 
     # --- fine-tuning datasets (trainproof text) --------------------------------
     TEXT_EXAMPLES: Annotated[int, "findings", "A text rule names at most this many lines (the first in file order) and counts the rest.", COUNT] = 5

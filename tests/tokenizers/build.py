@@ -13,7 +13,9 @@ Every tokenizer has the same four special tokens, "<unk>", "<s>", "</s>",
 "<pad>" at ids 0, 1, 2, 3 (except where pad is eos: then there is no
 "<pad>"), and is trained on :func:`training_lines`: the English lines plus
 a few lines with numbers, so that digits are in the vocabulary and
-``split_digits`` changes something.
+``split_digits`` changes something. A BPE can be trained on Chinese
+instead (``text="chinese"``: :func:`chinese_lines`), a text written
+without spaces between words.
 """
 
 from __future__ import annotations
@@ -109,6 +111,19 @@ def training_lines() -> tuple[str, ...]:
     return english_lines() + number_lines()
 
 
+CHINESE = Path(__file__).with_name("chinese.txt")
+"""Forty lines of everyday Chinese written for these tests (see README.md beside it)."""
+
+
+@functools.lru_cache(maxsize=1)
+def chinese_lines() -> tuple[str, ...]:
+    return tuple(CHINESE.read_text(encoding="utf-8").splitlines())
+
+
+TEXTS = {"english": training_lines, "chinese": chinese_lines}
+"""What a builder's ``text`` names: the lines it trains on."""
+
+
 def sentencepiece_model(
     folder: str | Path,
     *,
@@ -155,8 +170,9 @@ def sentencepiece_model(
     return path
 
 
-def bpe_tokenizer_json(folder: str | Path, *, byte_fallback: bool = False, byte_level: bool = False, vocab_size: int = 1000) -> Path:
-    """A BPE tokenizer.json trained with the ``tokenizers`` library on :func:`training_lines`, written to ``folder/tokenizer.json``.
+def bpe_tokenizer_json(folder: str | Path, *, byte_fallback: bool = False, byte_level: bool = False, vocab_size: int = 1000, text: str = "english") -> Path:
+    """A BPE tokenizer.json trained with the ``tokenizers`` library on :func:`training_lines` (or the lines ``text``
+    names in TEXTS), written to ``folder/tokenizer.json``.
 
     The default is a sentencepiece-like pipeline (NFKC, Metaspace "▁" with a
     prefix space on the first piece only, a Metaspace decoder), whose unknown
@@ -171,11 +187,11 @@ def bpe_tokenizer_json(folder: str | Path, *, byte_fallback: bool = False, byte_
     """
     path = Path(folder) / "tokenizer.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_bpe(byte_fallback=byte_fallback, byte_level=byte_level, vocab_size=vocab_size).to_str(pretty=True), encoding="utf-8")
+    path.write_text(_bpe(byte_fallback=byte_fallback, byte_level=byte_level, vocab_size=vocab_size, text=text).to_str(pretty=True), encoding="utf-8")
     return path
 
 
-def _bpe(*, byte_fallback: bool, byte_level: bool, vocab_size: int):
+def _bpe(*, byte_fallback: bool, byte_level: bool, vocab_size: int, text: str = "english"):
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     if byte_level and byte_fallback:
@@ -198,7 +214,7 @@ def _bpe(*, byte_fallback: bool, byte_level: bool, vocab_size: int):
         initial_alphabet=alphabet,
         show_progress=False,
     )
-    tokenizer.train_from_iterator(training_lines(), trainer)
+    tokenizer.train_from_iterator(TEXTS[text](), trainer)
     if not byte_fallback:
         return tokenizer
     spec = json.loads(tokenizer.to_str())

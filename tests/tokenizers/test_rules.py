@@ -68,24 +68,50 @@ def test_a_clean_pairing_passes_with_no_warning(built, clean_text, name, options
 # --- TP-TOK-UNKNOWN ------------------------------------------------------------------------------------
 
 
-def test_a_few_unknown_characters_are_a_warn_at_their_lines(sp, tmp_path):
+def test_a_few_rare_unknown_characters_are_an_info_at_their_lines(sp, tmp_path):
+    """Two characters in three thousand: what a vocabulary that drops its rarest characters by design leaves (a
+    sentencepiece model's own training text keeps up to 0.05% unknown), named, but no sign of the wrong tokenizer."""
     lines = [*CLEAN[:20], "The Straße runs north.", *CLEAN[20:], "Über alles."]
     subject = judged(sp, write_text(tmp_path / "t.txt", lines))
     found = hits(subject, "TP-TOK-UNKNOWN")
     assert [f.line for f in found] == [21, 42]
-    assert {f.level for f in found} == {Level.WARN}
+    assert {f.level for f in found} == {Level.INFO}
     assert "'ß'" in found[0].message
     assert "'Ü'" in found[0].message
     assert found[0].values["unknown"] == 2
-    assert any(ch.isdigit() for ch in found[0].evidence)
+    assert found[0].values["unknown_characters"] / found[0].values["characters"] < 0.001
+    assert "a WARN from 0.10%" in found[0].evidence
+
+
+def test_unknown_characters_past_a_rare_few_are_a_warn(sp, tmp_path):
+    lines = [*CLEAN[:20], "Die Straße führt über den Fluß.", *CLEAN[20:], "Größere Häuser stehen drüben."]
+    subject = judged(sp, write_text(tmp_path / "t.txt", lines))
+    found = hits(subject, "TP-TOK-UNKNOWN")
+    assert [f.line for f in found] == [21, 42]
+    assert {f.level for f in found} == {Level.WARN}
+    assert found[0].values["unknown_characters"] == 8
+    assert 0.001 <= found[0].values["unknown_characters"] / found[0].values["characters"] < 0.005
 
 
 def test_text_in_another_script_is_a_fail(sp, tmp_path):
     subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN[:10], CYRILLIC, CYRILLIC]))
     found = hits(subject, "TP-TOK-UNKNOWN")
     assert found[0].level is Level.FAIL
-    assert found[0].values["unknown"] / found[0].values["tokens"] >= 0.005
+    assert found[0].values["unknown_characters"] / found[0].values["characters"] >= 0.005
     assert [f.line for f in found] == [11, 12]
+
+
+def test_chinese_through_an_english_tokenizer_without_its_characters_is_a_fail_not_fertile(sp, tmp_path):
+    """A tokenizer that cannot write the text's characters is flagged by them; a run of unknown characters is one
+    unknown token, so the text is few tokens per character and TP-TOK-FERTILITY has nothing to say."""
+    subject = judged(sp, build.CHINESE)
+    found = hits(subject, "TP-TOK-UNKNOWN")
+    assert len(found) == 5
+    assert {f.level for f in found} == {Level.FAIL}
+    assert found[0].values["count"] == 40
+    assert found[0].values["unknown_characters"] / found[0].values["characters"] > 0.9
+    assert "TP-TOK-FERTILITY" in subject.ran
+    assert hits(subject, "TP-TOK-FERTILITY") == []
 
 
 def test_unknown_tokens_are_counted_by_id_not_by_piece_text(sp, tmp_path):
@@ -349,10 +375,71 @@ def test_english_through_an_english_tokenizer_is_not_too_fertile(sp, clean_text)
     assert subject.summary["tokens_per_word"] < 2.5
 
 
+def test_chinese_through_an_english_byte_level_bpe_is_too_fertile_per_character(built):
+    """Each Han character is three bytes that an English BPE never merged: three tokens a character, measured per
+    character because Chinese puts no spaces between words (a line would be one "word" of 50 tokens)."""
+    subject = judged(built("bpe", byte_level=True), build.CHINESE)
+    (found,) = hits(subject, "TP-TOK-FERTILITY")
+    assert found.values["tokens_per_character"] > 2.5
+    assert found.values["words"] == 0
+    assert found.values["unsegmented_characters"] == 672
+    assert "per character (limit 2; Han is written without spaces between words" in found.message
+    assert "tokens per Han character" in subject.headline
+
+
+def test_chinese_through_a_tokenizer_built_for_it_passes_with_no_warning(built):
+    subject = judged(built("bpe", byte_level=True, text="chinese"), build.CHINESE)
+    assert quiet(subject) == []
+    assert "TP-TOK-FERTILITY" in subject.ran
+    assert subject.summary["tokens_per_unit"] < 1
+    assert subject.summary["tokens_per_word"] is None  # no whitespace word here is a word
+
+
+def test_a_text_mixing_words_and_characters_is_judged_per_unit(built, tmp_path):
+    lines = [f"{line} Python" for line in build.chinese_lines()]
+    subject = judged(built("bpe", byte_level=True), write_text(tmp_path / "t.txt", lines))
+    (found,) = hits(subject, "TP-TOK-FERTILITY")
+    assert (found.values["words"], found.values["unsegmented_characters"]) == (40, 672)
+    assert found.values["limit"] == pytest.approx((40 * 2.5 + 672 * 2) / 712)
+    assert "per unit, against a limit of 2.028 for its mix of units: 40 words at 2.5 each and 672 characters of Han" in found.message
+
+
 def test_a_line_of_base64_is_a_dense_line(sp, tmp_path):
     subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN[:25], BASE64, *CLEAN[25:]]))
     found = hits(subject, "TP-TOK-DENSE-LINE")
     assert [f.line for f in found] == [26]
+
+
+def test_a_line_of_chinese_in_english_text_is_a_dense_line(built, tmp_path):
+    lines = [*CLEAN[:20], build.chinese_lines()[0], *CLEAN[20:]]
+    (found,) = hits(judged(built("bpe", byte_level=True), write_text(tmp_path / "t.txt", lines)), "TP-TOK-DENSE-LINE")
+    assert found.line == 21
+    assert "3 tokens per character, 8.3x the median" in found.message
+
+
+SHORT_AND_CAPITAL = ("him.", "1919", 'ha, ha, ha!"', "1.E.9.", "BOTCHAN (MASTER DARLING)", "A NOTE BY THE TRANSLATOR", "http://www.gutenberg.org/8/8/6/8868/")
+"""Lines of the English novel botchan that its own tokenizers split finer than the rest: short ones, whose rate one
+piece swings, and capitals and a URL, at 2-3 times the median where base64 and other scripts are 3-12."""
+
+
+@pytest.mark.parametrize(("name", "options"), [("sentencepiece", {"split_digits": True}), ("bpe", {"byte_level": True})])
+def test_short_lines_and_capitals_are_not_dense_lines(built, tmp_path, name, options):
+    subject = judged(built(name, **options), write_text(tmp_path / "t.txt", [*CLEAN, *SHORT_AND_CAPITAL]))
+    assert "TP-TOK-DENSE-LINE" in subject.ran
+    assert hits(subject, "TP-TOK-DENSE-LINE") == []
+
+
+def test_a_text_whose_lines_are_all_alike_dense_has_no_dense_line(built):
+    """Chinese through an English byte-fallback model: every line about three tokens a character, some a hair more."""
+    subject = judged(built("sentencepiece", byte_fallback=True), build.CHINESE)
+    assert "TP-TOK-DENSE-LINE" in subject.ran
+    assert hits(subject, "TP-TOK-DENSE-LINE") == []
+
+
+def test_dense_lines_need_enough_lines_long_enough_to_judge(sp, tmp_path):
+    subject = judged(sp, write_text(tmp_path / "t.txt", [*CLEAN[:15], *(["1919"] * 10), BASE64]))
+    (skipped,) = [s for s in subject.skipped if s.rule_id == "TP-TOK-DENSE-LINE"]
+    assert "only 16 lines of 16 characters or more (needs 20)" in skipped.reason
 
 
 def test_dense_lines_need_enough_lines(sp, tmp_path):
@@ -431,6 +518,14 @@ def test_split_digits_splits_every_number_alike(sp, tmp_path):
 
 def test_numbers_are_not_judged_in_text_with_few(sp, clean_text):
     assert "TP-TOK-NUMBERS" in {s.rule_id for s in judged(sp, clean_text).skipped}
+
+
+def test_two_numbers_of_a_length_split_two_ways_are_no_pattern(built, tmp_path):
+    """Five numbers, but two of four digits (1984 as 19|8|4, 1066 as 1|0|6|6) and three of two."""
+    subject = judged(built("bpe"), write_text(tmp_path / "t.txt", [*CLEAN[:10], "In 1984 and 1066 the scores were 31, 77 and 12."]))
+    assert hits(subject, "TP-TOK-NUMBERS") == []
+    (skipped,) = [s for s in subject.skipped if s.rule_id == "TP-TOK-NUMBERS"]
+    assert "no length of number has 5 distinct numbers" in skipped.reason
 
 
 # --- TP-TOK-NO-EOS and TP-TOK-PAD-IS-EOS -------------------------------------------------------------------------
@@ -545,7 +640,7 @@ def test_a_tokenizer_without_a_text_is_a_usage_error(sp, capsys):
 
 def test_several_texts_are_judged_with_one_tokenizer(sp, tmp_path, capsys):
     one = write_text(tmp_path / "one.txt", CLEAN[:20])
-    two = write_text(tmp_path / "two.txt", [*CLEAN[20:], "The Straße runs north."])
+    two = write_text(tmp_path / "two.txt", [*CLEAN[20:], "Die Straße führt über den Fluß."])
     code, out, _ = run(capsys, str(sp), str(one), str(two), "--json")
     document = json.loads(out)
     assert code == 0
@@ -652,3 +747,17 @@ def test_words_are_counted_per_transcript_an_empty_one_having_none(last):
     ctx = TokenizerContext(None, text, ((),) * 5, DEFAULTS)  # type: ignore[arg-type]  # words need no tokenizer
     assert (ctx.joined is None) == ("\n" in last)
     assert ctx.words.tolist() == [2, 0, 1, 2, 2]
+
+
+@pytest.mark.parametrize("last", ["last one", "last\none"])
+def test_characters_of_scripts_without_spaces_are_counted_apart_from_words(last):
+    from trainproof.checks.tokenizer import TokenizerContext
+    from trainproof.thresholds import DEFAULTS
+    from trainproof.tokenizer.transcripts import Transcripts
+
+    texts = ("two words", "你好，世界。", "iPhone手机 很好用", "ユーザーのPCにログイン", last)
+    text = Transcripts("t.txt", "text", tuple(range(1, 6)), texts, (None,) * 5)
+    ctx = TokenizerContext(None, text, ((),) * 5, DEFAULTS)  # type: ignore[arg-type]  # words need no tokenizer
+    assert ctx.words.tolist() == [2, 0, 1, 1, 2]
+    assert ctx.unsegmented.tolist() == [0, 4, 5, 10, 0]
+    assert ctx.unsegmented_scripts == ["Han", "Kana"]

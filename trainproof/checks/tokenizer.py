@@ -26,6 +26,7 @@ from trainproof.report import Finding, Level
 from trainproof.safe import quoted
 from trainproof.stats import MAD_TO_SIGMA
 from trainproof.thresholds import Thresholds
+from trainproof.tokenizer import scripts
 
 if TYPE_CHECKING:
     from trainproof.tokenizer.load import Tokenizer
@@ -94,16 +95,35 @@ class TokenizerContext:
         return _Joined.of(self.text.texts)
 
     @cached_property
-    def words(self) -> np.ndarray:
-        """Whitespace-separated words per transcript (a plain line's spaces counted, the others split)."""
+    def units(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per transcript, its whitespace-separated words and its characters of scripts written without spaces (Han,
+        Kana, Thai, ...: see :func:`trainproof.tokenizer.scripts.units`): a plain line's spaces counted, the others
+        split (only a line outside printable ASCII can hold such a character)."""
         texts, joined = self.text.texts, self.joined
         if joined is None:
             words = np.fromiter(map(str.count, texts, repeat(" ")), dtype=np.int64, count=len(texts)) + 1
         else:
             words = joined.count_per_line(joined.spaces) + 1
+        unsegmented = np.zeros(len(texts), dtype=np.int64)
         for i in self.irregular:
-            words[i] = len(texts[i].split())
-        return words
+            words[i], unsegmented[i] = scripts.units(texts[i])
+        return words, unsegmented
+
+    @property
+    def words(self) -> np.ndarray:
+        """Per transcript, its whitespace-separated words outside scripts written without spaces."""
+        return self.units[0]
+
+    @property
+    def unsegmented(self) -> np.ndarray:
+        """Per transcript, its characters of scripts written without spaces."""
+        return self.units[1]
+
+    @cached_property
+    def unsegmented_scripts(self) -> list[str]:
+        """The scripts written without spaces that the text holds (their names, in the order of scripts.UNSEGMENTED)."""
+        lines = np.flatnonzero(self.unsegmented).tolist()
+        return scripts.names_in([self.text.texts[i] for i in lines]) if lines else []
 
     @cached_property
     def word_starts(self) -> np.ndarray | None:
@@ -264,10 +284,10 @@ def _listed(counter: Counter, limit: int = 8) -> str:
 def unknown_tokens(ctx: TokenizerContext) -> Iterator[Hit]:
     """Text the vocabulary cannot represent becomes the unknown token.
 
-    What it detects: unknown-token ids in the encoding (counted by id, not by piece text: a sentencepiece unknown piece decodes to the original characters), with the characters and words responsible; a WARN when any occur, a FAIL from TOK_UNK_FAIL_SHARE of all tokens.
+    What it detects: unknown-token ids in the encoding (counted by id, not by piece text: a sentencepiece unknown piece decodes to the original characters), with the characters and words responsible; judged by the characters they stand for (those the vocabulary cannot write alone, at least one per unknown token), as a share of the text's characters, whatever the tokenizer's tokens per character: a FAIL from TOK_UNK_FAIL_SHARE, a WARN from TOK_UNK_WARN_SHARE, and below that an INFO naming them.
     Why it matters: every unknown token is text the model is trained to read and say as one meaningless symbol; a TTS or ASR model can never produce those characters.
-    Fires on: German text through a tokenizer trained on English ASCII ("Straße" holds an unknown "ß").
-    Does not fire on: a tokenizer without an unknown token (byte-level or byte fallback: see TP-TOK-BYTES), or text it covers.
+    Fires on: Chinese text through a tokenizer trained on English (a FAIL); German lines in an English transcript file ("Straße" holds an unknown "ß").
+    Does not fire on: a tokenizer without an unknown token (byte-level or byte fallback: see TP-TOK-BYTES), or text it covers. A few rare characters are an INFO: a sentencepiece model drops the rarest characters of its own training text by design (`character_coverage` 0.9995, its default, leaves up to 0.05% of them unknown: 0.044% and 0.051% for the two botchan models on the novel they were trained on), so unknown characters under TOK_UNK_WARN_SHARE of the text are no sign that the tokenizer was built for other text.
     Does not mean: the tokenizer is wrong for the language; normalising the text (or retraining with the missing characters) may be the fix.
     """
     unk = ctx.tokenizer.specials.unk
@@ -279,12 +299,22 @@ def unknown_tokens(ctx: TokenizerContext) -> Iterator[Hit]:
     count = int(ctx.unknown.sum())
     share = count / max(ctx.total, 1)
     chars, words = _culprits(ctx, where, frozenset({unk}), ctx.unk_literal)
-    level = None if share >= ctx.t.TOK_UNK_FAIL_SHARE else Level.WARN  # None: the rule's own level, FAIL
+    unknown_chars = max(sum(chars.values()), count)  # an unknown token stands for one character at least
+    char_share = unknown_chars / max(int(ctx.chars.sum()), 1)
+    if char_share >= ctx.t.TOK_UNK_FAIL_SHARE:
+        level = None  # the rule's own level, FAIL
+    else:
+        level = Level.WARN if char_share >= ctx.t.TOK_UNK_WARN_SHARE else Level.INFO
+    measured = (f"{count:,} unknown of {figures.plural(ctx.total, 'token')} ({figures.pct(share)}), for {figures.plural(unknown_chars, 'character')} "
+                f"of {int(ctx.chars.sum()):,} ({figures.pct(char_share)}")  # fmt: skip
+    if level is Level.INFO:
+        measured += f"; a WARN from {figures.pct(ctx.t.TOK_UNK_WARN_SHARE)}: a vocabulary drops the rarest characters by design)"
+    else:
+        measured += ")"
     hits = _examples(
         ctx, where, "hold unknown tokens",
-        lambda i: (f"Line {ctx.text.lines[i]} holds {int(ctx.unknown[i])} unknown token{'s' if ctx.unknown[i] != 1 else ''}: {_snippet(ctx.text.texts[i])}.",
-                   f"{count:,} unknown of {figures.plural(ctx.total, 'token')} ({figures.pct(share)})"),
-        {"unknown": count, "tokens": ctx.total},
+        lambda i: (f"Line {ctx.text.lines[i]} holds {int(ctx.unknown[i])} unknown token{'s' if ctx.unknown[i] != 1 else ''}: {_snippet(ctx.text.texts[i])}.", measured),
+        {"unknown": count, "tokens": ctx.total, "unknown_characters": unknown_chars, "characters": int(ctx.chars.sum())},
     )  # fmt: skip
     yield from (replace(hit, level=level) for hit in _blamed(hits, chars, words))
 
@@ -467,33 +497,54 @@ def round_trip(ctx: TokenizerContext) -> Iterator[Hit]:
 
 
 def fertility(ctx: TokenizerContext) -> Iterator[Hit]:
-    """The text is split into many more tokens per word than a tokenizer built for it would use.
+    """The text is split into many more tokens per word, or per character of a script without spaces, than a tokenizer built for it would use.
 
-    What it detects: the text's tokens per whitespace-separated word above TOK_FERTILITY_WARN (with at least TOK_MIN_LINES lines), with the share of words split into several pieces and the line split finest.
+    What it detects: more tokens than the text's words and characters allow: TOK_FERTILITY_WARN per whitespace-separated word, and TOK_CHAR_FERTILITY_WARN per character of a script written without spaces between words (Han, Kana, Thai, Lao, Khmer, Myanmar, Tibetan: told by code point), where a whitespace "word" is a whole clause; a line mixing both counts each of its characters of those scripts and each of its other words (with at least TOK_MIN_LINES lines). The finding says which unit it measured, and names the line most over its allowance.
     Why it matters: a model sees less text per context window and learns slower; for TTS and ASR, long token sequences strain the aligner and the attention.
-    Fires on: Finnish or Hindi text through a tokenizer trained on English.
-    Does not fire on: text in the tokenizer's own language (English through an English BPE is about 1.3 tokens per word), or a sample under TOK_MIN_LINES lines.
-    Does not mean: the tokenizer cannot represent the text; see TP-TOK-UNKNOWN for that.
+    Fires on: Finnish or Hindi text through a tokenizer trained on English; Chinese, Japanese or Thai through a byte-level BPE trained on English (about 3 tokens per character: each is 3 bytes and nothing merged them).
+    Does not fire on: text in the tokenizer's own language (English through an English BPE is about 1.3 tokens per word; Chinese, Japanese and Thai through a tokenizer trained on them 0.3-1 per character), or a sample under TOK_MIN_LINES lines.
+    Does not mean: the tokenizer cannot represent the text; see TP-TOK-UNKNOWN for that (a tokenizer without a script's characters and without byte fallback is few tokens per character: runs of unknown characters become one unknown token each).
     """
     if len(ctx.text.texts) < ctx.t.TOK_MIN_LINES:
         raise NotApplicable(f"only {figures.plural(len(ctx.text.texts), 'line')} (needs {ctx.t.TOK_MIN_LINES})")
-    words = int(ctx.words.sum())
-    if words == 0:
+    words, characters = int(ctx.words.sum()), int(ctx.unsegmented.sum())
+    if words + characters == 0:
         raise NotApplicable("the text has no words")
-    rate = ctx.total / words
-    if rate <= ctx.t.TOK_FERTILITY_WARN:
+    per_word, per_character = ctx.t.TOK_FERTILITY_WARN, ctx.t.TOK_CHAR_FERTILITY_WARN
+    allowed = words * per_word + characters * per_character
+    if ctx.total <= allowed:
         return
-    worst = int(np.argmax(ctx.lengths / np.maximum(ctx.words, 1)))
+    line_allowed = ctx.words * per_word + ctx.unsegmented * per_character
+    over = np.divide(ctx.lengths, line_allowed, out=np.zeros(len(ctx.lengths)), where=line_allowed > 0)
+    if (ctx.chars >= ctx.t.TOK_DENSE_MIN_CHARS).any():  # a title of three characters is no example: one piece swings its rate
+        over[ctx.chars < ctx.t.TOK_DENSE_MIN_CHARS] = 0
+    worst = int(np.argmax(over))
+    rate, limit = ctx.total / (words + characters), allowed / (words + characters)
+    written = ", ".join(ctx.unsegmented_scripts)
+    if not characters:
+        measured, unit = f"{figures.plural(rate, 'token')} per word (limit {figures.num(per_word)})", "tokens_per_word"
+        counted = figures.plural(words, "word")
+    elif not words:
+        measured = (f"{figures.plural(rate, 'token')} per character (limit {figures.num(per_character)}; {written} is written without "
+                    f"spaces between words, so each character is counted, not each word)")  # fmt: skip
+        unit, counted = "tokens_per_character", f"{figures.plural(characters, 'character')} of {written}"
+    else:
+        measured = (f"{figures.plural(rate, 'token')} per unit, against a limit of {figures.num(limit)} for its mix of units: "
+                    f"{figures.plural(words, 'word')} at {figures.num(per_word)} each and {figures.plural(characters, 'character')} "
+                    f"of {written} (written without spaces between words, so counted one by one) at {figures.num(per_character)} each")  # fmt: skip
+        unit, counted = "tokens_per_unit", f"{figures.plural(words, 'word')} and {figures.plural(characters, 'character')} of {written}"
+    split = ""
+    if not characters:  # a whitespace word of a script without spaces is a clause: its "split share" says nothing
+        split = (f"; {figures.pct(ctx.split_share or 0)} of words split into several pieces"
+                 f"{f' (in the first {SPLIT_SHARE_LINES:,} lines)' if len(ctx.text.texts) > SPLIT_SHARE_LINES else ''}")  # fmt: skip
     yield Hit(
-        message=f"The text averages {figures.plural(rate, 'token')} per word (limit {figures.num(ctx.t.TOK_FERTILITY_WARN)}); "
-        f"line {ctx.text.lines[worst]} is split finest: {_snippet(ctx.text.texts[worst])}.",
-        evidence=f"{figures.plural(ctx.total, 'token')} for {figures.plural(words, 'word')} "
-        f"({figures.num(ctx.total / max(int(ctx.chars.sum()), 1))} per character); "
-        f"{figures.pct(ctx.split_share or 0)} of words split into several pieces"
-        f"{f' (in the first {SPLIT_SHARE_LINES:,} lines)' if len(ctx.text.texts) > SPLIT_SHARE_LINES else ''}",
-        values={"tokens_per_word": rate, "tokens": ctx.total, "words": words, "split_share": ctx.split_share},
+        message=f"The text averages {measured}; line {ctx.text.lines[worst]} is split finest: {_snippet(ctx.text.texts[worst])}.",
+        evidence=f"{figures.plural(ctx.total, 'token')} for {counted} "
+        f"({figures.num(ctx.total / max(int(ctx.chars.sum()), 1))} per character of the whole text){split}",
+        values={unit: rate, "limit": limit, "tokens": ctx.total, "words": words, "unsegmented_characters": characters,
+                "split_share": ctx.split_share if not characters else None},
         line=ctx.text.lines[worst],
-    )
+    )  # fmt: skip
 
 
 def _outliers(values: np.ndarray, z_limit: float) -> tuple[np.ndarray, float, float]:
@@ -508,23 +559,25 @@ def _outliers(values: np.ndarray, z_limit: float) -> tuple[np.ndarray, float, fl
 def dense_lines(ctx: TokenizerContext) -> Iterator[Hit]:
     """A line takes far more tokens per character than the rest of the text.
 
-    What it detects: lines whose tokens per character are more than TOK_OUTLIER_Z robust sigmas above the text's median (with at least TOK_MIN_LINES lines); lines holding unknown tokens are left to TP-TOK-UNKNOWN.
-    Why it matters: such a line is usually not the text's language: a URL, a code snippet, a table, text in another script; it costs tokens and teaches nothing the model needs.
-    Fires on: a line of base64 or of Chinese in an English transcript file.
-    Does not fire on: a text under TOK_MIN_LINES lines, or lines within the spread.
+    What it detects: lines of at least TOK_DENSE_MIN_CHARS characters whose tokens per character are both more than TOK_OUTLIER_Z robust sigmas above the median of such lines and at least TOK_DENSE_RATIO times that median (with at least TOK_MIN_LINES such lines); lines holding unknown tokens are left to TP-TOK-UNKNOWN.
+    Why it matters: such a line is usually not the text's language: base64, a hash, text in another script; it costs tokens and teaches nothing the model needs.
+    Fires on: a line of base64 or of Chinese in an English transcript file (3-12 times the median).
+    Does not fire on: a text with fewer than TOK_MIN_LINES lines of TOK_DENSE_MIN_CHARS characters; a short line ("him.", "1919": a piece more or less swings its rate past any spread); the denser lines clean text has, which the spread alone would name (an all-capitals heading, a licence's URL or postal address, "bang, bang, bang": at most 2.4 times the median through 8,000- and 32,000-piece tokenizers, 2.9 through 1,000-piece ones, on the English novel botchan).
     Does not mean: the line is wrong; check what it is.
     """
-    chars = np.maximum(ctx.chars, 1).astype(np.float64)
-    if len(chars) < ctx.t.TOK_MIN_LINES:
-        raise NotApplicable(f"only {figures.plural(len(chars), 'line')} (needs {ctx.t.TOK_MIN_LINES})")
-    rates = ctx.lengths / chars
-    where, median, _ = _outliers(rates, ctx.t.TOK_OUTLIER_Z)
-    covered = [i for i in where.tolist() if ctx.unknown[i] == 0]  # a line dense with unknown tokens is TP-TOK-UNKNOWN's
+    long_enough = np.flatnonzero(ctx.chars >= ctx.t.TOK_DENSE_MIN_CHARS)
+    if len(long_enough) < ctx.t.TOK_MIN_LINES:
+        raise NotApplicable(f"only {figures.plural(len(long_enough), 'line')} of {figures.plural(ctx.t.TOK_DENSE_MIN_CHARS, 'character')} or more (needs {ctx.t.TOK_MIN_LINES})")
+    rates = ctx.lengths[long_enough] / ctx.chars[long_enough]
+    outliers, median, _ = _outliers(rates, ctx.t.TOK_OUTLIER_Z)
+    dense = {int(long_enough[k]): float(rates[k]) for k in outliers.tolist() if rates[k] >= ctx.t.TOK_DENSE_RATIO * median}
+    covered = [i for i in sorted(dense) if ctx.unknown[i] == 0]  # a line dense with unknown tokens is TP-TOK-UNKNOWN's
     yield from _examples(
         ctx, covered, "are split far finer than the rest",
-        lambda i: (f"Line {ctx.text.lines[i]} takes {figures.plural(rates[i], 'token')} per character "
-                   f"against a median of {figures.num(median)}: {_snippet(ctx.text.texts[i])}.",
-                   f"{figures.plural(int(ctx.lengths[i]), 'token')} for {figures.plural(int(chars[i]), 'character')}"),
+        lambda i: (f"Line {ctx.text.lines[i]} takes {figures.plural(dense[i], 'token')} per character, {figures.ratio(dense[i] / median)} "
+                   f"the median of {figures.num(median)}: {_snippet(ctx.text.texts[i])}.",
+                   f"{figures.plural(int(ctx.lengths[i]), 'token')} for {figures.plural(int(ctx.chars[i]), 'character')}; "
+                   f"the median over the {len(long_enough):,} lines of {ctx.t.TOK_DENSE_MIN_CHARS} characters or more"),
     )  # fmt: skip
 
 
@@ -605,10 +658,10 @@ def _numbers_in(ctx: TokenizerContext) -> dict[str, int]:
 def numbers(ctx: TokenizerContext) -> Iterator[Hit]:
     """Numbers of the same length are split into digit groups inconsistently.
 
-    What it detects: digit strings of one length (2 digits or more) in the text that the tokenizer splits into different groupings (`1984` as `19|84`, `2024` as one piece, `1066` as `1|066`), when the text holds at least TOK_NUMBER_MIN distinct numbers.
+    What it detects: digit strings of one length (2 digits or more) in the text that the tokenizer splits into different groupings (`1984` as `19|84`, `2024` as one piece, `1066` as `1|066`), for each length of which the text holds at least TOK_NUMBER_MIN distinct numbers (two numbers split two ways is no pattern).
     Why it matters: the model must learn each number's reading from whichever pieces its merges happened to produce, so it reads and says similar numbers differently; tokenizers built for numbers split every digit (sentencepiece's `split_digits`).
     Fires on: a BPE trained without digit splitting, on text with years and prices.
-    Does not fire on: a tokenizer that splits digits one by one, or one that keeps every number of a length whole.
+    Does not fire on: a tokenizer that splits digits one by one, or one that keeps every number of a length whole; lengths with fewer than TOK_NUMBER_MIN distinct numbers.
     Does not mean: the transcripts are wrong; normalising numbers to words also avoids it.
     """
     where = _numbers_in(ctx)
@@ -619,8 +672,11 @@ def numbers(ctx: TokenizerContext) -> Iterator[Hit]:
     by_length: dict[int, dict[tuple[int, ...], list[str]]] = {}
     for digits, pieces in splits.items():
         by_length.setdefault(len(digits), {}).setdefault(tuple(len(p) for p in pieces), []).append(digits)
-    for length in sorted(by_length):
-        patterns = by_length[length]
+    enough = {length: patterns for length, patterns in by_length.items() if sum(map(len, patterns.values())) >= ctx.t.TOK_NUMBER_MIN}
+    if not enough:
+        raise NotApplicable(f"no length of number has {ctx.t.TOK_NUMBER_MIN} distinct numbers the tokenizer spells with digit pieces (of {figures.plural(len(strings), 'distinct number')} of 2 digits or more)")
+    for length in sorted(enough):
+        patterns = enough[length]
         if len(patterns) < 2:
             continue
         examples = [(sorted(ds, key=lambda d: where[d])[0], shape) for shape, ds in patterns.items()]

@@ -78,6 +78,7 @@ class NothingEncoded(Exception):
 def summarize(tokenizer: Any, encoded: EncodedText, ctx: Any) -> dict:
     lengths = ctx.lengths
     words = int(ctx.words.sum())
+    unsegmented = int(ctx.unsegmented.sum())
     chars = int(ctx.chars.sum())
     out: dict = {
         "tokenizer": tokenizer.path,
@@ -85,8 +86,12 @@ def summarize(tokenizer: Any, encoded: EncodedText, ctx: Any) -> dict:
         "vocab_size": tokenizer.vocab_size,
         "lines": len(encoded.text.texts),
         "tokens": ctx.total,
-        "tokens_per_word": round(ctx.total / words, 4) if words else None,
+        "tokens_per_word": round(ctx.total / words, 4) if words and not unsegmented else None,
         "tokens_per_char": round(ctx.total / chars, 4) if chars else None,
+        "words": words,
+        "unsegmented_chars": unsegmented,
+        "unsegmented_scripts": ", ".join(ctx.unsegmented_scripts) or None,
+        "tokens_per_unit": round(ctx.total / (words + unsegmented), 4) if unsegmented else None,
         "max_tokens_line": int(lengths.max()) if lengths.size else None,
         "unknown_share": round(int(ctx.unknown.sum()) / ctx.total, 6) if ctx.total else None,
         "byte_share": round(int(ctx.byte_pieces.sum()) / ctx.total, 6) if ctx.total and tokenizer.byte_ids else None,
@@ -117,6 +122,10 @@ def headline(encoded: EncodedText, summary: Mapping[str, Any]) -> str:
     parts = [f"{kind}, {counts} by a {summary['tokenizer_kind']} tokenizer of {summary['vocab_size']:,} pieces"]
     if summary.get("tokens_per_word") is not None:
         parts.append(f"{figures.plural(summary['tokens_per_word'], 'token')} per word")
+    elif summary.get("tokens_per_unit") is not None:  # a word is no unit in a script without spaces: its characters are
+        written = summary["unsegmented_scripts"]
+        unit = f"word or {written} character" if summary["words"] else f"{written} character"
+        parts.append(f"{figures.plural(summary['tokens_per_unit'], 'token')} per {unit}")
     if summary.get("tokens_per_second_p50") is not None:
         parts.append(f"{figures.plural(summary['tokens_per_second_p50'], 'token')} per second of audio (median)")
     return "; ".join(parts)
