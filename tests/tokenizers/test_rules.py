@@ -375,6 +375,21 @@ def test_english_through_an_english_tokenizer_is_not_too_fertile(sp, clean_text)
     assert subject.summary["tokens_per_word"] < 2.5
 
 
+def test_text_run_together_through_a_tokenizer_trained_on_it_is_not_one_long_word(tmp_path):
+    """Sanskrit written with sandhi runs words together into lines of thousands of characters without a space; through
+    a tokenizer trained on it (0.31 tokens per character) a whole line is not one "word" of hundreds of tokens. Here:
+    English with its spaces taken out, through a unigram model trained on exactly that."""
+    spm = pytest.importorskip("sentencepiece")
+    lines = [line.replace(" ", "") for line in build.english_lines()[:1500]]
+    text = write_text(tmp_path / "run_together.txt", lines)
+    spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(tmp_path / "rt"), vocab_size=2000, model_type="unigram",
+                                   character_coverage=1.0, num_threads=1, minloglevel=2)  # fmt: skip
+    subject = judged(tmp_path / "rt.model", text)
+    assert subject.summary["tokens_per_char"] < 0.4  # the tokenizer fits its text
+    assert "TP-TOK-FERTILITY" in subject.ran
+    assert hits(subject, "TP-TOK-FERTILITY") == []
+
+
 def test_chinese_through_an_english_byte_level_bpe_is_too_fertile_per_character(built):
     """Each Han character is three bytes that an English BPE never merged: three tokens a character, measured per
     character because Chinese puts no spaces between words (a line would be one "word" of 50 tokens)."""
