@@ -282,7 +282,7 @@ def duplicate_id(ctx: DataContext) -> Iterator[Hit]:
 def unlisted(ctx: DataContext) -> Iterator[Hit]:
     """An audio file in the dataset's folder is listed by no manifest line.
 
-    What it detects: audio files beside the listed ones (in `wavs/`, or the folder of a folder dataset) that no line names (the first DATA_EXAMPLES named, the rest counted).
+    What it detects: audio files beside the listed ones (in `wavs/`, or the folder of a folder dataset: no transcript of the same name, no line of the LibriSpeech `.trans.txt` beside it) that no line names (the first DATA_EXAMPLES named, the rest counted).
     Why it matters: a clip you recorded and transcribed that the trainer will never see, or the trace of a line lost in an edit.
     Fires on: `wavs/LJ050-0001.wav` with no line for `LJ050-0001`.
     Does not fire on: a folder holding exactly the listed clips; an audio-only folder (no transcript beside any clip), whose every clip is judged; NeMo, CSV and Kaldi manifests, which often list one split (train, dev) of clips in a folder shared with the others.
