@@ -108,6 +108,19 @@ def test_the_corpus_root_the_split_a_reader_or_a_chapter_is_read_alike(split, wh
     assert subject.summary["clips"] == subject.summary["readable"] == expected
 
 
+def test_a_chapter_list_named_itself_is_read_as_its_chapter(split):
+    """Not a CSV (a transcript with a comma) nor an unknown manifest: the list of the chapter beside it."""
+    listed = split / "84" / "121123" / "84-121123.trans.txt"
+    listed.write_text(listed.read_text().replace(" ", " WELL, ", 1))  # '84-121123-0000 WELL, ...'
+    manifest = read_manifest(listed)
+    assert manifest.layout == "librispeech"
+    assert [entry.listed for entry in manifest.entries] == [f"84-121123-000{i}.flac" for i in range(PER_CHAPTER)]
+    assert manifest.entries[0].text.startswith("WELL, ")
+    subject = judged(listed)
+    assert subject.summary["clips"] == subject.summary["readable"] == PER_CHAPTER
+    assert loud(subject) == []
+
+
 def test_a_line_naming_an_absent_clip_is_missing_at_its_line(split):
     chapter = split / "84" / "121123"
     (chapter / "84-121123-0002.flac").unlink()

@@ -38,7 +38,8 @@ The layout is detected from the path:
   beside the list (any audio extension libsndfile reads; ``.flac`` first).
   A line whose clip is absent is a missing clip at that line; a clip no list
   line names (nor a sidecar transcript) is unlisted. The reader, the list's
-  name up to its first ``-``, is the clip's speaker.
+  name up to its first ``-``, is the clip's speaker. A ``.trans.txt`` named
+  itself is read as its folder.
 
 When a NeMo, CSV or Kaldi manifest's relative paths resolve from neither the
 working directory nor its folder, they are looked for from the ABOVE_LEVELS
@@ -266,6 +267,8 @@ def _detect(path: str) -> tuple[str, str]:
         return "kaldi", folder
     if _extension(name) in _AUDIO:
         raise InputError(path, "is an audio file, not a manifest: give the dataset's manifest or its folder")
+    if name.endswith(CHAPTER_LIST_SUFFIX):  # a LibriSpeech chapter's list: the chapter's folder, as the list describes it
+        return "folder", folder
     _check_text(path)
     first = next((text for _, text in _content_lines(path)), "")
     stripped = first.lstrip("\ufeff").strip()
