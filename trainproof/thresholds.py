@@ -151,6 +151,8 @@ class Thresholds:
     DATA_CPS_EDGE_S: Annotated[float, "seconds", "How far a clip's speech duration may be off: edge silence is found to a 10 ms frame at each end. A WARN or FAIL must hold with the speech this much longer or shorter, whichever is nearer the median rate.", NON_NEGATIVE] = 0.02
     DATA_CPS_SIGMA_SE: Annotated[float, "standard errors", "A WARN or FAIL must hold with the group's sigma widened by this many standard errors of a MAD estimate from its clips, so a small group's uncertain spread cannot make one.", NON_NEGATIVE] = 2.0
     DATA_SCRIPT_SHARE: Annotated[float, "fraction of transcripts", "A script used by fewer than this share of the transcripts is foreign to the corpus; a transcript using one is a WARN.", SHARE] = 0.1
+    DATA_DUPLICATE_MIN_WORDS: Annotated[int, "distinct words", "A repeated transcript is judged only with at least this many different words (a letter of Chinese, Japanese, Thai, Lao, Khmer or Burmese counts as one): a command word or a yes/no or digit string said by many clips is a vocabulary, not a slip.", COUNT] = 4
+    DATA_DUPLICATE_MIN_LETTERS: Annotated[int, "letters and digits", "...and at least this many letters and digits (a Chinese character counts as two), so four short words ('one two three four') are not a sentence either.", COUNT] = 20
 
     # --- tokenizers against their text (trainproof tokenizer) -----------------
     TOK_EXAMPLES: Annotated[int, "findings", "A tokenizer rule names at most this many lines (the first in file order) and counts the rest.", COUNT] = 5

@@ -1024,12 +1024,14 @@ def homoglyph(corpus: Corpus, id: str | None = None) -> Fault:
 
 
 def duplicate_transcript(corpus: Corpus, id: str | None = None) -> Fault:
-    """A clip given the transcript of the clip closest to it in letter count (different audio, the same text).
+    """A clip given the transcript of its speaker's clip closest to it in letter count (different audio, the same text):
+    a copy-paste slip in one speaker's script (the same prompt read by two speakers is no fault).
 
     The fault names the later of the two lines, the one that repeats an earlier line's text, and ``also`` the earlier:
     the source may come after the clip (in an all-voiced corpus, built without espeak-ng, it does)."""
     clip = _pick(corpus, id)
-    source = _closest_letters(corpus, letters(clip.text), exclude=[clip.id])
+    others = [c.id for c in corpus.clips if c.speaker != clip.speaker]
+    source = _closest_letters(corpus, letters(clip.text), exclude=[clip.id, *others])
     clip.text = source.text
     corpus.write()
     earlier, later = sorted((clip, source), key=lambda c: (corpus.loc(c.id).line, str(corpus.loc(c.id).manifest)))  # a folder's .txt: line 1 each

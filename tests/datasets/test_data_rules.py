@@ -592,6 +592,65 @@ def test_a_line_repeated_whole_is_a_duplicate_id_not_duplicate_audio(clean, tmp_
     assert _hits(subject, "TP-DATA-DUPLICATE-AUDIO") == []
 
 
+# --- a repeated transcript: a slip in one speaker's sentences, not a vocabulary nor a shared prompt (issue 29) -----------
+
+SENTENCE = "He was not an ill disposed young man."
+OTHER = "But he was in general well respected."
+
+
+def _clips_saying(folder: Path, rows: list[tuple[str, str | None]]) -> Path:
+    """A NeMo manifest of a distinct clip per (transcript, speaker) of ``rows`` (None: no speaker field), in order."""
+    folder.mkdir(exist_ok=True)
+    clips = _distinct_clips(folder, len(rows))
+    lines = [{"audio_filepath": clip, "text": text, **({} if who is None else {"speaker": who})} for clip, (text, who) in zip(clips, rows)]
+    return _nemo_manifest(folder / "m.jsonl", lines)
+
+
+@pytest.mark.parametrize("speaker", ["anna", None])
+def test_a_sentence_repeated_by_one_speaker_is_duplicate_text(tmp_path, speaker):
+    """The copy-paste slip: one speaker's (or an unnamed one's) line 3 repeats line 1's sentence, case and spacing apart."""
+    manifest = _clips_saying(tmp_path, [(SENTENCE, speaker), (OTHER, speaker), ("he was NOT an ill disposed  young man.", speaker)])
+    (finding,) = _hits(judged_path(manifest), "TP-DATA-DUPLICATE-TEXT")
+    assert finding.line == 3
+    assert finding.message == f"{tmp_path / 'c2.wav'} has the same transcript as {tmp_path / 'c0.wav'} (line 1): 'he was NOT an ill disposed  young man.'."
+
+
+def test_the_same_prompt_read_by_different_speakers_is_no_duplicate_text(tmp_path):
+    """Common Voice, VCTK, CMU Arctic: every speaker reads the same prompts. Only anna's own repeat (line 5) is a slip."""
+    rows = [(SENTENCE, "anna"), (SENTENCE, "bob"), (SENTENCE, "carl"), (OTHER, "anna"), (OTHER, "bob"), (SENTENCE, "anna")]
+    subject = judged_path(_clips_saying(tmp_path, rows[:5]))
+    assert "TP-DATA-DUPLICATE-TEXT" in subject.ran
+    assert _hits(subject, "TP-DATA-DUPLICATE-TEXT") == []
+    (finding,) = _hits(judged_path(_clips_saying(tmp_path / "slip", rows)), "TP-DATA-DUPLICATE-TEXT")
+    assert (finding.line, finding.values["count"]) == (6, 1)
+
+
+def test_command_words_and_yes_no_or_digit_strings_said_by_many_clips_are_no_duplicate_text(tmp_path):
+    """A vocabulary said by many clips (AN4, Speech Commands, yes/no, digits): too few words or letters to be a sentence
+    (DATA_DUPLICATE_MIN_WORDS different words, DATA_DUPLICATE_MIN_LETTERS letters), nor a Chinese command of four
+    characters. A Chinese sentence of 13 characters is one."""
+    said = ["yes", "Yes.", "no", "one hundred", "NO NO YES YES NO YES NO YES", "one two three four", "here we go again!", "打开空调"]
+    rows = [(text, None) for text in said for _ in range(2)]
+    subject = judged_path(_clips_saying(tmp_path, rows))
+    assert "TP-DATA-DUPLICATE-TEXT" in subject.ran
+    assert _hits(subject, "TP-DATA-DUPLICATE-TEXT") == []
+    chinese = "今天天气很好，我们去公园散步。"
+    (finding,) = _hits(judged_path(_clips_saying(tmp_path / "zh", [*rows, (chinese, None), (chinese, None)])), "TP-DATA-DUPLICATE-TEXT")
+    assert finding.line == len(rows) + 2
+
+
+@pytest.mark.parametrize("name", ["an4_train.json", "an4_val.json"])
+def test_the_an4_command_words_repeat_by_design(corpus, name):
+    """NeMo's AN4 test manifests: 'yes' on 11 of 30 lines is the corpus's vocabulary (SOURCES.tsv). Their one fault is
+    the stated durations (2.00275 s for 1 s clips)."""
+    manifest = corpus / "public" / "datasets" / "speech" / "NVIDIA__NeMo__tests_data_asr" / "tests" / "data" / "asr" / name
+    if not manifest.is_file():
+        pytest.skip(f"{manifest} is not in the corpus")
+    subject = judged_path(manifest)
+    assert "TP-DATA-DUPLICATE-TEXT" in subject.ran
+    assert {f.rule_id for f in subject.findings if f.level >= Level.WARN} == {"TP-DATA-DURATION-CLAIM"}
+
+
 # --- quotations of user text are capped (issue 27, item 1) -------------------------------------------------------------
 
 

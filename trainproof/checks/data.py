@@ -282,7 +282,7 @@ def duplicate_id(ctx: DataContext) -> Iterator[Hit]:
 def unlisted(ctx: DataContext) -> Iterator[Hit]:
     """An audio file in the dataset's folder is listed by no manifest line.
 
-    What it detects: audio files beside the listed ones (in `wavs/`, or the folder of a folder dataset) that no line names (the first DATA_EXAMPLES named, the rest counted).
+    What it detects: audio files beside the listed ones (in `wavs/`, or the folder of a folder dataset: no transcript of the same name, no line of the LibriSpeech `.trans.txt` beside it) that no line names (the first DATA_EXAMPLES named, the rest counted).
     Why it matters: a clip you recorded and transcribed that the trainer will never see, or the trace of a line lost in an edit.
     Fires on: `wavs/LJ050-0001.wav` with no line for `LJ050-0001`.
     Does not fire on: a folder holding exactly the listed clips; an audio-only folder (no transcript beside any clip), whose every clip is judged; NeMo, CSV and Kaldi manifests, which often list one split (train, dev) of clips in a folder shared with the others.
@@ -874,17 +874,61 @@ def _any_of(chars: set[str]) -> Any:
 
 
 def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
-    """Different clips have the same transcript.
+    """Different clips of one speaker have the same sentence as their transcript.
 
-    What it detects: transcripts that are identical after case and whitespace are folded, on lines with different audio.
+    What it detects: transcripts that are identical after case and whitespace are folded, on lines with different audio, long enough to be a sentence (at least DATA_DUPLICATE_MIN_WORDS different words and DATA_DUPLICATE_MIN_LETTERS letters and digits) and, when the manifest names speakers, said by the same speaker (or by clips with no speaker recorded).
     Why it matters: in a TTS corpus it is often a copy-paste slip (the line above's text); in any corpus it leaks between a train and a validation split.
-    Fires on: two lines with "Hello there." and different audio.
-    Does not fire on: distinct sentences. It does not run on an audio-only folder (no transcript beside any clip).
+    Fires on: two lines with "He was not an ill disposed young man." and different audio, both of one speaker or of none named.
+    Does not fire on: distinct sentences; a transcript too short to be a sentence said by many clips, a command word ("yes" on eleven lines of AN4, every clip of Speech Commands), a yes/no sequence or a short digit string: a vocabulary, not a slip; the same prompt read by different speakers (Common Voice, VCTK, CMU Arctic), which such corpora do by design. It does not run on an audio-only folder (no transcript beside any clip).
     Does not mean: the pairing is wrong; some corpora record prompts twice on purpose.
     """
     _need_transcripts(ctx)
-    rows, count, firsts = _repeats(ctx, ctx.table, "folded", differing=("audio", "hash"))
-    yield from _examples(ctx, rows, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.folded]}: {quoted(r.text)}.", f"line {r.line}: identical folded text"), total=count)
+    table = ctx.table
+    judged = _sentences_repeated(table["folded"], ctx.t)
+    rows = table[judged]
+    rows = rows.assign(said=rows["folded"] + "\x00" + rows["speaker"].fillna("").astype(object))  # a repeat is by one speaker
+    found, count, firsts = _repeats(ctx, rows, "said", differing=("audio", "hash"))
+    yield from _examples(ctx, found, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.said]}: {quoted(r.text)}.", f"line {r.line}: identical folded text"), total=count)
+
+
+HAN_LETTERS = 2
+"""How many letters a Chinese character counts as towards DATA_DUPLICATE_MIN_LETTERS: one carries about a short word."""
+
+_UNSPACED_SCRIPTS = frozenset({"CJK", "HIRAGANA", "KATAKANA", "HALFWIDTH", "THAI", "LAO", "KHMER", "MYANMAR"})
+"""The scripts written without spaces between words (the first word of their letters' Unicode names): each letter of
+them counts as a word of its own towards DATA_DUPLICATE_MIN_WORDS."""
+
+
+def _sentences_repeated(folded: pd.Series, t: Thresholds) -> np.ndarray:
+    """Which rows' folded transcripts come more than once and are long enough to be a sentence (see
+    :func:`_is_sentence`): each distinct repeated transcript is measured once, not each row."""
+    counts = folded.value_counts()
+    sentences = [text for text in counts.index[counts > 1] if text and _is_sentence(text, t)]
+    return folded.isin(sentences).to_numpy(dtype=bool)
+
+
+def _is_sentence(text: str, t: Thresholds) -> bool:
+    """At least DATA_DUPLICATE_MIN_WORDS different words and DATA_DUPLICATE_MIN_LETTERS letters and digits: a word is
+    a space-separated run's letters and digits, or one letter of a script written without spaces."""
+    words: set[str] = set()
+    letters = 0
+    for run in text.split():
+        kept = []
+        for ch in run:
+            if not ch.isalnum():
+                continue
+            script = _script(ch)
+            if script in _UNSPACED_SCRIPTS:
+                words.add(ch)
+                letters += HAN_LETTERS if script == "CJK" else 1
+            else:
+                kept.append(ch)
+                letters += 1
+        if kept:
+            words.add("".join(kept))
+        if len(words) >= t.DATA_DUPLICATE_MIN_WORDS and letters >= t.DATA_DUPLICATE_MIN_LETTERS:
+            return True  # a long transcript is decided by its first words
+    return False
 
 
 def empty_manifest(ctx: DataContext) -> Iterator[Hit]:

@@ -1,7 +1,7 @@
 """``trainproof data``: speech/TTS dataset preflight.
 
 ``manifest`` reads the layouts (LJSpeech folder, NeMo JSONL, CSV/TSV, Kaldi
-data dir, folder of audio with transcripts) into a :class:`Manifest`;
+data dir, folder of audio with transcripts, LibriSpeech-style folder) into a :class:`Manifest`;
 ``clip`` turns one clip reference into a small record of numbers (pure,
 picklable, no global state, so any engine can run it); ``engine`` runs it on
 this machine's cores with a cache, ``ray_engine`` on a Ray cluster's with the

@@ -32,6 +32,14 @@ The layout is detected from the path:
   no clip has one, the folder is an audio-only corpus (``audio_only``: a
   vocoder's or codec's, or audio not yet transcribed), every clip an entry
   without text, judged by the rules about audio alone.
+- ``librispeech``: a folder layout whose folders hold LibriSpeech's transcript
+  lists (``<reader>/<chapter>/<reader>-<chapter>.trans.txt``, each line
+  ``<utterance-id> <TRANSCRIPT>``): each line's id names the clip of that stem
+  beside the list (any audio extension libsndfile reads; ``.flac`` first).
+  A line whose clip is absent is a missing clip at that line; a clip no list
+  line names (nor a sidecar transcript) is unlisted. The reader, the list's
+  name up to its first ``-``, is the clip's speaker. A ``.trans.txt`` named
+  itself is read as its folder.
 
 When a NeMo, CSV or Kaldi manifest's relative paths resolve from neither the
 working directory nor its folder, they are looked for from the ABOVE_LEVELS
@@ -85,6 +93,10 @@ _AUDIO = frozenset(AUDIO_EXTENSIONS)
 
 TRANSCRIPT_SUFFIXES = (".txt", ".lab", ".normalized.txt", ".original.txt")
 """The transcript beside a clip of a folder dataset, in order of preference (LibriTTS has the last two)."""
+
+CHAPTER_LIST_SUFFIX = ".trans.txt"
+"""LibriSpeech's transcript list, one a chapter folder (``84-121123.trans.txt``): a line ``<utterance-id> <TEXT>`` for
+each clip beside it (``84-121123-0000.flac``)."""
 
 LJSPEECH_FOLDERS = ("wavs", "wav", "audio")
 """Where a bare LJSpeech id is looked for beside metadata.csv, in order (LJSpeech, Piper, others), before the folder itself."""
@@ -255,6 +267,8 @@ def _detect(path: str) -> tuple[str, str]:
         return "kaldi", folder
     if _extension(name) in _AUDIO:
         raise InputError(path, "is an audio file, not a manifest: give the dataset's manifest or its folder")
+    if name.endswith(CHAPTER_LIST_SUFFIX):  # a LibriSpeech chapter's list: the chapter's folder, as the list describes it
+        return "folder", folder
     _check_text(path)
     first = next((text for _, text in _content_lines(path)), "")
     stripped = first.lstrip("\ufeff").strip()
@@ -1621,6 +1635,7 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
     untranscribed: list[tuple[str, str]] = []  # (path, id) of each clip with no transcript beside it
     unlisted: list[OSError] = []
     sidecars = _Sidecars()
+    chapter_lists = 0
     for dirpath, dirnames, filenames in os.walk(folder, onerror=unlisted.append):
         dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
         names = {name for name in filenames if not name.startswith(".")}  # no hidden files (macOS's ._x.wav are not audio)
@@ -1630,7 +1645,10 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         elif len(nested) < NOTE_EXAMPLES:
             found = sorted(name for name in names if _extension(name) in _MANIFEST_EXTENSIONS)
             nested.extend(os.path.relpath(os.path.join(dirpath, name), folder) for name in found[: NOTE_EXAMPLES - len(nested)])
-        used: set[str] = set()
+        lists = sorted(name for name in names if name.endswith(CHAPTER_LIST_SUFFIX))
+        chapter_lists += len(lists)
+        on_lists = _read_chapter_lists(dirpath, lists, audio, folder, ctx, builder) if lists else set()
+        used: set[str] = set(lists)
         for name in audio:
             count += 1
             if count > MAX_FOLDER_FILES:
@@ -1638,15 +1656,20 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
             stem = os.path.splitext(name)[0]
             candidates = [stem + suffix for suffix in TRANSCRIPT_SUFFIXES if stem + suffix in names]
             used.update(candidates)  # every one of them belongs to this clip: none is a clip of its own
+            if name in on_lists:
+                continue
             audio_path = os.path.join(dirpath, name)
             ident = os.path.relpath(audio_path, folder).replace(os.sep, "/")
             chosen = _choose_transcript(dirpath, candidates, folder, ctx, builder, sidecars) if candidates else None
             if chosen is None:  # no transcript lists it: the folder layout's unlisted clip
-                if candidates:
+                if lists:
+                    why = f"is on no line of {' or '.join(lists)} beside it"
+                elif candidates:
                     held = f"{', '.join(candidates)} hold{'s' if len(candidates) == 1 else ''} start/end times, not text"
+                    why = f"has no transcript beside it ({held})"
                 else:
-                    held = " or ".join(stem + suffix for suffix in TRANSCRIPT_SUFFIXES[:2])
-                builder.problem("unlisted", f"{audio_path} has no transcript beside it ({held})", audio_path, None, audio_path)
+                    why = f"has no transcript beside it ({' or '.join(stem + suffix for suffix in TRANSCRIPT_SUFFIXES[:2])})"
+                builder.problem("unlisted", f"{audio_path} {why}", audio_path, None, audio_path)
                 untranscribed.append((audio_path, ident))
                 continue
             text_path, text = chosen
@@ -1666,9 +1689,15 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         ident = os.path.relpath(stem, folder).replace(os.sep, "/")
         text = None if raw is None else _transcript_text(raw, text_path, builder)
         builder.add(Entry(1, ident, os.path.normpath(stem), f"{ident}.*", text, text_path), unique=False)
-    if count and not builder.entries:
+    if chapter_lists:
+        builder.layout = "librispeech"
+        builder.notes.append(
+            f"read as LibriSpeech-style: {figures.plural(chapter_lists, 'transcript list')} (<reader>-<chapter>{CHAPTER_LIST_SUFFIX}), "
+            "each line naming a clip beside it; the reader is the clip's speaker"
+        )
+    elif count and not builder.entries:
         _audio_only(folder, untranscribed, manifests + nested, builder)
-    if count == 0:
+    if count == 0 and not builder.entries:
         looked = "no metadata.csv (LJSpeech), no wav.scp (Kaldi), no audio files (a folder of clips)"
         hint = f"; it holds {', '.join(manifests[:NOTE_EXAMPLES])}: give the manifest file itself" if manifests else ""
         raise InputError(folder, f"holds none of the dataset layouts trainproof reads: {looked}{hint}")
@@ -1690,6 +1719,47 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
 
 
 _MANIFEST_EXTENSIONS = (".json", ".jsonl", ".csv", ".tsv")
+
+
+def _read_chapter_lists(dirpath: str, lists: list[str], audio: list[str], folder: str, ctx: _Context, builder: _Builder) -> set[str]:
+    """The LibriSpeech transcript lists of one folder (``lists``, its ``*.trans.txt``), every line an entry, and the
+    audio files (of ``audio``, the folder's) that their lines name.
+
+    A line ``<utterance-id> <TEXT>`` names the clip of that stem beside the list: the ``.flac`` (LibriSpeech's own)
+    when there is one, else the first by name; every audio file of that stem is named (a ``.wav`` copy beside the
+    ``.flac`` is not unlisted). A line whose clip is absent is an entry whose audio does not exist: a missing clip at
+    that line. The reader, the list's name up to its first ``-``, is the speaker. A list that cannot be read (a FIFO,
+    binary) lists nothing, and a note says so; its clips are unlisted."""
+    by_stem: dict[str, list[str]] = {}
+    for name in audio:
+        by_stem.setdefault(os.path.splitext(name)[0], []).append(name)
+    named: set[str] = set()
+    for list_name in lists:
+        path = os.path.join(dirpath, list_name)
+        if os.path.islink(path):  # never opened through a link out of the dataset (see _transcript_bytes)
+            ctx.policy.require(path)
+        chapter = list_name[: -len(CHAPTER_LIST_SUFFIX)]
+        reader = chapter.split("-", 1)[0] if "-" in chapter else None
+        try:
+            _check_text(path)
+            lines = list(_lines(path, builder))
+        except EmptyLog:
+            continue
+        except InputError as exc:
+            builder.unreadable_texts.append(f"{_quote(path, 120)} {exc.problem}")
+            continue
+        for number, text in lines:
+            utterance, transcript = (text.split(None, 1) + [""])[:2]
+            ident = os.path.relpath(os.path.join(dirpath, utterance), folder).replace(os.sep, "/")
+            found = by_stem.get(utterance)
+            if found:
+                named.update(found)
+                clip = os.path.normpath(os.path.join(dirpath, min(found, key=lambda n: (_extension(n) != ".flac", n))))
+                listed = os.path.relpath(clip, folder).replace(os.sep, "/")
+            else:
+                clip, listed = os.path.normpath(os.path.join(dirpath, utterance)), f"{ident}.*"
+            builder.add(Entry(number, ident, clip, listed, transcript.strip(), path, speaker=reader))
+    return named
 
 
 def _audio_only(folder: str, clips: list[tuple[str, str]], manifests: list[str], builder: _Builder) -> None:

@@ -133,7 +133,7 @@ class Manifest:
     """A dataset as its manifest describes it: the layout, the clips, and what is wrong with the manifest itself."""
 
     path: str
-    layout: str  # "ljspeech", "nemo", "csv", "kaldi", "folder" (audio_only says when a folder has no transcript)
+    layout: str  # "ljspeech", "nemo", "csv", "kaldi", "folder" (audio_only says when a folder has no transcript), "librispeech"
     entries: Sequence[Entry]  # Entries, as the readers give them; a tuple of entries is taken too
     problems: tuple[Problem, ...] = ()
     notes: tuple[str, ...] = ()
