@@ -145,6 +145,34 @@ def test_paths_found_nowhere_say_which_folders_were_tried(tmp_path, elsewhere):
     assert note.endswith("--root names the folder they are relative to")
 
 
+def test_windows_paths_written_on_another_machine_are_missing_and_found_by_their_tail(tmp_path, elsewhere):
+    """A Kaldi dir committed with its author's Windows paths (a real Hindi digits recipe: 'C:\\Users\\...\\s5\\
+    digits_audio\\train\\akarsh\\0_4_8.wav'): every clip is missing as written, and the note says where they are."""
+    data = kaldi_recipe(tmp_path / "recipe")
+    scp = data / "wav.scp"
+    scp.write_text("".join(f"u{i} C:\\Users\\me\\OneDrive - Lab\\recipe\\waves\\u{i}.wav\n" for i in range(4)))
+    subject = judged(data)
+    assert {f.rule_id for f in subject.findings if f.level is Level.FAIL} == {"TP-DATA-MISSING"}
+    (note,) = [n for n in subject.notes if "another machine" in n]
+    assert f"4 of 4 looked at are found under {tmp_path / 'recipe'} by their last 2 parts (as 'waves/u0.wav')" in note
+
+
+def test_absolute_paths_of_another_machine_are_found_by_their_tail(tmp_path, elsewhere):
+    manifest = nemo_in_repo(tmp_path / "repo")
+    lines = [json.loads(line) for line in manifest.read_text().splitlines()]
+    manifest.write_text("".join(json.dumps({**r, "audio_filepath": "/home/alice/" + r["audio_filepath"]}) + "\n" for r in lines))
+    m = read_manifest(manifest)
+    (note,) = [n for n in m.notes if "another machine" in n]
+    assert "'/home/alice/tests/data/asr/wav/a0.wav'" in note
+    assert f"found under {manifest.parent} by their last 2 parts (as 'wav/a0.wav')" in note
+
+
+def test_paths_found_nowhere_by_any_tail_get_no_such_note(tmp_path, elsewhere):
+    data = kaldi_recipe(tmp_path / "recipe")
+    (data / "wav.scp").write_text("".join(f"u{i} C:\\Users\\me\\other\\x{i}.wav\n" for i in range(4)))
+    assert not [n for n in read_manifest(data).notes if "another machine" in n]
+
+
 def test_the_folder_found_above_is_a_root_of_the_read_policy(tmp_path, elsewhere):
     data = kaldi_recipe(tmp_path / "recipe")
     m = read_manifest(data)

@@ -129,6 +129,11 @@ ABOVE_SHARE = 0.5
 """A folder above the manifest's is taken as its paths' base only when more than this share of the sampled paths that
 resolve nowhere else resolve from it (the nearest such folder): most of them, not a stray file of the same name."""
 
+TAIL_PARTS = 6
+"""A manifest whose paths resolve nowhere is searched for its audio by the last (up to) this many parts of each path
+under the manifest's folder and the folders above it, for a note: written on another machine, its paths are absolute
+there."""
+
 MAX_LINE_PROBLEMS = 1_000
 """Most problems of one kind kept for lines that are not records (``unparsable``, ``no-audio-field``); the rest are counted in a note."""
 
@@ -702,11 +707,16 @@ def _settle_above(builder: _Builder, folder: str, ctx: _Context, bases: tuple[st
     listed = columns["listed"] if columns is not None else [entry.listed for entry in builder.entries]
     audio = columns["audio"] if columns is not None else [entry.audio for entry in builder.entries]
     picks = min(len(listed), ABOVE_SAMPLE)
-    sample = [i for i in (k * len(listed) // picks for k in range(picks)) if _relative(listed[i])]  # type: ignore[arg-type]
+    spread = [k * len(listed) // picks for k in range(picks)]
+    sample = [i for i in spread if _relative(listed[i])]  # type: ignore[arg-type]
     unresolved = [i for i in sample if not os.path.isfile(audio[i])]  # type: ignore[arg-type]
+    above = _folders_above(folder)  # (levels up, folder), nearest first
+    if not sample and spread and not any(os.path.isfile(audio[i]) for i in spread):  # type: ignore[arg-type]
+        tail = _found_by_tail([listed[i] for i in spread], [folder or os.curdir, *(candidate for _, candidate in above)])  # type: ignore[misc]
+        if tail is not None:  # every path absolute, none there: written on another machine
+            builder.notes.append(tail)
     if not unresolved:
         return 0
-    above = _folders_above(folder)  # (levels up, folder), nearest first
     best, level, most = None, 0, 0
     for up, candidate in above:
         found = sum(_resolves(candidate, listed[i]) is not None for i in unresolved)  # type: ignore[arg-type]
@@ -719,6 +729,9 @@ def _settle_above(builder: _Builder, folder: str, ctx: _Context, bases: tuple[st
                 f"the listed audio paths resolve neither from {where} nor from the {figures.plural(len(above), 'folder')} above "
                 f"the manifest's ({', '.join(candidate for _, candidate in above)}): --root names the folder they are relative to"
             )
+            tail = _found_by_tail([listed[i] for i in unresolved], [folder or os.curdir, *(candidate for _, candidate in above)])  # type: ignore[misc]
+            if tail is not None:
+                builder.notes.append(tail)
         return 0
     relative = [i for i, path in enumerate(listed) if _relative(path)]  # type: ignore[arg-type]
     resolved = list(audio)
@@ -743,6 +756,23 @@ def _settle_above(builder: _Builder, folder: str, ctx: _Context, bases: tuple[st
         f"{figures.plural(len(relative), 'relative audio path')} are found there and not from {where}"
     )
     return moved
+
+
+def _found_by_tail(listed: list[str], folders: list[str]) -> str | None:
+    """A note when most of ``listed`` (paths that resolve nowhere) are found under one of ``folders`` by their last
+    parts: a manifest written on another machine ('C:\\Users\\me\\corpus\\wavs\\a.wav', '/home/me/corpus/wavs/a.wav'),
+    whose trainer here fails on every path, though the audio is beside it. None otherwise."""
+    parts = [[p for p in re.split(r"[\\/]", path) if p] for path in listed]
+    for folder in folders:
+        for keep in range(min(TAIL_PARTS, max(map(len, parts), default=0)), 0, -1):
+            hits = [os.path.join(*p[-keep:]) for p in parts if len(p) > keep and os.path.isfile(os.path.join(folder, *p[-keep:]))]
+            if len(hits) > ABOVE_SHARE * len(listed):
+                return (
+                    f"the listed paths look written on another machine ({_quote(listed[0])}): {len(hits):,} of {len(listed):,} looked at "
+                    f"are found under {folder} by their last {figures.plural(keep, 'part')} (as {_quote(hits[0])}): write the "
+                    f"manifest's paths relative to that folder"
+                )
+    return None
 
 
 def _relative(listed: str) -> bool:
