@@ -75,7 +75,7 @@ def test_every_shape_is_read_into_its_row(tmp_path):
     assert d.notes == ()
     assert d.lines == 4
     assert d.path == str(path)
-    assert dict(d.shapes) == {"text": 1, "prompt_completion": 1, "instruction": 1, "messages": 1, "preference": 0}
+    assert dict(d.shapes) == {"text": 1, "prompt_completion": 1, "instruction": 1, "messages": 1}
     assert list(d.shapes) == list(SHAPES)
 
 
@@ -118,7 +118,7 @@ def test_a_row_with_the_fields_of_two_shapes_is_read_as_messages_with_a_note(tmp
     assert d.rows[1].shape == "messages"
     assert d.notes == (
         "1 row has the fields of more than one shape, the first at line 2; each was read as the first of messages, "
-        "prompt_completion, instruction, text, preference",
+        "prompt_completion, instruction, text",
     )
 
 
@@ -190,7 +190,7 @@ def test_lines_that_are_json_but_not_objects(tmp_path):
             {"id": 1, "body": "b"},
             None,
             "line 2 has none of the fields of a training example (it has 'id', 'body'; "
-            "a row has 'text', 'prompt' and 'completion', 'instruction' and 'output', 'messages', or 'chosen' and 'rejected')",
+            "a row has 'text', 'prompt' and 'completion', 'instruction' and 'output', or 'messages')",
         ),
         ({}, None, "line 2 is an empty object, with none of the fields of a training example"),
     ],
@@ -218,9 +218,9 @@ def test_an_object_of_no_shape_names_the_near_miss(tmp_path, record, field, mess
             "line 2: the 'content' of message 1 of 'messages' is an object, not a string",
         ),
         (
-            {"prompt": [user("a")], "completion": "b"},
-            "line 2: 'prompt' is an array, not a string (a conversational prompt and completion are both lists of turns: "
-            "the other is a string here)",
+            {"prompt": [user("a")], "completion": [assistant("b")]},
+            "line 2: 'prompt' is an array, not a string (a conversational prompt and completion are not read: "
+            "put the whole conversation in 'messages')",
         ),
     ],
 )
@@ -273,15 +273,15 @@ def test_empty_and_null_fields_are_rows_with_their_problems(tmp_path):
         ([user("a"), assistant("b"), assistant("c")], "line 2: messages 2 and 3 are both 'assistant' turns, one after the other"),
         (
             [assistant("Hi!"), user("a"), assistant("b")],
-            "line 2 starts with the role 'assistant'; a conversation starts with 'system' (or 'developer') or 'user'",
+            "line 2 starts with the role 'assistant'; a conversation starts with 'system' or 'user'",
         ),
         (
             [user("a"), {"role": "bot", "content": "b"}, assistant("c")],
-            "line 2: message 2 has the role 'bot', which is none of 'system', 'developer', 'user', 'assistant', 'tool'",
+            "line 2: message 2 has the role 'bot', which is none of 'system', 'user', 'assistant', 'tool'",
         ),
         (
             [user("a"), {"role": "Assistant", "content": "b"}],
-            "line 2: message 2 has the role 'Assistant', which is none of 'system', 'developer', 'user', 'assistant', 'tool'",
+            "line 2: message 2 has the role 'Assistant', which is none of 'system', 'user', 'assistant', 'tool'",
         ),
     ],
 )
@@ -326,7 +326,6 @@ def test_every_problem_kind_is_one_the_model_documents(tmp_path, monkeypatch):
     lines = [CHAT, "{", "[1]", {"x": 1}, {"text": 1}, {"text": ""}, {"text": None}, "", {"text": "x" * 200}]
     lines += [{"messages": [assistant("a"), assistant("b")]}, {"messages": [user("a")]}]
     lines += ['{"messages":[{"role":"user"},{"role":"assistant","content":"b"},{"role":"user"}]}']  # under 100 bytes
-    lines += [{"prompt": "p", "chosen": "c", "rejected": "c"}]
     found = {p.kind for p in read_text_dataset(jsonl(tmp_path, *lines)).problems}
     found |= {p.kind for p in read_text_dataset(jsonl(tmp_path, "[", CHAT, "]", name="array.json")).problems}
     assert found == set(PROBLEM_KINDS)

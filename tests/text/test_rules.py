@@ -43,7 +43,6 @@ LEVELS = {
     "TP-TEXT-NO-ASSISTANT": FAIL,
     "TP-TEXT-ROLES": WARN,
     "TP-TEXT-DUPLICATE": WARN,
-    "TP-TEXT-SAME-PAIR": WARN,
     "TP-TEXT-REPEATED-TARGET": WARN,
     "TP-TEXT-LENGTH-OUTLIER": WARN,
     "TP-TEXT-TRUNCATED-TARGET": FAIL,
@@ -255,17 +254,6 @@ CASES = [
         chat(user("Name a colour."), assistant("Green.")),
         chat(user("Name a colour."), assistant("Green."), user("Another?"), assistant("Blue.")),
     )),  # fmt: skip
-    # TP-TEXT-SAME-PAIR
-    Case(
-        "TP-TEXT-SAME-PAIR",
-        "a preference pair whose rejected answer is its chosen one",
-        ({"prompt": "2+2?", "chosen": "4", "rejected": "5"}, {"prompt": "3+3?", "chosen": "6", "rejected": "6"}),
-        (2,),
-        "Line 2: 'chosen' and 'rejected' are the same answer ('6').",
-    ),
-    Case("TP-TEXT-SAME-PAIR", "pairs whose answers differ", (
-        {"prompt": "2+2?", "chosen": "4", "rejected": "5"}, {"chosen": [user("3+3?"), assistant("6")], "rejected": [user("3+3?"), assistant("9")]},
-    )),  # fmt: skip
     # TP-TEXT-REPEATED-TARGET
     Case(
         "TP-TEXT-REPEATED-TARGET",
@@ -410,7 +398,6 @@ KINDS = {
     "no-assistant": ("TP-TEXT-NO-ASSISTANT", chat(system("s"), user("a"))),
     "no-user": ("TP-TEXT-ROLES", chat(system("s"), assistant("a"))),
     "unanswered": ("TP-TEXT-ROLES", chat(user("a"), assistant("b"), user("c"))),
-    "same-answers": ("TP-TEXT-SAME-PAIR", {"prompt": "p", "chosen": "c", "rejected": "c"}),
     "blank-line": ("TP-TEXT-FORMAT", ""),
     "document": ("TP-TEXT-DOCUMENT", None),
 }

@@ -97,7 +97,7 @@ def _fold(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-_TARGET_FIELD = {"text": "text", "prompt_completion": "completion", "instruction": "output", "preference": "chosen"}
+_TARGET_FIELD = {"text": "text", "prompt_completion": "completion", "instruction": "output"}
 
 
 def _answers_of(row: Row) -> list[tuple[str, str]]:
@@ -109,8 +109,6 @@ def _answers_of(row: Row) -> list[tuple[str, str]]:
 
 
 def _key(row: Row, fold: Callable[[str], str]) -> tuple:
-    if row.shape == "preference":  # a pair: the same prompt and chosen answer against another rejected one is no repeat
-        return (row.shape, fold(row.prompt), fold(row.target), fold(row.rejected))
     if row.messages:
         return (row.shape, *((m.role, fold(m.content or "")) for m in row.messages))
     return (row.shape, fold(row.prompt), fold(row.target))
@@ -232,18 +230,6 @@ def empty_fields(ctx: TextContext) -> Iterator[Hit]:
     Does not mean: the row is unusable; fill it or drop it.
     """
     yield from _problem_hits(ctx, ctx.problems("empty-field", "null-field"), "fields are empty or null")
-
-
-def same_pair(ctx: TextContext) -> Iterator[Hit]:
-    """A preference pair's chosen and rejected answers are the same.
-
-    What it detects: `preference` rows (`prompt`, `chosen`, `rejected`: TRL's DPO, ORPO and reward trainers) whose chosen and rejected answers are equal once runs of whitespace are folded.
-    Why it matters: the trainer learns from the difference between the two answers; a pair with none teaches nothing and dilutes the batch (DPO's loss on it is a constant).
-    Fires on: `{"prompt": "2+2?", "chosen": "4", "rejected": "4"}`.
-    Does not fire on: pairs whose answers differ, however slightly; empty answers (see TP-TEXT-EMPTY).
-    Does not mean: the file is wrong elsewhere; regenerate or drop the pair.
-    """
-    yield from _problem_hits(ctx, ctx.problems("same-answers"), "preference pairs have the same chosen and rejected answer")
 
 
 def no_assistant(ctx: TextContext) -> Iterator[Hit]:
@@ -444,7 +430,6 @@ TEXT_RULES = rules_of(
         ("TP-TEXT-NO-ASSISTANT", Level.FAIL, no_assistant),
         ("TP-TEXT-ROLES", Level.WARN, roles),
         ("TP-TEXT-DUPLICATE", Level.WARN, duplicates),
-        ("TP-TEXT-SAME-PAIR", Level.WARN, same_pair),
         ("TP-TEXT-REPEATED-TARGET", Level.WARN, repeated_target),
         ("TP-TEXT-LENGTH-OUTLIER", Level.WARN, length_outlier),
         ("TP-TEXT-TRUNCATED-TARGET", Level.FAIL, truncated_target),

@@ -5,16 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-SHAPES = ("text", "prompt_completion", "instruction", "messages", "preference")
+SHAPES = ("text", "prompt_completion", "instruction", "messages")
 """The shapes of a training example, in the order a row that has the fields of several is read as (see the reader)."""
 
-ROLES = ("system", "developer", "user", "assistant", "tool")
-"""The roles a chat template knows (``developer`` is OpenAI's newer name for ``system``). Any other role is kept as
-written and is a ``role-order`` problem."""
+ROLES = ("system", "user", "assistant", "tool")
+"""The roles a chat template knows. Any other role is kept as written and is a ``role-order`` problem."""
 
 PROBLEM_KINDS = (
     "unparsable", "document", "not-object", "unknown-shape", "wrong-type", "empty-field", "null-field",
-    "role-order", "no-assistant", "no-user", "unanswered", "same-answers", "blank-line", "overlong-line",
+    "role-order", "no-assistant", "no-user", "unanswered", "blank-line", "overlong-line",
 )  # fmt: skip
 """Every :attr:`RowProblem.kind`. The first five and ``overlong-line`` keep a line from being a row; the others are
 recorded on a row that is still read, so a rule can count them."""
@@ -43,15 +42,7 @@ class Row:
     - ``messages``: prompt is the contents of every message before the last
       assistant turn, target the contents of every assistant turn, each
       joined by a blank line. ``messages`` keeps the turns themselves, for a
-      tokenizer's chat template to render as the trainer will. TRL's
-      conversational prompt and completion (each a list of turns) is read as
-      this shape, its prompt's turns then its completion's.
-    - ``preference`` (TRL's DPO, ORPO, reward modelling): prompt is ``prompt``
-      (its turns' contents when it is a conversation; ``""`` when the prompt is
-      implicit, inside each answer's conversation), target is ``chosen`` and
-      ``rejected`` the rejected answer (of a conversation, the contents of its
-      assistant turns). ``messages`` keeps the prompt's turns then the chosen
-      ones when they are conversations.
+      tokenizer's chat template to render as the trainer will.
 
     A null field reads as ``""`` here (its problem is recorded).
     """
@@ -61,7 +52,6 @@ class Row:
     prompt: str
     target: str
     messages: tuple[Message, ...] = ()
-    rejected: str = ""
 
 
 @dataclass(frozen=True)

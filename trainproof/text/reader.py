@@ -13,14 +13,9 @@ as the tools people train with write them (other keys are ignored):
   "human", "value": ...}, ...]}`` with its speakers mapped to roles. A
   ``content`` may be a list of parts (``{"type": "text", "text": ...}``,
   images), read as its text parts joined: a length counts their text only.
-  TRL's conversational ``{"prompt": [turns], "completion": [turns]}`` is read
-  as the conversation of its prompt's turns then its completion's;
-- ``preference``: ``{"prompt": ..., "chosen": ..., "rejected": ...}`` (TRL's
-  DPO, ORPO and reward trainers), each a string or a list of turns, the
-  prompt optional (implicit: inside each answer's conversation).
 
 A row with the fields of several shapes is read as the first of messages,
-prompt_completion, instruction, text, preference, with a note.
+prompt_completion, instruction, text, with a note.
 
 What is wrong with a line is a :class:`RowProblem` at its line. A line
 that is not a training example (not JSON, not an object, of no shape, a
@@ -93,13 +88,12 @@ _FORMS = tuple(
         ("prompt_completion", ("prompt", "completion")),
         ("instruction", ("instruction", "output")),
         ("text", ("text",)),
-        ("preference", ("chosen", "rejected")),
     )
 )
 """The required keys of each shape (ShareGPT's ``conversations`` is a form of ``messages``), in the order a row that has
 the keys of several is read as, and as a set to test a record's keys against."""
 _FIELDS = tuple(dict.fromkeys(key for _, keys, _ in _FORMS for key in keys))
-_EXPECTED = "'text', 'prompt' and 'completion', 'instruction' and 'output', 'messages', or 'chosen' and 'rejected'"
+_EXPECTED = "'text', 'prompt' and 'completion', 'instruction' and 'output', or 'messages'"
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _OTHER_BOMS = (
@@ -405,7 +399,7 @@ class _Reader:
         if self.several:
             notes.append(
                 f"{_rows(self.several)} the fields of more than one shape, the first at line {self.first_several}; "
-                "each was read as the first of messages, prompt_completion, instruction, text, preference"
+                "each was read as the first of messages, prompt_completion, instruction, text"
             )
         shapes = dict.fromkeys(SHAPES, 0)
         for row in self.rows:
@@ -426,10 +420,6 @@ def _row(n: int, shape: str, key: str, record: Mapping[str, object], found: list
     if shape == "text":
         return Row(n, shape, "", _string(n, record, "text", found)), False
     if shape == "prompt_completion":
-        if isinstance(record["prompt"], list) and isinstance(record["completion"], list):  # TRL's conversational form
-            asked, _ = _conversation(n, "prompt", record["prompt"], found)
-            answered, _ = _conversation(n, "completion", record["completion"], found)
-            return _chat_row(n, "prompt", asked + answered, found), False
         prompt = _string(n, record, "prompt", found)
         return Row(n, shape, prompt, _string(n, record, "completion", found)), False
     if shape == "instruction":
@@ -437,14 +427,7 @@ def _row(n: int, shape: str, key: str, record: Mapping[str, object], found: list
         extra = _string(n, record, "input", found, optional=True)
         output = _string(n, record, "output", found)
         return Row(n, shape, f"{instruction}\n\n{extra}" if extra else instruction, output), False
-    if shape == "preference":
-        return _preference_row(n, record, found), False
     messages, sharegpt = _conversation(n, key, record[key], found)
-    return _chat_row(n, key, messages, found), sharegpt
-
-
-def _chat_row(n: int, key: str, messages: tuple[Message, ...], found: list[RowProblem]) -> Row:
-    """The ``messages`` row a conversation is, its role problems added to ``found``."""
     answers = [i for i, message in enumerate(messages) if message.role == "assistant"]
     if messages:
         role_problem = _role_order(n, key, messages)
@@ -453,39 +436,7 @@ def _chat_row(n: int, key: str, messages: tuple[Message, ...], found: list[RowPr
         found.extend(_missing_turns(n, key, messages, answers))
     prompt = _joined([message.content for message in messages[: answers[-1] if answers else len(messages)]])
     target = _joined([messages[i].content for i in answers])
-    return Row(n, "messages", prompt, target, messages)
-
-
-def _preference_row(n: int, record: Mapping[str, object], found: list[RowProblem]) -> Row:
-    """The ``preference`` row a record with ``chosen`` and ``rejected`` is: each answer a string or a conversation (its
-    assistant turns are the answer), the prompt a string, a conversation, or absent (implicit: the chosen conversation's
-    turns before its last answer). Chosen and rejected the same after folding is a ``same-answers`` problem."""
-    asked: tuple[Message, ...] = ()
-    prompt = ""
-    if isinstance(record.get("prompt"), list):
-        asked, _ = _conversation(n, "prompt", record["prompt"], found)
-        prompt = _joined([m.content for m in asked])
-    elif "prompt" in record:
-        prompt = _string(n, record, "prompt", found)
-    answers: list[str] = []
-    turns: tuple[Message, ...] = ()
-    for key in ("chosen", "rejected"):
-        if isinstance(record[key], list):
-            said, _ = _conversation(n, key, record[key], found)
-            replies = [i for i, m in enumerate(said) if m.role == "assistant"]
-            if said and not replies:
-                found.append(RowProblem("no-assistant", f"line {n} has no assistant message in {key!r}: it is no answer", n, key))
-            answers.append(_joined([said[i].content for i in replies]))
-            if key == "chosen":
-                turns = said
-                if not asked and replies:  # the implicit prompt: the conversation before its answer
-                    prompt = _joined([m.content for m in said[: replies[-1]]])
-        else:
-            answers.append(_string(n, record, key, found))
-    chosen, rejected = answers
-    if chosen.strip() and " ".join(chosen.split()) == " ".join(rejected.split()):
-        found.append(RowProblem("same-answers", f"line {n}: 'chosen' and 'rejected' are the same answer ({_quote(chosen)})", n, "rejected"))
-    return Row(n, "preference", prompt, chosen, asked + turns, rejected=rejected)
+    return Row(n, shape, prompt, target, messages), sharegpt
 
 
 def _missing_turns(n: int, key: str, messages: tuple[Message, ...], answers: list[int]) -> list[RowProblem]:
@@ -526,7 +477,7 @@ def _string(n: int, record: Mapping[str, object], key: str, found: list[RowProbl
 def _hint(key: str, value: object) -> str:
     """TRL's conversational prompt-completion (a list of messages as prompt and completion) is named as such."""
     if key in ("prompt", "completion") and isinstance(value, list) and value and all(isinstance(v, dict) and "role" in v for v in value):
-        return " (a conversational prompt and completion are both lists of turns: the other is a string here)"
+        return " (a conversational prompt and completion are not read: put the whole conversation in 'messages')"
     return ""
 
 
@@ -603,10 +554,10 @@ def _role_order(n: int, key: str, messages: tuple[Message, ...]) -> RowProblem |
         problem = None
         if role not in ROLES:
             problem = f"line {n}: message {i} has the role {_quote(role)}, which is none of {', '.join(map(repr, ROLES))}"
-        elif i == 1 and role not in ("system", "developer", "user"):
-            problem = f"line {n} starts with the role {role!r}; a conversation starts with 'system' (or 'developer') or 'user'"
-        elif i > 1 and role in ("system", "developer"):
-            problem = f"line {n}: message {i} is a {role!r} message; only the first message may be one"
+        elif i == 1 and role not in ("system", "user"):
+            problem = f"line {n} starts with the role {role!r}; a conversation starts with 'system' or 'user'"
+        elif i > 1 and role == "system":
+            problem = f"line {n}: message {i} is a 'system' message; only the first message may be one"
         elif role == previous and role in ("user", "assistant"):
             problem = f"line {n}: messages {i - 1} and {i} are both {role!r} turns, one after the other"
         if problem is not None:
