@@ -122,6 +122,24 @@ def test_a_row_with_the_fields_of_two_shapes_is_read_as_messages_with_a_note(tmp
     )
 
 
+def test_openais_developer_role_is_a_system_role(tmp_path):
+    d = read_text_dataset(jsonl(tmp_path, {"messages": [{"role": "developer", "content": "Be brief."}, user("2+2?"), assistant("4")]}))
+    assert d.problems == ()
+    assert d.rows[0].prompt == "Be brief.\n\n2+2?"
+
+
+def test_an_openai_tool_call_with_null_content_then_its_result_is_in_order(tmp_path):
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    row = {
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+        "messages": [user("Weather in Paris?"), {"role": "assistant", "content": None, "tool_calls": [call]},
+                     {"role": "tool", "tool_call_id": "call_1", "content": "18C, sunny"}, assistant("18C and sunny.")],
+    }  # fmt: skip
+    d = read_text_dataset(jsonl(tmp_path, row))
+    assert d.problems == ()
+    assert d.rows[0].target == "18C and sunny."
+
+
 # --- problems at their lines --------------------------------------------------------------------------------------
 
 
@@ -272,16 +290,20 @@ def test_empty_and_null_fields_are_rows_with_their_problems(tmp_path):
         ([user("a"), user("b"), assistant("c")], "line 2: messages 1 and 2 are both 'user' turns, one after the other"),
         ([user("a"), assistant("b"), assistant("c")], "line 2: messages 2 and 3 are both 'assistant' turns, one after the other"),
         (
+            [{"role": "developer", "content": "d"}, user("a"), {"role": "developer", "content": "e"}, assistant("b")],
+            "line 2: message 3 is a 'developer' message; only the first message may be one",
+        ),
+        (
             [assistant("Hi!"), user("a"), assistant("b")],
-            "line 2 starts with the role 'assistant'; a conversation starts with 'system' or 'user'",
+            "line 2 starts with the role 'assistant'; a conversation starts with 'system', 'developer' or 'user'",
         ),
         (
             [user("a"), {"role": "bot", "content": "b"}, assistant("c")],
-            "line 2: message 2 has the role 'bot', which is none of 'system', 'user', 'assistant', 'tool'",
+            "line 2: message 2 has the role 'bot', which is none of 'system', 'developer', 'user', 'assistant', 'tool'",
         ),
         (
             [user("a"), {"role": "Assistant", "content": "b"}],
-            "line 2: message 2 has the role 'Assistant', which is none of 'system', 'user', 'assistant', 'tool'",
+            "line 2: message 2 has the role 'Assistant', which is none of 'system', 'developer', 'user', 'assistant', 'tool'",
         ),
     ],
 )

@@ -233,6 +233,7 @@ CASES = [
         "Line 2: messages 1 and 2 are both 'user' turns, one after the other. 4 conversations have role problems; the first 4 are named here.",
     ),
     Case("TP-TEXT-ROLES", "system, user, assistant, user, assistant", (chat(system("s"), user("a"), assistant("A"), user("b"), assistant("B")),)),
+    Case("TP-TEXT-ROLES", "OpenAI's developer role first", (chat({"role": "developer", "content": "Be brief."}, user("a"), assistant("A")),)),
     Case("TP-TEXT-ROLES", "user then assistant with no system message", (chat(user("a"), assistant("A")), chat(system("s"), user("b"), assistant("B")))),
     Case("TP-TEXT-ROLES", "a conversation of one user message", (chat(user("a"), assistant("A")), chat(user("d"))), instead="TP-TEXT-NO-ASSISTANT"),
     Case("TP-TEXT-ROLES", "tool turns between assistant turns", (

@@ -247,10 +247,10 @@ def no_assistant(ctx: TextContext) -> Iterator[Hit]:
 def roles(ctx: TextContext) -> Iterator[Hit]:
     """A conversation's roles are out of order or unknown, or it has no user turn, or its last user turn is not answered.
 
-    What it detects: chat rows whose system message is not first, whose user and assistant turns do not alternate, that do not start with system or user, that use an unknown role, that have no user turn at all (system then assistant), or whose last user turn has no assistant turn after it; a conversation with several of these is named once, for the first. Conversations with no assistant turn are TP-TEXT-NO-ASSISTANT's.
+    What it detects: chat rows whose system (or OpenAI's `developer`) message is not first, whose user and assistant turns do not alternate, that do not start with system, developer or user, that use an unknown role, that have no user turn at all (system then assistant), or whose last user turn has no assistant turn after it; a conversation with several of these is named once, for the first. Conversations with no assistant turn are TP-TEXT-NO-ASSISTANT's.
     Why it matters: chat templates raise on broken alternation (several refuse a conversation that does not alternate); an answer to no user message trains the model to speak unprompted, not the chat it is meant for (OpenAI's format check counts such rows as missing a user message); a last question no one answers is trained on nothing, and is often a conversation cut short.
     Fires on: two user turns in a row; system then assistant with no user; user, assistant, user.
-    Does not fire on: system, user, assistant, user, assistant (tool turns between assistant turns are fine); user then assistant with no system message.
+    Does not fire on: system, user, assistant, user, assistant (tool turns between assistant turns are fine); developer, user, assistant; user then assistant with no system message.
     Does not mean: the content is wrong.
     """
     unanswerable = {p.line for p in ctx.problems("no-assistant")}  # TP-TEXT-NO-ASSISTANT names them

@@ -8,8 +8,12 @@ from dataclasses import dataclass
 SHAPES = ("text", "prompt_completion", "instruction", "messages")
 """The shapes of a training example, in the order a row that has the fields of several is read as (see the reader)."""
 
-ROLES = ("system", "user", "assistant", "tool")
-"""The roles a chat template knows. Any other role is kept as written and is a ``role-order`` problem."""
+ROLES = ("system", "developer", "user", "assistant", "tool")
+"""The roles a chat template knows; ``developer`` is OpenAI's newer name for the system role. Any other role is kept as
+written and is a ``role-order`` problem."""
+
+SYSTEM_ROLES = ("system", "developer")
+"""The roles that set the scene: only the first message may have one."""
 
 PROBLEM_KINDS = (
     "unparsable", "document", "not-object", "unknown-shape", "wrong-type", "empty-field", "null-field",

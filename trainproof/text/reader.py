@@ -46,7 +46,7 @@ from trainproof.access import ReadPolicy
 from trainproof.errors import InputError
 from trainproof.readers.base import BLOCK_BYTES, mostly_binary, open_log, read_block, size_text
 from trainproof.safe import quoted
-from trainproof.text.model import ROLES, SHAPES, Message, Row, RowProblem, TextDataset
+from trainproof.text.model import ROLES, SHAPES, SYSTEM_ROLES, Message, Row, RowProblem, TextDataset
 
 MAX_TEXT_LINE_BYTES = 16 * 1024 * 1024
 """The longest line kept as a row. Long-context fine-tuning rows run to 100k+ characters, and JSON escapes of non-Latin
@@ -546,18 +546,18 @@ def _parts_text(parts: list, where: str, n: int, key: str) -> tuple[str, bool]:
 
 
 def _role_order(n: int, key: str, messages: tuple[Message, ...]) -> RowProblem | None:
-    """The first turn that breaks the order chat templates expect: system (only first), then user and assistant in
-    turns, tool results anywhere after the first; None when none does."""
+    """The first turn that breaks the order chat templates expect: system or developer (only first), then user and
+    assistant in turns, tool results anywhere after the first; None when none does."""
     previous = None
     for i, message in enumerate(messages, 1):
         role = message.role
         problem = None
         if role not in ROLES:
             problem = f"line {n}: message {i} has the role {_quote(role)}, which is none of {', '.join(map(repr, ROLES))}"
-        elif i == 1 and role not in ("system", "user"):
-            problem = f"line {n} starts with the role {role!r}; a conversation starts with 'system' or 'user'"
-        elif i > 1 and role == "system":
-            problem = f"line {n}: message {i} is a 'system' message; only the first message may be one"
+        elif i == 1 and role not in (*SYSTEM_ROLES, "user"):
+            problem = f"line {n} starts with the role {role!r}; a conversation starts with 'system', 'developer' or 'user'"
+        elif i > 1 and role in SYSTEM_ROLES:
+            problem = f"line {n}: message {i} is a {role!r} message; only the first message may be one"
         elif role == previous and role in ("user", "assistant"):
             problem = f"line {n}: messages {i - 1} and {i} are both {role!r} turns, one after the other"
         if problem is not None:
