@@ -284,7 +284,7 @@ def test_a_real_tokenizer_judges_lengths_from_the_command_line(capsys, tmp_path,
     assert subject["summary"]["rows_over_max_len"] == 2
     code, out, err = run(capsys, "text", path, "--tokenizer", built("bpe"), "--max-len", "4096")
     assert (code, err) == (0, "")
-    assert "Checks ran (12)" in out
+    assert "Checks ran (13)" in out
     assert "Skipped TP-TEXT-LENGTH-OUTLIER: only 4 rows with an answer to compare lengths across (needs 20)" in out
 
 

@@ -57,6 +57,7 @@ def test_every_shape_is_read_into_its_row(tmp_path):
         {"prompt": "2+2=", "completion": " 4"},
         {"instruction": "Translate.", "input": "Bonjour", "output": "Hello"},
         {"messages": [{"role": "system", "content": "Be brief."}, user("Hi?"), assistant("Hello.")]},
+        {"prompt": "The sky is", "chosen": " blue.", "rejected": " green."},
     )
     d = read_text_dataset(path)
     assert d.rows == (
@@ -70,12 +71,13 @@ def test_every_shape_is_read_into_its_row(tmp_path):
             "Hello.",
             (Message("system", "Be brief."), Message("user", "Hi?"), Message("assistant", "Hello.")),
         ),
+        Row(5, "preference", "The sky is", " blue.", rejected=" green."),
     )
     assert d.problems == ()
     assert d.notes == ()
-    assert d.lines == 4
+    assert d.lines == 5
     assert d.path == str(path)
-    assert dict(d.shapes) == {"text": 1, "prompt_completion": 1, "instruction": 1, "messages": 1}
+    assert dict(d.shapes) == {"text": 1, "prompt_completion": 1, "instruction": 1, "messages": 1, "preference": 1}
     assert list(d.shapes) == list(SHAPES)
 
 
@@ -118,8 +120,144 @@ def test_a_row_with_the_fields_of_two_shapes_is_read_as_messages_with_a_note(tmp
     assert d.rows[1].shape == "messages"
     assert d.notes == (
         "1 row has the fields of more than one shape, the first at line 2; each was read as the first of messages, "
-        "prompt_completion, instruction, text",
+        "prompt_completion, instruction, text, preference",
     )
+
+
+# --- TRL's other forms: preference, conversational prompt-completion, KTO -------------------------------------------
+
+
+def test_preference_rows_are_read_in_every_form_trl_takes(tmp_path):
+    """TRL's dataset-formats table: standard and conversational preference, each with an explicit and an implicit
+    prompt (Anthropic's HH-RLHF writes whole dialogues as chosen and rejected), and UltraFeedback's string prompt beside
+    conversational answers, which TRL's maybe_extract_prompt reads as an implicit one."""
+    sky = user("What color is the sky?")
+    hh = "\n\nHuman: What color is the sky?\n\nAssistant: It is"
+    path = jsonl(
+        tmp_path,
+        {"prompt": "The sky is", "chosen": " blue.", "rejected": " green."},
+        {"chosen": hh + " blue.", "rejected": hh + " green."},
+        {"prompt": [sky], "chosen": [assistant("It is blue.")], "rejected": [assistant("It is green.")]},
+        {"chosen": [sky, assistant("It is blue.")], "rejected": [sky, assistant("It is green.")]},
+        {"prompt": "What color is the sky?", "chosen": [sky, assistant("It is blue.")], "rejected": [sky, assistant("It is green.")], "score_chosen": 8.0},
+    )  # fmt: skip
+    d = read_text_dataset(path)
+    conversation = (Message("user", "What color is the sky?"), Message("assistant", "It is blue."))
+    assert d.rows == (
+        Row(1, "preference", "The sky is", " blue.", rejected=" green."),
+        Row(2, "preference", hh, " blue.", rejected=" green."),  # split before the space, as TRL's extract_prompt splits it
+        Row(3, "preference", "What color is the sky?", "It is blue.", conversation, 1, "It is green."),
+        Row(4, "preference", "What color is the sky?", "It is blue.", conversation, 1, "It is green."),
+        Row(5, "preference", "What color is the sky?", "It is blue.", conversation, 1, "It is green."),
+    )
+    assert d.problems == ()
+    assert d.notes == ()
+    assert d.shapes["preference"] == 5
+
+
+def test_a_conversational_prompt_and_completion_are_one_conversation_trained_from_the_completion(tmp_path):
+    turns = {"prompt": [{"role": "system", "content": "Be brief."}, user("a?"), assistant("A."), user("b?")], "completion": [assistant("B.")]}
+    d = read_text_dataset(jsonl(tmp_path, turns))
+    (row,) = d.rows
+    assert row == Row(
+        1, "prompt_completion", "Be brief.\n\na?\n\nA.\n\nb?", "B.",
+        (Message("system", "Be brief."), Message("user", "a?"), Message("assistant", "A."), Message("user", "b?"), Message("assistant", "B.")), 4,
+    )  # fmt: skip
+    assert d.problems == ()
+
+
+@pytest.mark.parametrize("label", [True, False])
+def test_kto_unpaired_preference_rows_are_prompt_completion_rows(tmp_path, label):
+    d = read_text_dataset(jsonl(tmp_path, {"prompt": "Sky?", "completion": "Blue.", "label": label},
+                                {"prompt": [user("Sky?")], "completion": [assistant("Blue.")], "label": label}))  # fmt: skip
+    assert [(r.shape, r.prompt, r.target) for r in d.rows] == [("prompt_completion", "Sky?", "Blue.")] * 2
+    assert d.problems == ()
+
+
+def test_openais_developer_role_is_a_system_role(tmp_path):
+    d = read_text_dataset(jsonl(tmp_path, {"messages": [{"role": "developer", "content": "Be brief."}, user("2+2?"), assistant("4")]}))
+    assert d.problems == ()
+    assert d.rows[0].prompt == "Be brief.\n\n2+2?"
+
+
+def test_an_openai_tool_call_with_null_content_then_its_result_is_in_order(tmp_path):
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    row = {
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
+        "messages": [user("Weather in Paris?"), {"role": "assistant", "content": None, "tool_calls": [call]},
+                     {"role": "tool", "tool_call_id": "call_1", "content": "18C, sunny"}, assistant("18C and sunny.")],
+    }  # fmt: skip
+    d = read_text_dataset(jsonl(tmp_path, row))
+    assert d.problems == ()
+    assert d.rows[0].target == "18C and sunny."
+
+
+def test_an_implicit_prompt_the_answers_do_not_share_is_an_empty_field(tmp_path):
+    """With no prompt of their kind, TRL reads the prompt from what chosen and rejected begin with alike: answers that
+    part at once leave it empty (trained on no prompt; a list of no messages fails TRL's chat template)."""
+    path = jsonl(
+        tmp_path,
+        {"chosen": "Blue.", "rejected": "Green."},
+        {"prompt": "Sky?", "chosen": [assistant("Blue.")], "rejected": [assistant("Green.")]},
+        {"chosen": [user("Sky?"), assistant("Blue.")], "rejected": [user("Sea?"), assistant("Green.")]},
+        {"chosen": "Sky? Blue.", "rejected": "Sky? Green."},
+    )
+    d = read_text_dataset(path)
+    assert [r.line for r in d.rows] == [1, 2, 3, 4]
+    assert [(p.kind, p.line, p.field, p.message) for p in d.problems if p.kind == "empty-field"] == [
+        ("empty-field", 1, "prompt", "line 1: 'chosen' and 'rejected' begin with nothing alike, so the prompt read from them is empty"),
+        ("empty-field", 2, "prompt", "line 2: 'chosen' and 'rejected' begin with nothing alike, so the prompt read from them is empty, "
+         "and its string 'prompt' is not read"),
+        ("empty-field", 3, "prompt", "line 3: 'chosen' and 'rejected' begin with nothing alike, so the prompt read from them is empty"),
+    ]  # fmt: skip
+    assert d.rows[3].prompt == "Sky?"
+
+
+def test_what_is_wrong_with_a_preference_row_is_found_at_its_line(tmp_path):
+    path = jsonl(
+        tmp_path,
+        {"prompt": "Sky?", "chosen": "Blue.", "rejected": "Green."},
+        {"prompt": "Sky?", "chosen": "", "rejected": "Green."},
+        {"prompt": "Sky?", "chosen": "Blue.", "rejected": None},
+        {"prompt": "2+2?", "chosen": "4", "rejected": "4"},
+        {"prompt": [user("2+2?")], "chosen": [assistant("4")], "rejected": [assistant("4")]},
+        {"prompt": "Sky?", "chosen": " ", "rejected": " "},
+        {"prompt": [user("Sky?")], "chosen": [{"role": "bot", "content": "Blue."}], "rejected": [assistant("Green.")]},
+        {"prompt": [user("Sky?")], "chosen": [assistant("Blue.")], "rejected": [assistant("Green."), assistant("Red.")]},
+        {"prompt": [user("Sky?"), assistant("Which sky?")], "completion": [user("Blue.")]},
+        {"prompt": [user("Sky?")], "completion": []},
+    )
+    d = read_text_dataset(path)
+    assert [r.line for r in d.rows] == list(range(1, 11))
+    assert [(p.kind, p.line, p.field, p.message) for p in d.problems] == [
+        ("empty-field", 2, "chosen", "line 2: 'chosen' is empty"),
+        ("null-field", 3, "rejected", "line 3: 'rejected' is null"),
+        ("same-pair", 4, "rejected", "line 4: 'chosen' and 'rejected' are the same, so the pair prefers neither"),
+        ("same-pair", 5, "rejected", "line 5: 'chosen' and 'rejected' are the same, so the pair prefers neither"),
+        ("empty-field", 6, "chosen", "line 6: 'chosen' is only whitespace (' ')"),
+        ("empty-field", 6, "rejected", "line 6: 'rejected' is only whitespace (' ')"),
+        ("role-order", 7, "chosen", "line 7: message 1 of 'chosen' has the role 'bot', which is none of 'system', 'developer', 'user', 'assistant', 'tool'"),
+        ("role-order", 8, "rejected", "line 8: message 1 of 'rejected' and message 2 of 'rejected' are both 'assistant' turns, one after the other"),
+        ("role-order", 9, "completion", "line 9: 'completion' has no assistant message (its roles: 'user'), so the answer trained is no assistant's"),
+        ("empty-field", 10, "completion", "line 10: 'completion' is an empty list"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("record", "field", "message"),
+    [
+        ({"prompt": "p", "chosen": "c"}, "rejected", "line 2 has no field 'rejected', which preference needs beside 'chosen'"),
+        ({"rejected": "r"}, "chosen", "line 2 has no field 'chosen', which preference needs beside 'rejected'"),
+        (
+            {"prompt": "p", "Chosen": "c", "Rejected": "r"},
+            "chosen",
+            "line 2 has no field 'chosen' (found 'Chosen'; keys are case-sensitive) and no field 'rejected' (found 'Rejected'; keys are case-sensitive)",
+        ),
+    ],
+)
+def test_a_preference_row_missing_a_field_is_named_as_one(tmp_path, record, field, message):
+    problem = only_problem(read_text_dataset(jsonl(tmp_path, {"text": "ok"}, record)))
+    assert (problem.kind, problem.line, problem.field, problem.message) == ("unknown-shape", 2, field, message)
 
 
 # --- problems at their lines --------------------------------------------------------------------------------------
@@ -190,7 +328,7 @@ def test_lines_that_are_json_but_not_objects(tmp_path):
             {"id": 1, "body": "b"},
             None,
             "line 2 has none of the fields of a training example (it has 'id', 'body'; "
-            "a row has 'text', 'prompt' and 'completion', 'instruction' and 'output', or 'messages')",
+            "a row has 'text', 'prompt' and 'completion', 'instruction' and 'output', 'messages', or 'chosen' and 'rejected')",
         ),
         ({}, None, "line 2 is an empty object, with none of the fields of a training example"),
     ],
@@ -207,7 +345,10 @@ def test_an_object_of_no_shape_names_the_near_miss(tmp_path, record, field, mess
     [
         ({"text": 5}, "line 2: 'text' is a number, not a string"),
         ({"text": True}, "line 2: 'text' is a boolean, not a string"),
-        ({"prompt": ["a"], "completion": "c"}, "line 2: 'prompt' is an array, not a string"),
+        (
+            {"prompt": ["a"], "completion": "c"},
+            "line 2: 'completion' is a string but 'prompt' is a list of messages: a conversational prompt and completion are both lists of messages",
+        ),
         ({"instruction": "i", "input": {"k": 1}, "output": "o"}, "line 2: 'input' is an object, not a string"),
         ({"messages": "hi"}, "line 2: 'messages' is a string, not a list of messages"),
         ({"messages": [user("a"), "b"]}, "line 2: message 2 of 'messages' is a string, not an object"),
@@ -217,12 +358,15 @@ def test_an_object_of_no_shape_names_the_near_miss(tmp_path, record, field, mess
             {"messages": [{"role": "user", "content": {"type": "text", "text": "a"}}]},
             "line 2: the 'content' of message 1 of 'messages' is an object, not a string",
         ),
-        (
-            {"prompt": [user("a")], "completion": [assistant("b")]},
-            "line 2: 'prompt' is an array, not a string (a conversational prompt and completion are not read: "
-            "put the whole conversation in 'messages')",
-        ),
-    ],
+        ({"prompt": [user("a")], "completion": 7}, "line 2: 'completion' is a number but 'prompt' is a list of messages: "
+         "a conversational prompt and completion are both lists of messages"),
+        ({"prompt": "p", "chosen": [assistant("b")], "rejected": "c"}, "line 2: 'rejected' is a string but 'chosen' is a list of messages: "
+         "the chosen and rejected answers are both strings or both lists of messages"),
+        ({"prompt": "p", "chosen": "b", "rejected": 3}, "line 2: 'rejected' is a number, not a string"),
+        ({"prompt": [user("a")], "chosen": "yes", "rejected": "no"}, "line 2: 'prompt' is a list of messages but 'chosen' and 'rejected' "
+         "are strings, so TRL drops it: give all three as one kind"),
+        ({"prompt": [user("a")], "chosen": [assistant("b"), 5], "rejected": [assistant("c")]}, "line 2: message 2 of 'chosen' is a number, not an object"),
+    ],  # fmt: skip
 )
 def test_a_field_of_the_wrong_type_keeps_the_line_from_being_a_row(tmp_path, record, message):
     d = read_text_dataset(jsonl(tmp_path, {"text": "ok"}, record, {"text": "ok"}))
@@ -272,16 +416,20 @@ def test_empty_and_null_fields_are_rows_with_their_problems(tmp_path):
         ([user("a"), user("b"), assistant("c")], "line 2: messages 1 and 2 are both 'user' turns, one after the other"),
         ([user("a"), assistant("b"), assistant("c")], "line 2: messages 2 and 3 are both 'assistant' turns, one after the other"),
         (
+            [{"role": "developer", "content": "d"}, user("a"), {"role": "developer", "content": "e"}, assistant("b")],
+            "line 2: message 3 is a 'developer' message; only the first message may be one",
+        ),
+        (
             [assistant("Hi!"), user("a"), assistant("b")],
-            "line 2 starts with the role 'assistant'; a conversation starts with 'system' or 'user'",
+            "line 2 starts with the role 'assistant'; a conversation starts with 'system', 'developer' or 'user'",
         ),
         (
             [user("a"), {"role": "bot", "content": "b"}, assistant("c")],
-            "line 2: message 2 has the role 'bot', which is none of 'system', 'user', 'assistant', 'tool'",
+            "line 2: message 2 has the role 'bot', which is none of 'system', 'developer', 'user', 'assistant', 'tool'",
         ),
         (
             [user("a"), {"role": "Assistant", "content": "b"}],
-            "line 2: message 2 has the role 'Assistant', which is none of 'system', 'user', 'assistant', 'tool'",
+            "line 2: message 2 has the role 'Assistant', which is none of 'system', 'developer', 'user', 'assistant', 'tool'",
         ),
     ],
 )
@@ -326,6 +474,7 @@ def test_every_problem_kind_is_one_the_model_documents(tmp_path, monkeypatch):
     lines = [CHAT, "{", "[1]", {"x": 1}, {"text": 1}, {"text": ""}, {"text": None}, "", {"text": "x" * 200}]
     lines += [{"messages": [assistant("a"), assistant("b")]}, {"messages": [user("a")]}]
     lines += ['{"messages":[{"role":"user"},{"role":"assistant","content":"b"},{"role":"user"}]}']  # under 100 bytes
+    lines += [{"chosen": "a", "rejected": "a"}]
     found = {p.kind for p in read_text_dataset(jsonl(tmp_path, *lines)).problems}
     found |= {p.kind for p in read_text_dataset(jsonl(tmp_path, "[", CHAT, "]", name="array.json")).problems}
     assert found == set(PROBLEM_KINDS)

@@ -43,6 +43,7 @@ LEVELS = {
     "TP-TEXT-NO-ASSISTANT": FAIL,
     "TP-TEXT-ROLES": WARN,
     "TP-TEXT-DUPLICATE": WARN,
+    "TP-TEXT-SAME-PAIR": WARN,
     "TP-TEXT-REPEATED-TARGET": WARN,
     "TP-TEXT-LENGTH-OUTLIER": WARN,
     "TP-TEXT-TRUNCATED-TARGET": FAIL,
@@ -87,6 +88,16 @@ def tool(text: str) -> dict:
 
 def chat(*turns: dict) -> dict:
     return {"messages": list(turns)}
+
+
+def pair(prompt: str, chosen: str, rejected: str) -> dict:
+    """A preference row, TRL's standard form."""
+    return {"prompt": prompt, "chosen": chosen, "rejected": rejected}
+
+
+def conversational_pair(question: str, chosen: str, rejected: str) -> dict:
+    """A preference row, TRL's conversational form: the prompt and each answer a list of messages."""
+    return {"prompt": [user(question)], "chosen": [assistant(chosen)], "rejected": [assistant(rejected)]}
 
 
 def sharegpt(*turns: tuple[str, str]) -> dict:
@@ -178,6 +189,14 @@ CASES = [
     ),
     Case("TP-TEXT-SHAPE", "an object with none of the fields", (pc(1), {"id": 7, "body": "b"}), (2,), "none of the fields of a training example"),
     Case("TP-TEXT-SHAPE", "known shapes with extra keys", ({"id": 1, **pc(1), "meta": {"source": "web"}}, {"source": "x", **pc(2)})),
+    Case("TP-TEXT-SHAPE", "a preference row with no rejected answer, a conversational prompt with a string completion", (
+        pair("Sky?", "Blue.", "Green."), {"prompt": "2+2?", "chosen": "4"}, {"prompt": [user("a")], "completion": "A"},
+    ), (2, 3), "Line 2 has no field 'rejected', which preference needs beside 'chosen'."),  # fmt: skip
+    Case("TP-TEXT-SHAPE", "TRL's preference, conversational prompt-completion and KTO rows", (
+        pair("Sky?", "Blue.", "Green."), conversational_pair("Sky?", "Blue.", "Green."),
+        {"chosen": [user("Sky?"), assistant("Blue.")], "rejected": [user("Sky?"), assistant("Green.")]},
+        {"prompt": [user("Sky?")], "completion": [assistant("Blue.")]}, {"prompt": "Sky?", "completion": "Blue.", "label": True},
+    ), instead="TP-TEXT-MIXED-SHAPES"),  # fmt: skip
     # TP-TEXT-FORMAT
     Case("TP-TEXT-FORMAT", "rows separated by blank lines", (pc(1), "", pc(3), " \t", pc(5)), (2,), "The file has 2 blank lines, the first at line 2."),
     Case("TP-TEXT-FORMAT", "one row on every line", tuple(pc(i) for i in range(1, 6))),
@@ -208,6 +227,9 @@ CASES = [
         {"instruction": "Name a city.", "output": "Paris."},
         {"instruction": "Translate.", "input": "Bonjour", "output": "Hello."},
     )),  # fmt: skip
+    Case("TP-TEXT-EMPTY", "an empty chosen answer, a null rejected one", (
+        pair("Sky?", "Blue.", "Green."), pair("Sky?", "", "Green."), {"prompt": [user("Sky?")], "chosen": [assistant("Blue.")], "rejected": None},
+    ), (2, 3), "Line 2: 'chosen' is empty. 2 fields are empty or null; the first 2 are named here."),  # fmt: skip
     Case("TP-TEXT-EMPTY", "an assistant turn that calls a tool and says nothing", (
         chat(user("What is 6 times 7?"), {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]}, tool("42"), assistant("42.")),
     )),  # fmt: skip
@@ -233,6 +255,11 @@ CASES = [
         "Line 2: messages 1 and 2 are both 'user' turns, one after the other. 4 conversations have role problems; the first 4 are named here.",
     ),
     Case("TP-TEXT-ROLES", "system, user, assistant, user, assistant", (chat(system("s"), user("a"), assistant("A"), user("b"), assistant("B")),)),
+    Case("TP-TEXT-ROLES", "OpenAI's developer role first", (chat({"role": "developer", "content": "Be brief."}, user("a"), assistant("A")),)),
+    Case("TP-TEXT-ROLES", "a bogus role in a chosen answer, a completion that is a user turn", (
+        conversational_pair("a", "A", "B"), {"prompt": [user("b")], "chosen": [{"role": "bot", "content": "B"}], "rejected": [assistant("C")]},
+        {"prompt": [user("c"), assistant("Which?")], "completion": [user("That one.")]},
+    ), (2, 3), "Line 2: message 1 of 'chosen' has the role 'bot', which is none of "),  # fmt: skip
     Case("TP-TEXT-ROLES", "user then assistant with no system message", (chat(user("a"), assistant("A")), chat(system("s"), user("b"), assistant("B")))),
     Case("TP-TEXT-ROLES", "a conversation of one user message", (chat(user("a"), assistant("A")), chat(user("d"))), instead="TP-TEXT-NO-ASSISTANT"),
     Case("TP-TEXT-ROLES", "tool turns between assistant turns", (
@@ -248,12 +275,26 @@ CASES = [
         "Line 4 repeats line 2. 2 of 5 rows repeat an earlier row (40%); the first 2 are named here.",
     ),
     Case("TP-TEXT-DUPLICATE", "the same text row twice", ({"text": "A row."}, {"text": "Another."}, {"text": "A row."}), (3,), "Line 3 repeats line 1."),
+    Case("TP-TEXT-DUPLICATE", "a preference pair twice", (pair("Sky?", "Blue.", "Green."), pair("2+2?", "4", "5"), pair("Sky?", "Blue.", "Green.")),
+         (3,), "Line 3 repeats line 1."),
+    Case("TP-TEXT-DUPLICATE", "pairs sharing a prompt and a chosen answer, not the rejected one", (
+        pair("Sky?", "Blue.", "Green."), pair("Sky?", "Blue.", "Red."),
+        conversational_pair("Sky?", "Blue.", "Green."), conversational_pair("Sky?", "Blue.", "Red."),
+    )),  # fmt: skip
     Case("TP-TEXT-DUPLICATE", "rows that share a prompt with different answers", (
         {"prompt": "Name a colour.", "completion": "Blue."},
         {"prompt": "Name a colour.", "completion": "Red."},
         chat(user("Name a colour."), assistant("Green.")),
         chat(user("Name a colour."), assistant("Green."), user("Another?"), assistant("Blue.")),
     )),  # fmt: skip
+    # TP-TEXT-SAME-PAIR
+    Case("TP-TEXT-SAME-PAIR", "the same answer chosen and rejected, as strings and as messages", (
+        pair("Sky?", "Blue.", "Green."), pair("2+2?", "4", "4"), conversational_pair("Capital of France?", "Paris.", "Paris."),
+        {"chosen": [user("Hi"), assistant("Hello.")], "rejected": [user("Hi"), assistant("Hello.")]},
+    ), (2, 3, 4), "Line 2: 'chosen' and 'rejected' are the same, so the pair prefers neither. 3 preference pairs have the same "
+       "chosen and rejected answer; the first 3 are named here."),  # fmt: skip
+    Case("TP-TEXT-SAME-PAIR", "answers that differ only in case or a space", (pair("Sky?", "Blue.", "blue."), pair("2+2?", "4", "4 "))),
+    Case("TP-TEXT-SAME-PAIR", "both answers empty", (pair("Sky?", "Blue.", "Green."), pair("2+2?", "", "")), instead="TP-TEXT-EMPTY"),
     # TP-TEXT-REPEATED-TARGET
     Case(
         "TP-TEXT-REPEATED-TARGET",
@@ -263,6 +304,12 @@ CASES = [
         "Line 2: message 3 (the assistant's) is 'Eat a banana!' repeated 2,000 times (26,000 characters). "
         "3 of 4 rows have an answer that is one short unit repeated (75%); the first 3 are named here.",
     ),
+    Case("TP-TEXT-REPEATED-TARGET", "a chosen answer that loops, as a string and as a message", (
+        pair("Hungry?", BANANA, "No."), conversational_pair("Hungry?", "Yes.", "No."), conversational_pair("Hungry!", BANANA, "Eat."),
+    ), (1, 3), "Line 1: its 'chosen' is 'Eat a banana!' repeated 2,000 times"),  # fmt: skip
+    Case("TP-TEXT-REPEATED-TARGET", "a rejected answer that loops (what the pair teaches against)", (
+        pair("Hungry?", "Eat something.", BANANA), conversational_pair("Hungry!", "Eat.", BANANA),
+    )),  # fmt: skip
     Case("TP-TEXT-REPEATED-TARGET", "code, SQL, a table, a list, a poem, JSON and a short 'Noooooooooo'", (
         qa(1, "\n".join(f"    total_{i} = compute(values[{i}], scale=2)" for i in range(40))),
         qa(2, " UNION ".join(f"SELECT name FROM t{i} WHERE id = {i}" for i in range(30))),
@@ -295,10 +342,16 @@ CASES = [
     Case("TP-TEXT-TOO-LONG", "a chat row over the limit", (chat(user("a"), assistant("A")), chat(user("b"), assistant(LONG))), (2,),
          "Line 2 has ", tokenizer="hf", max_len=64),
     Case("TP-TEXT-TOO-LONG", "rows within the limit", (pc(1), pc(2), {"prompt": SENTENCE, "completion": SENTENCE}), tokenizer="bpe", max_len=64),
+    Case("TP-TEXT-TOO-LONG", "a preference pair within the limit whose rejected answer is not", (pair("Write.", "Short.", LONG),),
+         tokenizer="bpe", max_len=64),
     # TP-TEXT-TRUNCATED-TARGET
     Case("TP-TEXT-TRUNCATED-TARGET", "a document to summarise longer than the limit", (pc(1), {"prompt": LONG, "completion": "Short."}), (2,),
          "Line 2's prompt alone has ", tokenizer="bpe", max_len=64),
     Case("TP-TEXT-TRUNCATED-TARGET", "a long answer to a short prompt", (pc(1), {"prompt": "Write.", "completion": LONG}), tokenizer="bpe", max_len=64),
+    Case("TP-TEXT-TRUNCATED-TARGET", "a preference pair and a conversational prompt longer than the limit", (
+        pair("Sky?", "Blue.", "Green."), pair(LONG, "Short.", "Long."), conversational_pair(LONG, "Short.", "Long."),
+        {"prompt": [user(LONG)], "completion": [assistant("Short.")]},
+    ), (2, 3, 4), "Line 2's prompt alone has ", tokenizer="hf", max_len=64),  # fmt: skip
     Case("TP-TEXT-TRUNCATED-TARGET", "plain text rows over the limit (all trained)", ({"text": LONG}, {"text": "A" + LONG}),
          instead="TP-TEXT-TOO-LONG", tokenizer="bpe", max_len=64),
     Case("TP-TEXT-TRUNCATED-TARGET", "a long second question after a short first", (
@@ -359,7 +412,39 @@ CLEAN = {
         sharegpt(("human", "a?"), ("gpt", "A."), ("human", "b?"), ("gpt", "B.")),
         sharegpt(("human", "6 x 7?"), ("function_call", "multiply"), ("observation", "42"), ("gpt", "42.")),
     ),
+    "openai_chat": (  # the developer role, a tool call with null content and its result, tools beside the messages
+        chat({"role": "developer", "content": "Be brief."}, user("Hi?"), assistant("Hello.")),
+        {"tools": [{"type": "function", "function": {"name": "multiply", "parameters": {"type": "object"}}}],
+         "messages": [user("6 x 7?"), {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+                      "function": {"name": "multiply", "arguments": '{"a": 6, "b": 7}'}}]},
+                      {"role": "tool", "tool_call_id": "c1", "content": "42"}, assistant("42.")]},
+        chat({"role": "developer", "content": "Answer in French."}, user("Hello?"), assistant("Bonjour.")),
+    ),
+    "prompt_completion_conversational": (
+        {"prompt": [user("What color is the sky?")], "completion": [assistant("It is blue.")]},
+        {"prompt": [system("Be brief."), user("2+2?")], "completion": [assistant("4")]},
+        {"prompt": [user("a?"), assistant("A."), user("b?")], "completion": [assistant("B.")]},
+    ),
+    "kto": (
+        {"prompt": "The sky is", "completion": " blue.", "label": True},
+        {"prompt": "The sky is", "completion": " green.", "label": False},
+        {"prompt": [user("2+2?")], "completion": [assistant("4")], "label": True},
+    ),
+    "preference": (pair("What color is the sky?", "Blue.", "Green."), pair("2+2?", "4", "5"), pair("Capital of France?", "Paris.", "Lyon.")),
+    "preference_conversational": (
+        conversational_pair("What color is the sky?", "It is blue.", "It is green."),
+        {"prompt": [system("Be brief."), user("2+2?")], "chosen": [assistant("4")], "rejected": [assistant("5")]},
+        conversational_pair("Capital of France?", "Paris.", "Lyon."),
+    ),
+    "preference_implicit": (  # Anthropic's HH-RLHF; TRL's implicit conversational form; UltraFeedback's string prompt beside it
+        {"chosen": "\n\nHuman: Sky?\n\nAssistant: Blue.", "rejected": "\n\nHuman: Sky?\n\nAssistant: Green."},
+        {"chosen": [user("2+2?"), assistant("4")], "rejected": [user("2+2?"), assistant("5")]},
+        {"prompt": "Capital?", "chosen": [user("Capital?"), assistant("Paris.")], "rejected": [user("Capital?"), assistant("Lyon.")]},
+    ),
 }
+SHAPE_OF = {"sharegpt": "messages", "openai_chat": "messages", "prompt_completion_conversational": "prompt_completion", "kto": "prompt_completion",
+            "preference_conversational": "preference", "preference_implicit": "preference"}  # fmt: skip
+"""The shape a clean file's rows are counted as, where its name is not one."""
 
 
 @pytest.mark.parametrize("shape", sorted(CLEAN))
@@ -371,7 +456,7 @@ def test_a_clean_file_of_every_shape_passes_with_no_finding(tmp_path, shape):
     assert subject.unjudged is None
     assert subject.ran == SMALL_FILE_RULES
     assert subject.summary["rows"] == 3
-    assert subject.summary[f"rows_{'messages' if shape == 'sharegpt' else shape}"] == 3
+    assert subject.summary[f"rows_{SHAPE_OF.get(shape, shape)}"] == 3
 
 
 @pytest.mark.parametrize("shape", sorted(CLEAN))
@@ -398,6 +483,7 @@ KINDS = {
     "no-assistant": ("TP-TEXT-NO-ASSISTANT", chat(system("s"), user("a"))),
     "no-user": ("TP-TEXT-ROLES", chat(system("s"), assistant("a"))),
     "unanswered": ("TP-TEXT-ROLES", chat(user("a"), assistant("b"), user("c"))),
+    "same-pair": ("TP-TEXT-SAME-PAIR", pair("2+2?", "4", "4")),
     "blank-line": ("TP-TEXT-FORMAT", ""),
     "document": ("TP-TEXT-DOCUMENT", None),
 }
@@ -640,6 +726,31 @@ def test_chat_rows_are_measured_through_the_folders_chat_template(tmp_path, buil
     assert (cut.line, cut.level) == (3, FAIL)
     assert cut.evidence == f"prompt {prompts[2]:,} tokens, row {totals[2]:,}; limit {limit:,}"
     assert subject.summary["tokens"] == sum(totals)
+
+
+def test_preference_and_conversational_completion_rows_are_measured_as_trl_renders_them(tmp_path, built):
+    """A preference row is its prompt and chosen answer (DPO renders prompt + chosen; the rejected answer, long here, is
+    not counted); a conversational prompt and completion are one conversation trained from the completion, so its
+    prompt runs to the completion's content, past an assistant turn inside the prompt."""
+    tokenizer = load_tokenizer(built("hf"))
+    asked, earlier = [user(SENTENCE)], [user(SENTENCE), assistant(SENTENCE), user(SENTENCE * 2)]
+    rows = [
+        pair(SENTENCE, SENTENCE * 2, LONG),
+        {"prompt": asked, "chosen": [assistant(SENTENCE * 2)], "rejected": [assistant(LONG)]},
+        {"chosen": [*asked, assistant(SENTENCE * 2)], "rejected": [*asked, assistant(LONG)]},
+        {"prompt": earlier, "completion": [assistant(SENTENCE)]},
+    ]
+    lengths = measure(read_text_dataset(jsonl(tmp_path, *rows)), tokenizer)
+    header = "<|assistant|>\n"
+    chosen = count(tokenizer, zephyr([*asked, assistant(SENTENCE * 2)]))
+    assert lengths.total == (
+        count(tokenizer, SENTENCE) + count(tokenizer, SENTENCE * 2) + 1, chosen, chosen, count(tokenizer, zephyr([*earlier, assistant(SENTENCE)])),
+    )  # fmt: skip
+    assert lengths.prompt == (
+        count(tokenizer, SENTENCE), count(tokenizer, zephyr(asked) + header), count(tokenizer, zephyr(asked) + header),
+        count(tokenizer, zephyr(earlier) + header),
+    )  # fmt: skip
+    assert lengths.templated == frozenset({1, 2, 3})
 
 
 TRIMMING_TEMPLATE = (

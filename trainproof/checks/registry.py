@@ -226,6 +226,7 @@ RULES.register(
         "TP-TEXT-NO-ASSISTANT",
         "TP-TEXT-ROLES",
         "TP-TEXT-DUPLICATE",
+        "TP-TEXT-SAME-PAIR",
         "TP-TEXT-REPEATED-TARGET",
         "TP-TEXT-LENGTH-OUTLIER",
         "TP-TEXT-TRUNCATED-TARGET",

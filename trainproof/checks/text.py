@@ -97,21 +97,28 @@ def _fold(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-_TARGET_FIELD = {"text": "text", "prompt_completion": "completion", "instruction": "output"}
+_TARGET_FIELD = {"text": "text", "prompt_completion": "completion", "instruction": "output", "preference": "chosen"}
 
 
 def _answers_of(row: Row) -> list[tuple[str, str]]:
-    """What a row trains the model to write, each part with where it is: every assistant turn of a conversation, else
-    the row's one trained field."""
+    """What a row trains the model to write, each part with where it is: every assistant turn of a ``messages`` row, each
+    message of a completion or chosen answer given as messages, else the row's one trained field (a preference row's
+    chosen answer: its rejected one is what the model is taught not to write)."""
+    if row.completion_at is not None:  # counted from where the answer starts (an implicit prompt's is inside 'chosen')
+        answer = "its 'completion'" if row.shape == "prompt_completion" else "its chosen answer"
+        return [(f"message {k} of {answer}", m.content or "") for k, m in enumerate(row.messages[row.completion_at :], 1)]
     if row.shape == "messages":
         return [(f"message {k} (the assistant's)", m.content or "") for k, m in enumerate(row.messages, 1) if m.role == "assistant"]
     return [(f"its {_TARGET_FIELD[row.shape]!r}", row.target)]
 
 
 def _key(row: Row, fold: Callable[[str], str]) -> tuple:
+    """What a row teaches: its turns with their roles, or its prompt and answer (a preference row's rejected answer too:
+    two pairs that share a prompt and a chosen answer but not the rejected one teach different things)."""
+    rejected = () if row.rejected is None else (fold(row.rejected),)
     if row.messages:
-        return (row.shape, *((m.role, fold(m.content or "")) for m in row.messages))
-    return (row.shape, fold(row.prompt), fold(row.target))
+        return (row.shape, row.completion_at, *((m.role, fold(m.content or "")) for m in row.messages), *rejected)
+    return (row.shape, fold(row.prompt), fold(row.target), *rejected)
 
 
 def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -> Iterator[Hit]:
@@ -174,10 +181,10 @@ def malformed(ctx: TextContext) -> Iterator[Hit]:
 def shape(ctx: TextContext) -> Iterator[Hit]:
     """A row has none of the shapes fine-tuning trainers read, or a field of the wrong type.
 
-    What it detects: objects with no `text`, `prompt`/`completion`, `instruction`/`output` or `messages` field (the near miss named: `Prompt` for `prompt`), and shape fields that are not strings (or messages that are not a list of role/content objects).
+    What it detects: objects with no `text`, `prompt`/`completion`, `instruction`/`output`, `messages` or `chosen`/`rejected` field (the near miss named: `Prompt` for `prompt`; a `prompt` and `chosen` with no `rejected`), and shape fields that are not strings (or messages that are not a list of role/content objects), or a list of messages beside a string where both must be of one kind (`prompt` and `completion`; `chosen` and `rejected`; a `prompt` of messages beside string answers, which TRL drops).
     Why it matters: the trainer's formatting function raises a KeyError on the row, or silently formats it as empty.
-    Fires on: `{"Prompt": ..., "Completion": ...}`; `{"prompt": ..., "completion": 42}`.
-    Does not fire on: rows of a known shape with extra keys.
+    Fires on: `{"Prompt": ..., "Completion": ...}`; `{"prompt": ..., "completion": 42}`; `{"prompt": ..., "chosen": ...}` with no `rejected`.
+    Does not fire on: rows of a known shape with extra keys; TRL's conversational prompt-completion and preference rows (lists of messages), with an implicit prompt or not; KTO's `prompt`/`completion`/`label`.
     Does not mean: the data is wrong; rename the fields.
     """
     yield from _problem_hits(ctx, ctx.problems("unknown-shape", "wrong-type"), "rows have no known shape")
@@ -223,9 +230,9 @@ def _a(word: str) -> str:
 def empty_fields(ctx: TextContext) -> Iterator[Hit]:
     """A row has an empty or null field.
 
-    What it detects: shape fields (or message contents) that are null, empty or only whitespace.
-    Why it matters: an empty completion trains the model to answer with nothing; an empty prompt teaches it to answer nobody.
-    Fires on: `{"prompt": "Summarise:", "completion": ""}`.
+    What it detects: shape fields (or message contents) that are null, empty or only whitespace, a preference row's `chosen` and `rejected` included, and the implicit prompt of a preference row whose answers begin with nothing alike (TRL reads the prompt from what they share).
+    Why it matters: an empty completion trains the model to answer with nothing; an empty prompt teaches it to answer nobody; an empty chosen or rejected answer makes a preference for or against saying nothing.
+    Fires on: `{"prompt": "Summarise:", "completion": ""}`; `{"prompt": ..., "chosen": "", "rejected": ...}`.
     Does not fire on: Alpaca's optional `input` left empty.
     Does not mean: the row is unusable; fill it or drop it.
     """
@@ -238,7 +245,7 @@ def no_assistant(ctx: TextContext) -> Iterator[Hit]:
     What it detects: chat rows with no message whose role is `assistant` (ShareGPT's `gpt`); each is named with the roles it has, each once, so a misspelt one (`Assistant`, `bot`) shows.
     Why it matters: nothing in the row is trained on: a trainer that learns the answers only (OpenAI's, TRL's assistant-only loss) gets no token from it (or, with some trainers, a NaN loss), and OpenAI's own format check counts the row an error (`example_missing_assistant_message`).
     Fires on: a conversation of one user message; system and user with no answer; an answer under the role `Assistant`.
-    Does not fire on: conversations with an assistant turn (their other role problems are TP-TEXT-ROLES').
+    Does not fire on: conversations with an assistant turn (their other role problems are TP-TEXT-ROLES'); a conversational completion or chosen answer with no assistant turn (TP-TEXT-ROLES': its tokens are trained whatever its role).
     Does not mean: the question is bad; add its answer or drop the row.
     """
     yield from _problem_hits(ctx, ctx.problems("no-assistant"), "conversations have no assistant message")
@@ -247,10 +254,10 @@ def no_assistant(ctx: TextContext) -> Iterator[Hit]:
 def roles(ctx: TextContext) -> Iterator[Hit]:
     """A conversation's roles are out of order or unknown, or it has no user turn, or its last user turn is not answered.
 
-    What it detects: chat rows whose system message is not first, whose user and assistant turns do not alternate, that do not start with system or user, that use an unknown role, that have no user turn at all (system then assistant), or whose last user turn has no assistant turn after it; a conversation with several of these is named once, for the first. Conversations with no assistant turn are TP-TEXT-NO-ASSISTANT's.
-    Why it matters: chat templates raise on broken alternation (several refuse a conversation that does not alternate); an answer to no user message trains the model to speak unprompted, not the chat it is meant for (OpenAI's format check counts such rows as missing a user message); a last question no one answers is trained on nothing, and is often a conversation cut short.
+    What it detects: chat rows whose system (or OpenAI's `developer`) message is not first, whose user and assistant turns do not alternate, that do not start with system, developer or user, that use an unknown role, that have no user turn at all (system then assistant), or whose last user turn has no assistant turn after it; a conversational completion or chosen answer with no assistant turn; each read with its prompt's turns first (a preference row's rejected answer too). A conversation with several of these is named once, for the first. `messages` rows with no assistant turn are TP-TEXT-NO-ASSISTANT's.
+    Why it matters: chat templates raise on broken alternation (several refuse a conversation that does not alternate); an answer to no user message trains the model to speak unprompted, not the chat it is meant for (OpenAI's format check counts such rows as missing a user message); a completion with no assistant turn trains the model to write another role's turn; a last question no one answers is trained on nothing, and is often a conversation cut short.
     Fires on: two user turns in a row; system then assistant with no user; user, assistant, user.
-    Does not fire on: system, user, assistant, user, assistant (tool turns between assistant turns are fine); user then assistant with no system message.
+    Does not fire on: system, user, assistant, user, assistant (tool turns between assistant turns are fine); developer, user, assistant; user then assistant with no system message.
     Does not mean: the content is wrong.
     """
     unanswerable = {p.line for p in ctx.problems("no-assistant")}  # TP-TEXT-NO-ASSISTANT names them
@@ -264,10 +271,10 @@ def roles(ctx: TextContext) -> Iterator[Hit]:
 def duplicates(ctx: TextContext) -> Iterator[Hit]:
     """Rows repeat an earlier row exactly, or after case and whitespace are folded.
 
-    What it detects: rows whose prompt and trained part equal an earlier row's, exactly or after Unicode, case and whitespace folding (each named with the line it repeats: the first identical row, else the first equal after folding); the evidence counts the rows identical to an earlier row and those equal to one only after folding.
+    What it detects: rows whose prompt and trained part (and a preference row's rejected answer) equal an earlier row's, exactly or after Unicode, case and whitespace folding (each named with the line it repeats: the first identical row, else the first equal after folding); the evidence counts the rows identical to an earlier row and those equal to one only after folding.
     Why it matters: duplicates weigh those examples double and leak between a train and an evaluation split.
     Fires on: the same example appended twice; "Hello  World" and "hello world" with the same answer.
-    Does not fire on: rows that share a prompt but differ in the answer.
+    Does not fire on: rows that share a prompt but differ in the answer; preference pairs that share a prompt and a chosen answer but not the rejected one.
     Does not mean: which copy to keep.
     """
     rows = ctx.dataset.rows
@@ -294,6 +301,18 @@ def duplicates(ctx: TextContext) -> Iterator[Hit]:
     yield from _row_hits(ctx, indices, "repeat an earlier row", say)
 
 
+def same_pair(ctx: TextContext) -> Iterator[Hit]:
+    """A preference row's chosen and rejected answers are the same.
+
+    What it detects: preference rows (`chosen` and `rejected`) whose two answers are equal as written: the same string, or the same list of messages.
+    Why it matters: the pair prefers neither answer. DPO's loss on it is log 2 whatever the weights, with no gradient, and so is a reward model's; ORPO and CPO learn only their plain likelihood term from it. It comes of a generation step that sampled the same answer twice, or a join that put one column in both.
+    Fires on: `{"prompt": "2+2?", "chosen": "4", "rejected": "4"}`.
+    Does not fire on: answers that differ in anything, even case or a space (the pair then prefers that difference); answers both empty (TP-TEXT-EMPTY names them).
+    Does not mean: the answer is wrong; generate another to reject, or drop the row.
+    """
+    yield from _problem_hits(ctx, ctx.problems("same-pair"), "preference pairs have the same chosen and rejected answer")
+
+
 def _index(ctx: TextContext, row: Row) -> int:
     return ctx.dataset.rows.index(row)
 
@@ -304,7 +323,7 @@ def _index(ctx: TextContext, row: Row) -> int:
 def repeated_target(ctx: TextContext) -> Iterator[Hit]:
     """A row's answer is one short unit written over and over.
 
-    What it detects: answers (each assistant turn, a completion, an output, a `text` row) of at least TEXT_REPEAT_MIN_CHARS characters of which at least TEXT_REPEAT_SHARE is one run of a unit written back to back at least TEXT_REPEAT_TIMES times, the unit at most TEXT_REPEAT_MAX_UNIT characters long; the unit, its count and the characters the run covers are named. Found exactly, in time linear in the answer's length.
+    What it detects: answers (each assistant turn, a completion, an output, a `text` row, a preference row's chosen answer: its rejected one is meant to be bad) of at least TEXT_REPEAT_MIN_CHARS characters of which at least TEXT_REPEAT_SHARE is one run of a unit written back to back at least TEXT_REPEAT_TIMES times, the unit at most TEXT_REPEAT_MAX_UNIT characters long; the unit, its count and the characters the run covers are named. Found exactly, in time linear in the answer's length.
     Why it matters: the row trains the model to loop, writing the same phrase until its length runs out; it is what a generation stuck in a loop leaves in a distilled or scraped dataset, and one such row weighs as much as a thousand short answers.
     Fires on: `'Eat a banana!'` 2,000 times in a row (26,000 characters), as OpenAI's toy chat dataset has it.
     Does not fire on: code, SQL, tables, lists, JSON and poems, which repeat keys, lines or refrains between other text; a short reply such as 'Noooooooooo'.
@@ -324,7 +343,7 @@ def repeated_target(ctx: TextContext) -> Iterator[Hit]:
 def length_outlier(ctx: TextContext) -> Iterator[Hit]:
     """A row's answer is far longer than the file's other answers.
 
-    What it detects: rows whose answer (their longest assistant turn, else their completion, output or text) is TEXT_LENGTH_Z robust sigmas (MAD x 1.4826) above the median answer's length in characters on a log scale (or any amount above it, when over half the answers are of one length), and at least TEXT_LENGTH_RATIO times that median, judged in files of at least TEXT_LENGTH_MIN_ROWS rows with an answer; rows TP-TEXT-REPEATED-TARGET names are left to it.
+    What it detects: rows whose answer (their longest assistant turn, else their completion, output, text or chosen answer) is TEXT_LENGTH_Z robust sigmas (MAD x 1.4826) above the median answer's length in characters on a log scale (or any amount above it, when over half the answers are of one length), and at least TEXT_LENGTH_RATIO times that median, judged in files of at least TEXT_LENGTH_MIN_ROWS rows with an answer; rows TP-TEXT-REPEATED-TARGET names are left to it.
     Why it matters: one answer hundreds of times longer than the rest is most often rows glued together, a document pasted into an answer, or a generation that did not stop; and it weighs as much as hundreds of the other rows.
     Fires on: one 26,000-character answer among 30 answers of 40 to 100 characters.
     Does not fire on: the long tail of natural answers (Reddit jokes of one line to 3,500 characters: 53 times the median, but 3.7 sigmas on the log scale); answers of much the same length of which one is three times the median (WikiSQL's longest queries); a file of fewer than TEXT_LENGTH_MIN_ROWS answers.
@@ -376,11 +395,11 @@ def _answers(row: Row) -> bool:
 def too_long(ctx: TextContext) -> Iterator[Hit]:
     """A row has more tokens than `--max-len`.
 
-    What it detects: rows whose tokens (as the tokenizer, and its chat template when it has one, make them) exceed `--max-len`; the share of all tokens lost to truncation is in the first finding.
+    What it detects: rows whose tokens (as the tokenizer, and its chat template when it has one, make them) exceed `--max-len`; the share of all tokens lost to truncation is in the first finding. A preference row is measured as its prompt and chosen answer, as DPO renders them.
     Why it matters: the trainer truncates the row, and the end of its answer is never learnt.
     Fires on: a 3,000-token row with `--max-len 2048`.
     Does not fire on: rows within the limit.
-    Does not mean: the answer is lost entirely (see TP-TEXT-TRUNCATED-TARGET).
+    Does not mean: the answer is lost entirely (see TP-TEXT-TRUNCATED-TARGET); a preference row's rejected answer, not measured, may be longer.
     """
     lengths = _need_lengths(ctx)
     limit = ctx.max_len or 0
@@ -399,8 +418,8 @@ def too_long(ctx: TextContext) -> Iterator[Hit]:
 def truncated_target(ctx: TextContext) -> Iterator[Hit]:
     """A row's trained part is cut off entirely by `--max-len`.
 
-    What it detects: rows whose prompt alone (everything before the completion, output or assistant turn) takes `--max-len` tokens or more.
-    Why it matters: after truncation nothing of the answer is left, so the row adds no loss (or, with some trainers, NaN): it is trained on nothing.
+    What it detects: rows whose prompt alone (everything before the completion, output, chosen answer or assistant turn) takes `--max-len` tokens or more.
+    Why it matters: after truncation nothing of the answer is left (of neither answer, in a preference pair), so the row adds no loss (or, with some trainers, NaN): it is trained on nothing.
     Fires on: a 5,000-token document to summarise with `--max-len 4096`.
     Does not fire on: rows whose answer starts within the limit, plain `text` rows (every token of them is trained), or conversations with no assistant turn (TP-TEXT-NO-ASSISTANT).
     Does not mean: the row is bad; raise the limit or shorten the prompt.
@@ -430,6 +449,7 @@ TEXT_RULES = rules_of(
         ("TP-TEXT-NO-ASSISTANT", Level.FAIL, no_assistant),
         ("TP-TEXT-ROLES", Level.WARN, roles),
         ("TP-TEXT-DUPLICATE", Level.WARN, duplicates),
+        ("TP-TEXT-SAME-PAIR", Level.WARN, same_pair),
         ("TP-TEXT-REPEATED-TARGET", Level.WARN, repeated_target),
         ("TP-TEXT-LENGTH-OUTLIER", Level.WARN, length_outlier),
         ("TP-TEXT-TRUNCATED-TARGET", Level.FAIL, truncated_target),

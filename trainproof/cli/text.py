@@ -29,7 +29,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         commands,
         "text",
         "judge LLM fine-tuning datasets (JSON Lines) before training on them",
-        "Judge each fine-tuning dataset (JSON Lines of text, prompt/completion, instruction/input/output or chat messages) by "
+        "Judge each fine-tuning dataset (JSON Lines of text, prompt/completion, instruction/input/output, chat messages or "
+        "prompt/chosen/rejected preference pairs) by "
         "the text rules: lines that are not rows, rows of no known shape, empty fields, roles out of order, duplicates, and "
         "with --tokenizer and --max-len, rows too long and rows whose answer truncation cuts off.",
         "a fine-tuning JSONL file",

@@ -1,12 +1,16 @@
 """``trainproof text``: LLM fine-tuning datasets (JSON Lines) judged row by row, and with a tokenizer, by length.
 
 With ``--tokenizer`` every row is measured as a trainer would see it: a
-``messages`` row rendered through the tokenizer's chat template when it has
-one; a prompt/completion or instruction row as its prompt's tokens followed by
-its answer's (TRL's way), plus the eos token. The part before the trained
-one is the prompt: for a conversation, the tokens before the content of its
-first assistant turn (its role header included), found by rendering it a
-second time with ANSWER_MARK as that content. Rows are encoded in batches of
+conversation (a ``messages`` row, or a prompt and completion or chosen answer
+given as lists of messages, the prompt's turns first, as TRL renders them)
+through the tokenizer's chat template when it has one; a prompt/completion,
+instruction or preference row of strings as its prompt's tokens followed by
+its answer's (TRL's way; a preference row's chosen answer), plus the eos
+token. A preference row's rejected answer is not measured. The part before
+the trained one is the prompt: for a conversation, the tokens before the
+content of its first assistant turn (of its completion or chosen answer's
+first turn, when it has one), its role header included, found by rendering
+it a second time with ANSWER_MARK as that content. Rows are encoded in batches of
 ENCODE_CHUNK; a row the tokenizer cannot encode (a lone surrogate from a
 ``"\\ud800"`` escape) costs that row, named in a note, not the batch.
 
@@ -46,6 +50,9 @@ def _turns(row: Any) -> list[dict]:
 
 
 def _first_answer(row: Any) -> int:
+    """Where a conversation's trained part starts: its completion or chosen answer, else its first assistant turn."""
+    if row.completion_at is not None:
+        return row.completion_at
     return next((k for k, m in enumerate(row.messages) if m.role == "assistant"), len(row.messages))
 
 
@@ -72,8 +79,8 @@ def _before_answer(rendered: str, marked: str | None) -> int | None:
 
 
 def _plain(row: Any) -> tuple[str, str]:
-    """A row's prompt and answer as plain text: a conversation split at its first assistant turn."""
-    if row.shape != "messages":
+    """A row's prompt and answer as plain text: a conversation split where its trained part starts."""
+    if not row.is_chat:
         return row.prompt, row.target
     first = _first_answer(row)
     return "\n\n".join(m.content or "" for m in row.messages[:first]), "\n\n".join(m.content or "" for m in row.messages[first:])
@@ -91,7 +98,7 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
     from trainproof.tokenizer.batches import Failed, each
 
     rows = dataset.rows
-    chats = [i for i, row in enumerate(rows) if row.shape == "messages"] if tokenizer.chat_template is not None else []
+    chats = [i for i, row in enumerate(rows) if row.is_chat] if tokenizer.chat_template is not None else []
     results = _rendered(tokenizer, rows, chats, [_turns(rows[i]) for i in chats])
     refused = {i: got.reason for i, got in results.items() if isinstance(got, Failed)}
     rendered = {i: got for i, got in results.items() if isinstance(got, str)}
@@ -157,7 +164,7 @@ def _unmeasured(dataset: Any, lengths: Any) -> tuple[str, ...]:
     notes = []
     if lengths.unrendered:
         count = len(lengths.unrendered)
-        chats = sum(row.shape == "messages" for row in dataset.rows)
+        chats = sum(row.is_chat for row in dataset.rows)
         whose = "its" if count == 1 else "their"
         named = named_lines([(dataset.rows[i].line, why) for i, why in lengths.unrendered])
         notes.append(
@@ -289,7 +296,7 @@ def _unapplied(dataset: Any, tokenizer: Any) -> tuple[str, ...]:
     measured without it (a tokenizer.json given where its folder has a chat_template.jinja)."""
     from trainproof.tokenizer.load import Tokenizer, template_beside
 
-    if not isinstance(tokenizer, Tokenizer) or not dataset.shapes.get("messages"):
+    if not isinstance(tokenizer, Tokenizer) or not any(row.is_chat for row in dataset.rows):
         return ()
     beside = template_beside(tokenizer)
     if beside is None:

@@ -5,15 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-SHAPES = ("text", "prompt_completion", "instruction", "messages")
-"""The shapes of a training example, in the order a row that has the fields of several is read as (see the reader)."""
+SHAPES = ("text", "prompt_completion", "instruction", "messages", "preference")
+"""The shapes of a training example. A row that has the fields of several is read as the first of messages,
+prompt_completion, instruction, text, preference (see the reader)."""
 
-ROLES = ("system", "user", "assistant", "tool")
-"""The roles a chat template knows. Any other role is kept as written and is a ``role-order`` problem."""
+ROLES = ("system", "developer", "user", "assistant", "tool")
+"""The roles a chat template knows; ``developer`` is OpenAI's newer name for the system role. Any other role is kept as
+written and is a ``role-order`` problem."""
+
+SYSTEM_ROLES = ("system", "developer")
+"""The roles that set the scene: only the first message may have one."""
 
 PROBLEM_KINDS = (
     "unparsable", "document", "not-object", "unknown-shape", "wrong-type", "empty-field", "null-field",
-    "role-order", "no-assistant", "no-user", "unanswered", "blank-line", "overlong-line",
+    "role-order", "no-assistant", "no-user", "unanswered", "same-pair", "blank-line", "overlong-line",
 )  # fmt: skip
 """Every :attr:`RowProblem.kind`. The first five and ``overlong-line`` keep a line from being a row; the others are
 recorded on a row that is still read, so a rule can count them."""
@@ -36,15 +41,27 @@ class Row:
     whole text is trained on). By shape:
 
     - ``text``: target is ``text``.
-    - ``prompt_completion``: ``prompt`` and ``completion``.
+    - ``prompt_completion``: ``prompt`` and ``completion``; when both are
+      lists of messages (TRL's conversational prompt-completion), the
+      contents of each list's messages joined by a blank line.
     - ``instruction`` (Alpaca): prompt is ``instruction``, then a blank line
       and ``input`` when there is one; target is ``output``.
     - ``messages``: prompt is the contents of every message before the last
       assistant turn, target the contents of every assistant turn, each
-      joined by a blank line. ``messages`` keeps the turns themselves, for a
-      tokenizer's chat template to render as the trainer will.
+      joined by a blank line.
+    - ``preference`` (TRL's DPO, ORPO, reward modelling): prompt is
+      ``prompt``, target the ``chosen`` answer, ``rejected`` the rejected
+      one; lists of messages read as their contents joined, as above. With
+      no ``prompt`` of the answers' kind (an implicit one), the prompt is
+      what ``chosen`` and ``rejected`` begin with alike, as TRL's
+      ``extract_prompt`` splits them, and each answer is the rest.
 
-    A null field reads as ``""`` here (its problem is recorded).
+    ``messages`` keeps the turns of a conversation (a ``messages`` row, or a
+    prompt and completion or chosen answer given as lists of messages, the
+    prompt's turns first), for a tokenizer's chat template to render as the
+    trainer will; ``completion_at`` is where in it the completion or chosen
+    answer starts (None for a ``messages`` row, whose every assistant turn is
+    trained). A null field reads as ``""`` here (its problem is recorded).
     """
 
     line: int  # 1-based line number in the file
@@ -52,6 +69,13 @@ class Row:
     prompt: str
     target: str
     messages: tuple[Message, ...] = ()
+    completion_at: int | None = None
+    rejected: str | None = None  # a preference row's rejected answer; None for every other shape
+
+    @property
+    def is_chat(self) -> bool:
+        """Whether the row is a conversation, for a chat template to render."""
+        return self.shape == "messages" or bool(self.messages)
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,27 @@
 """A fine-tuning dataset in JSON Lines read into a :class:`TextDataset`.
 
-Each line is one JSON object of one of four shapes, its keys spelt exactly
+Each line is one JSON object of one of five shapes, its keys spelt exactly
 as the tools people train with write them (other keys are ignored):
 
 - ``text``: ``{"text": ...}``, a pre-rendered example trained on whole;
 - ``prompt_completion``: ``{"prompt": ..., "completion": ...}`` (OpenAI's
-  legacy format, TRL);
+  legacy format, TRL; KTO's ``label`` beside them is ignored), both strings
+  or both lists of messages (TRL's conversational prompt-completion, read
+  as one conversation, the prompt's turns first);
 - ``instruction``: ``{"instruction": ..., "input": ..., "output": ...}``
   (Alpaca; ``input`` may be missing, null or empty);
 - ``messages``: ``{"messages": [{"role": ..., "content": ...}, ...]}``
   (OpenAI chat, TRL, Axolotl), or ShareGPT's ``{"conversations": [{"from":
   "human", "value": ...}, ...]}`` with its speakers mapped to roles. A
   ``content`` may be a list of parts (``{"type": "text", "text": ...}``,
-  images), read as its text parts joined: a length counts their text only.
+  images), read as its text parts joined: a length counts their text only;
+- ``preference``: ``{"prompt": ..., "chosen": ..., "rejected": ...}`` (TRL's
+  DPO, ORPO, CPO and reward trainers), strings or lists of messages; with
+  no ``prompt`` of the answers' kind, the prompt is what ``chosen`` and
+  ``rejected`` begin with alike (TRL's ``maybe_extract_prompt``).
 
 A row with the fields of several shapes is read as the first of messages,
-prompt_completion, instruction, text, with a note.
+prompt_completion, instruction, text, preference, with a note.
 
 What is wrong with a line is a :class:`RowProblem` at its line. A line
 that is not a training example (not JSON, not an object, of no shape, a
@@ -37,7 +43,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
@@ -46,7 +53,7 @@ from trainproof.access import ReadPolicy
 from trainproof.errors import InputError
 from trainproof.readers.base import BLOCK_BYTES, mostly_binary, open_log, read_block, size_text
 from trainproof.safe import quoted
-from trainproof.text.model import ROLES, SHAPES, Message, Row, RowProblem, TextDataset
+from trainproof.text.model import ROLES, SHAPES, SYSTEM_ROLES, Message, Row, RowProblem, TextDataset
 
 MAX_TEXT_LINE_BYTES = 16 * 1024 * 1024
 """The longest line kept as a row. Long-context fine-tuning rows run to 100k+ characters, and JSON escapes of non-Latin
@@ -88,12 +95,15 @@ _FORMS = tuple(
         ("prompt_completion", ("prompt", "completion")),
         ("instruction", ("instruction", "output")),
         ("text", ("text",)),
+        ("preference", ("chosen", "rejected")),
     )
 )
 """The required keys of each shape (ShareGPT's ``conversations`` is a form of ``messages``), in the order a row that has
 the keys of several is read as, and as a set to test a record's keys against."""
+_OPTIONAL = {"preference": ("prompt",)}
+"""The fields a shape may have beside its required ones, which make a record of no shape nearer to it."""
 _FIELDS = tuple(dict.fromkeys(key for _, keys, _ in _FORMS for key in keys))
-_EXPECTED = "'text', 'prompt' and 'completion', 'instruction' and 'output', or 'messages'"
+_EXPECTED = "'text', 'prompt' and 'completion', 'instruction' and 'output', 'messages', or 'chosen' and 'rejected'"
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _OTHER_BOMS = (
@@ -399,7 +409,7 @@ class _Reader:
         if self.several:
             notes.append(
                 f"{_rows(self.several)} the fields of more than one shape, the first at line {self.first_several}; "
-                "each was read as the first of messages, prompt_completion, instruction, text"
+                "each was read as the first of messages, prompt_completion, instruction, text, preference"
             )
         shapes = dict.fromkeys(SHAPES, 0)
         for row in self.rows:
@@ -420,6 +430,9 @@ def _row(n: int, shape: str, key: str, record: Mapping[str, object], found: list
     if shape == "text":
         return Row(n, shape, "", _string(n, record, "text", found)), False
     if shape == "prompt_completion":
+        if _listed(n, record, ("prompt", "completion"), "a conversational prompt and completion are both lists of messages"):
+            turns, sharegpt = _read_turns(n, record, ("prompt", "completion"), found)
+            return _chat_row(n, shape, turns, len(turns[0][1]), found), sharegpt
         prompt = _string(n, record, "prompt", found)
         return Row(n, shape, prompt, _string(n, record, "completion", found)), False
     if shape == "instruction":
@@ -427,32 +440,189 @@ def _row(n: int, shape: str, key: str, record: Mapping[str, object], found: list
         extra = _string(n, record, "input", found, optional=True)
         output = _string(n, record, "output", found)
         return Row(n, shape, f"{instruction}\n\n{extra}" if extra else instruction, output), False
+    if shape == "preference":
+        return _preference(n, record, found)
     messages, sharegpt = _conversation(n, key, record[key], found)
     answers = [i for i, message in enumerate(messages) if message.role == "assistant"]
     if messages:
-        role_problem = _role_order(n, key, messages)
+        spans = _Spans(((key, len(messages)),))
+        role_problem = _role_order(n, messages, spans)
         if role_problem is not None:
             found.append(role_problem)
-        found.extend(_missing_turns(n, key, messages, answers))
+        found.extend(_missing_turns(n, messages, answers, spans))
     prompt = _joined([message.content for message in messages[: answers[-1] if answers else len(messages)]])
     target = _joined([messages[i].content for i in answers])
     return Row(n, shape, prompt, target, messages), sharegpt
 
 
-def _missing_turns(n: int, key: str, messages: tuple[Message, ...], answers: list[int]) -> list[RowProblem]:
+_Turns = tuple[tuple[str, tuple[Message, ...]], ...]
+"""The fields a conversation is made of, in order, each with its messages (``("prompt", ...), ("completion", ...)``)."""
+
+
+class _Spans(NamedTuple):
+    """The fields a conversation's messages come from, each with its number of messages, in order: how to name a
+    message (``message 3`` of a ``messages`` row; ``message 1 of 'completion'`` of one made of several fields)."""
+
+    fields: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, turns: _Turns) -> _Spans:
+        return cls(tuple((key, len(messages)) for key, messages in turns))
+
+    def _at(self, i: int) -> tuple[str, int]:
+        for key, count in self.fields:
+            if i < count:
+                return key, i
+            i -= count
+        raise IndexError(i)
+
+    def name(self, i: int) -> str:
+        """Message ``i`` (0-based, in the whole conversation) as the file has it."""
+        if len(self.fields) == 1 and self.fields[0][0] in ("messages", "conversations"):
+            return f"message {i + 1}"
+        key, k = self._at(i)
+        return f"message {k + 1} of {key!r}"
+
+    def field(self, i: int) -> str:
+        return self._at(i)[0]
+
+    def names(self) -> str:
+        return " and ".join(repr(key) for key, _ in self.fields)
+
+
+def _listed(n: int, record: Mapping[str, object], keys: tuple[str, ...], rule: str) -> bool:
+    """Whether the fields ``keys`` are lists of messages (a null one goes with the others); a list beside a field that
+    is neither is a wrong type, named with ``rule``."""
+    lists = [key for key in keys if isinstance(record.get(key), list)]
+    if not lists:
+        return False
+    for key in keys:
+        value = record.get(key)
+        if value is not None and not isinstance(value, list):
+            said = f"line {n}: {key!r} is {_a(value)} but {lists[0]!r} is a list of messages: {rule}"
+            raise _NotARow(RowProblem("wrong-type", said, n, key))
+    return True
+
+
+def _read_turns(n: int, record: Mapping[str, object], keys: tuple[str, ...], found: list[RowProblem]) -> tuple[_Turns, bool]:
+    """The messages of each field ``keys`` names, and whether any was ShareGPT's."""
+    turns, sharegpt = [], False
+    for key in keys:
+        messages, shared = _conversation(n, key, record.get(key), found)
+        turns.append((key, messages))
+        sharegpt = sharegpt or shared
+    return tuple(turns), sharegpt
+
+
+def _chat_row(n: int, shape: str, turns: _Turns, at: int, found: list[RowProblem]) -> Row:
+    """A row whose conversation is made of several fields (a prompt and its completion or chosen answer), the trained
+    answer from message ``at``; its role problems added to ``found``."""
+    messages = tuple(m for _, part in turns for m in part)
+    _check_answered(n, messages, _Spans.of(turns), at, found)
+    return Row(n, shape, _joined([m.content for m in messages[:at]]), _joined([m.content for m in messages[at:]]), messages, at)
+
+
+_ROLE_KINDS = ("role-order", "no-assistant", "no-user", "unanswered")
+
+
+def _check_answered(n: int, messages: tuple[Message, ...], spans: _Spans, at: int, found: list[RowProblem]) -> None:
+    """The role problems of a conversation whose answer, from message ``at``, is trained whatever its roles (TRL trains a
+    completion's tokens, not its assistant turns): an answer with no assistant turn is a ``role-order`` problem (the
+    model learns to write another role's turn), not ``no-assistant``; an empty answer is an empty field already."""
+    if not messages:
+        return
+    problem = _role_order(n, messages, spans)
+    if problem is None and at < len(messages):
+        answers = [i for i in range(at, len(messages)) if messages[i].role == "assistant"]
+        if not answers:
+            field = spans.field(at)
+            roles = ", ".join(_quote(role) for role in list(dict.fromkeys(m.role for m in messages[at:]))[:_ROLES_SHOWN])
+            said = f"line {n}: {field!r} has no assistant message (its roles: {roles}), so the answer trained is no assistant's"
+            problem = RowProblem("role-order", said, n, field)
+        else:
+            found.extend(_missing_turns(n, messages, answers, spans))
+    if problem is not None:
+        found.append(problem)
+
+
+def _preference(n: int, record: Mapping[str, object], found: list[RowProblem]) -> tuple[Row, bool]:
+    """A preference row: the prompt and the chosen answer as the row, the rejected answer beside them. Its prompt is
+    ``prompt`` when that is of the answers' kind (both strings, or both lists of messages), else what the two answers
+    begin with alike, as TRL's ``maybe_extract_prompt`` takes it (an empty one is an ``empty-field`` problem: TRL
+    trains such a pair on no prompt, or fails on an empty list of messages). A list of messages as the prompt of string
+    answers is a wrong type: TRL drops it."""
+    conversational = _listed(n, record, ("chosen", "rejected"), "the chosen and rejected answers are both strings or both lists of messages")
+    if not conversational and isinstance(record.get("prompt"), list):  # TRL reads a prompt from the answers instead
+        said = f"line {n}: 'prompt' is a list of messages but 'chosen' and 'rejected' are strings, so TRL drops it: give all three as one kind"
+        raise _NotARow(RowProblem("wrong-type", said, n, "prompt"))
+    explicit = "prompt" in record and isinstance(record["prompt"], list) == conversational
+    before = len(found)
+    sharegpt = False
+    if conversational:
+        row, sharegpt = _conversational_preference(n, record, explicit, found)
+    elif explicit:
+        prompt, chosen, rejected = (_string(n, record, key, found) for key in ("prompt", "chosen", "rejected"))
+        row = Row(n, "preference", prompt, chosen, rejected=rejected)
+    else:
+        chosen, rejected = _string(n, record, "chosen", found), _string(n, record, "rejected", found)
+        at = _shared_prefix(chosen, rejected)
+        row = Row(n, "preference", chosen[:at], chosen[at:], rejected=rejected[at:])
+    empty = any(p.kind in ("empty-field", "null-field") and p.field in ("chosen", "rejected") for p in found[before:])
+    if not explicit and not empty and not (row.messages[: row.completion_at] if conversational else row.prompt):
+        ignored = ", and its string 'prompt' is not read" if "prompt" in record else ""
+        said = f"line {n}: 'chosen' and 'rejected' begin with nothing alike, so the prompt read from them is empty{ignored}"
+        found.append(RowProblem("empty-field", said, n, "prompt"))
+    if record["chosen"] == record["rejected"] and not empty:  # an empty pair is an empty field
+        found.append(RowProblem("same-pair", f"line {n}: 'chosen' and 'rejected' are the same, so the pair prefers neither", n, "rejected"))
+    return row, sharegpt
+
+
+def _conversational_preference(n: int, record: Mapping[str, object], explicit: bool, found: list[RowProblem]) -> tuple[Row, bool]:
+    """A preference row of lists of messages: the prompt's turns then the chosen answer's as its conversation (with an
+    implicit prompt, the chosen conversation, its answer from where it parts from the rejected one); the rejected
+    answer's contents beside them, its conversation's roles checked too when the chosen one's are fine."""
+    keys = ("prompt", "chosen", "rejected") if explicit else ("chosen", "rejected")
+    turns, sharegpt = _read_turns(n, record, keys, found)
+    parts = dict(turns)
+    if explicit:
+        at = len(parts["prompt"])
+        chosen, rejected = (("prompt", parts["prompt"]), ("chosen", parts["chosen"])), (("prompt", parts["prompt"]), ("rejected", parts["rejected"]))
+    else:
+        at = _shared_prefix(parts["chosen"], parts["rejected"])
+        chosen, rejected = (("chosen", parts["chosen"]),), (("rejected", parts["rejected"]),)
+    row = _chat_row(n, "preference", chosen, at, found)
+    other = tuple(m for _, part in rejected for m in part)
+    if not any(p.kind in _ROLE_KINDS for p in found):
+        _check_answered(n, other, _Spans.of(rejected), at, found)
+    return replace(row, rejected=_joined([m.content for m in other[at:]])), sharegpt
+
+
+def _shared_prefix(chosen: Sequence[object], rejected: Sequence[object]) -> int:
+    """Where TRL's ``extract_prompt`` ends the prompt two answers share: at their first difference (in a string, before
+    the space ahead of it); when one is the other's beginning, or the same, before the shorter's last item."""
+    shorter = min(len(chosen), len(rejected))
+    for i in range(shorter):
+        if chosen[i] != rejected[i]:
+            return i - 1 if i > 0 and chosen[i - 1] == " " else i
+    return max(shorter - 1, 0)
+
+
+def _missing_turns(n: int, messages: tuple[Message, ...], answers: list[int], spans: _Spans) -> list[RowProblem]:
     """What a conversation lacks to train a chat: an assistant turn (``no-assistant``); else a user turn for it to answer
     (``no-user``), or an assistant turn after its last user turn (``unanswered``)."""
+    where = spans.names()
     if not answers:
         seen = list(dict.fromkeys(m.role for m in messages))
         roles = ", ".join(_quote(role) for role in seen[:_ROLES_SHOWN]) + (", ..." if len(seen) > _ROLES_SHOWN else "")
-        return [RowProblem("no-assistant", f"line {n} has no assistant message in {key!r} (its roles: {roles}): nothing in it is trained on", n, key)]
+        field = spans.fields[-1][0]
+        return [RowProblem("no-assistant", f"line {n} has no assistant message in {where} (its roles: {roles}): nothing in it is trained on", n, field)]
     asked = [i for i, m in enumerate(messages) if m.role == "user"]
     if not asked:
         turns = "its assistant turn answers" if len(answers) == 1 else "its assistant turns answer"
-        return [RowProblem("no-user", f"line {n} has no user message in {key!r}: {turns} no one", n, key)]
+        return [RowProblem("no-user", f"line {n} has no user message in {where}: {turns} no one", n, spans.field(answers[0]))]
     if asked[-1] > answers[-1]:
-        last = asked[-1] + 1
-        return [RowProblem("unanswered", f"line {n}: its last user turn (message {last}) has no assistant turn after it, so nothing answers it", n, key)]
+        said = f"line {n}: its last user turn ({spans.name(asked[-1])}) has no assistant turn after it, so nothing answers it"
+        return [RowProblem("unanswered", said, n, spans.field(asked[-1]))]
     return []
 
 
@@ -468,21 +638,15 @@ def _string(n: int, record: Mapping[str, object], key: str, found: list[RowProbl
             found.append(RowProblem("null-field", f"line {n}: {key!r} is null", n, key))
         return ""
     if not isinstance(value, str):
-        raise _NotARow(RowProblem("wrong-type", f"line {n}: {key!r} is {_a(value)}, not a string{_hint(key, value)}", n, key))
+        raise _NotARow(RowProblem("wrong-type", f"line {n}: {key!r} is {_a(value)}, not a string", n, key))
     if not optional and (not value or value.isspace()):
         found.append(RowProblem("empty-field", _empty(f"line {n}: {key!r}", value), n, key))
     return value
 
 
-def _hint(key: str, value: object) -> str:
-    """TRL's conversational prompt-completion (a list of messages as prompt and completion) is named as such."""
-    if key in ("prompt", "completion") and isinstance(value, list) and value and all(isinstance(v, dict) and "role" in v for v in value):
-        return " (a conversational prompt and completion are not read: put the whole conversation in 'messages')"
-    return ""
-
-
 def _conversation(n: int, key: str, turns: object, found: list[RowProblem]) -> tuple[tuple[Message, ...], bool]:
-    """The turns of a ``messages`` or ``conversations`` list, and whether any was ShareGPT's (``from``/``value``)."""
+    """The turns of a list of messages (``messages``, ``conversations``, or a conversational prompt, completion, chosen
+    or rejected answer), and whether any was ShareGPT's (``from``/``value``)."""
     if turns is None:
         found.append(RowProblem("null-field", f"line {n}: {key!r} is null", n, key))
         return (), False
@@ -545,23 +709,24 @@ def _parts_text(parts: list, where: str, n: int, key: str) -> tuple[str, bool]:
     return "".join(texts), others
 
 
-def _role_order(n: int, key: str, messages: tuple[Message, ...]) -> RowProblem | None:
-    """The first turn that breaks the order chat templates expect: system (only first), then user and assistant in
-    turns, tool results anywhere after the first; None when none does."""
+def _role_order(n: int, messages: tuple[Message, ...], spans: _Spans) -> RowProblem | None:
+    """The first turn that breaks the order chat templates expect: system or developer (only first), then user and
+    assistant in turns, tool results anywhere after the first; None when none does."""
     previous = None
-    for i, message in enumerate(messages, 1):
+    for i, message in enumerate(messages):
         role = message.role
         problem = None
         if role not in ROLES:
-            problem = f"line {n}: message {i} has the role {_quote(role)}, which is none of {', '.join(map(repr, ROLES))}"
-        elif i == 1 and role not in ("system", "user"):
-            problem = f"line {n} starts with the role {role!r}; a conversation starts with 'system' or 'user'"
-        elif i > 1 and role == "system":
-            problem = f"line {n}: message {i} is a 'system' message; only the first message may be one"
+            problem = f"line {n}: {spans.name(i)} has the role {_quote(role)}, which is none of {', '.join(map(repr, ROLES))}"
+        elif i == 0 and role not in (*SYSTEM_ROLES, "user"):
+            problem = f"line {n} starts with the role {role!r}; a conversation starts with 'system', 'developer' or 'user'"
+        elif i > 0 and role in SYSTEM_ROLES:
+            problem = f"line {n}: {spans.name(i)} is a {role!r} message; only the first message may be one"
         elif role == previous and role in ("user", "assistant"):
-            problem = f"line {n}: messages {i - 1} and {i} are both {role!r} turns, one after the other"
+            pair = f"messages {i} and {i + 1}" if spans.name(i) == f"message {i + 1}" else f"{spans.name(i - 1)} and {spans.name(i)}"
+            problem = f"line {n}: {pair} are both {role!r} turns, one after the other"
         if problem is not None:
-            return RowProblem("role-order", problem, n, key)
+            return RowProblem("role-order", problem, n, spans.field(i))
         previous = role
     return None
 
@@ -581,7 +746,8 @@ def _unknown_shape(record: Mapping[str, object]) -> tuple[str, str | None]:
             near.setdefault(field, hint)
 
     def score(form: tuple[str, tuple[str, ...], frozenset[str]]) -> int:
-        return sum(1 for field in form[1] if field in record or field in near)
+        fields = (*form[1], *_OPTIONAL.get(form[0], ()))
+        return sum(1 for field in fields if field in record or field in near)
 
     best = max(_FORMS, key=score)  # max keeps the first of equals: the order rows are read in
     if not score(best):
