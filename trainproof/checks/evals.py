@@ -33,6 +33,7 @@ class _Steady:
     worse_steps: int
     trend_t: float
     sigmas: float | None
+    stayed_worse: float | None = None  # EVAL_WORSE_RISE, when every evaluation after the best was at least that much worse
 
     @property
     def best_at(self) -> str:
@@ -44,7 +45,16 @@ class _Steady:
         """How many of the evaluations after the best were worse than the one before: "each", or "7 of them"."""
         return "each" if self.worse_steps == self.evals_after else f"{self.worse_steps} of them"
 
+    @property
+    def course(self) -> str:
+        """How the evaluations after the best went, after "... and": a jump that stayed, or a steady climb."""
+        if self.stayed_worse is not None:
+            return f"every one of the {self.evals_after} evaluations after it was at least {figures.pct(self.stayed_worse)} worse"
+        return f"got steadily worse over the {self.evals_after} evaluations after it ({self.worse_count} worse than the one before)"
+
     def evidence(self) -> str:
+        if self.stayed_worse is not None:
+            return f"best at {self.best_at}, then {self.evals_after} evaluations, each at least {figures.pct(self.stayed_worse)} worse"
         # every step worse: the rank correlation is then as high as it goes, and its t (capped at rho 0.999999) says no more
         trend = "" if self.worse_steps == self.evals_after else f", rank trend t {self.trend_t:.1f}"
         noise = f", {self.sigmas:.1f} noise sigmas above the best" if self.sigmas is not None else ""
@@ -57,6 +67,7 @@ class _Steady:
             "evals_worse_than_previous": self.worse_steps,
             "trend_t": round(self.trend_t, 2),
             **({"noise_sigmas": round(self.sigmas, 2)} if self.sigmas is not None else {}),
+            **({"each_after_worse_by": self.stayed_worse} if self.stayed_worse is not None else {}),
         }
 
 
@@ -168,15 +179,19 @@ def _steady_rise(values: np.ndarray, b: _AfterBest, t: Thresholds) -> _Steady | 
     if stretch.size < t.EVAL_RISING_MIN_EVALS:
         return None
     trend = trend_t(stretch)
-    if trend < t.EVAL_RISING_TREND_T:
-        return None  # wanders rather than climbs
     logs = np.log(stretch)
     noise = robust_sigma(logs, t.NOISE_FALLBACK_QUANTILE)
     gap = float(np.log(b.end) - logs[0])
-    if not gap > t.EVAL_RISING_SIGMAS * noise:
-        return None  # within one evaluation's jitter of the best
+    # a jump that never came back: every evaluation after the best is EVAL_WORSE_RISE above it, each one a proof
+    stayed_worse = bool(stretch[1:].min() >= stretch[0] * (1 + t.EVAL_WORSE_RISE))
+    if not stayed_worse:
+        if trend < t.EVAL_RISING_TREND_T:
+            return None  # wanders rather than climbs
+        if not gap > t.EVAL_RISING_SIGMAS * noise:
+            return None  # within one evaluation's jitter of the best
     worse_steps = int(np.count_nonzero(np.diff(stretch) > 0))
-    return _Steady(b.best_i, int(stretch.size - 1), worse_steps, trend, float(gap / noise) if noise > 0 else None)
+    sigmas = float(gap / noise) if noise > 0 else None
+    return _Steady(b.best_i, int(stretch.size - 1), worse_steps, trend, sigmas, t.EVAL_WORSE_RISE if stayed_worse else None)
 
 
 def _need_eval_loss(ctx: RunContext) -> None:
@@ -250,8 +265,7 @@ def _course(r: _Rise) -> str:
         return f"was {r.extreme} at step {figures.step(r.best_step)} ({figures.num(r.best)}) and ends {ends}"
     s = r.steady
     return (
-        f"was {r.extreme} at {s.best_at} (step {figures.step(r.best_step)}, {figures.num(r.best)}) and got steadily worse "
-        f"over the {s.evals_after} evaluations after it ({s.worse_count} worse than the one before), ending {ends}"
+        f"was {r.extreme} at {s.best_at} (step {figures.step(r.best_step)}, {figures.num(r.best)}) and {s.course}, ending {ends}"
     )
 
 
@@ -267,7 +281,9 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
     from the best to the end rise in a consistent trend (the t of the rank
     correlation between step and eval loss at least EVAL_RISING_TREND_T) to
     an end level at least EVAL_RISING_RISE above the best and more than
-    EVAL_RISING_SIGMAS robust noise sigmas of their log values. Either way,
+    EVAL_RISING_SIGMAS robust noise sigmas of their log values, or (a jump
+    that never came back) every one of them after the best is at least
+    EVAL_WORSE_RISE above it, each evaluation a proof of its own. Either way,
     the training loss at the end is below where it was at the best
     evaluation by more than NOISE_SIGMAS robust noise sigmas (see
     NOISE_FALLBACK_QUANTILE).
@@ -398,7 +414,10 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
     consistent trend (the t of the rank correlation between step and value
     at least EVAL_RISING_TREND_T) to an end level (the median of the last
     EVAL_WORSE_END_EVALS) at least EVAL_RISING_RISE worse than the best and
-    more than EVAL_RISING_SIGMAS robust noise sigmas of their log values.
+    more than EVAL_RISING_SIGMAS robust noise sigmas of their log values, or
+    every one of them after the best is at least EVAL_WORSE_RISE worse than
+    it (a jump that never came back: no trend or noise test, since each
+    later evaluation is a proof of its own).
     A metric where higher is better is judged by its reciprocal, so "EVAL_WORSE_RISE worse"
     is a fall of 1 - 1/(1 + EVAL_WORSE_RISE) (17% at the default), and a
     value of it below EVAL_METRIC_FLOOR of its highest (a collapse to zero or
@@ -420,7 +439,10 @@ def eval_worse(ctx: RunContext) -> Iterator[Hit]:
     weight decay (10, 1000x the usual) pulls harder as its learning rate
     warms up, so that its eval loss is lowest at its first evaluation
     (1.199) and worse than the one before at 17 of the 19 after it, ending
-    13% higher, while its training loss climbs too.
+    13% higher, while its training loss climbs too; a Whisper-small
+    fine-tune at a peak learning rate of 3e-3 whose eval loss is lowest at
+    its first evaluation (2.553) and at least 23% above it at each of the 19
+    after, up to 4.46 and back to 3.29.
     Does not fire on: eval loss or WER that keeps improving, accuracy that
     keeps rising; a noisy eval series whose end is within its own noise of
     its best point, or that wanders without a trend; a series that gets
