@@ -158,6 +158,27 @@ def test_a_jump_that_comes_back_within_eval_worse_rise_of_the_first_once_stays_q
     assert not [f for f in s.findings if f.rule_id in EVAL_RULES]
 
 
+FLEMISH = [0.2718, 0.26, 0.2386, 0.2415, 0.2389, 0.253, 0.2273, 0.2433, 0.2225, 0.2621, 0.2194, 0.2088, 0.2155, 0.2494, 0.2393]
+"""A public Whisper fine-tune's eval loss (its WER improved to the last step): jittering by about 0.015 while trending
+down. Its lowest, 0.2088 at the 12th evaluation, is 15% under the median of the last three, but the lowest of those is
+0.5 robust noise sigmas above it, short of the 2.3 (sqrt(2 ln 15)) by which a best picked from 15 sits low by chance."""
+DNABERT = [0.3139, 0.2554, 0.2665, 0.2317, 0.3033, 0.2723, 0.2541, 0.2833, 0.2941, 0.2944, 0.2878]
+"""A public DNABERT-2 classifier's eval loss: lowest at the 4th evaluation, the last three 2.7 noise sigmas above it
+(past the 2.2 a best of 11 sits low by chance), while its training loss falls."""
+
+
+def test_a_best_that_is_one_dip_of_a_noisy_eval_loss_is_no_overfitting():
+    s = subject_of(eval_run(FLEMISH, falling_training()))
+    assert "TP-OVERFIT" in s.ran
+    assert finding(s, "TP-OVERFIT") is None
+
+
+def test_a_rise_past_the_dip_a_best_of_n_takes_by_chance_is_overfitting():
+    f = finding(subject_of(eval_run(DNABERT, falling_training())), "TP-OVERFIT")
+    assert f is not None and f.level is Level.WARN
+    assert "lowest at step 400 (0.2317)" in f.message
+
+
 def test_a_small_steady_climb_beside_a_falling_training_loss_is_overfitting():
     """The issue's LLM fine-tune: eval loss up 9% over 21 evaluations while the training loss falls 24%."""
     values = noisy(np.linspace(1.00, 1.09, 21), 0.002, 3)

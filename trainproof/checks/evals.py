@@ -275,7 +275,11 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
     What it detects: for each eval set with at least OVERFIT_MIN_EVALS finite
     evaluations, the median of its last (up to OVERFIT_END_EVALS) evaluations
     after its best is at least OVERFIT_RISE above the best, over at least
-    OVERFIT_MIN_EVALS_AFTER_BEST evaluations; or, for a smaller rise, the
+    OVERFIT_MIN_EVALS_AFTER_BEST evaluations, each of those last ones above
+    the best by more than sqrt(2 ln n) robust noise sigmas of the series' n
+    evaluations (how far the lowest of n noisy evaluations lands below their
+    level by chance: a best that is a lucky dip is no level the run climbed
+    from); or, for a smaller rise, the
     eval loss climbs steadily from its start: its best is one of its first
     EVAL_RISING_HEAD_EVALS evaluations, and the EVAL_RISING_MIN_EVALS or more
     from the best to the end rise in a consistent trend (the t of the rank
@@ -298,7 +302,10 @@ def overfit(ctx: RunContext) -> Iterator[Hit]:
     before at 19 of the 20 after it, ending 7.4% higher, while the training
     loss falls 16%.
     Does not fire on: eval loss that keeps improving, however low the
-    training loss goes; an eval loss less than OVERFIT_RISE above its best
+    training loss goes; a noisy eval loss whose best is one dip of its
+    jitter (a Whisper fine-tune whose eval loss swings 0.21-0.27 while
+    trending down: its lowest, 0.209, was 15% below the end but 0.5 noise
+    sigmas below the last evaluations); an eval loss less than OVERFIT_RISE above its best
     that wanders without a trend, or whose lowest point comes after its
     first evaluations; and it stays quiet when TP-DIVERGE fired, since a
     blown-up model's eval loss climbs for another reason than memorising.
@@ -372,7 +379,7 @@ def _climb(name: str, steps: np.ndarray, values: np.ndarray, prof: Profile, t: T
     if b is None:
         return None
     steady = None
-    if b.rise < t.OVERFIT_RISE:  # too small a rise to be judged on its size: only a steady climb from the start shows it
+    if b.rise < t.OVERFIT_RISE or not _past_a_lucky_dip(values, b, t):  # then only a steady climb from the start shows it
         steady = _steady_rise(values, b, t)
         if steady is None:
             return None
@@ -383,6 +390,14 @@ def _climb(name: str, steps: np.ndarray, values: np.ndarray, prof: Profile, t: T
     if not prof.above(train_then, prof.end, t.NOISE_SIGMAS, min(points_before, prof.tail_points), prof.tail_points):
         return None  # the training loss did not keep falling after the best evaluation
     return _Climb(b.rise, name, b.best, b.best_step, b.end, int(b.after.size), int(steps[-1]), train_then, steady=steady)
+
+
+def _past_a_lucky_dip(values: np.ndarray, b: _AfterBest, t: Thresholds) -> bool:
+    """Whether each of the last evaluations after the best is above it by more than sqrt(2 ln n) robust noise sigmas of
+    the series' n log values: how far below its level the lowest of n noisy evaluations lands by chance. A best that is
+    one dip of a noisy series is no level the run climbed from (the falling training loss corroborates the rest)."""
+    noise = robust_sigma(np.log(values), t.NOISE_FALLBACK_QUANTILE)
+    return bool(np.log(b.tail.min() / b.best) > np.sqrt(2 * np.log(values.size)) * noise)
 
 
 def _train_level_at(prof: Profile, step: int) -> tuple[float, int] | None:
