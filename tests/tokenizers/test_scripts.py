@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainproof.tokenizer.scripts import names_in, units
+from trainproof.tokenizer.scripts import names_in, script_of, units
 
 
 @pytest.mark.parametrize(
@@ -35,3 +35,12 @@ def test_a_line_counts_its_words_and_its_characters_of_scripts_without_spaces(te
 def test_the_scripts_of_a_text_are_named_in_a_fixed_order():
     assert names_in(["สวัสดี", "ひらがな", "漢字"]) == ["Han", "Kana", "Thai"]
     assert names_in(["plain English", "Ελληνικά"]) == []
+
+
+@pytest.mark.parametrize(
+    ("ch", "script"),
+    [("漢", "Han"), ("𠀋", "Han"), ("ひ", "Kana"), ("ｶ", "Kana"), ("ภ", "Thai"), ("ລ", "Lao"), ("ក", "Khmer"), ("မ", "Myanmar"),
+     ("བ", "Tibetan"), ("a", None), ("한", None), ("Ж", None), ("。", None)],
+)  # fmt: skip
+def test_a_character_is_named_by_its_script_without_spaces_or_none(ch, script):
+    assert script_of(ch) == script

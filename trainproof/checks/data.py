@@ -894,10 +894,6 @@ def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
 HAN_LETTERS = 2
 """How many letters a Chinese character counts as towards DATA_DUPLICATE_MIN_LETTERS: one carries about a short word."""
 
-_UNSPACED_SCRIPTS = frozenset({"CJK", "HIRAGANA", "KATAKANA", "HALFWIDTH", "THAI", "LAO", "KHMER", "MYANMAR"})
-"""The scripts written without spaces between words (the first word of their letters' Unicode names): each letter of
-them counts as a word of its own towards DATA_DUPLICATE_MIN_WORDS."""
-
 
 def _sentences_repeated(folded: pd.Series, t: Thresholds) -> np.ndarray:
     """Which rows' folded transcripts come more than once and are long enough to be a sentence (see
@@ -909,7 +905,10 @@ def _sentences_repeated(folded: pd.Series, t: Thresholds) -> np.ndarray:
 
 def _is_sentence(text: str, t: Thresholds) -> bool:
     """At least DATA_DUPLICATE_MIN_WORDS different words and DATA_DUPLICATE_MIN_LETTERS letters and digits: a word is
-    a space-separated run's letters and digits, or one letter of a script written without spaces."""
+    a space-separated run's letters and digits, or one letter of a script written without spaces (Han, Kana, Thai,
+    ...: :data:`trainproof.tokenizer.scripts.UNSEGMENTED`)."""
+    from trainproof.tokenizer.scripts import script_of
+
     words: set[str] = set()
     letters = 0
     for run in text.split():
@@ -917,10 +916,10 @@ def _is_sentence(text: str, t: Thresholds) -> bool:
         for ch in run:
             if not ch.isalnum():
                 continue
-            script = _script(ch)
-            if script in _UNSPACED_SCRIPTS:
+            script = script_of(ch)
+            if script is not None:
                 words.add(ch)
-                letters += HAN_LETTERS if script == "CJK" else 1
+                letters += HAN_LETTERS if script == "Han" else 1
             else:
                 kept.append(ch)
                 letters += 1

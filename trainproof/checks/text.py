@@ -75,6 +75,11 @@ class TextContext:
         return tuple(_key(row, _fold) for row in self.dataset.rows)
 
     @cached_property
+    def row_index(self) -> dict[int, int]:
+        """A row's line -> its index in the dataset's rows (a line holds one row at most)."""
+        return {row.line: i for i, row in enumerate(self.dataset.rows)}
+
+    @cached_property
     def repeats(self) -> dict[int, tuple[str, str, Run]]:
         """Row index -> its first answer that is one short unit repeated: where it is, its text, and the run."""
         t = self.t
@@ -314,7 +319,7 @@ def same_pair(ctx: TextContext) -> Iterator[Hit]:
 
 
 def _index(ctx: TextContext, row: Row) -> int:
-    return ctx.dataset.rows.index(row)
+    return ctx.row_index[row.line]
 
 
 # --- answers ---------------------------------------------------------------------------

@@ -711,10 +711,9 @@ def _settle_above(builder: _Builder, folder: str, ctx: _Context, bases: tuple[st
     sample = [i for i in spread if _relative(listed[i])]  # type: ignore[arg-type]
     unresolved = [i for i in sample if not os.path.isfile(audio[i])]  # type: ignore[arg-type]
     above = _folders_above(folder)  # (levels up, folder), nearest first
+    searched = [folder or os.curdir, *(candidate for _, candidate in above)]
     if not sample and spread and not any(os.path.isfile(audio[i]) for i in spread):  # type: ignore[arg-type]
-        tail = _found_by_tail([listed[i] for i in spread], [folder or os.curdir, *(candidate for _, candidate in above)])  # type: ignore[misc]
-        if tail is not None:  # every path absolute, none there: written on another machine
-            builder.notes.append(tail)
+        _note_tail(builder, [listed[i] for i in spread], searched)  # type: ignore[misc]  # every path absolute, none there
     if not unresolved:
         return 0
     best, level, most = None, 0, 0
@@ -729,9 +728,7 @@ def _settle_above(builder: _Builder, folder: str, ctx: _Context, bases: tuple[st
                 f"the listed audio paths resolve neither from {where} nor from the {figures.plural(len(above), 'folder')} above "
                 f"the manifest's ({', '.join(candidate for _, candidate in above)}): --root names the folder they are relative to"
             )
-            tail = _found_by_tail([listed[i] for i in unresolved], [folder or os.curdir, *(candidate for _, candidate in above)])  # type: ignore[misc]
-            if tail is not None:
-                builder.notes.append(tail)
+            _note_tail(builder, [listed[i] for i in unresolved], searched)  # type: ignore[misc]
         return 0
     relative = [i for i, path in enumerate(listed) if _relative(path)]  # type: ignore[arg-type]
     resolved = list(audio)
@@ -758,21 +755,21 @@ def _settle_above(builder: _Builder, folder: str, ctx: _Context, bases: tuple[st
     return moved
 
 
-def _found_by_tail(listed: list[str], folders: list[str]) -> str | None:
+def _note_tail(builder: _Builder, listed: list[str], folders: list[str]) -> None:
     """A note when most of ``listed`` (paths that resolve nowhere) are found under one of ``folders`` by their last
     parts: a manifest written on another machine ('C:\\Users\\me\\corpus\\wavs\\a.wav', '/home/me/corpus/wavs/a.wav'),
-    whose trainer here fails on every path, though the audio is beside it. None otherwise."""
+    whose trainer here fails on every path, though the audio is beside it."""
     parts = [[p for p in re.split(r"[\\/]", path) if p] for path in listed]
     for folder in folders:
         for keep in range(min(TAIL_PARTS, max(map(len, parts), default=0)), 0, -1):
             hits = [os.path.join(*p[-keep:]) for p in parts if len(p) > keep and os.path.isfile(os.path.join(folder, *p[-keep:]))]
             if len(hits) > ABOVE_SHARE * len(listed):
-                return (
+                builder.notes.append(
                     f"the listed paths look written on another machine ({_quote(listed[0])}): {len(hits):,} of {len(listed):,} looked at "
                     f"are found under {folder} by their last {figures.plural(keep, 'part')} (as {_quote(hits[0])}): write the "
                     f"manifest's paths relative to that folder"
                 )
-    return None
+                return
 
 
 def _relative(listed: str) -> bool:

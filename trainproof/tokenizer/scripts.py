@@ -60,3 +60,10 @@ def names_in(texts: Sequence[str]) -> list[str]:
     """The scripts without spaces that occur in ``texts``, in the order of UNSEGMENTED."""
     joined = "\n".join(texts)
     return [name for name, pattern in _EACH if pattern.search(joined)]
+
+
+def script_of(ch: str) -> str | None:
+    """The script without spaces a character is of (its name in UNSEGMENTED), or None for any other character."""
+    if ord(ch) < LOWEST:
+        return None
+    return next((name for name, pattern in _EACH if pattern.match(ch)), None)
