@@ -61,7 +61,7 @@ def _record(step: int) -> str:
 
 
 def _tick_costs(path: Path, records: int, ticks: int) -> tuple[list[float], list[float]]:
-    from trainproof.watch import Watcher
+    from trainproof.commands.watch import Watcher
 
     with path.open("w") as handle:
         handle.writelines(_record(s) for s in range(1, records + 1))

@@ -1,6 +1,6 @@
 """How fast `trainproof` reads a TensorBoard event file of a million scalars, against reading its bytes, in one run.
 
-Target: reading the run (``trainproof.readers.tensorboard.read``: every
+Target: reading the run (``trainproof.runs.readers.tensorboard.read``: every
 record's length and data checked against their CRC-32C checksums, every
 Event decoded, the tags resolved, the Run built) within 5x of reading the
 file's bytes (``Path.read_bytes()``, the baseline). Both are timed in this
@@ -60,7 +60,7 @@ def _event(wall: float, step: int, tag: bytes, value: float) -> bytes:
 
 def write_events(path: Path, steps: int, eval_every: int) -> int:
     """The event file; returns how many scalars it holds."""
-    from trainproof.readers.tfrecord import crc32c_many
+    from trainproof.runs.readers.tfrecord import crc32c_many
 
     payloads = [b"\x09" + struct.pack("<d", 1.7e9) + b"\x1a\x0dbrain.Event:2"]
     train = [tag.encode() for tag in TRAIN]
@@ -103,7 +103,7 @@ path = Path({path!r})
 if sys.argv[1] == "bytes":
     data = path.read_bytes()
 else:
-    from trainproof.readers.tensorboard import read
+    from trainproof.runs.readers.tensorboard import read
     run = read(path)
 print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
 """
@@ -123,7 +123,7 @@ def main() -> int:
     parser.add_argument("--eval-every", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from trainproof.readers.tensorboard import read
+    from trainproof.runs.readers.tensorboard import read
 
     with tempfile.TemporaryDirectory(prefix="bench_tensorboard") as tmp:
         path = Path(tmp) / "events.out.tfevents.1700000000.bench.1.0"

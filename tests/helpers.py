@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainproof.model import Checkpoint, Run, Series
+from trainproof.runs.model import Checkpoint, Run, Series
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"

@@ -1,4 +1,4 @@
-"""The symlink rule of trainproof.access: a link inside an input's roots may not lead out of them, nor into .git."""
+"""The symlink rule of trainproof.io.access: a link inside an input's roots may not lead out of them, nor into .git."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from trainproof.access import ReadPolicy
-from trainproof.safe import quoted
+from trainproof.io.access import ReadPolicy
+from trainproof.io.safe import quoted
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_roots_are_kept_absolute_and_once_and_their_real_folders_derived(repo):
 
 
 def test_require_raises_the_refusal_as_an_input_error_naming_the_path(repo):
-    from trainproof.errors import InputError
+    from trainproof.io.errors import InputError
 
     policy = ReadPolicy.for_input("ds", cwd=False)
     with pytest.raises(InputError) as raised:

@@ -339,16 +339,16 @@ def test_no_empty_output_file_when_the_command_fails_early(capsys, tmp_path):
 
 
 def test_one_input_that_breaks_a_reader_costs_only_its_own_verdict(capsys, healthy_log, diverged_log, tmp_path, monkeypatch):
-    import trainproof.runs
+    import trainproof.commands.epoch
 
-    real = trainproof.runs.read_run
+    real = trainproof.commands.epoch.read_run
 
     def flaky(path, fmt=None, names=None):
         if "healthy" in str(path):
             raise OverflowError("cannot convert float infinity to integer")
         return real(path, fmt, names)
 
-    monkeypatch.setattr(trainproof.runs, "read_run", flaky)
+    monkeypatch.setattr(trainproof.commands.epoch, "read_run", flaky)
     report = tmp_path / "r.json"
     code, out, err = run_cli(capsys, "epoch", healthy_log, diverged_log, "--json-file", report)
     assert code == 1, "the FAIL of the other input still decides"

@@ -177,7 +177,7 @@ def test_a_level_that_is_not_a_string_is_a_config_error():
 
 
 def test_every_default_threshold_lies_in_its_own_range():
-    from trainproof.thresholds import describe
+    from trainproof.checks.thresholds import describe
 
     for info in describe():
         assert info.default in info.range, f"{info.name} = {info.default} is outside {info.range}"

@@ -1,4 +1,4 @@
-"""trainproof.figures: the exact strings findings print, at and around every boundary."""
+"""trainproof.io.figures: the exact strings findings print, at and around every boundary."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from trainproof import figures
+from trainproof.io import figures
 
 
 @pytest.mark.parametrize(

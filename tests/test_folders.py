@@ -18,10 +18,10 @@ import pytest
 
 from tests.helpers import CORPUS, REPO, decaying, noisy
 from trainproof.cli import main
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 from trainproof.judge import judge_compare, judge_epoch
-from trainproof.readers.discover import MAX_DEPTH, MAX_RUNS, find_runs
 from trainproof.report import Verdict
+from trainproof.runs.readers.discover import MAX_DEPTH, MAX_RUNS, find_runs
 
 GALLERY = REPO / "examples" / "gallery"
 HEALTHY = GALLERY / "healthy" / "seed0" / "trainer_state.json"
@@ -133,7 +133,7 @@ def test_each_run_of_a_tree_is_one_subject(tmp_path):
 
 @pytest.mark.parametrize("command", ["epoch", "compare"])
 def test_a_folder_given_on_the_command_line_is_searched_once(capsys, monkeypatch, tmp_path, command):
-    import trainproof.runs
+    import trainproof.commands.epoch
 
     tree = build_tree(tmp_path / "artifact")
     searched: list[Path] = []
@@ -142,7 +142,7 @@ def test_a_folder_given_on_the_command_line_is_searched_once(capsys, monkeypatch
         searched.append(Path(path))
         return find_runs(path, *args, **kwargs)
 
-    monkeypatch.setattr(trainproof.runs, "find_runs", counted)
+    monkeypatch.setattr(trainproof.commands.epoch, "find_runs", counted)
     paths = [tree] if command == "epoch" else [tree, tree]
     code, out, _ = run_cli(capsys, command, *paths, "--json-file", tmp_path / "r.json")
     assert code in (0, 1), out
@@ -306,7 +306,7 @@ def test_config_and_summary_json_alone_leave_a_folder_read_as_before(capsys, tmp
 
 
 def test_at_most_json_looks_json_files_are_opened(monkeypatch, tmp_path):
-    import trainproof.readers.discover as discover
+    import trainproof.runs.readers.discover as discover
 
     for i in range(3):
         shutil.copy(HEALTHY, tmp_path / f"state_{i}.json")

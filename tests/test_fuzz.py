@@ -10,7 +10,7 @@ flipped, inserted, deleted, truncated and spliced; plus pure random bytes,
 odd file-system layouts (symlink loops, empty folders), hostile file names
 and mangled ``--config`` files. The invariants:
 
-* a reader returns a Run or raises :class:`trainproof.errors.TrainproofError`
+* a reader returns a Run or raises :class:`trainproof.io.errors.TrainproofError`
   (an input error), whatever the bytes and whatever ``--format`` forces;
 * every renderer renders every report without raising; written as the CLI
   writes it, JSON and SARIF parse as JSON and JUnit as XML; the plain text
@@ -66,11 +66,11 @@ from hypothesis import strategies as st  # noqa: E402
 
 from tests.helpers import pb_field, tf_record  # noqa: E402
 from trainproof.cli import main  # noqa: E402
-from trainproof.errors import TrainproofError  # noqa: E402
+from trainproof.io.errors import TrainproofError  # noqa: E402
 from trainproof.judge import judge_compare, judge_epoch  # noqa: E402
-from trainproof.readers import READERS, read_run  # noqa: E402
 from trainproof.render import RENDERERS, render  # noqa: E402
 from trainproof.render.github import annotations  # noqa: E402
+from trainproof.runs.readers import READERS, read_run  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 HF_FILES = sorted((REPO / "examples" / "gallery").glob("*/seed0/trainer_state.json")) + sorted((REPO / "tests" / "data").glob("*/trainer_state.json"))

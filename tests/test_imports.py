@@ -50,7 +50,7 @@ def test_html_loads_its_template_engine_only_when_asked(tmp_path):
 def test_epoch_imports_no_other_commands_checks_or_readers(tmp_path):
     path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([2.0, 1.8, 1.5, 1.3, 1.2, 1.1]))
     loaded = modules_after("epoch", str(path))
-    assert "trainproof.readers.hf" in loaded, "the probe sees what epoch loads"
+    assert "trainproof.runs.readers.hf" in loaded, "the probe sees what epoch loads"
     assert [m for m in loaded if m.startswith(("trainproof.data", "trainproof.checks.data", "trainproof.cli.data"))] == []
 
 
@@ -91,11 +91,13 @@ def test_the_data_commands_options_are_listed_without_loading_the_command():
     code = "import json, sys; from trainproof.cli import build_parser; build_parser('data'); print(json.dumps(list(sys.modules)))"
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout)
     assert "trainproof.cli.data" in loaded
-    assert [m for m in loaded if m.startswith(("trainproof.judge", "trainproof.checks", "trainproof.data."))] == []
+    # the report's vocabulary (a finding and its level) is all it may bring of the rules' floor
+    rules = [m for m in loaded if m.startswith(("trainproof.judge", "trainproof.checks", "trainproof.data.")) and m != "trainproof.checks.findings"]
+    assert rules == []
 
 
 def _readers_checks_and_tempfile_loaded_by(*argv: str) -> list[str]:
-    return [m for m in modules_after(*argv) if m.startswith(("trainproof.readers.", "trainproof.checks.")) or m == "tempfile"]
+    return [m for m in modules_after(*argv) if m.startswith(("trainproof.runs.readers.", "trainproof.checks.")) or m == "tempfile"]
 
 
 def test_epoch_on_an_hf_log_imports_only_its_reader_and_rules(tmp_path):
@@ -103,8 +105,8 @@ def test_epoch_on_an_hf_log_imports_only_its_reader_and_rules(tmp_path):
     hook's whole run, bench_startup.py) loads no other format's reader, no rule it does not apply, and writes no file."""
     path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([2.0 * 0.97**i for i in range(60)]))
     loaded = _readers_checks_and_tempfile_loaded_by("epoch", str(path))
-    assert "trainproof.readers.hf" in loaded, "the probe sees the reader the log needs"
-    others = {f"trainproof.readers.{name}" for name in ("coqui", "csv", "jsonl", "mlflow", "tensorboard", "tfrecord")}
+    assert "trainproof.runs.readers.hf" in loaded, "the probe sees the reader the log needs"
+    others = {f"trainproof.runs.readers.{name}" for name in ("coqui", "csv", "jsonl", "mlflow", "tensorboard", "tfrecord")}
     assert not others.intersection(loaded)
     assert "trainproof.checks.compare" not in loaded
     assert "trainproof.checks.watching" not in loaded
@@ -116,9 +118,9 @@ def test_a_reader_is_imported_when_its_format_is_read_or_named(tmp_path):
     """The other side of lazy readers: the one a log's content picks, or the one ``--format`` names, is there."""
     (tmp_path / "log.jsonl").write_text("".join(json.dumps({"step": 10 * i, "loss": 2.0 * 0.97**i}) + "\n" for i in range(1, 30)))
     loaded = _readers_checks_and_tempfile_loaded_by("epoch", str(tmp_path / "log.jsonl"))
-    assert "trainproof.readers.jsonl" in loaded
-    assert "trainproof.readers.tensorboard" not in loaded
-    assert "trainproof.readers.tensorboard" in _readers_checks_and_tempfile_loaded_by("epoch", str(tmp_path / "log.jsonl"), "--format", "tensorboard")
+    assert "trainproof.runs.readers.jsonl" in loaded
+    assert "trainproof.runs.readers.tensorboard" not in loaded
+    assert "trainproof.runs.readers.tensorboard" in _readers_checks_and_tempfile_loaded_by("epoch", str(tmp_path / "log.jsonl"), "--format", "tensorboard")
 
 
 def test_the_cli_imports_numpy_before_the_modules_that_use_it():

@@ -10,11 +10,11 @@ import pytest
 
 from tests.helpers import decaying, make_run, noisy
 from trainproof.checks.registry import EPOCH_RULES, LIVE_RULE_IDS, LIVE_RULES
+from trainproof.checks.thresholds import DEFAULTS
+from trainproof.commands.live import LiveJudge
 from trainproof.config import DEFAULT_SETTINGS
 from trainproof.judge import judge_run
-from trainproof.live import LiveJudge
 from trainproof.report import Level
-from trainproof.thresholds import DEFAULTS
 
 SMALL = make_run(list(decaying(10)))
 FLAT = make_run(list(noisy(np.full(60, 1.47), 0.01)), lr=[1e-4] * 60)

@@ -19,13 +19,13 @@ import pytest
 
 from trainproof.checks.base import Hit, NotApplicable, Rule
 from trainproof.checks.registry import RULES, all_rules
+from trainproof.checks.thresholds import DEFAULTS, Thresholds
 from trainproof.config import Settings
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 from trainproof.judge import Command, Prepared, Stage, judge, register, unregister
 from trainproof.render import RENDERERS, render
 from trainproof.render.github import annotations
 from trainproof.report import Finding, Level, Subject, Verdict
-from trainproof.thresholds import DEFAULTS, Thresholds
 
 
 @dataclass(frozen=True)

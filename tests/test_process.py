@@ -193,7 +193,7 @@ def test_under_a_profiler_the_process_returns_and_the_profile_is_written(tmp_pat
 DROPPED = """
 import sys, weakref
 import trainproof.cli as cli
-from trainproof import collector
+from trainproof.io import collector
 class Parsed:
     pass
 def main(argv=None, real=cli.main):
@@ -235,7 +235,7 @@ def test_what_is_built_with_the_collector_paused_goes_to_the_oldest_generation()
     """A corpus's entries, built with the collector paused, are not left young for the next collections to walk."""
     import gc
 
-    from trainproof.collector import collector_paused
+    from trainproof.io.collector import collector_paused
 
     assert gc.get_freeze_count() == 0
     with collector_paused():
@@ -250,7 +250,7 @@ def test_what_is_built_with_the_collector_paused_goes_to_the_oldest_generation()
 def test_a_programs_own_frozen_objects_stay_frozen_through_a_pause():
     import gc
 
-    from trainproof.collector import collector_paused
+    from trainproof.io.collector import collector_paused
 
     kept = [[n] for n in range(100)]
     gc.freeze()

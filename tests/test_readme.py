@@ -8,8 +8,8 @@ import pytest
 
 from tests.helpers import REPO
 from trainproof.checks.registry import all_rules
+from trainproof.checks.thresholds import DEFAULTS
 from trainproof.render.rules import formats_table, markdown_table, rules_document
-from trainproof.thresholds import DEFAULTS
 
 README = REPO / "README.md"
 
@@ -62,8 +62,8 @@ def test_rules_document_is_current(update_golden):
 
 
 def test_readme_states_the_size_limits_the_readers_enforce():
-    from trainproof.readers import tfrecord
-    from trainproof.readers.base import MAX_DOCUMENT_BYTES, MAX_LINE_BYTES, size_text
+    from trainproof.io.bounded import MAX_DOCUMENT_BYTES, MAX_LINE_BYTES, size_text
+    from trainproof.runs.readers import tfrecord
 
     guarantees = README.read_text().split("### What trainproof guarantees", 1)[1].split("\n## ", 1)[0]
     guarantees = " ".join(guarantees.split())

@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers import decaying, hf_entries, noisy, pb_field, tf_record, write_hf_state
 from tests.test_cli import run_cli
-from trainproof.safe import replace_hidden, visible
+from trainproof.io.safe import replace_hidden, visible
 
 INJECTION = "\n::error file=README.md,line=1::INJECTED\n"
 # What a terminal or a CI log must never receive from a user's file.

@@ -1,4 +1,4 @@
-"""trainproof.stats against numpy: medians, robust noise, the rank trend, a curve's profile."""
+"""trainproof.checks.stats against numpy: medians, robust noise, the rank trend, a curve's profile."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from tests.helpers import series
-from trainproof import stats
-from trainproof.model import Series
-from trainproof.thresholds import DEFAULTS, Thresholds
+from trainproof.checks import stats
+from trainproof.checks.thresholds import DEFAULTS, Thresholds
+from trainproof.runs.model import Series
 
 RNG = np.random.default_rng(20240611)
 
@@ -438,7 +438,7 @@ def test_above_compares_in_value_units_when_a_level_is_not_positive():
 
 def test_seconds_per_step_of_a_clock_of_whole_seconds():
     """A clock a library caller built of integers: the quotient is made anew, not written into the integer differences."""
-    from trainproof.model import Run
+    from trainproof.runs.model import Run
 
     run = Run(path="x", format="jsonl", wall_time=Series(np.arange(1, 11), np.arange(10) * 2))
     steps, seconds, source = run.seconds_per_step()

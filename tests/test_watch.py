@@ -14,7 +14,8 @@ import time
 import pytest
 
 from tests.helpers import REPO
-from trainproof.watch import Follower, Watcher
+from trainproof.commands.watch import Watcher
+from trainproof.runs.follow import Follower
 
 TICK = re.compile(r"^\d\d:\d\d:\d\d  [\d,]+ loss points  (PASS|WARN|FAIL|NOT-CHECKED)", re.M)
 
@@ -240,8 +241,8 @@ def test_a_log_replaced_by_a_directory_stops_its_old_verdict(tmp_path, name):
 
 
 def test_a_line_without_end_is_an_input_error_not_unbounded_memory(tmp_path):
-    from trainproof.errors import InputError
-    from trainproof.readers.base import MAX_LINE_BYTES
+    from trainproof.io.bounded import MAX_LINE_BYTES
+    from trainproof.io.errors import InputError
 
     path = tmp_path / "r.jsonl"
     path.write_text(healthy(10))

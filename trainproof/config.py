@@ -33,10 +33,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from trainproof.errors import TrainproofError
-from trainproof.readers.names import DEFAULT_NAMES, MapError, Names, parse_goals, parse_map
+from trainproof.checks.thresholds import DEFAULTS, ThresholdInfo, Thresholds, describe
+from trainproof.io.errors import TrainproofError
 from trainproof.report import Level
-from trainproof.thresholds import DEFAULTS, ThresholdInfo, Thresholds, describe
+from trainproof.runs.readers.names import DEFAULT_NAMES, MapError, Names, parse_goals, parse_map
 
 FAIL_ON = ("fail", "warn", "never")
 KEYS = ("select", "ignore", "levels", "thresholds", "fail-on", "map", "metrics")

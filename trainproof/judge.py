@@ -21,7 +21,7 @@ from trainproof import __version__
 from trainproof.checks.base import Context, NotApplicable, Rule
 from trainproof.checks.registry import RULES
 from trainproof.config import DEFAULT_SETTINGS, Settings
-from trainproof.errors import ClusterError, InputError, MissingDependencyError
+from trainproof.io.errors import ClusterError, InputError, MissingDependencyError
 from trainproof.report import Finding, Folder, Level, Report, Skipped, Subject, Table
 
 
@@ -127,12 +127,12 @@ class Command:
 
 
 COMMANDS: dict[str, Command | str] = {
-    "epoch": "trainproof.runs:EPOCH",
-    "compare": "trainproof.runs:COMPARE",
-    "watch": "trainproof.runs:WATCH",
-    "data": "trainproof.data.command:DATA",
-    "tokenizer": "trainproof.tokenizer.command:TOKENIZER",
-    "text": "trainproof.text.command:TEXT",
+    "epoch": "trainproof.commands.epoch:EPOCH",
+    "compare": "trainproof.commands.compare:COMPARE",
+    "watch": "trainproof.commands.watch:WATCH",
+    "data": "trainproof.commands.data:DATA",
+    "tokenizer": "trainproof.commands.tokenizer:TOKENIZER",
+    "text": "trainproof.commands.text:TEXT",
 }
 """Command name -> its description, or ``"module:NAME"`` imported on first use (so ``epoch`` never imports ``data``)."""
 

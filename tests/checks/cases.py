@@ -15,8 +15,8 @@ import numpy as np
 from tests.helpers import decaying, make_run, noisy
 from trainproof.config import DEFAULT_SETTINGS, parse
 from trainproof.judge import judge
-from trainproof.model import Checkpoint, Run
 from trainproof.report import Report
+from trainproof.runs.model import Checkpoint, Run
 
 
 @dataclass(frozen=True)

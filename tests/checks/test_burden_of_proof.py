@@ -15,8 +15,8 @@ from tests.helpers import decaying, make_run, noisy
 from trainproof.checks.registry import RULES
 from trainproof.config import DEFAULT_SETTINGS
 from trainproof.judge import judge
-from trainproof.model import Run
 from trainproof.report import Level
+from trainproof.runs.model import Run
 
 SFT_SEEDS = range(12)
 
@@ -223,8 +223,8 @@ def test_the_flat_loss_rule_finds_what_counting_every_value_finds(share):
     """TP-LOSS-FLAT counts only the middle value when more than half the points must repeat; on losses with one value
     repeated on 0-100% of the points (among ties, zeros and noise), it fires exactly as counting every distinct value."""
     from trainproof.checks.base import NotApplicable, RunContext
+    from trainproof.checks.thresholds import Thresholds
     from trainproof.checks.values import loss_flat
-    from trainproof.thresholds import Thresholds
 
     t = Thresholds(FLAT_SAME_SHARE=share)
     rng = np.random.default_rng(int(share * 10))

@@ -14,10 +14,10 @@ from tests.helpers import make_run, series
 from trainproof.cli import main
 from trainproof.config import ConfigError, Settings, parse
 from trainproof.judge import judge_against, judge_epoch, judge_run
-from trainproof.model import Checkpoint
-from trainproof.readers import read_run
-from trainproof.readers.names import Names
 from trainproof.report import Verdict
+from trainproof.runs.model import Checkpoint
+from trainproof.runs.readers import read_run
+from trainproof.runs.readers.names import Names
 
 EVAL_STEPS = [20, 40, 60, 80, 100, 120, 140]
 ISSUE_WER = [17.7, 21.0, 26.0, 28.0, 29.5, 31.0, 30.2]
@@ -202,7 +202,7 @@ def _trainer_state(path: Path, extra_key: str = "eval_bar") -> Path:
 
 @pytest.mark.parametrize("columnar", [False, True])
 def test_a_trainer_state_gives_its_eval_metrics_and_notes_the_ones_of_unknown_direction(tmp_path, columnar):
-    from trainproof.readers import hf
+    from trainproof.runs.readers import hf
 
     run = hf.read(_trainer_state(tmp_path / "trainer_state.json"), columnar=columnar)
     assert list(run.eval_losses) == ["eval_loss"]
@@ -218,8 +218,8 @@ def test_a_trainer_state_gives_its_eval_metrics_and_notes_the_ones_of_unknown_di
 @pytest.mark.parametrize("columnar", [False, True])
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
 def test_named_columns_give_their_eval_metrics(tmp_path, columnar, suffix):
-    from trainproof.readers import csv as csv_reader
-    from trainproof.readers import jsonl
+    from trainproof.runs.readers import csv as csv_reader
+    from trainproof.runs.readers import jsonl
 
     records = [{"step": s, "train_loss": 1.0} for s in range(1, 141)]
     records += [{"step": s, "val_loss": 0.5, "val_wer": w, "val/acc": 0.9 - w / 100} for s, w in zip(EVAL_STEPS, ISSUE_WER)]
@@ -381,8 +381,8 @@ def test_a_goal_given_to_a_training_series_does_not_make_it_an_eval_metric(tmp_p
 def test_every_reader_leaves_a_training_series_with_a_goal_its_series(tmp_path, columnar, suffix):
     """The same on every reader of columns, both ways: a goal on the loss's or the learning rate's key keeps them the
     run's loss and learning rate, and only the eval metric is one."""
-    from trainproof.readers import csv as csv_reader
-    from trainproof.readers import hf, jsonl
+    from trainproof.runs.readers import csv as csv_reader
+    from trainproof.runs.readers import hf, jsonl
 
     names = Names(goals={"loss": "max", "learning_rate": "min"})
     records = [{"step": s, "loss": 1.0, "learning_rate": 1e-4} for s in range(1, 141)]

@@ -6,8 +6,8 @@ import re
 import pytest
 
 from trainproof.checks.registry import ALIASES, REMOVED, RULES, all_rules
+from trainproof.checks.thresholds import DEFAULTS, Thresholds, describe
 from trainproof.report import Level
-from trainproof.thresholds import DEFAULTS, Thresholds, describe
 
 ID = re.compile(r"^TP-[A-Z]+(-[A-Z]+)*$")
 SECTIONS = ("What it detects:", "Why it matters:", "Fires on:", "Does not fire on:", "Does not mean:")
@@ -53,10 +53,10 @@ def test_every_threshold_has_a_unit_a_doc_and_a_user():
         assert info.doc, info.name
         assert isinstance(getattr(DEFAULTS, info.name), (int, float))
     general = {"MIN_TREND_POINTS", "HEAD_POINTS", "TAIL_SHARE", "SEGMENTS", "MIN_SEGMENT_POINTS"}
-    live = {"GUARD_MIN_POINTS", "GUARD_JUDGE_GROWTH"}  # the live judge's schedule, documented in trainproof/live.py
-    import trainproof.live
+    live = {"GUARD_MIN_POINTS", "GUARD_JUDGE_GROWTH"}  # the live judge's schedule, documented in trainproof/commands/live.py
+    import trainproof.commands.live
 
-    assert all(name in trainproof.live.__doc__ for name in live)
+    assert all(name in trainproof.commands.live.__doc__ for name in live)
     presentation = {"CHART_SHARED_AXIS_MAX_RATIO"}  # how the HTML report draws, never a verdict
     unused = {t.name for t in describe()} - documented - general - live - presentation
     assert not unused, f"thresholds no rule documents: {unused}"

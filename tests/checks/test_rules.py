@@ -99,8 +99,7 @@ def test_spike_ratios_are_the_full_computation_wherever_a_spike_could_be():
 def test_spike_ratios_at_a_few_hundred_candidates_take_their_windows_as_rows(monkeypatch):
     import numpy as np
 
-    from trainproof import stats
-    from trainproof.checks import spikes
+    from trainproof.checks import spikes, stats
 
     rng = np.random.default_rng(3)
     values = np.abs(rng.normal(1.0, 0.01, 5000))

@@ -11,8 +11,8 @@ from tests.checks.cases import healthy, timed
 from tests.helpers import decaying, make_run, noisy
 from trainproof.config import Settings, load
 from trainproof.judge import judge_against, judge_run
-from trainproof.model import Run
 from trainproof.report import Subject
+from trainproof.runs.model import Run
 
 
 def configured(folder: Path, **thresholds: float) -> Settings:

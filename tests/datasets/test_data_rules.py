@@ -339,8 +339,8 @@ def _rates_corpus(outlier_cps: float, n: int = 20):
     """``n`` clips whose speech reads at 10.0 +- 0.1 k characters per second (k = -9..9: a group read very evenly),
     the last at ``outlier_cps``: the numbers each clip reduces to, as the analysis records them."""
     from trainproof.checks.data import DataContext
+    from trainproof.checks.thresholds import Thresholds
     from trainproof.data.model import ClipRecord, Entry, Manifest
-    from trainproof.thresholds import Thresholds
 
     rates = [10.0 + 0.1 * k for k in range(-9, n - 10)] + [outlier_cps]
     letters = 40
@@ -426,8 +426,8 @@ def test_transcript_characters_and_letters_are_counted_per_code_point():
     transcripts at once, are what a loop over each transcript's characters gives: with no transcript, an empty one,
     characters past the BMP, combining marks and a lone surrogate."""
     from trainproof.checks.data import DataContext
+    from trainproof.checks.thresholds import Thresholds
     from trainproof.data.model import Entry, Manifest
-    from trainproof.thresholds import Thresholds
 
     texts = [None, "", "Hello, world 42!", "naïve cafe\u0301", "😀 emoji 𝔘", "lone \ud800 surrogate", "日本語のテキスト。", "   "]
     entries = tuple(Entry(line=n, id=str(n), audio=f"/{n}.wav", listed=f"{n}.wav", text=t, manifest="m") for n, t in enumerate(texts, 1))
@@ -474,7 +474,7 @@ def test_repeats_are_what_a_loop_over_the_rows_finds(seed):
     import pandas as pd
 
     from trainproof.checks.data import _repeats
-    from trainproof.thresholds import Thresholds
+    from trainproof.checks.thresholds import Thresholds
 
     rng = random.Random(seed)
     ctx = types.SimpleNamespace(t=Thresholds())
@@ -659,7 +659,7 @@ def test_transcripts_and_names_are_quoted_capped_in_every_finding(tmp_path, caps
     duplicated and conflicting; a transcript of 5,000 distinct numbers and a 100,000-digit one; 3,000 distinct odd
     characters; a 100,000-character audio path. Each finding quotes at most QUOTE_CHARS of any of them, with its length,
     and the secret appears in no output."""
-    from trainproof.safe import QUOTE_CHARS
+    from trainproof.io.safe import QUOTE_CHARS
     clips = _distinct_clips(tmp_path, 4)
     secret = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
     long = "the quick brown fox " * 3276 + secret  # 65,580 characters

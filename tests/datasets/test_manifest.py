@@ -10,7 +10,7 @@ import pytest
 
 from trainproof.data.manifest import LEADING_GARBAGE, read_manifest
 from trainproof.data.model import Manifest
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 
 SPEECH = "public/speech"
 
@@ -206,7 +206,7 @@ def test_the_byte_pass_tells_a_replacement_character_from_a_bad_byte(tmp_path):
 
 
 def test_crlf_split_across_read_blocks(tmp_path):
-    from trainproof.readers.base import BLOCK_BYTES
+    from trainproof.io.bounded import BLOCK_BYTES
 
     first = "a|" + "x" * (BLOCK_BYTES - 3) + "\r"  # the CR ends the first block, its LF starts the second
     ljspeech(tmp_path, first + "\nb|two\n", ("a.wav", "b.wav"))
@@ -698,7 +698,7 @@ def test_unknown_text_is_an_input_error(tmp_path):
 
 
 def test_long_garbage_line_costs_bounded_memory(tmp_path):
-    from trainproof.readers.base import MAX_LINE_BYTES
+    from trainproof.io.bounded import MAX_LINE_BYTES
 
     path = tmp_path / "m.jsonl"
     with path.open("wb") as handle:

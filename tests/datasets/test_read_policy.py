@@ -21,7 +21,7 @@ from trainproof.cli import main  # noqa: E402
 from trainproof.data.engine import analyze_all  # noqa: E402
 from trainproof.data.manifest import read_manifest  # noqa: E402
 from trainproof.data.model import ClipRecord, ClipRef  # noqa: E402
-from trainproof.errors import InputError  # noqa: E402
+from trainproof.io.errors import InputError  # noqa: E402
 
 RATE = 16000
 TOKEN = "ghs_tp27TokenThatMustNeverBePrinted"
@@ -290,8 +290,8 @@ def test_a_record_cached_with_follow_links_is_not_served_without_it(linked_clips
 
 
 def test_the_policy_of_each_layout_has_its_roots(tmp_path, monkeypatch):
-    from trainproof.access import ReadPolicy
     from trainproof.data.manifest import read_policy
+    from trainproof.io.access import ReadPolicy
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ds").mkdir()

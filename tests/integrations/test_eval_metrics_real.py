@@ -16,7 +16,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from trainproof.judge import judge_epoch  # noqa: E402
-from trainproof.readers import read_run  # noqa: E402
+from trainproof.runs.readers import read_run  # noqa: E402
 
 # The too-hot fine-tune (the gallery's finetune_hot, seed 0, eval_accuracy every 25 steps), as a real Trainer wrote it
 # (tests/data/README.md says how). Trained live, its path at the peak rate is chaotic: float rounding picks it, and the

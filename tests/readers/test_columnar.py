@@ -13,11 +13,11 @@ import pytest
 
 from tests.helpers import REPO
 from trainproof.config import DEFAULT_SETTINGS
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 from trainproof.judge import judge
-from trainproof.model import Run, Series
-from trainproof.readers import csv as csv_reader
-from trainproof.readers import detect, hf, jsonl, table
+from trainproof.runs.model import Run, Series
+from trainproof.runs.readers import csv as csv_reader
+from trainproof.runs.readers import detect, hf, jsonl, table
 
 pytest.importorskip("polars")
 
@@ -441,7 +441,7 @@ def test_a_csv_column_whose_kind_changes_past_the_first_thousand_rows(tmp_path: 
 
 def test_count_byte_counts_as_bytes_count_does() -> None:
     """Lengths around the stride (one short, exact, one over, several strides and a part), dense and sparse bytes."""
-    from trainproof.readers.base import COUNT_STRIDE, count_byte
+    from trainproof.io.bounded import COUNT_STRIDE, count_byte
 
     rng = np.random.default_rng(11)
     for length in (0, 1, COUNT_STRIDE - 1, COUNT_STRIDE, COUNT_STRIDE + 1, 3 * COUNT_STRIDE + 4321):
@@ -454,7 +454,7 @@ def test_count_byte_counts_as_bytes_count_does() -> None:
 def test_blocks_are_a_small_first_then_the_most_asked_for(tmp_path: Path) -> None:
     """A 2 MiB block first (a file of junk is refused having read little), then the most asked for: never the rest of
     a long file at once, whose fresh memory would cost more than the blocks' parser calls."""
-    from trainproof.readers.base import MAX_LINE_BYTES, iter_blocks
+    from trainproof.io.bounded import MAX_LINE_BYTES, iter_blocks
 
     path = tmp_path / "log.jsonl"
     line = b'{"step": 1, "loss": 2.0}\n'
@@ -472,7 +472,7 @@ def test_blocks_are_a_small_first_then_the_most_asked_for(tmp_path: Path) -> Non
 def test_blocks_past_the_steady_size_grow_with_what_was_read() -> None:
     """A 2 MiB first block, then none smaller than the steady size or larger than the most; none larger than an eighth
     of what was read before it unless it is the steady size; a ten-million-line log (1.2 GB) in tens of blocks."""
-    from trainproof.readers.base import STEADY_BLOCK_BYTES, _block_sizes
+    from trainproof.io.bounded import STEADY_BLOCK_BYTES, _block_sizes
 
     mib = 1024 * 1024
     sizes, read = [], 0

@@ -1,8 +1,8 @@
 import pytest
 
-from trainproof.errors import InputError
-from trainproof.readers import read_run
-from trainproof.readers.names import Names
+from trainproof.io.errors import InputError
+from trainproof.runs.readers import read_run
+from trainproof.runs.readers.names import Names
 
 NEW_STYLE = """ > Training Environment:
  | > Backend: Torch

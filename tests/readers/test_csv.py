@@ -1,8 +1,8 @@
 import pytest
 
-from trainproof.errors import InputError
-from trainproof.readers import read_run
-from trainproof.readers.csv import LineParser
+from trainproof.io.errors import InputError
+from trainproof.runs.readers import read_run
+from trainproof.runs.readers.csv import LineParser
 
 
 def test_lightning_sparse_rows_prefer_the_step_loss(tmp_path):

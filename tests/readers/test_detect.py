@@ -1,8 +1,8 @@
 import pytest
 
 from tests.helpers import hf_entries, write_hf_state
-from trainproof.errors import InputError
-from trainproof.readers import read_run
+from trainproof.io.errors import InputError
+from trainproof.runs.readers import read_run
 
 LFS = "version https://git-lfs.github.com/spec/v1\noid sha256:" + "ab" * 32 + "\nsize 58011\n"
 

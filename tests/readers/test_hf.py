@@ -4,9 +4,9 @@ import math
 import pytest
 
 from tests.helpers import hf_entries, write_hf_state
-from trainproof.errors import InputError
-from trainproof.model import DeferredStepLines
-from trainproof.readers import read_run
+from trainproof.io.errors import InputError
+from trainproof.runs.model import DeferredStepLines
+from trainproof.runs.readers import read_run
 
 
 def test_training_eval_and_summary_entries_are_told_apart(tmp_path):
@@ -67,7 +67,7 @@ def test_the_line_of_each_step_is_indexed_only_when_many_findings_ask(tmp_path, 
     """Indexing a trainer_state.json's lines is a quarter of judging a million entries on the column path: a run
     without findings never does it, a finding's line is one search of the text, the same line the text path gives."""
     from trainproof.judge import judge_run
-    from trainproof.readers import hf
+    from trainproof.runs.readers import hf
 
     calls = []
     index = hf._index_step_lines
@@ -98,7 +98,7 @@ STEP_TEXTS = {
 
 @pytest.mark.parametrize("name", list(STEP_TEXTS))
 def test_one_step_s_search_finds_the_line_the_whole_index_gives(name):
-    from trainproof.readers import hf
+    from trainproof.runs.readers import hf
 
     data = STEP_TEXTS[name].encode()
     index = hf._index_step_lines(data)
@@ -109,9 +109,9 @@ def test_one_step_s_search_finds_the_line_the_whole_index_gives(name):
 def test_a_compare_baseline_is_kept_without_its_log_lines(tmp_path, monkeypatch):
     """compare keeps the baseline's context for every run compared with it and never asks its lines; a deferred index
     would keep the whole trainer_state.json's bytes alive that long."""
+    from trainproof.commands.compare import COMPARE
     from trainproof.config import Settings
-    from trainproof.readers import hf, table
-    from trainproof.runs import COMPARE
+    from trainproof.runs.readers import hf, table
 
     monkeypatch.setattr(table, "LARGE_BYTES", 0)  # the baseline read as columns, its line index deferred
     path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([2.0 * 0.97**i for i in range(60)]))
@@ -124,7 +124,7 @@ def test_a_compare_baseline_is_kept_without_its_log_lines(tmp_path, monkeypatch)
 def test_a_deferred_line_index_answers_as_the_index_does_before_and_after_it_is_made():
     import numpy as np
 
-    from trainproof.model import StepLines
+    from trainproof.runs.model import StepLines
 
     index = StepLines(np.array([5, 10, 15]), np.array([3, 7, 11]))
     searched = []
@@ -146,8 +146,8 @@ def test_an_axis_or_training_series_given_a_goal_is_no_metric_as_in_the_other_re
     the names table reads them as an axis and a training series, in trainer_state.json as in JSON Lines."""
     from dataclasses import replace
 
-    from trainproof.readers import hf, jsonl
-    from trainproof.readers.names import DEFAULT_NAMES
+    from trainproof.runs.readers import hf, jsonl
+    from trainproof.runs.readers.names import DEFAULT_NAMES
 
     names = replace(DEFAULT_NAMES, goals={"epoch": "max", "learning_rate": "min", "eval_bleu": "max"})
     entries = hf_entries([2.0, 1.8, 1.5, 1.3, 1.2, 1.1])
@@ -166,7 +166,7 @@ def test_one_step_s_search_finds_the_first_match_of_the_pattern():
     import random
     import re
 
-    from trainproof.readers import hf
+    from trainproof.runs.readers import hf
 
     rng = random.Random(3)
     for _ in range(300):
@@ -189,7 +189,7 @@ def test_a_file_of_many_kinds_of_entry_is_read_in_linear_time(tmp_path, monkeypa
     import itertools
     import json
 
-    from trainproof.readers import hf
+    from trainproof.runs.readers import hf
 
     path = tmp_path / "trainer_state.json"
     history = [{"step": i, "loss": 1 / (i + 1), f"extra_{i}": 1.0} for i in range(1, 4001)]
@@ -213,7 +213,7 @@ def test_entries_are_grouped_by_their_keys_whatever_their_sizes():
     (the same number of keys, other names), keys in other orders, and minority sizes."""
     import random
 
-    from trainproof.readers import hf
+    from trainproof.runs.readers import hf
 
     rng = random.Random(5)
     shapes = [("step", "loss", "lr"), ("step", "eval_loss", "eval_runtime"), ("lr", "loss", "step"), ("step",), ("loss", "step", "lr", "grad_norm"), ()]
@@ -255,7 +255,7 @@ def test_entries_are_grouped_by_their_keys_whatever_their_sizes():
     ],
 )
 def test_typed_takes_numbers_and_refuses_anything_else_bools_included(values, code, expected):
-    from trainproof.readers import hf
+    from trainproof.runs.readers import hf
 
     got = hf._typed([{"value": value} for value in values], "value", code)
     assert (got if got is None else got.tolist()) == expected
@@ -267,8 +267,8 @@ def test_a_trainer_state_read_as_columns_is_kept_only_when_read_and_one_at_a_tim
     CRLF file), which parses it again."""
     import json
 
-    from trainproof import collector
-    from trainproof.readers import hf
+    from trainproof.io import collector
+    from trainproof.runs.readers import hf
 
     monkeypatch.setattr(collector, "_kept_to_exit", [])
     held_while_reading = []  # documents held when the next one's bytes are read: freed first, never two at once

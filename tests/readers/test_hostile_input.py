@@ -20,18 +20,19 @@ import pytest
 
 from tests.helpers import REPO, hf_entries, write_hf_state
 from trainproof.config import DEFAULT_SETTINGS
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 from trainproof.judge import judge
-from trainproof.readers import READERS, base, hf, jsonl, read_run, tfrecord
-from trainproof.readers import csv as csv_reader
+from trainproof.io import bounded
+from trainproof.runs.readers import READERS, base, hf, jsonl, read_run, tfrecord
+from trainproof.runs.readers import csv as csv_reader
 
 TENSORBOARD = REPO / "tests" / "data" / "tensorboard"
 GOOD_LINES = "".join(json.dumps({"step": s, "loss": 2.0 / s}) + "\n" for s in range(1, 301))
 
 
 def test_the_limits_are_what_the_readme_documents():
-    assert base.MAX_LINE_BYTES == 1024 * 1024
-    assert base.MAX_DOCUMENT_BYTES == 512 * 1024 * 1024
+    assert bounded.MAX_LINE_BYTES == 1024 * 1024
+    assert bounded.MAX_DOCUMENT_BYTES == 512 * 1024 * 1024
 
 
 # --- bounded lines and memory ---------------------------------------------------------------------
@@ -64,7 +65,7 @@ def test_zero_bytes_after_good_lines_are_an_overlong_line_read_in_bounded_memory
 )
 def test_every_line_reader_stops_at_an_overlong_line(tmp_path, fmt, head):
     path = tmp_path / "log"
-    path.write_bytes(head + b"x" * (base.MAX_LINE_BYTES + 1) + b"\n" + head)
+    path.write_bytes(head + b"x" * (bounded.MAX_LINE_BYTES + 1) + b"\n" + head)
     with pytest.raises(InputError, match="line 3 is longer than 1 MiB"):
         read_run(path, fmt)
 
@@ -79,28 +80,28 @@ def test_a_line_reader_given_an_endless_device_refuses_it_before_reading(fmt):
 
 @pytest.mark.parametrize("block", [1, 2, 3, 7, 64])
 def test_lines_split_across_blocks_read_as_one_read_whole(tmp_path, monkeypatch, block):
-    monkeypatch.setattr(base, "BLOCK_BYTES", block)
+    monkeypatch.setattr(bounded, "BLOCK_BYTES", block)
     data = b'a\r\n\nbc\xff\r\r\n{"x": 1}\n\n  \nlast'
     path = tmp_path / "log"
     path.write_bytes(data)
     pieces = data.split(b"\n")
     expected = [(n, p.decode("utf-8", errors="replace").rstrip("\r"), n < len(pieces)) for n, p in enumerate(pieces, start=1)]
-    assert list(base.iter_lines(path)) == expected
+    assert list(bounded.iter_lines(path)) == expected
     path.write_bytes(b" \r\n\t\n")
     with pytest.raises(InputError, match="is empty"):
-        list(base.iter_lines(path))
+        list(bounded.iter_lines(path))
 
 
 def test_a_line_of_exactly_the_limit_is_still_a_line(tmp_path):
     path = tmp_path / "log.jsonl"
     record = json.dumps({"step": 1, "loss": 2.0, "note": ""})
-    padded = record[:-2] + "x" * (base.MAX_LINE_BYTES - len(record)) + '"}'
+    padded = record[:-2] + "x" * (bounded.MAX_LINE_BYTES - len(record)) + '"}'
     path.write_text(padded + "\n" + json.dumps({"step": 2, "loss": 1.0}) + "\r\n")
     assert read_run(path).loss.steps.tolist() == [1, 2]
 
 
 def test_a_whole_document_over_the_limit_names_the_limit(tmp_path, monkeypatch):
-    monkeypatch.setattr(base, "MAX_DOCUMENT_BYTES", 1000)
+    monkeypatch.setattr(bounded, "MAX_DOCUMENT_BYTES", 1000)
     path = write_hf_state(tmp_path / "trainer_state.json", hf_entries([1.0] * 40))
     with pytest.raises(InputError, match="over the 1,000 bytes limit"):
         read_run(path)
@@ -113,7 +114,7 @@ def test_a_whole_document_over_the_limit_names_the_limit(tmp_path, monkeypatch):
 def test_a_json_array_on_one_long_line_is_not_a_line_too_long(tmp_path):
     path = tmp_path / "log.json"
     path.write_text(json.dumps([{"step": s, "loss": 1.0 + 1 / s, "pad": "p" * 100} for s in range(1, 12000)]))
-    assert path.stat().st_size > base.MAX_LINE_BYTES
+    assert path.stat().st_size > bounded.MAX_LINE_BYTES
     assert len(read_run(path, "jsonl").loss) == 11999
 
 
@@ -195,7 +196,7 @@ def test_coqui_markers_repeated_on_one_line_parse_in_linear_time(tmp_path, marke
     path = tmp_path / "trainer_0_log.txt"
     path.write_text("> EPOCH: 0/1\n | > loss: 1\n" + marker * 40000 + "\n")
     script = (
-        "import sys\nfrom trainproof.errors import InputError\nfrom trainproof.readers import read_run\n"
+        "import sys\nfrom trainproof.io.errors import InputError\nfrom trainproof.runs.readers import read_run\n"
         "try:\n    read_run(sys.argv[1])\nexcept InputError as exc:\n    print(exc)\n"
     )
     done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=REPO)

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from trainproof.errors import InputError
-from trainproof.readers import read_run
+from trainproof.io.errors import InputError
+from trainproof.runs.readers import read_run
 
 
 def test_common_spellings(tmp_path):

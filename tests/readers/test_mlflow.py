@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from trainproof.errors import InputError
-from trainproof.readers import read_run
+from trainproof.io.errors import InputError
+from trainproof.runs.readers import read_run
 
 
 def write_metric(path, values, start=1):

@@ -9,8 +9,8 @@ import pytest
 
 from trainproof.cli import main
 from trainproof.config import ConfigError, load
-from trainproof.readers import read_run
-from trainproof.readers.names import DEFAULT_NAMES, MapError, Names, eval_set, parse_goals, parse_map
+from trainproof.runs.readers import read_run
+from trainproof.runs.readers.names import DEFAULT_NAMES, MapError, Names, eval_set, parse_goals, parse_map
 
 STACKS = {
     "HF": (

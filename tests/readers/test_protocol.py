@@ -6,9 +6,9 @@ import inspect
 
 import pytest
 
-from trainproof.model import Run
-from trainproof.readers import READERS
-from trainproof.readers.base import Reader, RunBuilder
+from trainproof.runs.model import Run
+from trainproof.runs.readers import READERS
+from trainproof.runs.readers.base import Reader, RunBuilder
 
 LINES = {
     "jsonl": ['{"step": 1, "loss": 2.0}', '{"step": 2, "loss": 1.5}'],

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
-from trainproof.errors import InputError
-from trainproof.readers import read_run
+from trainproof.io.errors import InputError
+from trainproof.runs.readers import read_run
 
 DATA = REPO / "tests" / "data" / "tensorboard"
 

@@ -27,9 +27,9 @@ import pytest
 
 from tests.helpers import pb_field, tf_record
 from tests.test_cli import run_cli
-from trainproof.errors import InputError
-from trainproof.readers import read_run, tensorboard, tfrecord
-from trainproof.readers.names import Names
+from trainproof.io.errors import InputError
+from trainproof.runs.readers import read_run, tensorboard, tfrecord
+from trainproof.runs.readers.names import Names
 
 pytest.importorskip("tensorboardX")
 pytest.importorskip("tensorboard")

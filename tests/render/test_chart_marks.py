@@ -10,13 +10,13 @@ import pytest
 
 from tests.helpers import REPO
 from tests.render.geometry import assert_labels_clear, svgs
+from trainproof.checks.thresholds import Thresholds
 from trainproof.cli import main
+from trainproof.commands.epoch import charts as epoch_charts
 from trainproof.judge import judge_epoch
-from trainproof.readers import read_run
 from trainproof.render import render
 from trainproof.report import Finding, Level, Report, Subject
-from trainproof.runs import charts as epoch_charts
-from trainproof.thresholds import Thresholds
+from trainproof.runs.readers import read_run
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
 LR_HOT = "examples/gallery/lr_hot/seed0/trainer_state.json"

@@ -12,14 +12,14 @@ import pytest
 
 from tests.helpers import REPO
 from tests.render.geometry import svgs
+from trainproof.checks.thresholds import Thresholds
+from trainproof.commands.epoch import charts as epoch_charts
 from trainproof.judge import judge_compare
-from trainproof.readers import read_run
 from trainproof.render import render
 from trainproof.render.markdown import render as markdown
 from trainproof.render.svg import chart, log_ticks, tick_label
 from trainproof.report import Line, Report, Subject, Table, wants_log
-from trainproof.runs import charts as epoch_charts
-from trainproof.thresholds import Thresholds
+from trainproof.runs.readers import read_run
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
 RUN = "examples/gallery/bad_labels/seed0/trainer_state.json"

@@ -10,12 +10,12 @@ import pytest
 from markupsafe import escape as escape_html
 
 from tests.checks.cases import CASES, report_of
+from trainproof.io.safe import visible
 from trainproof.render import render
 from trainproof.render.github import COMMANDS, annotations, escape_data
 from trainproof.render.markdown import escape
 from trainproof.render.sarif import LEVELS
 from trainproof.report import Level, Report
-from trainproof.safe import visible
 
 PARAMS = [pytest.param(case, id=f"{rule_id}:{case.name}") for rule_id, cases in CASES.items() for case in cases]
 

@@ -176,8 +176,8 @@ def test_inline_code_is_escaped_html(summary, expected):
 
 def test_the_rules_markdown_keeps_an_option_as_a_code_span():
     from trainproof.checks.registry import all_rules
+    from trainproof.checks.thresholds import Thresholds
     from trainproof.render.rules import markdown_table
-    from trainproof.thresholds import Thresholds
 
     table = markdown_table(all_rules(), Thresholds())
     row = next(line for line in table.splitlines() if line.startswith("| `TP-DATA-SAMPLE-RATE`"))

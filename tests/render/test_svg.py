@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.render.geometry import assert_labels_clear
-from trainproof import figures
+from trainproof.io import figures
 from trainproof.render.svg import BOTTOM, HEIGHT, LEFT, RIGHT, TOP, WIDTH, chart
 from trainproof.report import Line, Marker
 

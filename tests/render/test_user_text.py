@@ -13,13 +13,13 @@ import pytest
 import xmlschema
 
 from tests.helpers import REPO
+from trainproof.io.safe import hidden, visible
 from trainproof.render import RENDERERS, render
 from trainproof.render.github import annotations
 from trainproof.render.json import report_dict
 from trainproof.render.markdown import escape
 from trainproof.render.shared import json_text
 from trainproof.report import Chart, Finding, Level, Line, Marker, Report, Skipped, Subject, Table
-from trainproof.safe import hidden, visible
 
 # ESC/BEL colour and OSC 8 hyperlink sequences, an 8-bit CSI, NEL, DEL, bidi and other format characters, the line
 # and paragraph separators, a tag character above U+FFFF, a line break into a workflow command, and text that must

@@ -101,7 +101,7 @@ def test_a_link_to_a_pipe_outside_the_folder_is_judged_as_a_link(repo, capsys, t
 
 
 def test_a_long_value_in_a_problem_is_quoted_cut_with_its_length(tmp_path):
-    """The reader's quotations go through trainproof.safe.quoted: 40 characters, then the length."""
+    """The reader's quotations go through trainproof.io.safe.quoted: 40 characters, then the length."""
     path = jsonl(tmp_path, {"messages": [user("hi"), {"role": "k" * 5000, "content": "x"}, assistant("a")]}, {"messages": [{"role": "k" * 5000, "content": "x"}]})
     subject = judged(path)
     (finding,) = findings_of(subject, "TP-TEXT-ROLES")

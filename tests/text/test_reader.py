@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 from trainproof.text import reader
 from trainproof.text.model import PROBLEM_KINDS, SHAPES, Message, Row, RowProblem, TextDataset
 from trainproof.text.reader import MAX_TEXT_LINE_BYTES, read_text_dataset

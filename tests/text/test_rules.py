@@ -21,11 +21,11 @@ from tests.text.test_reader import assistant, jsonl, user
 from tests.tokenizers import build
 from tests.tokenizers import conftest as tokenizer_fixtures
 from trainproof.checks.text import TEXT_RULES
+from trainproof.commands.text import measure
 from trainproof.config import DEFAULT_SETTINGS
 from trainproof.judge import judge
 from trainproof.report import Level, Skipped, Verdict
 from trainproof.text import reader
-from trainproof.text.command import measure
 from trainproof.text.model import PROBLEM_KINDS
 from trainproof.text.reader import read_text_dataset
 from trainproof.tokenizer.load import load_tokenizer

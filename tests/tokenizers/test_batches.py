@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 from trainproof.tokenizer.batches import Failed, each
 
 

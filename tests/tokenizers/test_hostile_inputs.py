@@ -20,7 +20,7 @@ import pytest
 import trainproof
 from tests.text.test_cli import one_error_line, run
 from tests.tokenizers import build
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 from trainproof.tokenizer.load import load_tokenizer
 
 SOURCE = Path(trainproof.__file__).resolve().parent.parent
@@ -324,7 +324,7 @@ MUTATIONS = 150
 PROBE = """
 import random, sys
 from pathlib import Path
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 from trainproof.tokenizer.load import load_tokenizer
 model, folder = Path(sys.argv[1]).read_bytes(), Path(sys.argv[2])
 rng = random.Random(27)

@@ -16,7 +16,7 @@ import pytest
 from tests.helpers import REPO
 from tests.tokenizers import build
 from tests.tokenizers.build import BOS, EOS, PAD, UNK
-from trainproof.errors import InputError, MissingDependencyError
+from trainproof.io.errors import InputError, MissingDependencyError
 from trainproof.tokenizer.load import SentencePieceTokenizer, Specials, Tokenizer, load_tokenizer
 
 VARIANTS = {

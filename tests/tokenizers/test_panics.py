@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 from trainproof.tokenizer.load import load_tokenizer
 from trainproof.tokenizer.panics import guarded, panicked
 

@@ -180,8 +180,8 @@ def test_a_vocabulary_with_a_huge_id_is_judged_over_the_ids_it_has(tmp_path):
 
 def test_word_starts_are_read_off_the_pieces_a_sparse_vocabulary_has(tmp_path):
     """Two of the three pieces start a word, whatever the holes between the ids: the words are read off the encoding."""
+    from trainproof.checks.thresholds import DEFAULTS
     from trainproof.checks.tokenizer import TokenizerContext
-    from trainproof.thresholds import DEFAULTS
     from trainproof.tokenizer.load import load_tokenizer
     from trainproof.tokenizer.transcripts import Transcripts
 
@@ -753,8 +753,8 @@ def test_no_output_may_overwrite_the_tokenizer(built, tmp_path, clean_text, caps
     "last", ["plain end", "déjà vu", "two\nlines"], ids=["ASCII, searched whole", "non-ASCII, searched whole", "a newline, line by line"]
 )
 def test_words_are_counted_per_transcript_an_empty_one_having_none(last):
+    from trainproof.checks.thresholds import DEFAULTS
     from trainproof.checks.tokenizer import TokenizerContext
-    from trainproof.thresholds import DEFAULTS
     from trainproof.tokenizer.transcripts import Transcripts
 
     texts = ("two words", "", "one", "  spaced   out  ", last)
@@ -766,8 +766,8 @@ def test_words_are_counted_per_transcript_an_empty_one_having_none(last):
 
 @pytest.mark.parametrize("last", ["last one", "last\none"])
 def test_characters_of_scripts_without_spaces_are_counted_apart_from_words(last):
+    from trainproof.checks.thresholds import DEFAULTS
     from trainproof.checks.tokenizer import TokenizerContext
-    from trainproof.thresholds import DEFAULTS
     from trainproof.tokenizer.transcripts import Transcripts
 
     texts = ("two words", "你好，世界。", "iPhone手机 很好用", "ユーザーのPCにログイン", last)

@@ -11,10 +11,10 @@ from typing import Protocol
 
 import numpy as np
 
-from trainproof.model import Run, Series
-from trainproof.report import Finding, Level, Number
-from trainproof.stats import Profile, profile
-from trainproof.thresholds import Thresholds
+from trainproof.checks.stats import Profile, profile
+from trainproof.checks.thresholds import Thresholds
+from trainproof.checks.findings import Finding, Level, Number
+from trainproof.runs.model import Run, Series
 
 
 class NotApplicable(Exception):
@@ -156,7 +156,7 @@ class Rule:
     @property
     def thresholds(self) -> tuple[str, ...]:
         """Threshold names the documentation mentions, in order of first mention."""
-        from trainproof.thresholds import describe
+        from trainproof.checks.thresholds import describe
 
         known = {t.name for t in describe()}
         seen: dict[str, None] = {}

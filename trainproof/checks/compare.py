@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
-from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, Rule, RunContext
+from trainproof.checks.stats import Profile, median, profile
+from trainproof.checks.thresholds import Thresholds
 from trainproof.checks.values import loss_fell, zero_rate_causes
-from trainproof.model import Series
-from trainproof.report import Finding, Level
-from trainproof.stats import Profile, median, profile
-from trainproof.thresholds import Thresholds
+from trainproof.io import figures
+from trainproof.checks.findings import Finding, Level
+from trainproof.runs.model import Series
 
 
 @dataclass(frozen=True)

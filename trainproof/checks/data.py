@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, amended, first_named, rules_of
-from trainproof.collector import collector_paused
+from trainproof.checks.stats import MAD_SE, MAD_TO_SIGMA
+from trainproof.checks.thresholds import Thresholds
 from trainproof.data.model import ClipRecord, Manifest, entry_column
 from trainproof.data.records import ClipRecords
-from trainproof.report import Finding, Level
-from trainproof.safe import QUOTE_CHARS, hidden, quoted
-from trainproof.stats import MAD_SE, MAD_TO_SIGMA
-from trainproof.thresholds import Thresholds
+from trainproof.io import figures
+from trainproof.io.collector import collector_paused
+from trainproof.io.safe import QUOTE_CHARS, hidden, quoted
+from trainproof.checks.findings import Finding, Level
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -194,7 +194,7 @@ def _name(row: Any) -> str:
 
 def _shown(text: object) -> str:
     """A name from the user's files in a message (a path as listed, an id): as it is when it is short, else a capped
-    quotation (:func:`trainproof.safe.quoted`), so a 1 MiB manifest field is not copied into every output."""
+    quotation (:func:`trainproof.io.safe.quoted`), so a 1 MiB manifest field is not copied into every output."""
     shown = str(text)
     return shown if len(shown) <= QUOTE_CHARS else quoted(shown)
 

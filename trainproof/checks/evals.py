@@ -9,13 +9,13 @@ from typing import TypeVar
 
 import numpy as np
 
-from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
 from trainproof.checks.sentences import nearest_checkpoint
-from trainproof.model import Run, Series
-from trainproof.readers.names import is_eval_name
-from trainproof.stats import Profile, median, robust_sigma, trend_t
-from trainproof.thresholds import Thresholds
+from trainproof.checks.stats import Profile, median, robust_sigma, trend_t
+from trainproof.checks.thresholds import Thresholds
+from trainproof.io import figures
+from trainproof.runs.model import Run, Series
+from trainproof.runs.readers.names import is_eval_name
 
 _R = TypeVar("_R", bound="_Rise")
 

@@ -38,7 +38,7 @@ from collections.abc import Iterator, Mapping
 
 from trainproof.checks import evals, speed, spikes, trend, values
 from trainproof.checks.base import Rule
-from trainproof.report import Level
+from trainproof.checks.findings import Level
 
 FAIL, WARN = Level.FAIL, Level.WARN
 

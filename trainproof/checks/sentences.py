@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainproof import figures
-from trainproof.model import Run
+from trainproof.io import figures
+from trainproof.runs.model import Run
 
 
 def nearest_checkpoint(run: Run, step: int) -> tuple[str, dict[str, str]]:

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
-from trainproof.stats import median, quantile, segment_bounds
+from trainproof.checks.stats import median, quantile, segment_bounds
+from trainproof.io import figures
 
 
 def _seconds_per_step(ctx: RunContext) -> tuple[np.ndarray, np.ndarray, str]:

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, RunContext
-from trainproof.stats import median, neighbour_count, neighbour_medians
+from trainproof.checks.stats import median, neighbour_count, neighbour_medians
+from trainproof.io import figures
 
 _MAX_STEPS = 50
 

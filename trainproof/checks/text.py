@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, first_named, rules_of
-from trainproof.report import Finding, Level
-from trainproof.safe import quoted
-from trainproof.stats import MAD_TO_SIGMA, median
+from trainproof.checks.stats import MAD_TO_SIGMA, median
+from trainproof.checks.thresholds import Thresholds
+from trainproof.io import figures
+from trainproof.io.safe import quoted
+from trainproof.checks.findings import Finding, Level
 from trainproof.text.repeats import Run, repeated_run
-from trainproof.thresholds import Thresholds
 
 if TYPE_CHECKING:
     from trainproof.text.model import Row, RowProblem, TextDataset

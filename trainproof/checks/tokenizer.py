@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, first_named, rules_of
-from trainproof.readers.base import lines_flagged
-from trainproof.report import Finding, Level
-from trainproof.safe import quoted
-from trainproof.stats import MAD_TO_SIGMA
-from trainproof.thresholds import Thresholds
+from trainproof.checks.stats import MAD_TO_SIGMA
+from trainproof.checks.thresholds import Thresholds
+from trainproof.io import figures
+from trainproof.io.bounded import lines_flagged
+from trainproof.io.safe import quoted
+from trainproof.checks.findings import Finding, Level
 from trainproof.tokenizer import scripts
 
 if TYPE_CHECKING:
@@ -443,7 +443,7 @@ class _Joined:
 
     def lines_flagged(self, table: bytes) -> np.ndarray:
         """Per transcript, whether any of its bytes is flagged by the translation ``table`` (see
-        :func:`~trainproof.readers.base.lines_flagged`)."""
+        :func:`~trainproof.io.bounded.lines_flagged`)."""
         return lines_flagged(self.data, table, self.starts, self.ends)
 
 

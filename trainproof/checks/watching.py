@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from trainproof import figures
 from trainproof.checks.base import Hit, NotApplicable, Rule, RunContext
-from trainproof.report import Finding, Level
-from trainproof.thresholds import Thresholds
+from trainproof.checks.thresholds import Thresholds
+from trainproof.io import figures
+from trainproof.checks.findings import Finding, Level
 
 
 @dataclass(frozen=True)

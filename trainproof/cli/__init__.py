@@ -1,6 +1,6 @@
 """``trainproof`` command line: parse, call the library, render, write, exit.
 
-Exit codes (see :mod:`trainproof.errors`): 0 judged and no FAIL, 1 a FAIL,
+Exit codes (see :mod:`trainproof.io.errors`): 0 judged and no FAIL, 1 a FAIL,
 2 could not judge (bad input, bad arguments, missing dependency, internal
 error), always with one line on stderr and never a traceback unless
 ``--debug`` asks for it.
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 import numpy  # noqa: F401
 
 from trainproof import __version__
-from trainproof.collector import keep_dropped_to_exit
-from trainproof.errors import EXIT_ERROR, MissingDependencyError, TrainproofError
-from trainproof.safe import visible
+from trainproof.io.collector import keep_dropped_to_exit
+from trainproof.io.errors import EXIT_ERROR, MissingDependencyError, TrainproofError
+from trainproof.io.safe import visible
 
 
 class _Parser(argparse.ArgumentParser):
@@ -83,7 +83,7 @@ def process_main() -> int:
     """The ``trainproof`` process (the console script and ``python -m trainproof``): :func:`main`, in a process set
     for a short command that builds and drops arrays of a million points: the allocator keeps what it frees (see
     :func:`keep_freed_memory`), arrays take ordinary pages (see :func:`ordinary_pages`), a parsed document's million
-    objects are kept to the end rather than freed one by one (see :func:`trainproof.collector.keep_dropped_to_exit`),
+    objects are kept to the end rather than freed one by one (see :func:`trainproof.io.collector.keep_dropped_to_exit`),
     and the process ends without the interpreter's teardown (see :func:`end_process`), so it returns only for
     ``watch``, or under a profiler or a debugger (``python -m cProfile -m trainproof ...`` writes its profile when
     this returns). None of it for ``watch``, which runs beside a training job for as long as it does."""

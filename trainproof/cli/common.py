@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from trainproof.config import FAIL_ON, Settings
-from trainproof.errors import EXIT_ERROR, EXIT_FAIL, UsageError
-from trainproof.readers import READERS
+from trainproof.io.errors import EXIT_ERROR, EXIT_FAIL, UsageError
+from trainproof.io.safe import visible
 from trainproof.report import Report, Verdict
-from trainproof.safe import visible
+from trainproof.runs.readers import READERS
 
 # Output option -> renderer; each writes one file, all from the same report.
 FILE_OUTPUTS = (("html", "html"), ("sarif", "sarif"), ("junit", "junit"), ("markdown", "markdown"), ("json_file", "json"))
@@ -42,7 +42,7 @@ def add_input_options(parser: argparse.ArgumentParser, formats: bool = True) -> 
 
 
 def add_follow_links(group: argparse._ArgumentGroup, reads: str, within: str = "its folder and the working directory") -> None:
-    """``--follow-links``, for a command that reads ``reads`` under the link rule of :mod:`trainproof.access`."""
+    """``--follow-links``, for a command that reads ``reads`` under the link rule of :mod:`trainproof.io.access`."""
     group.add_argument(
         "--follow-links",
         action="store_true",
@@ -108,8 +108,8 @@ def add_judging_command(
     """
 
     def run(args: argparse.Namespace) -> int:
+        from trainproof.io.memo import invocation
         from trainproof.judge import judge
-        from trainproof.memo import invocation
 
         if len(args.paths) < len(usage.split()):
             raise UsageError(too_few_paths(name, args.paths, needs, usage))
@@ -140,7 +140,7 @@ def check_outputs(args: argparse.Namespace, name: str, options: Mapping[str, Any
     """Refuse impossible or destructive output requests before any work is done (``options``: the command's, as
     :func:`trainproof.judge.judge` is given them). Files are told apart by identity (device and inode), so a symlink or
     a hard link to an input is refused like the input itself."""
-    from trainproof import outputs
+    from trainproof.io import outputs
     from trainproof.judge import command
 
     judging = command(name)
@@ -191,7 +191,7 @@ def _same_file(output: str, source: str, why: str) -> str:
 
 def emit(report: Report, args: argparse.Namespace) -> int:
     """Render what was asked, write the files, report what could not be judged, return the exit code."""
-    from trainproof import outputs
+    from trainproof.io import outputs
     from trainproof.render import render
 
     base = os.getcwd()
@@ -235,7 +235,7 @@ def github(report: Report, base: str, annotate: bool) -> None:
     if not summary:
         print("trainproof: note: --github does nothing outside GitHub Actions (GITHUB_STEP_SUMMARY is not set)", file=sys.stderr)
         return
-    from trainproof import outputs
+    from trainproof.io import outputs
 
     try:
         outputs.append(summary, render("markdown", report) + "\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from trainproof.cli.common import add_judging_command
-from trainproof.readers.discover import MAX_DEPTH
+from trainproof.runs.readers.discover import MAX_DEPTH
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -7,7 +7,7 @@ import json
 import os
 import re
 
-from trainproof.errors import MissingDependencyError
+from trainproof.io.errors import MissingDependencyError
 
 COMMAND_EXTRAS = {"data": ("data",), "tokenizer": ("tokenizer",), "text": ("tokenizer",)}
 """The extras whose packages a command reads its inputs with: a hook lacking one package needs them all listed, since

@@ -20,7 +20,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from trainproof.checks.registry import ALIASES, REMOVED, all_rules, by_id
     from trainproof.config import load
-    from trainproof.errors import EXIT_OK, UsageError
+    from trainproof.io.errors import EXIT_OK, UsageError
     from trainproof.render import rules as catalogue
 
     chosen = all_rules()

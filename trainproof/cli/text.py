@@ -17,7 +17,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    from trainproof.errors import UsageError
+    from trainproof.io.errors import UsageError
 
     if args.max_len is not None and args.tokenizer is None:
         raise UsageError("--max-len needs --tokenizer: lengths are counted in the tokenizer's tokens")

@@ -39,7 +39,7 @@ def _seconds(value: float) -> bool:
 
 def _checked(args: argparse.Namespace) -> Path:
     """The path to follow, once the arguments make sense; a UsageError or InputError saying why not."""
-    from trainproof.errors import InputError, UsageError
+    from trainproof.io.errors import InputError, UsageError
 
     if not _seconds(args.interval) or (args.stall_timeout is not None and not _seconds(args.stall_timeout)):
         raise UsageError(f"--interval and --stall-timeout must be a number of seconds above 0 and at most {MAX_SECONDS:,}")
@@ -56,16 +56,16 @@ def _checked(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainproof import figures
     from trainproof.checks.registry import LIVE_RULES
     from trainproof.checks.watching import WATCH_RULES
     from trainproof.cli.common import settings_from
-    from trainproof.errors import EXIT_ERROR, EXIT_FAIL
+    from trainproof.commands.watch import Watcher
+    from trainproof.io import figures
+    from trainproof.io.errors import EXIT_ERROR, EXIT_FAIL
+    from trainproof.io.safe import visible
     from trainproof.render.grouped import block
     from trainproof.render.text import block_lines, wants_colour
     from trainproof.report import Verdict, grouped
-    from trainproof.safe import visible
-    from trainproof.watch import Watcher
 
     path = _checked(args)
     settings = settings_from(args)

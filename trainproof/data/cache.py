@@ -64,7 +64,7 @@ from typing import Any, NamedTuple
 
 from trainproof.data import model, records
 from trainproof.data.model import ClipRecord
-from trainproof.safe import utf8_encodable
+from trainproof.io.safe import utf8_encodable
 
 DEFAULT_DIR = ".trainproof_cache"
 """The cache directory, relative to the working directory, when none is given."""
@@ -492,7 +492,7 @@ def _kind(found: os.stat_result) -> str:
         return "a folder"
     if stat.S_ISREG(mode):
         return "a file" if found.st_nlink <= 1 else f"a file with {found.st_nlink:,} hard links (so also a file elsewhere)"
-    from trainproof.readers.base import special_kind  # here: trainproof.readers imports numpy, which a cache lookup needs not
+    from trainproof.io.bounded import special_kind  # here: trainproof.runs.readers imports numpy, which a cache lookup needs not
 
     return special_kind(mode)
 

@@ -131,9 +131,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from trainproof import figures
 from trainproof.data.model import ClipRecord, ClipRef
 from trainproof.data.uri import Info, is_uri
+from trainproof.io import figures
 
 FRAME_S = 0.01
 """Seconds per analysis frame (10 ms)."""
@@ -395,7 +395,7 @@ def _decode(ref: ClipRef, size: int, source: object = None) -> ClipRecord:
 def _openable(path: str) -> str | bytes:
     """``path`` as soundfile can open it: its bytes when it holds lone surrogates (a file name that is not UTF-8,
     which soundfile's own encoding of a name refuses)."""
-    from trainproof.safe import utf8_encodable
+    from trainproof.io.safe import utf8_encodable
 
     return path if utf8_encodable(path) else os.fsencode(path)
 

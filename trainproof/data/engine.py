@@ -62,15 +62,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from typing import TYPE_CHECKING, NamedTuple
 
-from trainproof.collector import collector_paused
 from trainproof.data.model import ClipRecord, ClipRef
 from trainproof.data.uri import is_uri
-from trainproof.errors import InputError
+from trainproof.io.collector import collector_paused
+from trainproof.io.errors import InputError
 
 if TYPE_CHECKING:
-    from trainproof.access import ReadPolicy
     from trainproof.data.cache import Cache, CacheKey, Hits
     from trainproof.data.records import ClipRecords
+    from trainproof.io.access import ReadPolicy
 
 Analyze = Callable[[ClipRef], ClipRecord]
 Progress = Callable[[int, int], None]

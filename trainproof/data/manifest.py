@@ -76,13 +76,13 @@ from typing import Any
 
 import orjson
 
-from trainproof import figures
-from trainproof.access import ReadPolicy
 from trainproof.data import uri
 from trainproof.data.model import Entries, Entry, Manifest, Problem
 from trainproof.data.uri import is_uri
-from trainproof.errors import InputError
-from trainproof.readers.base import BLOCK_BYTES, MAX_LINE_BYTES, EmptyLog, iter_lines, mostly_binary, open_log, read_block
+from trainproof.io import figures
+from trainproof.io.access import ReadPolicy
+from trainproof.io.bounded import BLOCK_BYTES, MAX_LINE_BYTES, EmptyLog, iter_lines, mostly_binary, open_log, read_block
+from trainproof.io.errors import InputError
 
 AUDIO_EXTENSIONS = (
     ".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64",
@@ -240,7 +240,7 @@ def read_policy(
     within the folder above the manifest's that its paths were found from (``found_root``: see
     :attr:`Manifest.found_root`; the paths name it, so it is the dataset's), and within ``--root`` and
     ``--audio-dir``, but no symlink met there that leads out of them or into a ``.git`` folder, unless
-    ``follow_links`` (:class:`trainproof.access.ReadPolicy`). The dataset's folder is taken as named when it is a link
+    ``follow_links`` (:class:`trainproof.io.access.ReadPolicy`). The dataset's folder is taken as named when it is a link
     itself (the named path was judged on its own: see :func:`read_manifest`)."""
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     extras = (root, audio_dir, found_root)

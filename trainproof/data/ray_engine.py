@@ -84,12 +84,12 @@ from typing import TYPE_CHECKING, Any
 from trainproof.data import model
 from trainproof.data.engine import Analyze, Work, _inline, crashed
 from trainproof.data.model import ClipRef
-from trainproof.errors import ClusterError, MissingDependencyError
+from trainproof.io.errors import ClusterError, MissingDependencyError
 
 if TYPE_CHECKING:
-    from trainproof.access import ReadPolicy
     from trainproof.data.cache import Cache
     from trainproof.data.records import ClipRecords
+    from trainproof.io.access import ReadPolicy
 
 TASK_CLIPS = 1024
 """Most clips per Ray task: enough that a task's own cost to Ray Data (milliseconds) is small next to its decoding

@@ -46,24 +46,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from trainproof.errors import MissingDependencyError, UsageError
+from trainproof.io.errors import MissingDependencyError, UsageError
 
 try:
     from transformers import TrainerCallback
 except ImportError as exc:  # pragma: no cover - exercised in a test without transformers on the path
     raise MissingDependencyError("transformers", "hf", "trainproof.integrations.hf (TrainproofCallback)") from exc
 
-from trainproof import figures, outputs
+from trainproof.commands.live import LiveJudge
 from trainproof.config import Settings, load
+from trainproof.io import figures, outputs
+from trainproof.io.safe import visible
 from trainproof.judge import judge
-from trainproof.live import LiveJudge
-from trainproof.readers.base import RunBuilder
-from trainproof.readers.hf import EvalKeys, add_entry
 from trainproof.render import RENDERERS, render
 from trainproof.render.grouped import block
 from trainproof.render.text import block_lines
 from trainproof.report import Level, Report, grouped
-from trainproof.safe import visible
+from trainproof.runs.readers.base import RunBuilder
+from trainproof.runs.readers.hf import EvalKeys, add_entry
 
 POLICIES = ("warn", "stop_on_fail")
 ABORT_FILE = "trainproof_abort.json"

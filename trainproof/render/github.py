@@ -4,16 +4,16 @@ Annotations point at the log file and line when the finding knows it. Text is
 escaped the way the runner expects (``%``, CR and LF in messages; also ``:``
 and ``,`` in properties), so a path or message cannot inject a command, and
 control characters from the user's files are spelled out
-(:func:`trainproof.safe.visible`), so none reaches the log viewer raw.
+(:func:`trainproof.io.safe.visible`), so none reaches the log viewer raw.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from trainproof.io.safe import visible
 from trainproof.render.shared import relative
 from trainproof.report import Level, Report, location
-from trainproof.safe import visible
 
 PER_LEVEL = 10
 COMMANDS = {Level.FAIL: "error", Level.WARN: "warning", Level.INFO: "notice"}

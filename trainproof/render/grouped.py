@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from trainproof import figures
+from trainproof.io import figures
 from trainproof.report import Finding, Group, Level, Subject
 
 

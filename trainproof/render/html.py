@@ -17,10 +17,10 @@ from functools import lru_cache
 import numpy as np
 
 from trainproof.checks.base import Rule
+from trainproof.io.safe import visible
 from trainproof.render.grouped import blocks
 from trainproof.render.svg import chart, histogram
 from trainproof.report import Chart, Histogram, Report
-from trainproof.safe import visible
 
 
 def _rule_doc_html(rule: Rule) -> str:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from trainproof.io.safe import replace_hidden, spelled
 from trainproof.report import Finding, Report, Subject, location
-from trainproof.safe import replace_hidden, spelled
 
 # What XML 1.0 cannot carry even as a character reference.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

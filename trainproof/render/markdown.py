@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 
-from trainproof import figures
+from trainproof.io import figures
+from trainproof.io.safe import visible
 from trainproof.render.grouped import Block, blocks
 from trainproof.report import Finding, Report, Subject, Table, location
-from trainproof.safe import visible
 
 MAX_CHARS = 65_536
 ZERO_WIDTH_SPACE = "&#8203;"

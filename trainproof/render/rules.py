@@ -6,10 +6,10 @@ import json
 import re
 from collections.abc import Sequence
 
-from trainproof import figures
 from trainproof.checks.base import Rule
+from trainproof.checks.thresholds import Thresholds, describe
 from trainproof.config import Settings
-from trainproof.thresholds import Thresholds, describe
+from trainproof.io import figures
 
 
 def _value(thresholds: Thresholds, name: str) -> str:
@@ -117,7 +117,7 @@ def markdown_table(rules: Sequence[Rule], thresholds: Thresholds) -> str:
 
 def formats_table() -> str:
     """The readers as a markdown table: ``--format`` name, what it reads, how it tells."""
-    from trainproof.readers import READERS
+    from trainproof.runs.readers import READERS
 
     rows = ["| `--format` | reads | notes |", "|---|---|---|"]
     for name, reader in READERS.items():

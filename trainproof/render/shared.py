@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from trainproof.safe import replace_hidden
+from trainproof.io.safe import replace_hidden
 
 
 def relative(path: str, base: str | None) -> str | None:

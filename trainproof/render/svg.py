@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainproof import figures
+from trainproof.io import figures
+from trainproof.io.safe import visible
 from trainproof.report import Histogram, Line, Marker, Point, wants_log
-from trainproof.safe import visible
 
 WIDTH, HEIGHT = 760, 244
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 22, 44

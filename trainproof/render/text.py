@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from trainproof.figures import plural
+from trainproof.io.figures import plural
+from trainproof.io.safe import visible
 from trainproof.render.grouped import Block, blocks
 from trainproof.report import Folder, Level, Report, Subject, Table, tally
-from trainproof.safe import visible
 
 _COLOURS = {"FAIL": "31;1", "WARN": "33;1", "PASS": "32;1", "INFO": "36", "NOT-CHECKED": "35;1"}
 

@@ -34,7 +34,7 @@ The file is read once, in blocks, so a pipe can be read too, and one line
 costs at most about MAX_TEXT_LINE_BYTES of memory whatever the file holds.
 A file that is a symlink, or lies under one, inside its folder or the working
 directory is read only when the link stays inside them and out of any
-``.git`` folder (:class:`~trainproof.access.ReadPolicy`; ``follow_links``
+``.git`` folder (:class:`~trainproof.io.access.ReadPolicy`; ``follow_links``
 lifts it); a link to a pipe is a link like any other, and only a descriptor
 named as such (``/dev/stdin``, ``/dev/fd/63``) is the user's own.
 """
@@ -48,11 +48,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from trainproof import figures
-from trainproof.access import ReadPolicy
-from trainproof.errors import InputError
-from trainproof.readers.base import BLOCK_BYTES, mostly_binary, open_log, read_block, size_text
-from trainproof.safe import quoted
+from trainproof.io import figures
+from trainproof.io.access import ReadPolicy
+from trainproof.io.bounded import BLOCK_BYTES, mostly_binary, open_log, read_block, size_text
+from trainproof.io.errors import InputError
+from trainproof.io.safe import quoted
 from trainproof.text.model import ROLES, SHAPES, SYSTEM_ROLES, Message, Row, RowProblem, TextDataset
 
 MAX_TEXT_LINE_BYTES = 16 * 1024 * 1024

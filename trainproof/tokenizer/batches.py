@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from trainproof.errors import TrainproofError
-from trainproof.safe import utf8_encodable
+from trainproof.io.errors import TrainproofError
+from trainproof.io.safe import utf8_encodable
 from trainproof.tokenizer.panics import one_line
 
 T = TypeVar("T")

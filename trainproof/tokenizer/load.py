@@ -15,7 +15,7 @@ What a path is, is decided by its content first and its name second:
   with only a ``tokenizer.json`` is loaded with ``tokenizers``, one with only
   a sentencepiece ``.model`` with sentencepiece.
 
-Refused, each as an :class:`~trainproof.errors.InputError` naming the path
+Refused, each as an :class:`~trainproof.io.errors.InputError` naming the path
 (a library's own exception never escapes loading; a Rust panic of
 ``tokenizers``, in loading or in any later call, is one too: see
 :mod:`trainproof.tokenizer.panics`): a missing path, an empty file, a
@@ -29,7 +29,7 @@ not UTF-8 is named), a ``tokenizer.json``
 (or a configuration beside it) that is not JSON, is JSON nested too deeply
 to read, or is not a tokenizer, a folder with nothing loadable. A
 library that is not installed is a
-:class:`~trainproof.errors.MissingDependencyError`.
+:class:`~trainproof.io.errors.MissingDependencyError`.
 
 Before any library opens a file of a folder, every entry is looked at with
 its links followed (the HuggingFace cache's snapshot files are links into
@@ -76,8 +76,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from trainproof.errors import InputError, MissingDependencyError
-from trainproof.readers.base import load_json, size_text, special_kind
+from trainproof.io.bounded import load_json, size_text, special_kind
+from trainproof.io.errors import InputError, MissingDependencyError
 from trainproof.tokenizer.panics import guarded, said
 
 if TYPE_CHECKING:

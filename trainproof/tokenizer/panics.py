@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 
 MAX_MESSAGE_CHARS = 300
 """A library's message (a panic's too) is cut to this many characters in an InputError."""

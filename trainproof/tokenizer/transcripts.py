@@ -12,13 +12,13 @@ has no name (on Linux: a killed run leaves nothing behind), and at most
 MAX_STREAM_BYTES of it. A device or a socket is refused before it is opened:
 ``/dev/zero`` never ends.
 
-What a symlink leads to is read under :class:`~trainproof.access.ReadPolicy`:
+What a symlink leads to is read under :class:`~trainproof.io.access.ReadPolicy`:
 a text (or a metadata.csv in a folder) that is a link, or lies under one,
 inside the input's folder or the working directory, is read only when its
 target stays inside them and out of any ``.git`` folder (``--follow-links``:
 anywhere), else an InputError; a link to a pipe is a link like any other,
 and only a descriptor named as such (``/dev/stdin``, ``/dev/fd/63``) is the
-user's own (:meth:`~trainproof.access.ReadPolicy.refusal`). A clip of an
+user's own (:meth:`~trainproof.io.access.ReadPolicy.refusal`). A clip of an
 LJSpeech metadata.csv whose link leads outside is not opened: it has no
 duration, and a note counts it.
 """
@@ -35,10 +35,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
-from trainproof import figures
-from trainproof.access import ReadPolicy
-from trainproof.errors import InputError
-from trainproof.readers.base import iter_line_blocks, iter_lines, size_text, special_kind
+from trainproof.io import figures
+from trainproof.io.access import ReadPolicy
+from trainproof.io.bounded import iter_line_blocks, iter_lines, size_text, special_kind
+from trainproof.io.errors import InputError
 
 TEXT_KEYS = ("text", "transcript", "sentence", "normalized_text", "transcription")
 """JSONL fields read as the transcript, the first present."""
@@ -95,7 +95,7 @@ def read_transcripts(path: str | os.PathLike[str], follow_links: bool = False) -
 
 
 def _allowed(policy: ReadPolicy, path: Path) -> None:
-    """An InputError when a symlink leads ``path`` where the policy does not read (see :mod:`trainproof.access`)."""
+    """An InputError when a symlink leads ``path`` where the policy does not read (see :mod:`trainproof.io.access`)."""
     refusal = policy.refusal(path)
     if refusal is not None:
         raise InputError(path, refusal)

@@ -18,10 +18,11 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from trainproof.errors import InputError
-from trainproof.model import Checkpoint, Run
-from trainproof.readers.base import RunBuilder, iter_lines, parse_step
-from trainproof.readers.names import DEFAULT_NAMES, Names
+from trainproof.io.bounded import iter_lines
+from trainproof.io.errors import InputError
+from trainproof.runs.model import Checkpoint, Run
+from trainproof.runs.readers.base import RunBuilder, parse_step
+from trainproof.runs.readers.names import DEFAULT_NAMES, Names
 
 name = "coqui"
 description = "Coqui TTS Trainer text log (trainer_0_log.txt)"

@@ -18,8 +18,8 @@ from trainproof.checks.base import Rule
 from trainproof.checks.registry import LIVE_RULES
 from trainproof.config import DEFAULT_SETTINGS, Settings
 from trainproof.judge import judge
-from trainproof.model import Run
 from trainproof.report import Finding, Level, Report, Subject
+from trainproof.runs.model import Run
 
 
 class LiveJudge:

@@ -2,7 +2,7 @@
 
 ``READERS`` is the whole registry: a new log format is one module with
 ``name``, ``description``, ``line_parser``, ``sniff(path, head)`` and
-``read(path) -> Run`` (the :class:`~trainproof.readers.base.Reader`
+``read(path) -> Run`` (the :class:`~trainproof.io.bounded.Reader`
 protocol), named here. A reader's module is imported when it is first asked
 for, so judging an HF log imports no TensorBoard, MLflow or CSV reader.
 Detection looks at content first (the first 256 KiB), the file name second.
@@ -21,14 +21,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import cast
 
-from trainproof.errors import InputError
-from trainproof.model import Run
-from trainproof.readers.base import Reader, special_kind
-from trainproof.readers.names import DEFAULT_NAMES, Names
+from trainproof.io.bounded import special_kind
+from trainproof.io.errors import InputError
+from trainproof.runs.model import Run
+from trainproof.runs.readers.base import Reader
+from trainproof.runs.readers.names import DEFAULT_NAMES, Names
 
 
 class _Readers(Mapping[str, Reader]):
-    """Format name -> its reader, the module ``trainproof.readers.<name>``, imported on first use."""
+    """Format name -> its reader, the module ``trainproof.runs.readers.<name>``, imported on first use."""
 
     def __init__(self, *names: str) -> None:
         self._names = names
@@ -116,19 +117,19 @@ def _latest_checkpoint(directory: Path) -> Path | None:
 
 
 def _is_mlflow_run(directory: Path) -> bool:
-    from trainproof.readers import mlflow
+    from trainproof.runs.readers import mlflow
 
     return mlflow.is_run_directory(directory)
 
 
 def _event_files(path: Path) -> list[Path]:
-    from trainproof.readers import tensorboard
+    from trainproof.runs.readers import tensorboard
 
     return tensorboard.event_files(path)
 
 
 def _is_event_file(path: Path, head_bytes: bytes) -> bool:
-    from trainproof.readers import tensorboard
+    from trainproof.runs.readers import tensorboard
 
     return tensorboard.sniff_binary(path, head_bytes)
 

@@ -1,15 +1,15 @@
 """CSV logs: PyTorch Lightning ``CSVLogger`` ``metrics.csv``, Keras ``CSVLogger``, and hand-rolled ones.
 
 The header names the columns (the names stacks write recognised, see
-:mod:`trainproof.readers.names`; ``--map`` names others); rows may be sparse. Keras logs count
+:mod:`trainproof.runs.readers.names`; ``--map`` names others); rows may be sparse. Keras logs count
 epochs, not steps, and are judged on the epoch axis. A header row repeated
 further down (two logs appended to one file) is skipped.
 
 One ``csv.reader`` reads the whole log, its lines streamed (see
-:func:`trainproof.readers.base.iter_lines`), so a quoted cell may span lines;
+:func:`trainproof.io.bounded.iter_lines`), so a quoted cell may span lines;
 a row's line is the one where it starts. A log of LARGE_BYTES or more with no
 quote in it is read as columns, a block of lines at a time, by polars (see
-:mod:`trainproof.readers.table`): the same Run, without Python work per row.
+:mod:`trainproof.runs.readers.table`): the same Run, without Python work per row.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from trainproof.errors import InputError
-from trainproof.model import Run
-from trainproof.readers.base import RunBuilder, count_byte, iter_blocks, iter_lines
-from trainproof.readers.columns import RecordParser
-from trainproof.readers.names import DEFAULT_NAMES, Names
-from trainproof.readers.table import Block, Column, ColumnarRun, as_columns, cell_column, moved, number_arrays, size_of
+from trainproof.io.bounded import count_byte, iter_blocks, iter_lines
+from trainproof.io.errors import InputError
+from trainproof.runs.model import Run
+from trainproof.runs.readers.base import RunBuilder
+from trainproof.runs.readers.columns import RecordParser
+from trainproof.runs.readers.names import DEFAULT_NAMES, Names
+from trainproof.runs.readers.table import Block, Column, ColumnarRun, as_columns, cell_column, moved, number_arrays, size_of
 
 name = "csv"
 description = "CSV with a header row (Lightning metrics.csv, Keras training_log.csv, ...)"

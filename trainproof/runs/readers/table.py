@@ -1,4 +1,4 @@
-"""Named-column logs read as whole columns: the Run that :class:`~trainproof.readers.columns.RecordParser` builds a
+"""Named-column logs read as whole columns: the Run that :class:`~trainproof.runs.readers.columns.RecordParser` builds a
 record at a time, built from blocks of records without Python work per record.
 
 A reader hands :class:`ColumnarRun` one :class:`Block` after another (the records of a stretch of the file, each
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from trainproof.model import DeferredStepLines, Run, Series, StepLines
-from trainproof.readers.base import RunBuilder, StepCuts, one_of_each, parse_number, parse_step, parse_timestamp
-from trainproof.readers.columns import METRICS, finish, metric_columns
-from trainproof.readers.names import Names
+from trainproof.runs.model import DeferredStepLines, Run, Series, StepLines
+from trainproof.runs.readers.base import RunBuilder, StepCuts, one_of_each, parse_number, parse_step, parse_timestamp
+from trainproof.runs.readers.columns import METRICS, finish, metric_columns
+from trainproof.runs.readers.names import Names
 
 LARGE_BYTES = 4 * 2**20
 """A log at least this large is read as columns (the parser's import costs more than it saves on a smaller one)."""

@@ -15,18 +15,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from trainproof import figures
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
 from trainproof.data import ENGINES
 from trainproof.data.model import ClipRecord, ClipRef, Manifest, entry_column
 from trainproof.data.records import ClipRecords
 from trainproof.data.uri import is_uri
-from trainproof.errors import MissingDependencyError, UsageError
+from trainproof.io import figures
+from trainproof.io.errors import MissingDependencyError, UsageError
+from trainproof.io.progress import terminal_progress
+from trainproof.io.safe import visible
 from trainproof.judge import Command, Prepared, Stage
-from trainproof.progress import terminal_progress
 from trainproof.report import Subject
-from trainproof.safe import visible
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,8 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
     if isinstance(source, Dataset):
         return source
     _require()
-    from trainproof.collector import collector_paused
     from trainproof.data.manifest import read_policy
+    from trainproof.io.collector import collector_paused
 
     with collector_paused():
         manifest = manifest_of(source, options)
@@ -86,7 +86,7 @@ def _require_reachable(source: Any, problems: Sequence[tuple[str, str]]) -> None
     answer in time) is an InputError about the manifest, one line and exit 2, not one finding per clip."""
     if not problems:
         return
-    from trainproof.errors import InputError
+    from trainproof.io.errors import InputError
 
     store, why = problems[0]
     more = f" (and {figures.plural(len(problems) - 1, 'other store')})" if len(problems) > 1 else ""
@@ -96,8 +96,8 @@ def _require_reachable(source: Any, problems: Sequence[tuple[str, str]]) -> None
 def manifest_of(source: Any, options: Mapping[str, Any]) -> Manifest:
     """The manifest of the dataset at ``source`` as ``options`` say to read it; read once per invocation (checking the
     outputs against the listed clips and judging take the same reading)."""
-    from trainproof import memo
     from trainproof.data.manifest import read_manifest
+    from trainproof.io import memo
 
     how = _reading(options)
     key = ("manifest", str(source), os.getcwd(), *map(str, how.values()))
@@ -213,7 +213,7 @@ class Data(Command):
     def reads_listed(self, path: str, options: Mapping[str, Any]) -> Sequence[str]:
         """Every listed clip and transcript file of the dataset at ``path`` (asked only when an output exists already:
         the manifest read here is the one judged, see :func:`manifest_of`)."""
-        from trainproof.errors import InputError
+        from trainproof.io.errors import InputError
 
         try:
             manifest = manifest_of(path, options)
@@ -241,7 +241,7 @@ class Data(Command):
         return Prepared(shared=dict(options))
 
     def present(self, dataset: Dataset, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
-        from trainproof.data.charts import charts
+        from trainproof.commands.data_charts import charts
 
         summary = summarize(dataset)
         context = stages[0].context if stages else None

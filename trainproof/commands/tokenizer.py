@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from trainproof import figures
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
-from trainproof.errors import UsageError
+from trainproof.io import figures
+from trainproof.io.errors import UsageError
+from trainproof.io.progress import terminal_progress
+from trainproof.io.safe import quoted
 from trainproof.judge import Command, Prepared, Stage
-from trainproof.progress import terminal_progress
 from trainproof.report import Subject
-from trainproof.safe import quoted
 from trainproof.tokenizer.transcripts import Transcripts, read_transcripts
 
 ENCODE_CHUNK = 16384

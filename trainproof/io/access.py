@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from trainproof.errors import InputError
+from trainproof.io.errors import InputError
 
 LINK_HINT = "--follow-links reads it"
 """What every refusal ends with: how a user who trusts the link reads it anyway."""

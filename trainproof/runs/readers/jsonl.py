@@ -1,15 +1,15 @@
 """JSON Lines logs: one JSON object per line (also a JSON array of such objects).
 
 The names stacks write for step, loss, eval loss, learning rate, gradient
-norm and time are recognised (see :mod:`trainproof.readers.names`; ``--map``
+norm and time are recognised (see :mod:`trainproof.runs.readers.names`; ``--map``
 names others). A last line cut
 short by a writer still running is left out with a note; a broken line
 anywhere else is an error naming its line number.
 
-Lines are streamed (see :func:`trainproof.readers.base.iter_lines`); a JSON
+Lines are streamed (see :func:`trainproof.io.bounded.iter_lines`); a JSON
 array is read whole, up to MAX_DOCUMENT_BYTES. A log of LARGE_BYTES or more is
 read as columns, a block of lines at a time, by polars (see
-:mod:`trainproof.readers.table`): the same Run, without Python work per
+:mod:`trainproof.runs.readers.table`): the same Run, without Python work per
 line. A block the fast parser refuses or might read differently (``null``
 values, nested values, a broken line) is parsed a line at a time.
 """
@@ -23,22 +23,22 @@ from pathlib import Path
 
 import numpy as np
 
-from trainproof.errors import InputError
-from trainproof.model import Run
-from trainproof.readers.base import (
-    RunBuilder,
-    count_byte,
-    iter_blocks,
-    iter_lines,
-    lines_flagged,
-    load_json,
-    open_log,
-    read_block,
-    read_document,
+from trainproof.io.bounded import count_byte, iter_blocks, iter_lines, lines_flagged, load_json, open_log, read_block, read_document
+from trainproof.io.errors import InputError
+from trainproof.runs.model import Run
+from trainproof.runs.readers.base import RunBuilder
+from trainproof.runs.readers.columns import RecordParser
+from trainproof.runs.readers.names import DEFAULT_NAMES, Names
+from trainproof.runs.readers.table import (
+    SPECIAL_FLOATS,
+    Block,
+    ColumnarRun,
+    as_columns,
+    block_of_records,
+    column_of_frame,
+    importable,
+    size_of,
 )
-from trainproof.readers.columns import RecordParser
-from trainproof.readers.names import DEFAULT_NAMES, Names
-from trainproof.readers.table import SPECIAL_FLOATS, Block, ColumnarRun, as_columns, block_of_records, column_of_frame, importable, size_of
 
 name = "jsonl"
 description = "JSON Lines (one JSON object per line), or a JSON array of records"
@@ -224,7 +224,7 @@ _NOT_BLANK_FLAGS = bytes(0 if byte in b"\t\n\v\f\r " else 1 for byte in range(25
 
 def _record_lines(data: bytes, first: int, count: int, records: int) -> np.ndarray | None:
     """The line number of each record of a block of ``count`` lines: one per line that is not blank; None when the
-    count disagrees (see :func:`~trainproof.readers.base.lines_flagged`)."""
+    count disagrees (see :func:`~trainproof.io.bounded.lines_flagged`)."""
     if records == count:
         return np.arange(first, first + count, dtype=np.int64)
     ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)

@@ -1,6 +1,6 @@
 """The runs in a folder of runs: ``lightning_logs/version_*/``, ``runs/*/``, ``mlruns/<experiment>/<run>/``, a sweep's tree.
 
-A folder is one run when it holds what :func:`trainproof.readers.find_log`
+A folder is one run when it holds what :func:`trainproof.runs.readers.find_log`
 reads as a run folder's log: a log by its trainer's name (``trainer_state.json``,
 ``trainer_0_log.txt``, ``metrics.csv``, ``training_log.csv``, ``metrics.jsonl``,
 ``log.jsonl``), a ``checkpoint-<step>/trainer_state.json`` (an HF output
@@ -35,10 +35,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainproof.errors import InputError
-from trainproof.readers import EVENT_FILE_PREFIX, KNOWN_NAMES, LFS_POINTER, LOG_SUFFIXES, is_checkpoint_name, sniffed
-from trainproof.readers.names import DEFAULT_NAMES, VALIDATION_FOLDERS
-from trainproof.report import Folder
+from trainproof.io.errors import InputError
+from trainproof.runs.readers import EVENT_FILE_PREFIX, KNOWN_NAMES, LFS_POINTER, LOG_SUFFIXES, is_checkpoint_name, sniffed
+from trainproof.runs.readers.names import DEFAULT_NAMES, VALIDATION_FOLDERS
 
 MAX_DEPTH = 6
 """Folder levels searched below the folder named: ``mlruns/<experiment>/<run>`` is 2, ``outputs/<sweep>/<trial>/lightning_logs/version_0`` is 4."""
@@ -76,11 +75,6 @@ class Search:
     """The ``*.json`` files, relative to ``root`` and sorted, that look like logs but are no run of the search."""
     unread_formats: tuple[str, ...] = ()
     """The readers that take them, sorted."""
-
-    def folder(self, path: str) -> Folder:
-        """The folder searched, as the report lists it: ``path`` as given, the depth searched, what lay deeper, the JSON
-        logs not read."""
-        return Folder(path, self.depth, self.not_searched, self.unread, self.unread_formats)
 
 
 def find_runs(root: Path, max_depth: int = MAX_DEPTH, max_runs: int = MAX_RUNS, max_folders: int = MAX_FOLDERS) -> Search:
@@ -223,11 +217,11 @@ def _is_log_file(path: Path) -> bool:
 def _holds_measurements(fmt: str, head: str, whole: bool) -> bool:
     """Do the first bytes of a file the ``fmt`` reader takes hold a log's measurements, not a data table's columns?"""
     if fmt == "csv":
-        from trainproof.readers import csv
+        from trainproof.runs.readers import csv
 
         return csv.is_metric_table(head, whole)
     if fmt == "jsonl":
-        from trainproof.readers import jsonl
+        from trainproof.runs.readers import jsonl
 
         return jsonl.is_metric_records(head, whole)
     return True
@@ -246,7 +240,7 @@ def _json_log(path: Path) -> str | None:
         return None
     if fmt not in ("hf", "jsonl"):
         return None
-    from trainproof.readers.jsonl import number_keys
+    from trainproof.runs.readers.jsonl import number_keys
 
     keys = number_keys(read[0])
     found = DEFAULT_NAMES.candidates(set(keys))

@@ -1,150 +1,37 @@
-"""Following a growing training log: read what was appended, judge when due, report each tick.
+"""``trainproof watch``: a growing log followed, judged when due by the live rules, each tick reported.
 
 A tick reads only the bytes appended since the previous one; a partial last
 line waits for its end. A file that shrank (truncated) or was replaced (a new
 inode) is read afresh from the start. Line-oriented logs (JSONL, CSV, Coqui)
 are parsed incrementally, so a tick costs what its new bytes cost, plus the
-amortised share of the live judge (see :mod:`trainproof.live`). A
+amortised share of the live judge (see :mod:`trainproof.commands.live`). A
 HuggingFace ``trainer_state.json`` is rewritten whole at every save, so it
 is re-read whole when it changes.
 """
 
 from __future__ import annotations
 
-import os
-import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any
 
-from trainproof.checks.registry import LIVE_RULES
+from trainproof.checks.base import Rule, RunContext
+from trainproof.checks.registry import LIVE_RULES, RULES
 from trainproof.checks.watching import WATCH_RULES
+from trainproof.commands.epoch import Epoch
+from trainproof.commands.live import LiveJudge
 from trainproof.config import DEFAULT_SETTINGS, Settings
-from trainproof.errors import InputError
-from trainproof.live import LiveJudge
-from trainproof.model import Run
-from trainproof.readers import READERS, SNIFF_BYTES, detect, read_run
-from trainproof.readers.base import MAX_LINE_BYTES, too_long
+from trainproof.io.errors import InputError
+from trainproof.io.safe import visible
+from trainproof.judge import Prepared, Stage
 from trainproof.report import Finding, Report, Subject, Verdict
-from trainproof.safe import visible
+from trainproof.runs.follow import Chunk, Follower, _WholeFile
+from trainproof.runs.model import Run
+from trainproof.runs.readers import READERS, detect, read_run
 
 _STALL_KEY = ("TP-LOG-STALLED", "WARN")
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """What one poll of the file found."""
-
-    lines: tuple[str, ...] = ()
-    first_line: int = 1
-    restarted: bool = False
-    grew: bool = False
-    missing: bool = False
-    problem: str | None = None
-    """Why the path cannot be followed now (it became a directory, a FIFO, ...)."""
-    more: bool = False
-    """More appended bytes wait than one poll reads: poll again at once."""
-
-
-READ_AT_ONCE = 64 * 1024 * 1024
-"""At most this many appended bytes are read by one poll, so memory stays bounded on a huge log."""
-_WITNESS_BYTES = 1024
-"""Bytes at the start of the file and just before the read offset, kept to notice a rewrite in place."""
-
-
-def _not_a_file(info: os.stat_result) -> str | None:
-    if stat.S_ISREG(info.st_mode):
-        return None
-    return "is a directory, not a log file" if stat.S_ISDIR(info.st_mode) else "is not a regular file"
-
-
-class Follower:
-    """Reads what was appended to a file since the last poll, line by line.
-
-    A file that shrank, was replaced by another inode, or was rewritten in
-    place (``cat bigger > log``: its first bytes or the bytes just before the
-    offset differ from what was read) is read afresh from the start.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._reset()
-        self.identity: tuple[int, int] | None = None
-
-    def _reset(self) -> None:
-        self.offset = 0
-        self.partial = b""
-        self.lines_read = 0
-        self.head_witness = b""
-        self.tail_witness = b""
-
-    def _forget(self) -> None:
-        """Start over as if the file were new: the next poll reads it from its start."""
-        self.identity = None
-        self._reset()
-
-    def poll(self) -> Chunk:
-        try:
-            info = os.stat(self.path)
-        except FileNotFoundError:
-            return Chunk(missing=True)
-        problem = _not_a_file(info)
-        if problem is not None:
-            self._forget()
-            return Chunk(problem=problem)
-        identity = (info.st_dev, info.st_ino)
-        try:  # the file may go between the stat and the open (deleted, rotated away) or refuse to be read
-            with self.path.open("rb") as handle:
-                restarted = self.identity is not None and (
-                    identity != self.identity or info.st_size < self.offset or self._rewritten(handle)
-                )
-                if restarted:
-                    self._reset()
-                self.identity = identity
-                if info.st_size == self.offset:
-                    return Chunk(restarted=restarted)
-                handle.seek(self.offset)
-                data = handle.read(min(info.st_size - self.offset, READ_AT_ONCE))
-        except FileNotFoundError:
-            return Chunk(missing=True)
-        except OSError as exc:
-            self._forget()
-            return Chunk(problem=f"cannot be read ({exc.strerror or type(exc).__name__})")
-        return self._split(data, restarted, more=self.offset + len(data) < info.st_size)
-
-    def _rewritten(self, handle: BinaryIO) -> bool:
-        if not self.offset:
-            return False
-        head = handle.read(len(self.head_witness))
-        handle.seek(self.offset - len(self.tail_witness))
-        return head != self.head_witness or handle.read(len(self.tail_witness)) != self.tail_witness
-
-    def _split(self, data: bytes, restarted: bool, more: bool) -> Chunk:
-        if len(self.head_witness) < _WITNESS_BYTES:
-            self.head_witness = (self.head_witness + data)[:_WITNESS_BYTES]
-        self.tail_witness = (self.tail_witness + data)[-_WITNESS_BYTES:]
-        self.offset += len(data)
-        pieces = (self.partial + data).split(b"\n")
-        self.partial = pieces.pop()  # empty when the data ended with a newline
-        first = self.lines_read + 1
-        self.lines_read += len(pieces)
-        if len(self.partial) > MAX_LINE_BYTES or any(len(p) > MAX_LINE_BYTES for p in pieces):
-            long = next((first + i for i, p in enumerate(pieces) if len(p) > MAX_LINE_BYTES), self.lines_read + 1)
-            raise too_long(self.path, long)
-        lines = tuple(p.decode("utf-8", errors="replace").rstrip("\r") for p in pieces)
-        return Chunk(lines=lines, first_line=first, restarted=restarted, grew=True, more=more)
-
-    def head(self) -> str:
-        """The first bytes of the file, to tell its format; nothing when it went (or cannot be read) since the poll, and
-        then the next poll reads it from the start again, as a new file."""
-        try:
-            with self.path.open("rb") as handle:
-                return handle.read(SNIFF_BYTES).decode("utf-8", errors="replace")
-        except OSError:
-            self._forget()
-            return ""
 
 
 @dataclass(frozen=True)
@@ -300,22 +187,24 @@ class Watcher:
         return tuple(fresh)
 
 
-class _WholeFile(Follower):
-    """For logs rewritten whole (trainer_state.json): a change means read it all again."""
+class Watch(Epoch):
+    """``trainproof watch``: a growing run by the live rules, and the watcher's own rules (a stall)."""
 
-    def __init__(self, previous: Follower) -> None:
-        super().__init__(previous.path)
-        self.signature: tuple[int, int, int] | None = None
+    name = "watch"
 
-    def poll(self) -> Chunk:
-        try:
-            info = os.stat(self.path)
-        except FileNotFoundError:
-            return Chunk(missing=True)
-        problem = _not_a_file(info)
-        if problem is not None:
-            return Chunk(problem=problem)
-        signature = (info.st_ino, info.st_size, info.st_mtime_ns)
-        grew = signature != self.signature
-        self.signature = signature
-        return Chunk(grew=grew)
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return RULES["epoch"] + RULES["watch"]
+
+    def prepare(self, settings: Settings, options: Mapping[str, Any]) -> Prepared:
+        return Prepared(shared=(float(options.get("idle_s", 0.0)), options.get("stall_timeout_s")))
+
+    def stages(self, run: Run, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
+        from trainproof.checks.watching import WatchContext
+
+        ctx = RunContext(run, settings.thresholds)
+        idle, timeout = prepared.shared
+        return (Stage(RULES["epoch"], ctx), Stage(RULES["watch"], WatchContext(ctx, idle, timeout)))
+
+
+WATCH = Watch()

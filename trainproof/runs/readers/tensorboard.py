@@ -9,7 +9,7 @@ second file, Keras writes ``train/`` and ``validation/`` subfolders) is read
 as one run.
 
 The scalars are gathered per tag first, and the tags are then given to the
-shared name table (:mod:`trainproof.readers.names`) all at once, so that a
+shared name table (:mod:`trainproof.runs.readers.names`) all at once, so that a
 run writing both ``train/loss`` and ``loss`` is judged on the one the table
 prefers, never on both mixed into one series. Under a ``validation/`` folder a
 training-loss tag is the eval loss. Megatron's ``... vs samples`` and
@@ -26,7 +26,7 @@ that holds its training loss.
 A file of a million scalars is a million records of tens of bytes: decoded
 one at a time in Python, it took 180 times as long to read as its bytes. So the
 records are found and checked in bulk with numpy
-(:mod:`trainproof.readers.tfrecord`, which reads the file) and decoded in bulk
+(:mod:`trainproof.runs.readers.tfrecord`, which reads the file) and decoded in bulk
 too (:func:`_group`), and a record the bulk path cannot vouch for goes through
 the plain decoder (:func:`_event`), which every record's numbers agree with
 either way (tests/readers/test_tensorboard_real.py).
@@ -43,13 +43,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from trainproof.errors import InputError
-from trainproof.model import Run, Series
-from trainproof.readers import EVENT_FILE_PREFIX, tfrecord
-from trainproof.readers.base import last_per_step, metric_fields
-from trainproof.readers.columns import METRICS
-from trainproof.readers.names import DEFAULT_NAMES, Names, eval_set, in_validation_folder, normal
-from trainproof.safe import visible
+from trainproof.io.errors import InputError
+from trainproof.io.safe import visible
+from trainproof.runs.model import Run, Series
+from trainproof.runs.readers import EVENT_FILE_PREFIX, tfrecord
+from trainproof.runs.readers.base import last_per_step, metric_fields
+from trainproof.runs.readers.columns import METRICS
+from trainproof.runs.readers.names import DEFAULT_NAMES, Names, eval_set, in_validation_folder, normal
 
 name = "tensorboard"
 description = "TensorBoard event files (events.out.tfevents.*), or a run directory of them"

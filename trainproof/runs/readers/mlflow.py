@@ -2,7 +2,7 @@
 
 Each line is ``<timestamp ms> <value> <step>``. A run directory (the one
 holding ``metrics/``) is read as one run, each metric file by its name (the
-names of :mod:`trainproof.readers.names`: ``loss``,
+names of :mod:`trainproof.runs.readers.names`: ``loss``,
 ``val_loss``, ``lr``, ..., or ``--map``); a single metric file is one series named by its
 file name. Timestamps become the run's clock.
 
@@ -15,10 +15,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from trainproof.errors import InputError
-from trainproof.model import Run
-from trainproof.readers.base import EmptyLog, RunBuilder, iter_lines, parse_step
-from trainproof.readers.names import DEFAULT_NAMES, Names
+from trainproof.io.bounded import EmptyLog, iter_lines
+from trainproof.io.errors import InputError
+from trainproof.runs.model import Run
+from trainproof.runs.readers.base import RunBuilder, parse_step
+from trainproof.runs.readers.names import DEFAULT_NAMES, Names
 
 name = "mlflow"
 description = "MLflow file-store metrics (a run directory with metrics/, or one metric file)"

@@ -30,11 +30,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from trainproof import figures
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
+from trainproof.io import figures
+from trainproof.io.progress import terminal_progress
 from trainproof.judge import Command, Outcome, Prepared, Stage, nothing_ran
-from trainproof.progress import terminal_progress
 from trainproof.report import Subject
 
 ENCODE_CHUNK = 4096
@@ -141,7 +141,7 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
 def _rendered(tokenizer: Any, rows: Sequence[Any], indices: list[int], conversations: list[list[dict]]) -> dict[int, Any]:
     """Row index -> its conversation rendered (a text, or Failed where the template refuses it); a template stopped
     past a bound is an InputError about the tokenizer, naming the line it was rendering."""
-    from trainproof.errors import InputError
+    from trainproof.io.errors import InputError
     from trainproof.tokenizer.templates import TemplateOverrun
 
     if not indices:

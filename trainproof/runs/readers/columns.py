@@ -1,13 +1,13 @@
 """Records with named columns (JSONL lines, CSV rows) into a Run, one record at a time.
 
 Column names are matched against the spellings of
-:mod:`trainproof.readers.names` (and the user's ``--map``), first match wins, so a PyTorch Lightning ``metrics.csv`` with both
+:mod:`trainproof.runs.readers.names` (and the user's ``--map``), first match wins, so a PyTorch Lightning ``metrics.csv`` with both
 ``train_loss_step`` and ``train_loss_epoch`` is judged on the per-step loss.
 Rows may be sparse: a Lightning row carries either training or validation
 metrics, and a missing cell is simply not a point. The step axis is
 ``step``, else ``epoch`` (Keras), else the record number, decided by the
 first record and kept; a step that is there but is not a whole int64 number
-is an error naming its line (see :func:`trainproof.readers.base.parse_step`).
+is an error naming its line (see :func:`trainproof.io.bounded.parse_step`).
 Eval metrics (``eval_wer``, ``val_acc``) are read from the columns whose
 names say which way is better (see :meth:`Names.metric_goal`).
 """
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from trainproof.errors import InputError
-from trainproof.model import Run
-from trainproof.readers.base import RunBuilder, parse_step, parse_timestamp
-from trainproof.readers.names import DEFAULT_NAMES, Names
+from trainproof.io.errors import InputError
+from trainproof.runs.model import Run
+from trainproof.runs.readers.base import RunBuilder, parse_step, parse_timestamp
+from trainproof.runs.readers.names import DEFAULT_NAMES, Names
 
 METRICS = ("loss", "eval_loss", "learning_rate", "grad_norm", "step_time", "loader_time")
 """The series a record's columns feed; ``epoch`` is not one of them, only an axis (Keras logs count epochs, not steps)."""

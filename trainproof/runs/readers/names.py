@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from trainproof.errors import TrainproofError
+from trainproof.io.errors import TrainproofError
 
 NAMES: Mapping[str, tuple[str, ...]] = {
     "step": (

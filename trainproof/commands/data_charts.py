@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from trainproof import figures
 from trainproof.checks.base import NotApplicable
 from trainproof.checks.data import DataContext, rate_levels
+from trainproof.checks.stats import MAD_TO_SIGMA
+from trainproof.io import figures
 from trainproof.report import Finding, Histogram, Level
-from trainproof.stats import MAD_TO_SIGMA
 
 MAX_BINS = 40
 """Bins of a histogram at most (fewer for a small corpus: about the square root of its clips, at least MIN_BINS)."""

@@ -3,7 +3,7 @@
 ``log_history`` mixes three kinds of entries, told apart by their keys:
 training entries (``loss``, ``learning_rate`` or ``lr``, ``grad_norm``),
 evaluation entries (``eval_loss``, or ``eval_<set>_loss`` per eval set, and
-metrics such as ``eval_wer``, read when :mod:`trainproof.readers.names` knows
+metrics such as ``eval_wer``, read when :mod:`trainproof.runs.readers.names` knows
 which way is better) and the final summary (``train_runtime``, ``train_loss``, the mean over the whole
 run, which is not a point of the curve).
 
@@ -26,22 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from trainproof.collector import collector_paused, drop, release_dropped
-from trainproof.errors import InputError
-from trainproof.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
-from trainproof.readers.base import (
-    RunBuilder,
-    StepCuts,
-    count_byte,
-    load_json,
-    parse_number,
-    parse_step,
-    read_document,
-    read_document_bytes,
-)
-from trainproof.readers.columns import metric_columns
-from trainproof.readers.names import DEFAULT_NAMES, Names
-from trainproof.readers.table import SPECIAL_FLOATS, as_columns, first_lines, moved
+from trainproof.io.bounded import count_byte, load_json, read_document, read_document_bytes
+from trainproof.io.collector import collector_paused, drop, release_dropped
+from trainproof.io.errors import InputError
+from trainproof.runs.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
+from trainproof.runs.readers.base import RunBuilder, StepCuts, parse_number, parse_step
+from trainproof.runs.readers.columns import metric_columns
+from trainproof.runs.readers.names import DEFAULT_NAMES, Names
+from trainproof.runs.readers.table import SPECIAL_FLOATS, as_columns, first_lines, moved
 
 name = "hf"
 description = "HuggingFace Trainer trainer_state.json"

@@ -7,7 +7,7 @@ record that fails is an error naming its byte offset, and a length over
 MAX_RECORD_BYTES an error too, as it is a corrupt file or not an event file. A
 last record cut short by a writer still running is left out, for the reader
 to note. What the data says (an ``Event``) is for
-:mod:`trainproof.readers.tensorboard` to decode; it gets each block's records
+:mod:`trainproof.runs.readers.tensorboard` to decode; it gets each block's records
 before the first that fails its checksum, and the block's error to raise once
 they are decoded, so that the first problem in the file is the one reported.
 
@@ -34,8 +34,8 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
-from trainproof.errors import InputError
-from trainproof.readers.base import open_log, read_block, size_text
+from trainproof.io.bounded import open_log, read_block, size_text
+from trainproof.io.errors import InputError
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 """The largest TFRecord read. A scalar event is tens of bytes; the largest real records (a model's graph, an image

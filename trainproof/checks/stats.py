@@ -14,8 +14,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from trainproof.model import Series
-from trainproof.thresholds import Thresholds
+from trainproof.checks.thresholds import Thresholds
+from trainproof.runs.model import Series
 
 MAD_TO_SIGMA = 1.4826
 MEDIAN_SE = 1.2533

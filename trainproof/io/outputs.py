@@ -21,8 +21,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from trainproof.errors import UsageError
-from trainproof.safe import visible
+from trainproof.io.errors import UsageError
+from trainproof.io.safe import visible
 
 Identity = tuple[int, int]
 

@@ -1,0 +1,1 @@
+"""One module per command (epoch, compare, watch, data, tokenizer, text): how an input is read, judged and shown."""
