@@ -88,7 +88,7 @@ def run_trainproof(manifest: str, jobs: int, cache_dir: str | None, engine: str 
     manifest read, every clip reduced through the engine and the cache, the
     data rules on the corpus table, the report built.
     """
-    from trainproof.judge import judge
+    from trainproof.commands import judge
 
     judge("data", [manifest], jobs=jobs, cache_dir=cache_dir, no_cache=cache_dir is None, progress=False, engine=engine)
 

@@ -83,7 +83,7 @@ def part_tokenizer(args: argparse.Namespace, work: Path) -> str:
     import sentencepiece
 
     from tests.tokenizers import build
-    from trainproof.judge import judge
+    from trainproof.commands import judge
 
     model = build.sentencepiece_model(work / "sp", vocab_size=4000)
     lines = transcripts(args.lines)
@@ -109,7 +109,7 @@ def part_text(args: argparse.Namespace, work: Path) -> str:
     from transformers import AutoTokenizer
 
     from tests.tokenizers import build
-    from trainproof.judge import judge
+    from trainproof.commands import judge
 
     folder = build.hf_folder(work / "hf")
     rows = chat_rows(args.rows)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trainproof.cli import main
-from trainproof.judge import judge_compare, judge_epoch
+from trainproof.commands import judge_compare, judge_epoch
 from trainproof.report import Level, Verdict
 
 # Public runs that did not learn, and why; every other public run learned and must not FAIL.
@@ -158,7 +158,7 @@ def test_the_botchan_models_on_the_novel_they_were_trained_on_raise_no_warning(c
     characters are the rarest of the novel ('3', 'V', '/': 0.04-0.05% of it), an INFO; its denser lines are
     capitals, a licence's URL and address, or a few characters long, within what clean English takes."""
     pytest.importorskip("sentencepiece")
-    from trainproof.judge import judge
+    from trainproof.commands import judge
 
     folder = corpus / "public" / "tokenizers"
     tokenizer = folder / f"sentencepiece-0.2.3_sdist__botchan_en_{model}_1000.model"

@@ -18,8 +18,8 @@ import pytest
 
 from tests.helpers import CORPUS, REPO, decaying, noisy
 from trainproof.cli import main
+from trainproof.commands import judge_compare, judge_epoch
 from trainproof.io.errors import InputError
-from trainproof.judge import judge_compare, judge_epoch
 from trainproof.report import Verdict
 from trainproof.runs.readers.discover import MAX_DEPTH, MAX_RUNS, find_runs
 

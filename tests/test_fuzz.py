@@ -66,8 +66,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from tests.helpers import pb_field, tf_record  # noqa: E402
 from trainproof.cli import main  # noqa: E402
+from trainproof.commands import judge_compare, judge_epoch  # noqa: E402
 from trainproof.io.errors import TrainproofError  # noqa: E402
-from trainproof.judge import judge_compare, judge_epoch  # noqa: E402
 from trainproof.render import RENDERERS, render  # noqa: E402
 from trainproof.render.github import annotations  # noqa: E402
 from trainproof.runs.readers import READERS, read_run  # noqa: E402

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from tests.helpers import REPO
-from trainproof.judge import judge_compare, judge_epoch
+from trainproof.commands import judge_compare, judge_epoch
 from trainproof.report import Level, Verdict
 
 GALLERY = REPO / "examples" / "gallery"

@@ -11,9 +11,9 @@ import pytest
 from tests.helpers import decaying, make_run, noisy
 from trainproof.checks.registry import EPOCH_RULES, LIVE_RULE_IDS, LIVE_RULES
 from trainproof.checks.thresholds import DEFAULTS
+from trainproof.commands import judge_run
 from trainproof.commands.live import LiveJudge
 from trainproof.config import DEFAULT_SETTINGS
-from trainproof.judge import judge_run
 from trainproof.report import Level
 
 SMALL = make_run(list(decaying(10)))

@@ -20,9 +20,10 @@ import pytest
 from trainproof.checks.base import Hit, NotApplicable, Rule
 from trainproof.checks.registry import RULES, all_rules
 from trainproof.checks.thresholds import DEFAULTS, Thresholds
+from trainproof.commands import judge, register, unregister
 from trainproof.config import Settings
 from trainproof.io.errors import InputError
-from trainproof.judge import Command, Prepared, Stage, judge, register, unregister
+from trainproof.judge import Command, Prepared, Stage
 from trainproof.render import RENDERERS, render
 from trainproof.render.github import annotations
 from trainproof.report import Finding, Level, Subject, Verdict

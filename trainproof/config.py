@@ -232,7 +232,7 @@ def _rule_id(name: str) -> str | None:
     from trainproof.checks.registry import ALIASES, RULES
 
     rule_id = ALIASES.get(name.upper(), name.upper())
-    return rule_id if rule_id in RULES.ids() else None
+    return rule_id if RULES.knows(rule_id) else None
 
 
 def _rule_ids(table: Mapping[str, Any], key: str, source: str) -> frozenset[str]:

@@ -2,14 +2,15 @@
 
 A command is described by a small :class:`Command` (how it reads an input,
 which rules run in which context, what a subject shows); :func:`judge` does
-the rest the same way for every command. The CLI, ``watch``, the HF callback
+the rest the same way for every command. The commands themselves, and the
+library calls that name them (``judge("epoch", ...)``), are a floor above, in
+:mod:`trainproof.commands`. The CLI, ``watch``, the HF callback
 and the CI wrappers all come through here; none of them runs a rule or builds
 a finding on its own.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -126,40 +127,6 @@ class Command:
         return None
 
 
-COMMANDS: dict[str, Command | str] = {
-    "epoch": "trainproof.commands.epoch:EPOCH",
-    "compare": "trainproof.commands.compare:COMPARE",
-    "watch": "trainproof.commands.watch:WATCH",
-    "data": "trainproof.commands.data:DATA",
-    "tokenizer": "trainproof.commands.tokenizer:TOKENIZER",
-    "text": "trainproof.commands.text:TEXT",
-}
-"""Command name -> its description, or ``"module:NAME"`` imported on first use (so ``epoch`` never imports ``data``)."""
-
-
-def register(cmd: Command, rules: tuple[Rule, ...] | str, ids: tuple[str, ...] = ()) -> None:
-    """Add a command: its description and its rules (or ``"module:NAME"`` with their ``ids``, imported on first use)."""
-    if cmd.name in COMMANDS:
-        raise ValueError(f"a command '{cmd.name}' is already registered")
-    RULES.register(cmd.name, rules, ids)
-    COMMANDS[cmd.name] = cmd
-
-
-def unregister(name: str) -> None:
-    RULES.unregister(name)
-    COMMANDS.pop(name, None)
-
-
-def command(name: str | Command) -> Command:
-    if isinstance(name, Command):
-        return name
-    found = COMMANDS[name]
-    if isinstance(found, str):
-        module, _, attr = found.partition(":")
-        found = COMMANDS[name] = getattr(importlib.import_module(module), attr)
-    return found
-
-
 def apply_rules(rules: Iterable[Rule], ctx: Context, settings: Settings = DEFAULT_SETTINGS) -> Outcome:
     """Run rules in order; a rule that cannot judge, that the configuration disables, or that defers to one that fired is skipped with its reason."""
     findings: list[Finding] = []
@@ -268,7 +235,7 @@ def judge_one(
 
 
 def judge(
-    name: str | Command,
+    cmd: Command,
     sources: Sequence[Any],
     settings: Settings = DEFAULT_SETTINGS,
     only: frozenset[str] | None = None,
@@ -277,7 +244,6 @@ def judge(
     """Judge every input by one command and return the Report every renderer draws.
 
     ``options`` go to the command's reader (see :func:`reading_options`)."""
-    cmd = command(name)
     options = reading_options(settings, options)
     prepared = cmd.prepare(settings, options)
     judged: list[Subject] = []
@@ -315,39 +281,3 @@ def _judge_input(
 def located(subject: Subject, folder: Folder | None, item: Input) -> Subject:
     """A subject found in a folder of runs, carrying the folder's path and its own path relative to it."""
     return subject if folder is None else replace(subject, folder=folder.path, relative=item.relative)
-
-
-# The library API: one call per command, as the README shows.
-
-
-def judge_epoch(paths: Sequence[str | Path], fmt: str | None = None, settings: Settings = DEFAULT_SETTINGS) -> Report:
-    """``trainproof epoch``: each log judged on its own."""
-    return judge("epoch", paths, settings, fmt=fmt)
-
-
-def judge_compare(
-    run_paths: Sequence[str | Path],
-    baseline_path: str | Path,
-    fmt: str | None = None,
-    settings: Settings = DEFAULT_SETTINGS,
-) -> Report:
-    """``trainproof compare``: each run against one known-good baseline.
-
-    The baseline is judged by the single-run rules too and listed with role
-    ``baseline``; its FAILs make every comparison WARN
-    (TP-CMP-BASELINE-UNHEALTHY) but do not count toward the job's verdict.
-    """
-    return judge("compare", run_paths, settings, fmt=fmt, baseline=baseline_path)
-
-
-def judge_run(run: Any, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[Rule] | None = None) -> Subject:
-    """Every single-run rule (or only ``rules``) on one Run you built or read yourself."""
-    only = frozenset(rule.id for rule in rules) if rules is not None else None
-    return judge_one(command("epoch"), run, settings, only=only)
-
-
-def judge_against(run: Any, baseline: Any, settings: Settings = DEFAULT_SETTINGS) -> Subject:
-    """One Run by the single-run rules and the compare rules against a baseline Run."""
-    cmd = command("compare")
-    options = reading_options(settings, {"baseline": baseline})
-    return judge_one(cmd, run, settings, cmd.prepare(settings, options), options)

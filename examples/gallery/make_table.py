@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from trainproof.judge import judge_compare, judge_epoch
+from trainproof.commands import judge_compare, judge_epoch
 from trainproof.report import Level
 
 HERE = Path(__file__).resolve().parent

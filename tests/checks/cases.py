@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tests.helpers import decaying, make_run, noisy
+from trainproof.commands import judge
 from trainproof.config import DEFAULT_SETTINGS, parse
-from trainproof.judge import judge
 from trainproof.report import Report
 from trainproof.runs.model import Checkpoint, Run
 

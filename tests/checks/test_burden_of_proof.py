@@ -13,8 +13,8 @@ import pytest
 
 from tests.helpers import decaying, make_run, noisy
 from trainproof.checks.registry import RULES
+from trainproof.commands import judge
 from trainproof.config import DEFAULT_SETTINGS
-from trainproof.judge import judge
 from trainproof.report import Level
 from trainproof.runs.model import Run
 

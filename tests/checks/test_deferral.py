@@ -5,8 +5,8 @@ from __future__ import annotations
 from tests.helpers import REPO
 from trainproof.checks.registry import RULES
 from trainproof.cli import main
+from trainproof.commands import judge_epoch
 from trainproof.config import Settings
-from trainproof.judge import judge_epoch
 
 HOT = str(REPO / "tests" / "data" / "hot")  # a run that blows up: TP-DIVERGE fires, with a huge loss spike on the way
 

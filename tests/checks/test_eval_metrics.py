@@ -12,8 +12,8 @@ import pytest
 from tests.checks.cases import noisy
 from tests.helpers import make_run, series
 from trainproof.cli import main
+from trainproof.commands import judge_against, judge_epoch, judge_run
 from trainproof.config import ConfigError, Settings, parse
-from trainproof.judge import judge_against, judge_epoch, judge_run
 from trainproof.report import Verdict
 from trainproof.runs.model import Checkpoint
 from trainproof.runs.readers import read_run
@@ -412,7 +412,7 @@ def test_a_training_metric_the_user_names_is_not_called_held_out():
 
 
 def test_compare_overlays_each_eval_metric_on_the_baseline_s_with_the_run_s_findings_marked():
-    from trainproof.judge import judge_compare
+    from trainproof.commands import judge_compare
     from trainproof.render import render
 
     run = with_metrics(flat_training(), {"eval_wer": ("min", ISSUE_WER), "eval_mos": ("max", [3.0, 3.2, 3.4, 3.5, 3.6, 3.6, 3.7])})

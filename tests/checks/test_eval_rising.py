@@ -15,8 +15,8 @@ from tests.checks.cases import noisy
 from tests.checks.test_eval_metrics import with_metrics
 from tests.helpers import REPO, decaying, make_run
 from trainproof.checks.thresholds import DEFAULTS
+from trainproof.commands import judge_epoch
 from trainproof.config import Settings, parse
-from trainproof.judge import judge_epoch
 from trainproof.report import Level
 
 DATA = REPO / "tests" / "data"

@@ -6,8 +6,8 @@ import pytest
 
 from tests.checks.cases import eval_noisy_flat, finetune_too_hot, overfitting
 from tests.helpers import make_run
+from trainproof.commands import judge_epoch
 from trainproof.config import Settings
-from trainproof.judge import judge_epoch
 from trainproof.report import Level, Verdict
 
 

@@ -71,12 +71,12 @@ def test_overrides_make_a_new_thresholds():
 
 def test_the_commands_keep_their_order_whichever_were_imported_first():
     """Iteration (and so every generated rules table) must not depend on which commands a test happened to load."""
-    from trainproof.checks.registry import _Registry
+    from trainproof.checks.registry import _Registry, _text_rules
 
     registry = _Registry()
-    registry.register("a", "trainproof.checks.text:TEXT_RULES")
+    registry.register("a", _text_rules)
     registry.register("b", ())
-    registry.register("text", "trainproof.checks.text:TEXT_RULES")
+    registry.register("text", _text_rules)
     assert list(registry) == ["a", "b", "text"]
     registry["text"]  # imported now
     assert list(registry) == ["a", "b", "text"]

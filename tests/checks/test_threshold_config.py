@@ -9,8 +9,8 @@ import pytest
 
 from tests.checks.cases import healthy, timed
 from tests.helpers import decaying, make_run, noisy
+from trainproof.commands import judge_against, judge_run
 from trainproof.config import Settings, load
-from trainproof.judge import judge_against, judge_run
 from trainproof.report import Subject
 from trainproof.runs.model import Run
 

@@ -16,7 +16,7 @@ pytest.importorskip("pandas")
 from tests.datasets.speech import voiced_clip, voiced_samples, write_audio  # noqa: E402
 from trainproof.checks.data import AUDIO_ONLY  # noqa: E402
 from trainproof.cli import main  # noqa: E402
-from trainproof.judge import judge  # noqa: E402
+from trainproof.commands import judge  # noqa: E402
 from trainproof.report import Level, Subject  # noqa: E402
 
 RATE = 22050

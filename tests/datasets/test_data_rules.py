@@ -15,7 +15,7 @@ import pytest
 from tests.datasets.speech import FAULTS, Corpus, Fault, clean_corpus, has_espeak, needs_espeak
 from trainproof.checks.registry import RULES
 from trainproof.cli import main
-from trainproof.judge import judge
+from trainproof.commands import judge
 from trainproof.report import Level, Subject
 
 pytest.importorskip("soundfile")

@@ -16,8 +16,8 @@ pytest.importorskip("soundfile")
 pytest.importorskip("pandas")
 
 from tests.datasets.speech import LETTERS_PER_S, VOICED_DURATIONS, text_for, voiced_clip  # noqa: E402
+from trainproof.commands import judge  # noqa: E402
 from trainproof.data.manifest import read_manifest  # noqa: E402
-from trainproof.judge import judge  # noqa: E402
 from trainproof.report import Level, Subject  # noqa: E402
 
 RATE = 16000

@@ -16,8 +16,8 @@ pytest.importorskip("pandas")
 
 from tests.datasets.speech import voiced_clip  # noqa: E402
 from trainproof.cli import main  # noqa: E402
+from trainproof.commands import judge  # noqa: E402
 from trainproof.data.manifest import read_manifest, read_policy  # noqa: E402
-from trainproof.judge import judge  # noqa: E402
 from trainproof.report import Level, Subject  # noqa: E402
 
 RATE = 16000

@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from trainproof.judge import judge_epoch  # noqa: E402
+from trainproof.commands import judge_epoch  # noqa: E402
 from trainproof.runs.readers import read_run  # noqa: E402
 
 # The too-hot fine-tune (the gallery's finetune_hot, seed 0, eval_accuracy every 25 steps), as a real Trainer wrote it

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from tests.helpers import REPO
+from trainproof.commands import judge
 from trainproof.config import DEFAULT_SETTINGS
 from trainproof.io.errors import InputError
-from trainproof.judge import judge
 from trainproof.runs.model import Run, Series
 from trainproof.runs.readers import csv as csv_reader
 from trainproof.runs.readers import detect, hf, jsonl, table

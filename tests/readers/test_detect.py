@@ -56,7 +56,7 @@ def test_format_override_and_unknown_format(tmp_path):
 
 
 def test_findings_point_at_the_line_of_their_step(tmp_path):
-    from trainproof.judge import judge_epoch
+    from trainproof.commands import judge_epoch
 
     loss = [1.4, 3.3, 24.2, 26.4, 20.1] + [8.0 - 0.01 * i for i in range(55)]
     path = write_hf_state(tmp_path / "trainer_state.json", hf_entries(loss))

@@ -66,7 +66,7 @@ def test_broken_json_names_line_and_column(tmp_path):
 def test_the_line_of_each_step_is_indexed_only_when_many_findings_ask(tmp_path, monkeypatch):
     """Indexing a trainer_state.json's lines is a quarter of judging a million entries on the column path: a run
     without findings never does it, a finding's line is one search of the text, the same line the text path gives."""
-    from trainproof.judge import judge_run
+    from trainproof.commands import judge_run
     from trainproof.runs.readers import hf
 
     calls = []

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from tests.helpers import REPO, hf_entries, write_hf_state
+from trainproof.commands import judge
 from trainproof.config import DEFAULT_SETTINGS
-from trainproof.io.errors import InputError
-from trainproof.judge import judge
 from trainproof.io import bounded
+from trainproof.io.errors import InputError
 from trainproof.runs.readers import READERS, base, hf, jsonl, read_run, tfrecord
 from trainproof.runs.readers import csv as csv_reader
 

@@ -12,8 +12,8 @@ from tests.helpers import REPO
 from tests.render.geometry import assert_labels_clear, svgs
 from trainproof.checks.thresholds import Thresholds
 from trainproof.cli import main
+from trainproof.commands import judge_epoch
 from trainproof.commands.epoch import charts as epoch_charts
-from trainproof.judge import judge_epoch
 from trainproof.render import render
 from trainproof.report import Finding, Level, Report, Subject
 from trainproof.runs.readers import read_run

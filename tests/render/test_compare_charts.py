@@ -13,8 +13,8 @@ import pytest
 from tests.helpers import REPO
 from tests.render.geometry import svgs
 from trainproof.checks.thresholds import Thresholds
+from trainproof.commands import judge_compare
 from trainproof.commands.epoch import charts as epoch_charts
-from trainproof.judge import judge_compare
 from trainproof.render import render
 from trainproof.render.markdown import render as markdown
 from trainproof.render.svg import chart, log_ticks, tick_label

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import REPO
-from trainproof.judge import judge_compare, judge_epoch
+from trainproof.commands import judge_compare, judge_epoch
 from trainproof.render import RENDERERS, render
 
 GOLDEN = REPO / "tests" / "golden"

@@ -8,8 +8,8 @@ import pytest
 import xmlschema
 
 from tests.helpers import REPO
+from trainproof.commands import judge_compare, judge_epoch
 from trainproof.config import DEFAULT_SETTINGS
-from trainproof.judge import judge_compare, judge_epoch
 from trainproof.render import render
 
 SCHEMA = xmlschema.XMLSchema(str(REPO / "tests" / "schemas" / "junit-10.xsd"))

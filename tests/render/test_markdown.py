@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tests.helpers import REPO, decaying, hf_entries, noisy, write_hf_state
-from trainproof.judge import judge_epoch
+from trainproof.commands import judge_epoch
 from trainproof.render import render
 from trainproof.render.markdown import MAX_CHARS, escape, marker
 from trainproof.report import Finding, Level, Report, Subject

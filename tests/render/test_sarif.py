@@ -9,7 +9,7 @@ import pytest
 from sarif_kit.validate import validation_errors
 
 from tests.helpers import REPO
-from trainproof.judge import judge_compare, judge_epoch
+from trainproof.commands import judge_compare, judge_epoch
 from trainproof.render import render
 from trainproof.render.sarif import MAX_RESULTS, artifact_uri
 from trainproof.report import Finding, Level, Report, Subject

@@ -11,7 +11,7 @@ from trainproof.report import Finding, Subject
 
 def judged(path: str | Path, **options: object) -> Subject:
     """The one subject of ``trainproof text PATH`` through the library API (options: tokenizer, max_len)."""
-    from trainproof.judge import judge
+    from trainproof.commands import judge
 
     report = judge("text", [str(path)], **options)
     (subject,) = report.subjects

@@ -19,8 +19,8 @@ import pytest
 from tests.helpers import REPO
 from tests.text import findings_of, judged, lines_of
 from tests.text.test_reader import assistant, jsonl, user
+from trainproof.commands import judge
 from trainproof.config import DEFAULT_SETTINGS
-from trainproof.judge import judge
 from trainproof.report import Level, Skipped, Verdict
 from trainproof.text.repeats import repeated_run
 

@@ -21,9 +21,9 @@ from tests.text.test_reader import assistant, jsonl, user
 from tests.tokenizers import build
 from tests.tokenizers import conftest as tokenizer_fixtures
 from trainproof.checks.text import TEXT_RULES
+from trainproof.commands import judge
 from trainproof.commands.text import measure
 from trainproof.config import DEFAULT_SETTINGS
-from trainproof.judge import judge
 from trainproof.report import Level, Skipped, Verdict
 from trainproof.text import reader
 from trainproof.text.model import PROBLEM_KINDS

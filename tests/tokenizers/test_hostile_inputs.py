@@ -365,7 +365,7 @@ def test_models_with_a_byte_flipped_load_or_are_refused_never_an_internal_error(
 def test_a_long_word_blamed_for_unknown_tokens_is_quoted_cut_with_its_length(sp, tmp_path):
     """Before: TP-TOK-UNKNOWN named the words responsible whole: a "word" of 5,001 characters (a key, a token, a blob
     of base64 with one character the vocabulary lacks) was copied into every report."""
-    from trainproof.judge import judge
+    from trainproof.commands import judge
 
     blob = "Q" * 5000 + "\u00df"
     path = tmp_path / "t.txt"
@@ -380,7 +380,7 @@ def test_a_long_word_blamed_for_unknown_tokens_is_quoted_cut_with_its_length(sp,
 def test_a_long_number_is_quoted_cut_with_its_length(built, tmp_path):
     """Before: TP-TOK-NUMBERS showed each example number, and how it was split, whole: a 300-digit "number" (a key, a
     hash in decimal) was copied twice into every report."""
-    from trainproof.judge import judge
+    from trainproof.commands import judge
 
     lines = [*build.english_lines()[:10], *(f"The key is {chunk * 75} here." for chunk in ("1984", "1066", "2024", "4567", "8812"))]
     path = tmp_path / "t.txt"

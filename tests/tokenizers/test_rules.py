@@ -14,7 +14,7 @@ import pytest
 
 from tests.tokenizers import build
 from trainproof.cli import main
-from trainproof.judge import judge
+from trainproof.commands import judge
 from trainproof.report import Level, Subject
 
 pytest.importorskip("sentencepiece")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
-from trainproof.io.errors import InputError
 from trainproof.io import bounded as base
+from trainproof.io.errors import InputError
 from trainproof.tokenizer import transcripts
 from trainproof.tokenizer.transcripts import read_transcripts
 

@@ -11,9 +11,9 @@ from typing import Protocol
 
 import numpy as np
 
+from trainproof.checks.findings import Finding, Level, Number
 from trainproof.checks.stats import Profile, profile
 from trainproof.checks.thresholds import Thresholds
-from trainproof.checks.findings import Finding, Level, Number
 from trainproof.runs.model import Run, Series
 
 

@@ -8,11 +8,11 @@ from functools import cached_property
 from typing import NamedTuple
 
 from trainproof.checks.base import Hit, NotApplicable, Rule, RunContext
+from trainproof.checks.findings import Finding, Level
 from trainproof.checks.stats import Profile, median, profile
 from trainproof.checks.thresholds import Thresholds
 from trainproof.checks.values import loss_fell, zero_rate_causes
 from trainproof.io import figures
-from trainproof.checks.findings import Finding, Level
 from trainproof.runs.model import Series
 
 

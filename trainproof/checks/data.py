@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trainproof.checks.base import Hit, NotApplicable, amended, first_named, rules_of
+from trainproof.checks.findings import Finding, Level
 from trainproof.checks.stats import MAD_SE, MAD_TO_SIGMA
 from trainproof.checks.thresholds import Thresholds
 from trainproof.data.model import ClipRecord, Manifest, entry_column
@@ -30,7 +31,6 @@ from trainproof.data.records import ClipRecords
 from trainproof.io import figures
 from trainproof.io.collector import collector_paused
 from trainproof.io.safe import QUOTE_CHARS, hidden, quoted
-from trainproof.checks.findings import Finding, Level
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -5,7 +5,7 @@ findings are listed; ids are unique across every command. A rule may defer to
 earlier rules of its set (``defers_to``): it is skipped on a subject where one
 of them fired, because that one explains the symptom better. A command added
 later registers its rules with :func:`register`. ``epoch``'s rules are here;
-every other command's are named by module, with their ids, and imported when
+every other command's are beside their checks, imported by a loader when
 first asked for, so importing this module imports no other command's checks.
 
 A retired rule moves to ``REMOVED`` with a note; a renamed one keeps its old
@@ -33,8 +33,7 @@ otherwise.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from trainproof.checks import evals, speed, spikes, trend, values
 from trainproof.checks.base import Rule
@@ -77,22 +76,21 @@ LIVE_RULE_IDS: frozenset[str] = frozenset(
 LIVE_RULES: tuple[Rule, ...] = tuple(rule for rule in EPOCH_RULES if rule.id in LIVE_RULE_IDS)
 
 
+RuleLoader = Callable[[], tuple[Rule, ...]]
+"""A command's rules, imported when first asked for: the function imports the module that holds them."""
+
+
 class _Registry(Mapping[str, tuple[Rule, ...]]):
-    """Command -> its rules. A command's set is either registered here or named by module, imported on first use."""
+    """Command -> its rules. A command's set is either registered here or given by a loader, called on first use."""
 
     def __init__(self) -> None:
         self._sets: dict[str, tuple[Rule, ...]] = {}
-        self._lazy: dict[str, str] = {}
-        self._lazy_ids: dict[str, tuple[str, ...]] = {}
+        self._lazy: dict[str, RuleLoader] = {}
         self._order: list[str] = []  # commands as registered: iteration must not depend on which were imported yet
 
     def __getitem__(self, command: str) -> tuple[Rule, ...]:
         if command not in self._sets and command in self._lazy:
-            module, _, name = self._lazy.pop(command).partition(":")
-            declared = self._lazy_ids.pop(command)
-            self.register(command, getattr(importlib.import_module(module), name))
-            if declared and declared != tuple(rule.id for rule in self._sets[command]):
-                raise ValueError(f"the rules of '{command}' are not the ids it declared")
+            self.register(command, self._lazy.pop(command)())
         return self._sets[command]
 
     def __iter__(self) -> Iterator[str]:
@@ -101,11 +99,8 @@ class _Registry(Mapping[str, tuple[Rule, ...]]):
     def __len__(self) -> int:
         return len(self._sets) + len(self._lazy)
 
-    def register(self, command: str, rules: tuple[Rule, ...] | str, ids: tuple[str, ...] = ()) -> None:
-        """Add a command's rules, or ``"module:NAME"`` to import them from when first asked for.
-
-        A set registered by name declares its rule ``ids``, so configuration
-        can name them without importing that command's checks.
+    def register(self, command: str, rules: tuple[Rule, ...] | RuleLoader) -> None:
+        """Add a command's rules, or a loader that imports them when first asked for.
 
         Ids must be unique across every command, a rule's ``command`` must be
         the command it is registered under, and it may defer only to rules
@@ -113,8 +108,8 @@ class _Registry(Mapping[str, tuple[Rule, ...]]):
         """
         if command in self._sets or command in self._lazy:
             raise ValueError(f"rules for '{command}' are already registered")
-        if isinstance(rules, str):
-            self._lazy[command], self._lazy_ids[command] = rules, tuple(ids)
+        if callable(rules):
+            self._lazy[command] = rules
             self._order.append(command)
             return
         seen: set[str] = set()
@@ -137,106 +132,62 @@ class _Registry(Mapping[str, tuple[Rule, ...]]):
             self._order.remove(command)
         self._sets.pop(command, None)
         self._lazy.pop(command, None)
-        self._lazy_ids.pop(command, None)
+
+    def knows(self, rule_id: str) -> bool:
+        """Whether any command has a rule ``rule_id``: the sets imported so far first, then every set (a configuration
+        naming another command's rule costs that command's import, once)."""
+        if any(rule.id == rule_id for rules in self._sets.values() for rule in rules):
+            return True
+        return rule_id in self.ids()
 
     def ids(self) -> frozenset[str]:
-        """Every rule id of every command, without importing a command's checks."""
-        loaded = {rule.id for rules in self._sets.values() for rule in rules}
-        return frozenset(loaded.union(*self._lazy_ids.values()))
+        """Every rule id of every command (this imports every command's checks)."""
+        return frozenset(rule.id for command in self for rule in self[command])
+
+
+def _compare_rules() -> tuple[Rule, ...]:
+    from trainproof.checks.compare import COMPARE_RULES
+
+    return COMPARE_RULES
+
+
+def _watch_rules() -> tuple[Rule, ...]:
+    from trainproof.checks.watching import WATCH_RULES
+
+    return WATCH_RULES
+
+
+def _data_rules() -> tuple[Rule, ...]:
+    from trainproof.checks.data import DATA_RULES
+
+    return DATA_RULES
+
+
+def _tokenizer_rules() -> tuple[Rule, ...]:
+    from trainproof.checks.tokenizer import TOKENIZER_RULES
+
+    return TOKENIZER_RULES
+
+
+def _text_rules() -> tuple[Rule, ...]:
+    from trainproof.checks.text import TEXT_RULES
+
+    return TEXT_RULES
 
 
 RULES = _Registry()
 RULES.register("epoch", EPOCH_RULES)
-# compare's and watch's rules are imported only when those commands judge: an `epoch` in a pre-commit hook loads neither.
-RULES.register(
-    "compare",
-    "trainproof.checks.compare:COMPARE_RULES",
-    ids=(
-        "TP-CMP-FLOOR",
-        "TP-CMP-WORSE-THAN-START",
-        "TP-CMP-LR-ZERO",
-        "TP-CMP-END",
-        "TP-CMP-IMPROVEMENT",
-        "TP-CMP-GRAD-SCALE",
-        "TP-CMP-BASELINE-UNHEALTHY",
-    ),
-)
-RULES.register("watch", "trainproof.checks.watching:WATCH_RULES", ids=("TP-LOG-STALLED",))
-# The data command's checks import pandas and its data model: registered by name, imported only when judged.
-RULES.register(
-    "data",
-    "trainproof.checks.data:DATA_RULES",
-    ids=(
-        "TP-DATA-EMPTY-MANIFEST",
-        "TP-DATA-MANIFEST",
-        "TP-DATA-MANIFEST-FORMAT",
-        "TP-DATA-DUPLICATE-ID",
-        "TP-DATA-MISSING",
-        "TP-DATA-UNREADABLE",
-        "TP-DATA-NONFINITE",
-        "TP-DATA-UNLISTED",
-        "TP-DATA-SAMPLE-RATE",
-        "TP-DATA-CHANNELS",
-        "TP-DATA-SAMPLE-FORMAT",
-        "TP-DATA-DURATION",
-        "TP-DATA-DURATION-CLAIM",
-        "TP-DATA-SILENT",
-        "TP-DATA-CLIPPING",
-        "TP-DATA-EDGE-SILENCE",
-        "TP-DATA-CUT-OFF",
-        "TP-DATA-DC-OFFSET",
-        "TP-DATA-DUPLICATE-AUDIO",
-        "TP-DATA-CONFLICTING-TEXT",
-        "TP-DATA-EMPTY-TEXT",
-        "TP-DATA-TEXT-RATE",
-        "TP-DATA-UNNORMALIZED",
-        "TP-DATA-CHARACTERS",
-        "TP-DATA-DUPLICATE-TEXT",
-    ),
-)
-
-# The tokenizer command's checks, like the data command's, are imported only when it judges.
-RULES.register(
-    "tokenizer",
-    "trainproof.checks.tokenizer:TOKENIZER_RULES",
-    ids=(
-        "TP-TOK-UNKNOWN",
-        "TP-TOK-BYTES",
-        "TP-TOK-ROUND-TRIP",
-        "TP-TOK-FERTILITY",
-        "TP-TOK-DENSE-LINE",
-        "TP-TOK-TOO-LONG",
-        "TP-TOK-RATE",
-        "TP-TOK-NUMBERS",
-        "TP-TOK-NO-EOS",
-        "TP-TOK-PAD-IS-EOS",
-    ),
-)
-
-RULES.register(
-    "text",
-    "trainproof.checks.text:TEXT_RULES",
-    ids=(
-        "TP-TEXT-DOCUMENT",
-        "TP-TEXT-MALFORMED",
-        "TP-TEXT-SHAPE",
-        "TP-TEXT-FORMAT",
-        "TP-TEXT-MIXED-SHAPES",
-        "TP-TEXT-EMPTY",
-        "TP-TEXT-NO-ASSISTANT",
-        "TP-TEXT-ROLES",
-        "TP-TEXT-DUPLICATE",
-        "TP-TEXT-SAME-PAIR",
-        "TP-TEXT-REPEATED-TARGET",
-        "TP-TEXT-LENGTH-OUTLIER",
-        "TP-TEXT-TRUNCATED-TARGET",
-        "TP-TEXT-TOO-LONG",
-    ),
-)
+# Every other command's rules are imported only when that command judges: an `epoch` in a pre-commit hook loads none
+# of them (the data command's checks bring pandas and the data model).
+RULES.register("compare", _compare_rules)
+RULES.register("watch", _watch_rules)
+RULES.register("data", _data_rules)
+RULES.register("tokenizer", _tokenizer_rules)
+RULES.register("text", _text_rules)
 
 
-def register(command: str, rules: tuple[Rule, ...] | str, ids: tuple[str, ...] = ()) -> None:
-    RULES.register(command, rules, ids)
+def register(command: str, rules: tuple[Rule, ...] | RuleLoader) -> None:
+    RULES.register(command, rules)
 
 
 def all_rules() -> tuple[Rule, ...]:

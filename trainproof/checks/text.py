@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainproof.checks.base import Hit, NotApplicable, first_named, rules_of
+from trainproof.checks.findings import Finding, Level
 from trainproof.checks.stats import MAD_TO_SIGMA, median
 from trainproof.checks.thresholds import Thresholds
 from trainproof.io import figures
 from trainproof.io.safe import quoted
-from trainproof.checks.findings import Finding, Level
 from trainproof.text.repeats import Run, repeated_run
 
 if TYPE_CHECKING:

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainproof.checks.base import Hit, NotApplicable, first_named, rules_of
+from trainproof.checks.findings import Finding, Level
 from trainproof.checks.stats import MAD_TO_SIGMA
 from trainproof.checks.thresholds import Thresholds
 from trainproof.io import figures
 from trainproof.io.bounded import lines_flagged
 from trainproof.io.safe import quoted
-from trainproof.checks.findings import Finding, Level
 from trainproof.tokenizer import scripts
 
 if TYPE_CHECKING:

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from trainproof.checks.base import Hit, NotApplicable, RunContext
+from trainproof.checks.findings import Level
 from trainproof.checks.sentences import nearest_checkpoint
 from trainproof.checks.stats import MEDIAN_SE, Profile, rolling_median3, share_after, trend_t
 from trainproof.checks.thresholds import Thresholds
 from trainproof.io import figures
-from trainproof.checks.findings import Level
 
 
 def _span(prof: Profile, first: int, last: int) -> str:

@@ -8,10 +8,10 @@ from dataclasses import replace
 import numpy as np
 
 from trainproof.checks.base import Hit, NotApplicable, RunContext, zero_tail
+from trainproof.checks.findings import Level
 from trainproof.checks.stats import median
 from trainproof.checks.trend import real_fall
 from trainproof.io import figures
-from trainproof.checks.findings import Level
 from trainproof.runs.model import Series
 
 _MAX_STEPS = 50

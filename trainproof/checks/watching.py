@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from trainproof.checks.base import Hit, NotApplicable, Rule, RunContext
+from trainproof.checks.findings import Finding, Level
 from trainproof.checks.thresholds import Thresholds
 from trainproof.io import figures
-from trainproof.checks.findings import Finding, Level
 
 
 @dataclass(frozen=True)

@@ -108,8 +108,8 @@ def add_judging_command(
     """
 
     def run(args: argparse.Namespace) -> int:
+        from trainproof.commands import judge
         from trainproof.io.memo import invocation
-        from trainproof.judge import judge
 
         if len(args.paths) < len(usage.split()):
             raise UsageError(too_few_paths(name, args.paths, needs, usage))
@@ -140,8 +140,8 @@ def check_outputs(args: argparse.Namespace, name: str, options: Mapping[str, Any
     """Refuse impossible or destructive output requests before any work is done (``options``: the command's, as
     :func:`trainproof.judge.judge` is given them). Files are told apart by identity (device and inode), so a symlink or
     a hard link to an input is refused like the input itself."""
+    from trainproof.commands import command
     from trainproof.io import outputs
-    from trainproof.judge import command
 
     judging = command(name)
     protected: dict[outputs.Identity, tuple[str, str]] = {}  # identity -> (the file as the input names it, why it is read)

@@ -16,8 +16,9 @@ from typing import Any
 
 from trainproof.checks.base import Rule
 from trainproof.checks.registry import LIVE_RULES
+from trainproof.commands.epoch import EPOCH
 from trainproof.config import DEFAULT_SETTINGS, Settings
-from trainproof.judge import judge
+from trainproof.judge import Command, judge
 from trainproof.report import Finding, Level, Report, Subject
 from trainproof.runs.model import Run
 
@@ -25,7 +26,7 @@ from trainproof.runs.model import Run
 class LiveJudge:
     """Decides when a growing run is judged, and keeps the last judgement."""
 
-    def __init__(self, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[Rule] = LIVE_RULES, command: str = "epoch") -> None:
+    def __init__(self, settings: Settings = DEFAULT_SETTINGS, rules: Sequence[Rule] = LIVE_RULES, command: Command = EPOCH) -> None:
         self.settings = settings
         self.rules = tuple(rules)
         self.command = command

@@ -73,7 +73,7 @@ class Watcher:
     def _start(self) -> None:
         self.parser = None
         self.whole_file = False
-        self.live = LiveJudge(self.settings, LIVE_RULES + WATCH_RULES, command="watch")
+        self.live = LiveJudge(self.settings, LIVE_RULES + WATCH_RULES, command=WATCH)
         self.reported: set[tuple[str, str]] = set()
         self.last: Subject | None = None
         self.run: Run | None = None

@@ -53,11 +53,11 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a test without transformers on the path
     raise MissingDependencyError("transformers", "hf", "trainproof.integrations.hf (TrainproofCallback)") from exc
 
+from trainproof.commands import judge
 from trainproof.commands.live import LiveJudge
 from trainproof.config import Settings, load
 from trainproof.io import figures, outputs
 from trainproof.io.safe import visible
-from trainproof.judge import judge
 from trainproof.render import RENDERERS, render
 from trainproof.render.grouped import block
 from trainproof.render.text import block_lines
