@@ -208,12 +208,12 @@ def test_no_command_prints_help_and_exits_2(capsys):
 
 
 def test_internal_errors_are_one_line_unless_debug(capsys, healthy_log, monkeypatch):
-    import trainproof.judge
+    import trainproof.commands
 
     def boom(*args, **kwargs):
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(trainproof.judge, "judge", boom)
+    monkeypatch.setattr(trainproof.commands, "judge", boom)
     code, _, err = run_cli(capsys, "epoch", healthy_log)
     assert code == 2
     assert_one_error_line(err, "internal error", "kaboom", "--debug")

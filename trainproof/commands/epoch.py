@@ -26,7 +26,7 @@ from trainproof.io.errors import InputError
 from trainproof.judge import Command, Input, Inputs, Outcome, Prepared, Stage, nothing_ran
 from trainproof.report import Chart, Finding, Folder, Line, Marker, Point, Subject
 from trainproof.runs.model import Run, Series
-from trainproof.runs.readers import find_log, read_run
+from trainproof.runs.readers import READERS, find_log, read_run, run_dir_format
 from trainproof.runs.readers.discover import Search, find_runs
 from trainproof.runs.readers.names import DEFAULT_NAMES
 
@@ -284,11 +284,8 @@ def _log_files(target: Path) -> list[Path]:
         return [target]
     if not found.is_dir():
         return [found]
-    from trainproof.runs.readers import mlflow, tensorboard  # a run folder read as a whole, by one of these two readers
-
-    if mlflow.is_run_directory(found):
-        return sorted(p for p in (found / "metrics").rglob("*") if p.is_file())
-    return tensorboard.event_files(found)
+    fmt = run_dir_format(found)
+    return READERS[fmt].run_files(found) if fmt is not None else [found]
 
 
 class Epoch(Command):

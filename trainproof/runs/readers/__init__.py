@@ -1,10 +1,14 @@
 """Log readers behind one registry, and the detection that picks one for a path.
 
-``READERS`` is the whole registry: a new log format is one module with
-``name``, ``description``, ``line_parser``, ``sniff(path, head)`` and
-``read(path) -> Run`` (the :class:`~trainproof.io.bounded.Reader`
-protocol), named here. A reader's module is imported when it is first asked
-for, so judging an HF log imports no TensorBoard, MLflow or CSV reader.
+``READERS`` is the whole registry: a new log format is one module (the
+:class:`~trainproof.runs.readers.base.Reader` protocol: ``name``,
+``description``, ``sniff(path, head)``, ``read(path) -> Run`` and what else
+its format does: the names a trainer gives it, the suffixes read by content,
+a run that is a whole directory) and one row here. Detection, a run
+folder's log and the folder search (:mod:`trainproof.runs.readers.discover`)
+ask each reader in this order and name no format themselves. A reader's
+module is imported when it is first asked for, so judging an HF log imports
+no TensorBoard, MLflow or CSV reader.
 Detection looks at content first (the first 256 KiB), the file name second.
 Only regular files and directories are read: a FIFO, a device or a socket is
 refused before it is opened (opening a FIFO with no writer blocks forever, and
@@ -18,64 +22,95 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
 from trainproof.io.bounded import special_kind
 from trainproof.io.errors import InputError
 from trainproof.runs.model import Run
-from trainproof.runs.readers.base import Reader
+from trainproof.runs.readers.base import Reader, ReaderModule
 from trainproof.runs.readers.names import DEFAULT_NAMES, Names
+
+
+@dataclass(frozen=True)
+class Format:
+    """One row of ``READERS``: a reader module's name, and what is known of its format without importing it."""
+
+    name: str
+    file_names: tuple[str, ...] = ()
+    """The names a trainer gives this log, in the order a run folder is searched for them."""
+    suffixes: tuple[str, ...] = ()
+    """The suffixes of a file read by its content alone; a folder search reads every such file that holds a log."""
+    json: bool = False
+    """The log is JSON: a ``*.json`` file this reader takes may be a log, which a folder search names as not read."""
+    folders: bool = False
+    """The reader knows folder layouts: a log one level down, a run that is a whole directory (the folder methods)."""
+    binary: bool = False
+    """The log is binary, told by ``sniff_bytes``."""
+    holds: str = ""
+    """What else a run folder of this format holds, as an error names what was looked for."""
 
 
 class _Readers(Mapping[str, Reader]):
     """Format name -> its reader, the module ``trainproof.runs.readers.<name>``, imported on first use."""
 
-    def __init__(self, *names: str) -> None:
-        self._names = names
+    def __init__(self, *rows: Format) -> None:
+        self.rows = rows
+        self._by_name = {row.name: row for row in rows}
+        self._loaded: dict[str, Reader] = {}
 
     def __getitem__(self, name: str) -> Reader:
-        if name not in self._names:
+        if name not in self._by_name:
             raise KeyError(name)
-        return cast(Reader, importlib.import_module(f"{__name__}.{name}"))
+        if name not in self._loaded:
+            self._loaded[name] = cast(Reader, ReaderModule(importlib.import_module(f"{__name__}.{name}")))
+        return self._loaded[name]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._names
+        return name in self._by_name
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
+        return iter(self._by_name)
 
     def __len__(self) -> int:
-        return len(self._names)
+        return len(self._by_name)
+
+    def row(self, name: str) -> Format:
+        return self._by_name[name]
+
+    def having(self, capability: str) -> Iterator[tuple[str, Reader]]:
+        """The readers whose row has ``capability`` (``folders``, ``binary``, ``json``), in order, each imported now."""
+        return ((row.name, self[row.name]) for row in self.rows if getattr(row, capability))
 
 
-READERS: Mapping[str, Reader] = _Readers("hf", "coqui", "jsonl", "csv", "tensorboard", "mlflow")
-"""The readers in the order their sniffs are tried."""
+READERS = _Readers(
+    Format("hf", file_names=("trainer_state.json",), json=True, folders=True, holds="checkpoint-*/trainer_state.json"),
+    Format("coqui", file_names=("trainer_0_log.txt",)),
+    Format("jsonl", file_names=("metrics.jsonl", "log.jsonl"), suffixes=(".jsonl", ".ndjson"), json=True),
+    Format("csv", file_names=("metrics.csv", "training_log.csv"), suffixes=(".csv", ".tsv")),
+    Format("mlflow", folders=True, holds="MLflow metrics/"),
+    Format("tensorboard", folders=True, binary=True, holds="TensorBoard event files"),
+)
+"""The readers, in the order their sniffs are tried, their log names looked for and their run directories claimed (an
+MLflow run whose artifacts hold event files is an MLflow run)."""
 
 SNIFF_BYTES = 256 * 1024
 
-# Names a trainer gives its log, in the order a directory is searched.
-KNOWN_NAMES: tuple[tuple[str, str], ...] = (
-    ("trainer_state.json", "hf"),
-    ("trainer_0_log.txt", "coqui"),
-    ("metrics.csv", "csv"),
-    ("training_log.csv", "csv"),
-    ("metrics.jsonl", "jsonl"),
-    ("log.jsonl", "jsonl"),
-)
-_BY_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv"}
-LOG_SUFFIXES = tuple(_BY_SUFFIX)
-"""The suffixes of a log file read by its content alone (``*.jsonl``, ``*.csv``...)."""
-EVENT_FILE_PREFIX = "events.out.tfevents."
-"""How every TensorBoard event file's name starts."""
 LFS_POINTER = "version https://git-lfs.github.com/spec/v1"
 """How a Git LFS pointer, left in place of a log not fetched, starts."""
 _LFS = re.compile("^" + re.escape(LFS_POINTER) + r"\s+oid sha256:([0-9a-f]{64})\s+size (\d{1,19})(?!\d)", re.S)
-_INT_NAME = re.compile(r"[0-9]{1,18}")
+
+
+KNOWN_NAMES: tuple[tuple[str, str], ...] = tuple((filename, row.name) for row in READERS.rows for filename in row.file_names)
+"""The names trainers give their logs, each with its reader, in the order a run folder is searched."""
+BY_SUFFIX: Mapping[str, str] = {suffix: row.name for row in READERS.rows for suffix in row.suffixes}
+"""The suffixes of a log file read by its content alone (``*.jsonl``, ``*.csv``...), each with its reader."""
 
 
 def find_log(directory: Path, fmt: str | None = None) -> Path:
-    """The training log inside a run directory, or an InputError naming what was looked for.
+    """The training log inside a run directory (or the directory itself, for a format whose run is a whole
+    directory), or an InputError naming what was looked for.
 
     With a format forced, that format's own files are looked for first, so
     ``--format tensorboard`` on an HF output folder reads its event files, not
@@ -86,76 +121,52 @@ def find_log(directory: Path, fmt: str | None = None) -> Path:
     for filename, _ in KNOWN_NAMES:
         if (directory / filename).is_file():
             return directory / filename
-    checkpoint = _latest_checkpoint(directory)
-    if checkpoint is not None:
-        return checkpoint
+    nested = next((found for _, reader in READERS.having("folders") if (found := reader.nested_log(directory)) is not None), None)
+    if nested is not None:
+        return nested
     candidates = _candidates(directory)
     if len(candidates) == 1:
         return candidates[0]
-    if _is_mlflow_run(directory) or _event_files(directory):
-        return directory  # an MLflow or TensorBoard run directory is read as a whole
-    looked = ", ".join(name for name, _ in KNOWN_NAMES)
+    if run_dir_format(directory) is not None:
+        return directory  # a run directory read as a whole (MLflow, TensorBoard)
     if len(candidates) > 1:
         raise InputError(directory, f"holds several candidate logs ({', '.join(p.name for p in candidates[:5])}); name one")
-    raise InputError(
-        directory, f"is a directory with no training log in it (looked for {looked}, checkpoint-*/trainer_state.json, *.jsonl, *.csv, TensorBoard event files, MLflow metrics/)"
-    )
+    looked = [name for name, _ in KNOWN_NAMES] + [held for row in READERS.rows for held in (row.holds, *("*" + s for s in row.suffixes)) if held]
+    raise InputError(directory, f"is a directory with no training log in it (looked for {', '.join(looked)})")
 
 
-def is_checkpoint_name(name: str) -> bool:
-    """Is a folder named as an HF checkpoint, ``checkpoint-<step>`` (a step of more than 18 digits is no checkpoint)?"""
-    return name.startswith("checkpoint-") and _INT_NAME.fullmatch(name[11:]) is not None
-
-
-def _latest_checkpoint(directory: Path) -> Path | None:
-    """``checkpoint-<step>/trainer_state.json`` of the highest step (see :func:`is_checkpoint_name`)."""
-    checkpoints = sorted(
-        (p for p in directory.glob("checkpoint-*/trainer_state.json") if is_checkpoint_name(p.parent.name) and p.is_file()),
-        key=lambda p: int(p.parent.name[11:]),
-    )
-    return checkpoints[-1] if checkpoints else None
-
-
-def _is_mlflow_run(directory: Path) -> bool:
-    from trainproof.runs.readers import mlflow
-
-    return mlflow.is_run_directory(directory)
-
-
-def _event_files(path: Path) -> list[Path]:
-    from trainproof.runs.readers import tensorboard
-
-    return tensorboard.event_files(path)
-
-
-def _is_event_file(path: Path, head_bytes: bytes) -> bool:
-    from trainproof.runs.readers import tensorboard
-
-    return tensorboard.sniff_binary(path, head_bytes)
+def run_dir_format(directory: Path) -> str | None:
+    """The reader that reads ``directory`` as one run, as a whole; None when none does."""
+    return next((fmt for fmt, reader in READERS.having("folders") if reader.is_run_dir(directory)), None)
 
 
 def _candidates(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.suffix in _BY_SUFFIX and p.is_file())
+    return sorted(p for p in directory.iterdir() if p.suffix in BY_SUFFIX and p.is_file())
 
 
 def _find_format(directory: Path, fmt: str) -> Path | None:
     """A run directory's log of one format, or None when it has none."""
-    if fmt == "mlflow":
-        return directory if _is_mlflow_run(directory) else None
-    if fmt == "tensorboard":
-        return directory if _event_files(directory) else None
-    for filename, known in KNOWN_NAMES:
-        if known == fmt and (directory / filename).is_file():
+    row, reader = READERS.row(fmt), READERS[fmt]
+    if row.folders and reader.is_run_dir(directory):
+        return directory
+    for filename in row.file_names:
+        if (directory / filename).is_file():
             return directory / filename
-    if fmt == "hf":
-        return _latest_checkpoint(directory)
-    candidates = [p for p in _candidates(directory) if _BY_SUFFIX[p.suffix] == fmt]
+    nested = reader.nested_log(directory) if row.folders else None
+    if nested is not None:
+        return nested
+    candidates = [p for p in _candidates(directory) if p.suffix in row.suffixes]
     return candidates[0] if len(candidates) == 1 else None
 
 
 def sniffed(path: Path, head: str) -> str | None:
     """The name of the first reader whose sniff takes a file's first bytes; None when none does."""
     return next((name for name, reader in READERS.items() if reader.sniff(path, head)), None)
+
+
+def sniffed_binary(path: Path, head: bytes) -> str | None:
+    """The name of the first reader that takes a binary file's first bytes; None when none does."""
+    return next((name for name, reader in READERS.having("binary") if reader.sniff_bytes(path, head)), None)
 
 
 def detect(path: Path, head: str) -> str:
@@ -166,8 +177,8 @@ def detect(path: Path, head: str) -> str:
     for filename, fmt in KNOWN_NAMES:
         if path.name == filename:
             return fmt
-    if path.suffix in _BY_SUFFIX:
-        return _BY_SUFFIX[path.suffix]
+    if path.suffix in BY_SUFFIX:
+        return BY_SUFFIX[path.suffix]
     raise InputError(path, f"is not a training log format trainproof knows ({', '.join(READERS)}); pass --format to force one")
 
 
@@ -183,8 +194,9 @@ def _check_forced(path: Path, fmt: str, head: str, head_bytes: bytes) -> None:
     """
     if READERS[fmt].sniff(path, head):
         return
-    if fmt != "tensorboard" and _is_event_file(path, head_bytes):
-        raise _mismatch(path, fmt, "tensorboard")
+    binary = sniffed_binary(path, head_bytes)
+    if binary is not None and binary != fmt:
+        raise _mismatch(path, fmt, binary)
     looks = next((other for other, reader in READERS.items() if other != fmt and reader.sniff(path, head)), None)
     if looks is not None:
         raise _mismatch(path, fmt, looks)
@@ -218,7 +230,8 @@ def _read(path: Path, fmt: str | None, info: os.stat_result, names: Names) -> Ru
     if stat.S_ISDIR(info.st_mode):
         path = find_log(path, fmt)
         if path.is_dir():
-            found = "mlflow" if _is_mlflow_run(path) else "tensorboard"
+            found = run_dir_format(path)
+            assert found is not None, "find_log returns a directory only when a reader reads it as a whole"
             if fmt is not None and fmt != found and _find_format(path, fmt) is None:
                 raise _mismatch(path, fmt, found)
             return READERS[fmt or found].read(path, names=names)
@@ -241,9 +254,8 @@ def _read(path: Path, fmt: str | None, info: os.stat_result, names: Names) -> Ru
         )
     if fmt is not None:
         _check_forced(path, fmt, head, head_bytes)
-    if b"\x00" in head_bytes[:4096]:
-        if fmt is None and _is_event_file(path, head_bytes):
-            fmt = "tensorboard"
-        elif fmt is None:
+    if b"\x00" in head_bytes[:4096] and fmt is None:
+        fmt = sniffed_binary(path, head_bytes)
+        if fmt is None:
             raise InputError(path, "is a binary file, not a training log format trainproof knows")
     return READERS[fmt or detect(path, head)].read(path, names=names)

@@ -36,8 +36,22 @@ class LineParser(Protocol):
     def build(self, copy: bool = True) -> Run: ...
 
 
+Entries = list[tuple[str, bool]]
+"""A folder's visible entries as the folder search lists them: each name, and whether it is a folder."""
+
+
 class Reader(Protocol):
-    """One log format (a module). ``sniff`` looks at the first bytes; ``read`` parses the whole file."""
+    """One log format. ``sniff`` looks at the first bytes; ``read`` parses the whole log.
+
+    A reader module states only what its format does; :class:`ReaderModule`
+    gives the rest the defaults of a single-file format found by its content
+    (see :class:`SingleFile`). What is known of a format without importing
+    its reader (the names a trainer gives its log, the suffixes read by
+    content, whether it knows folder layouts or binary files) is its row of
+    ``READERS`` (:class:`~trainproof.runs.readers.Format`): the folder
+    methods are asked only of a reader whose row says ``folders``, and
+    ``sniff_bytes`` only of one whose row says ``binary``.
+    """
 
     name: str
     description: str
@@ -49,8 +63,76 @@ class Reader(Protocol):
 
     def sniff(self, path: Path, head: str) -> bool: ...
 
+    def sniff_bytes(self, path: Path, head: bytes) -> bool:
+        """Whether a binary file (NUL bytes in its first 4 KiB) is a log of this format."""
+
     def read(self, path: Path, names: Names = ...) -> Run: ...
 
+    def nested_log(self, directory: Path) -> Path | None:
+        """This format's log one level down in a run directory (an HF output folder's latest checkpoint), or None."""
+
+    def is_run_dir(self, path: Path) -> bool:
+        """Whether the directory is one run of this format, read as a whole."""
+
+    def run_files(self, path: Path) -> list[Path]:
+        """The files that make a run directory of this format (what ``epoch`` reads of it)."""
+
+    def holds_run(self, folder: Path, entries: Entries) -> bool:
+        """Whether a folder search takes ``folder`` for one run of this format, beyond a file of its row's names in it
+        (an MLflow run's ``metrics/`` beside its ``meta.yaml``); it may look only at ``entries`` and what is below them."""
+
+    def holds_measurements(self, head: str, whole: bool) -> bool:
+        """Whether a file of one of its row's suffixes that ``sniff`` takes holds a log's measurements, not a data table;
+        ``whole`` says ``head`` is the whole file."""
+
+
+class SingleFile:
+    """The protocol's defaults: a single-file format, found by its content, whose run is no directory."""
+
+    line_parser = None
+
+    @staticmethod
+    def sniff_bytes(path: Path, head: bytes) -> bool:
+        return False
+
+    @staticmethod
+    def nested_log(directory: Path) -> Path | None:
+        return None
+
+    @staticmethod
+    def is_run_dir(path: Path) -> bool:
+        return False
+
+    @staticmethod
+    def run_files(path: Path) -> list[Path]:
+        return []
+
+    @staticmethod
+    def holds_run(folder: Path, entries: Entries) -> bool:
+        return False
+
+    @staticmethod
+    def holds_measurements(head: str, whole: bool) -> bool:
+        return True
+
+
+class ReaderModule:
+    """A reader module as a :class:`Reader`: what the module defines, else :class:`SingleFile`'s default."""
+
+    def __init__(self, module: object) -> None:
+        self.module = module
+        self.__doc__ = module.__doc__  # the format's documentation (the README's formats table)
+
+    def __getattr__(self, member: str) -> object:
+        try:
+            return getattr(self.module, member)
+        except AttributeError:
+            if member.startswith("_"):
+                raise
+            return getattr(SingleFile, member)
+
+    def __repr__(self) -> str:
+        return f"<reader {getattr(self.module, 'name', '?')}>"
 
 
 def _shown(value: Value) -> str:
@@ -468,3 +550,11 @@ def _words(series: Series | None) -> str | None:
     shown = [repr(t) for t in list(texts)[:3]]
     return ", ".join(shown[:2]) + (", ..." if len(shown) > 2 else "")
 
+
+_NUMBER_VALUE = re.compile(r'"([^"\\\n]{1,200})"\s*:\s*(?=-?[0-9]|NaN|-?Infinity)')
+"""A key with a number for its value, wherever it is nested (a key quoted inside a string value has its quotes escaped)."""
+
+
+def number_keys(head: str) -> list[str]:
+    """The keys with a number for their value in a JSON text's first bytes, in order, each as often as it occurs."""
+    return _NUMBER_VALUE.findall(head)

@@ -83,6 +83,9 @@ def is_metric_table(head: str, whole: bool = True) -> bool:
     return False
 
 
+holds_measurements = is_metric_table
+
+
 def _never_down(header: list[str], data: list[list[str]], j: int) -> bool:
     """Are the column's cells numbers that never go down, but after a row that repeats the header?"""
     last = None

@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainproof.io.errors import InputError
-from trainproof.runs.readers import EVENT_FILE_PREFIX, KNOWN_NAMES, LFS_POINTER, LOG_SUFFIXES, is_checkpoint_name, sniffed
-from trainproof.runs.readers.names import DEFAULT_NAMES, VALIDATION_FOLDERS
+from trainproof.runs.readers import BY_SUFFIX, KNOWN_NAMES, LFS_POINTER, READERS, sniffed
+from trainproof.runs.readers.base import number_keys
+from trainproof.runs.readers.names import DEFAULT_NAMES
 
 MAX_DEPTH = 6
 """Folder levels searched below the folder named: ``mlruns/<experiment>/<run>`` is 2, ``outputs/<sweep>/<trial>/lightning_logs/version_0`` is 4."""
@@ -51,7 +52,6 @@ JSON_LOOKS = 1000
 """The most ``*.json`` files one search opens to tell whether they look like logs; the others are not looked at."""
 
 SKIPPED = frozenset({"__pycache__", "node_modules"})
-KERAS_FOLDERS = frozenset({"train", *VALIDATION_FOLDERS})
 _NAMES = frozenset(name for name, _ in KNOWN_NAMES)
 
 
@@ -162,25 +162,11 @@ def _skipped(folder: Path) -> bool:
 
 
 def _is_run_folder(folder: Path, entries: list[tuple[str, bool]]) -> bool:
-    """Does ``folder`` hold one run's log, read with the folder as a whole?"""
-    for name, is_dir in entries:
-        if not is_dir and (name in _NAMES or name.startswith(EVENT_FILE_PREFIX)) and (folder / name).is_file():
-            return True
-        if is_dir and is_checkpoint_name(name) and (folder / name / "trainer_state.json").is_file():
-            return True
-        if is_dir and name == "metrics" and (folder / "meta.yaml").is_file():
-            return True  # an MLflow run, even one whose metrics/ is still empty (reading it says so)
-        if is_dir and name.lower() in KERAS_FOLDERS and _holds_events(folder / name):
-            return True
-    return False
-
-
-def _holds_events(folder: Path) -> bool:
-    try:
-        with os.scandir(folder) as scan:
-            return any(entry.name.startswith(EVENT_FILE_PREFIX) and entry.is_file() for entry in scan)
-    except OSError:
-        return False
+    """Does ``folder`` hold one run's log, read with the folder as a whole? A log by its trainer's name, or what a
+    reader that knows folder layouts takes for one run (checkpoints, event files, an MLflow run)."""
+    if any(not is_dir and name in _NAMES and (folder / name).is_file() for name, is_dir in entries):
+        return True
+    return any(reader.holds_run(folder, entries) for _, reader in READERS.having("folders"))
 
 
 def _head(path: Path) -> tuple[str, bool] | None:
@@ -196,7 +182,7 @@ def _head(path: Path) -> tuple[str, bool] | None:
 def _is_log_file(path: Path) -> bool:
     """Is a ``*.jsonl`` or ``*.csv`` file a metric log a reader takes? One that cannot be opened is counted, so judging
     it says why."""
-    if path.suffix not in LOG_SUFFIXES:
+    if path.suffix not in BY_SUFFIX:
         return False
     try:
         read = _head(path)
@@ -209,22 +195,9 @@ def _is_log_file(path: Path) -> bool:
         return True  # a Git LFS pointer in place of the log: reading it says how to fetch the log
     try:
         fmt = sniffed(path, head)
-        return fmt is not None and _holds_measurements(fmt, head, whole)
+        return fmt is not None and READERS[fmt].holds_measurements(head, whole)
     except Exception:  # noqa: BLE001 - a sniff that trips on these bytes: judging the file reports it, the search goes on
         return True
-
-
-def _holds_measurements(fmt: str, head: str, whole: bool) -> bool:
-    """Do the first bytes of a file the ``fmt`` reader takes hold a log's measurements, not a data table's columns?"""
-    if fmt == "csv":
-        from trainproof.runs.readers import csv
-
-        return csv.is_metric_table(head, whole)
-    if fmt == "jsonl":
-        from trainproof.runs.readers import jsonl
-
-        return jsonl.is_metric_records(head, whole)
-    return True
 
 
 def _json_log(path: Path) -> str | None:
@@ -238,10 +211,8 @@ def _json_log(path: Path) -> str | None:
         fmt = sniffed(path, read[0])
     except Exception:  # noqa: BLE001 - a file that cannot be read or trips a sniff is only not listed
         return None
-    if fmt not in ("hf", "jsonl"):
+    if fmt is None or not READERS.row(fmt).json:
         return None
-    from trainproof.runs.readers.jsonl import number_keys
-
     keys = number_keys(read[0])
     found = DEFAULT_NAMES.candidates(set(keys))
     axis = {*found.get("step", ()), *found.get("epoch", ())}

@@ -30,7 +30,7 @@ from trainproof.io.bounded import count_byte, load_json, read_document, read_doc
 from trainproof.io.collector import collector_paused, drop, release_dropped
 from trainproof.io.errors import InputError
 from trainproof.runs.model import Checkpoint, DeferredStepLines, Run, Series, StepLines
-from trainproof.runs.readers.base import RunBuilder, StepCuts, parse_number, parse_step
+from trainproof.runs.readers.base import Entries, RunBuilder, StepCuts, parse_number, parse_step
 from trainproof.runs.readers.columns import metric_columns
 from trainproof.runs.readers.names import DEFAULT_NAMES, Names
 from trainproof.runs.readers.table import SPECIAL_FLOATS, as_columns, first_lines, moved
@@ -38,6 +38,26 @@ from trainproof.runs.readers.table import SPECIAL_FLOATS, as_columns, first_line
 name = "hf"
 description = "HuggingFace Trainer trainer_state.json"
 line_parser = None  # the Trainer rewrites the file whole at every save
+_INT_NAME = re.compile(r"[0-9]{1,18}")
+
+
+def is_checkpoint_name(name: str) -> bool:
+    """Is a folder named as an HF checkpoint, ``checkpoint-<step>`` (a step of more than 18 digits is no checkpoint)?"""
+    return name.startswith("checkpoint-") and _INT_NAME.fullmatch(name[11:]) is not None
+
+
+def nested_log(directory: Path) -> Path | None:
+    """``checkpoint-<step>/trainer_state.json`` of the highest step (see :func:`is_checkpoint_name`)."""
+    checkpoints = sorted(
+        (p for p in directory.glob("checkpoint-*/trainer_state.json") if is_checkpoint_name(p.parent.name) and p.is_file()),
+        key=lambda p: int(p.parent.name[11:]),
+    )
+    return checkpoints[-1] if checkpoints else None
+
+
+def holds_run(folder: Path, entries: Entries) -> bool:
+    """An HF output folder with no trainer_state.json of its own: its checkpoints are one run, not several."""
+    return any(is_dir and is_checkpoint_name(name) and (folder / name / "trainer_state.json").is_file() for name, is_dir in entries)
 
 _EVAL_LOSS = re.compile(r"eval_(?:(.+)_)?loss\Z", re.S)  # any set name, line breaks and all (they are escaped when shown)
 _CHECKPOINT_STEP = re.compile(r"checkpoint-(\d+)")

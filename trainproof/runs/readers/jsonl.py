@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ import numpy as np
 from trainproof.io.bounded import count_byte, iter_blocks, iter_lines, lines_flagged, load_json, open_log, read_block, read_document
 from trainproof.io.errors import InputError
 from trainproof.runs.model import Run
-from trainproof.runs.readers.base import RunBuilder
+from trainproof.runs.readers.base import RunBuilder, number_keys
 from trainproof.runs.readers.columns import RecordParser
 from trainproof.runs.readers.names import DEFAULT_NAMES, Names
 from trainproof.runs.readers.table import (
@@ -59,15 +58,6 @@ def sniff(path: Path, head: str) -> bool:
         return len(first) == len(stripped.strip())  # one long line still being written
 
 
-_NUMBER_VALUE = re.compile(r'"([^"\\\n]{1,200})"\s*:\s*(?=-?[0-9]|NaN|-?Infinity)')
-"""A key with a number for its value, wherever it is nested (a key quoted inside a string value has its quotes escaped)."""
-
-
-def number_keys(head: str) -> list[str]:
-    """The keys with a number for their value in a JSON text's first bytes, in order, each as often as it occurs."""
-    return _NUMBER_VALUE.findall(head)
-
-
 def is_metric_records(head: str, whole: bool = True) -> bool:
     """Do a JSON Lines file's first bytes, which :func:`sniff` takes, read as a metric log? A folder search's stricter
     test; ``whole`` says ``head`` is the whole file.
@@ -98,6 +88,9 @@ class LineParser:
 
     def build(self, copy: bool = True) -> Run:
         return self.records.build(copy)
+
+
+holds_measurements = is_metric_records
 
 
 line_parser = LineParser

@@ -18,7 +18,7 @@ from pathlib import Path
 from trainproof.io.bounded import EmptyLog, iter_lines
 from trainproof.io.errors import InputError
 from trainproof.runs.model import Run
-from trainproof.runs.readers.base import RunBuilder, parse_step
+from trainproof.runs.readers.base import Entries, RunBuilder, parse_step
 from trainproof.runs.readers.names import DEFAULT_NAMES, Names
 
 name = "mlflow"
@@ -32,8 +32,17 @@ def sniff(path: Path, head: str) -> bool:
     return bool(lines) and all(_LINE.match(line) for line in lines[:-1] or lines)
 
 
-def is_run_directory(path: Path) -> bool:
+def is_run_dir(path: Path) -> bool:
     return (path / "metrics").is_dir() and any(p.is_file() for p in (path / "metrics").iterdir())
+
+
+def run_files(path: Path) -> list[Path]:
+    return sorted(p for p in (path / "metrics").rglob("*") if p.is_file())
+
+
+def holds_run(folder: Path, entries: Entries) -> bool:
+    """An MLflow run, even one whose metrics/ is still empty (reading it says so)."""
+    return any(is_dir and name == "metrics" for name, is_dir in entries) and (folder / "meta.yaml").is_file()
 
 
 def _metric_files(path: Path) -> dict[str, Path]:

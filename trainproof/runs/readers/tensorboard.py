@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -46,16 +47,18 @@ import numpy as np
 from trainproof.io.errors import InputError
 from trainproof.io.safe import visible
 from trainproof.runs.model import Run, Series
-from trainproof.runs.readers import EVENT_FILE_PREFIX, tfrecord
-from trainproof.runs.readers.base import last_per_step, metric_fields
+from trainproof.runs.readers import tfrecord
+from trainproof.runs.readers.base import Entries, last_per_step, metric_fields
 from trainproof.runs.readers.columns import METRICS
-from trainproof.runs.readers.names import DEFAULT_NAMES, Names, eval_set, in_validation_folder, normal
+from trainproof.runs.readers.names import DEFAULT_NAMES, VALIDATION_FOLDERS, Names, eval_set, in_validation_folder, normal
 
 name = "tensorboard"
 description = "TensorBoard event files (events.out.tfevents.*), or a run directory of them"
 line_parser = None  # event files are binary records, read whole
 
 _MAGIC = b"brain.Event"
+EVENT_FILE_PREFIX = "events.out.tfevents."
+"""How every TensorBoard event file's name starts."""
 _PATTERN = EVENT_FILE_PREFIX + "*"
 _RUNTIME = "train/train_runtime"
 """HF's total training time, logged once at the end: the run's runtime, not a series."""
@@ -72,7 +75,7 @@ def sniff(path: Path, head: str) -> bool:
     return _MAGIC.decode() in head[:256] or path.name.startswith("events.out.tfevents")
 
 
-def sniff_binary(path: Path, head: bytes) -> bool:
+def sniff_bytes(path: Path, head: bytes) -> bool:
     return _MAGIC in head[:256]
 
 
@@ -81,6 +84,34 @@ def event_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     return sorted(p for p in path.rglob(_PATTERN) if p.is_file())
+
+
+run_files = event_files
+
+
+def is_run_dir(path: Path) -> bool:
+    return bool(event_files(path))
+
+
+def holds_run(folder: Path, entries: Entries) -> bool:
+    """Event files in the folder, or in Keras's ``train/`` and ``validation/`` subfolders."""
+    for name, is_dir in entries:
+        if not is_dir and name.startswith(EVENT_FILE_PREFIX) and (folder / name).is_file():
+            return True
+        if is_dir and name.lower() in KERAS_FOLDERS and _holds_events(folder / name):
+            return True
+    return False
+
+
+KERAS_FOLDERS = frozenset({"train", *VALIDATION_FOLDERS})
+
+
+def _holds_events(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as scan:
+            return any(entry.name.startswith(EVENT_FILE_PREFIX) and entry.is_file() for entry in scan)
+    except OSError:
+        return False
 
 
 # --- protocol buffers ----------------------------------------------------------------------------------------------
