@@ -28,6 +28,8 @@ name the key (exit 2), never silently ignored.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -97,10 +99,10 @@ DEFAULT_SETTINGS = Settings()
 
 
 def _toml(path: Path) -> dict[str, Any]:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:
+        import tomli as tomllib
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
@@ -154,10 +156,11 @@ def discover(start: Path) -> Path | None:
     return None
 
 
-def load(path: str | Path | None = None, cwd: Path | None = None) -> Settings:
+def load(path: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Settings:
     """Settings from ``path`` if given, else from the nearest configuration file, else defaults."""
     explicit = path is not None
-    if explicit:
+    found: Path | None
+    if path is not None:
         found = Path(path)
         if not found.is_file():
             raise ConfigError(str(found), "does not exist" if not found.exists() else "is not a file")

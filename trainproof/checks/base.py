@@ -33,7 +33,7 @@ class Hit:
 
     message: str
     evidence: str
-    values: Mapping[str, Number | str] = field(default_factory=dict)
+    values: Mapping[str, Number | str | None] = field(default_factory=dict)
     steps: tuple[int, ...] = ()
     level: Level | None = None
     line: int | None = None
@@ -57,8 +57,13 @@ def amended(hit: Hit, more: str, level: Level | None = None) -> Hit:
 class Context(Protocol):
     """What every command's rule context offers the engine; the rest is the command's own."""
 
-    t: Thresholds
-    topic: str  # what a rule that defers to another says that rule already explains: "this curve"
+    @property
+    def t(self) -> Thresholds: ...
+
+    @property
+    def topic(self) -> str:
+        """What a rule that defers to another says that rule already explains: "this curve"."""
+        ...
 
     def locate(self, finding: Finding) -> Finding:
         """The finding with the file and line it points at filled in, when the context knows them."""

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -94,7 +94,7 @@ class DataContext:
         for name in ("claimed_s", "duration_s", "dc", "level_db", "lead_s", "trail_s", "first_db", "last_db"):
             table[name] = table[name].astype("float64")
         # for comparing transcripts: case and runs of whitespace folded (a list comprehension: Series.map costs twice as much)
-        texts = entry_column(entries, "text")
+        texts = cast("Sequence[str | None]", entry_column(entries, "text"))
         table["folded"] = pd.Series([" ".join(text.casefold().split()) if text else "" for text in texts], index=table.index, dtype=object)
         return table
 
@@ -102,7 +102,7 @@ class DataContext:
     def _code_points(self) -> tuple[np.ndarray, np.ndarray]:
         """Every transcript's code points end to end, in manifest order (none for a clip without one), and how many each
         transcript has. A lone surrogate stays its own code point."""
-        texts = [text or "" for text in entry_column(self.manifest.entries, "text")]
+        texts = [text or "" for text in cast("Sequence[str | None]", entry_column(self.manifest.entries, "text"))]
         codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         return codes, np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -131,7 +131,7 @@ class _Climb(_Rise):
 class _Worse(_Rise):
     low: float  # the best of the last evaluations (the lowest of a loss, the highest of a max metric)
     sigmas: float | None
-    goal: str = "min"  # type: ignore[misc]  # a field here, a class default on _Rise
+    goal: str = "min"  # a field here, a class default on _Rise
 
     def _detail(self) -> str:
         return f"the last at {'least' if self.goal == 'min' else 'most'} {figures.num(self.low)}, "
@@ -220,7 +220,7 @@ def _flagged(series: Mapping[str, Series], needed: int, judge_one: Callable[[str
 
 def _rise_hit(
     ctx: RunContext,
-    flagged: list[_Rise],
+    flagged: Sequence[_Rise],
     *,
     title: str,
     count_key: str,
@@ -354,7 +354,8 @@ def _metrics_since(run: Run, step: int, t: Thresholds) -> tuple[list[str], list[
     median of its last, up to OVERFIT_END_EVALS, evaluations after it): the phrases for those that got better, and for
     those that got worse, by more than NOISE_SIGMAS robust noise sigmas of the metric's log values. A metric with a value
     at or below zero, or that moved within its noise, is not named."""
-    improved, worsened = [], []
+    improved: list[str] = []
+    worsened: list[str] = []
     for name, series in run.eval_metrics.items():
         part = series.finite_part()
         if not len(part) or (part.values <= 0).any():

@@ -38,7 +38,7 @@ class Finding:
     level: Level
     message: str
     evidence: str
-    values: Mapping[str, Number | str] = field(default_factory=dict)
+    values: Mapping[str, Number | str | None] = field(default_factory=dict)
     steps: tuple[int, ...] = ()
     line: int | None = None
     file: str | None = None

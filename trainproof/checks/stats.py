@@ -286,7 +286,7 @@ def window_medians(values: np.ndarray, k: int) -> np.ndarray:
         return _network_medians(values, k)
     windows = np.lib.stride_tricks.sliding_window_view(values, k)
     parts = [median(windows[at : at + _WINDOW_ROWS], axis=1) for at in range(0, windows.shape[0], _WINDOW_ROWS)]
-    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+    return np.concatenate(parts) if len(parts) > 1 else np.asarray(parts[0])
 
 
 def _network_medians(values: np.ndarray, k: int) -> np.ndarray:

@@ -360,9 +360,9 @@ def length_outlier(ctx: TextContext) -> Iterator[Hit]:
         raise NotApplicable(f"only {figures.plural(len(lengths), 'row')} with an answer to compare lengths across (needs {t.TEXT_LENGTH_MIN_ROWS})")
     counts = np.fromiter(lengths.values(), dtype=np.float64)
     logs = np.log(counts)
-    center = median(logs)
-    sigma = MAD_TO_SIGMA * median(np.abs(logs - center))
-    middle = median(counts)
+    center = float(median(logs))
+    sigma = MAD_TO_SIGMA * float(median(np.abs(logs - center)))
+    middle = float(median(counts))
 
     def z(n: int) -> float:
         above = math.log(n) - center

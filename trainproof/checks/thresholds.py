@@ -221,7 +221,9 @@ def describe() -> tuple[ThresholdInfo, ...]:
     hints = get_type_hints(Thresholds, include_extras=True)
     out = []
     for name in names():
-        kind, unit, doc, valid = hints[name].__origin__, *hints[name].__metadata__
+        hint = hints[name]
+        kind = hint.__origin__
+        unit, doc, valid = hint.__metadata__
         out.append(ThresholdInfo(name, getattr(Thresholds, name), kind, unit, doc, valid))
     return tuple(out)
 

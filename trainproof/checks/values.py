@@ -191,9 +191,11 @@ def loss_flat(ctx: RunContext) -> Iterator[Hit]:
     # FLAT_COARSE_QUANTA steps of that last printed digit) cannot tell a flat loss from a converged one: a WARN saying so.
     quantum = _printed_quantum(uniques) if uniques.size >= ctx.t.MIN_TREND_POINTS else None  # fewer show no resolution
     coarse = quantum is not None and abs(value) <= ctx.t.FLAT_COARSE_QUANTA * quantum
+    printed: dict[str, float] = {}
     message = f"The training loss is flat: {count} of {values.size} points are exactly {value!r}."
     evidence = f"{figures.plural(len(uniques), 'distinct value')} in {values.size} points; {value!r} repeated {count} times"
-    if coarse:
+    if coarse and quantum is not None:
+        printed["printed_to"] = quantum
         message = (
             f"The training loss repeats {value!r} on {count} of {values.size} points, but the log prints it only to "
             f"{quantum:g} ({figures.pct(quantum / abs(value))} of it): a converged loss that jitters less than that prints "
@@ -203,7 +205,7 @@ def loss_flat(ctx: RunContext) -> Iterator[Hit]:
     yield Hit(
         message=message,
         evidence=evidence,
-        values={"value": value, "repeated": count, "points": int(values.size), **({"printed_to": quantum} if coarse else {})},
+        values={"value": value, "repeated": count, "points": int(values.size), **printed},
         steps=(int(loss.steps[0]), int(loss.steps[-1])),
         level=Level.WARN if coarse else None,
     )

@@ -181,7 +181,7 @@ def ordinary_pages() -> None:
         from numpy._core.multiarray import _set_madvise_hugepage  # type: ignore[attr-defined]
     except ImportError:
         try:
-            from numpy.core.multiarray import _set_madvise_hugepage  # type: ignore[attr-defined,no-redef]  # numpy 1
+            from numpy.core.multiarray import _set_madvise_hugepage  # type: ignore[no-redef]  # numpy 1
         except ImportError:
             return
     try:

@@ -151,10 +151,10 @@ def check_outputs(args: argparse.Namespace, name: str, options: Mapping[str, Any
             protected.setdefault(found, (str(source), why))
 
     for path in args.paths:
-        for source in judging.reads(str(path)):
-            protect(source, "is read as an input")
-    for source, why in judging.reads_options(options):  # what an option names (text's --tokenizer)
-        protect(source, why)
+        for read in judging.reads(str(path)):
+            protect(read, "is read as an input")
+    for option_file, why in judging.reads_options(options):  # what an option names (text's --tokenizer)
+        protect(option_file, why)
     if args.config:
         protect(args.config, "is the configuration file")
     targets = [(option.replace("_", "-"), str(value)) for option, _ in FILE_OUTPUTS if (value := getattr(args, option)) is not None]
@@ -164,8 +164,8 @@ def check_outputs(args: argparse.Namespace, name: str, options: Mapping[str, Any
         # an output already there may be a file an input lists (a clip, a transcript, under any name): only then are the
         # inputs' lists read (once: judging takes the same reading) and each listed file compared by identity
         for path in args.paths:
-            for source in judging.reads_listed(str(path), options):
-                protect(source, "is read as an input")
+            for listed in judging.reads_listed(str(path), options):
+                protect(listed, "is read as an input")
     if summary and (found := there[summary]) in protected:
         source, why = protected[found]
         raise UsageError(f"GITHUB_STEP_SUMMARY ({visible(summary)}) is {visible(source)}, which {why}; refusing to append to it")

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from trainproof.io.errors import EXIT_OK, UsageError
     from trainproof.render import rules as catalogue
 
-    chosen = all_rules()
+    chosen = list(all_rules())
     if args.ids:
         chosen = []
         for rule_id in args.ids:

@@ -82,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
             if tick.waiting:
                 parts.append(f"({tick.waiting})")
             print("  ".join(parts))
-            for group in grouped(tick.new_findings) if tick.subject is not None else ():
-                print("\n".join(block_lines(block(tick.subject, group, summaries.get(group.rule_id, "")), colour)))
+            subject = tick.subject
+            for group in grouped(tick.new_findings) if subject is not None else ():
+                assert subject is not None
+                print("\n".join(block_lines(block(subject, group, summaries.get(group.rule_id, "")), colour)))
             sys.stdout.flush()
             if args.until_fail and tick.subject is not None and tick.verdict is Verdict.FAIL:
                 return EXIT_FAIL

@@ -74,9 +74,9 @@ def compare_charts(run: Run, base: Run, findings: Sequence[Finding], rules: Sequ
         out.append(one_chart("Eval loss: run against baseline", lines, marks_of(findings, by_id, "eval", evals=[name for name, _ in pairs]), span, unit, label))
     for name, series, title, css in metric_charts(run):
         lines = [Line(f"run: {name}", series.steps, series.values, css)]
-        theirs = base.eval_metrics.get(name)
-        if theirs is not None:
-            lines.append(Line(f"baseline: {name}", theirs.steps, theirs.values, "base baseline"))
+        baseline_metric = base.eval_metrics.get(name)
+        if baseline_metric is not None:
+            lines.append(Line(f"baseline: {name}", baseline_metric.steps, baseline_metric.values, "base baseline"))
         out.append(one_chart(f"{title}: run against baseline", lines, marks_of(findings, by_id, "eval", metric=name), span, unit, name))
     for title, attr, css, label, chart_name in (
         ("Learning rate", "learning_rate", "lr", "learning rate", "lr"),

@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
@@ -162,7 +162,7 @@ def summarize(dataset: Dataset) -> dict:
     from trainproof.data.records import ClipRecords
 
     clips = ClipRecords.of(dataset.records)
-    readable = np.equal(clips.column("error_kind"), None)
+    readable = np.equal(clips.column("error_kind"), cast(Any, None))  # elementwise: no error recorded
     durations = np.asarray(clips.column("duration_s")[readable], dtype=float)
     rates = sorted(set(clips.column("sample_rate")[readable].tolist()))
     speakers = {speaker for speaker in entry_column(dataset.manifest.entries, "speaker") if speaker}
@@ -219,7 +219,7 @@ class Data(Command):
             manifest = manifest_of(path, options)
         except (InputError, OSError):
             return ()
-        files = dict.fromkeys(file for column in ("audio", "manifest") for file in entry_column(manifest.entries, column))
+        files = dict.fromkeys(file for column in ("audio", "manifest") for file in cast("Sequence[str]", entry_column(manifest.entries, column)))
         return [file for file in files if not is_uri(file)]
 
     def stages(self, dataset: Dataset, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
@@ -241,6 +241,7 @@ class Data(Command):
         return Prepared(shared=dict(options))
 
     def present(self, dataset: Dataset, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
+        from trainproof.checks.data import DataContext
         from trainproof.commands.data_charts import charts
 
         summary = summarize(dataset)
@@ -252,7 +253,7 @@ class Data(Command):
             summary=summary,
             headline=headline(dataset, summary),
             notes=dataset.manifest.notes,
-            charts=charts(context, subject.findings) if not isinstance(context, (str, type(None))) else (),
+            charts=charts(context, subject.findings) if isinstance(context, DataContext) else (),
         )
 
 

@@ -46,8 +46,8 @@ def _histogram(title: str, unit: str, values: np.ndarray, levels: np.ndarray, li
     low, high = _span(values)
     edges = np.histogram_bin_edges(values, bins=_bins(values.size), range=(low, high) if high > low else None)
     kept = np.clip(values, edges[0], edges[-1])
-    counts = [np.histogram(kept[levels == level], bins=edges)[0] for level in (0, 1, 2)]
-    return Histogram(title, unit, edges, *counts, limits=limits, note=note, open_low=bool((values < edges[0]).any()),
+    passed, warned, failed = (np.histogram(kept[levels == level], bins=edges)[0] for level in (0, 1, 2))
+    return Histogram(title, unit, edges, passed, warned, failed, limits=limits, note=note, open_low=bool((values < edges[0]).any()),
                      open_high=bool((values > edges[-1]).any()))  # fmt: skip
 
 

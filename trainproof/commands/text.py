@@ -109,12 +109,12 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
     whole = [i for i, cut in cuts.items() if cut is not None]
     apart = [i for i in range(len(rows)) if cuts.get(i) is None and i not in refused]
 
-    def counted_apart(pairs: list[tuple[str, str]]) -> list[tuple[int, int]]:
+    def counted_apart(pairs: list[Any]) -> Sequence[tuple[int, int] | Failed]:  # (prompt, answer) texts
         ids = tokenizer.encode_batch([text for pair in pairs for text in pair])
         eos = 1 if tokenizer.specials.eos is not None else 0
         return [(len(ids[2 * k]) + len(ids[2 * k + 1]) + eos, len(ids[2 * k])) for k in range(len(pairs))]
 
-    def counted_whole(pairs: list[tuple[str, int]]) -> list[tuple[int, int]]:
+    def counted_whole(pairs: list[Any]) -> Sequence[tuple[int, int] | Failed]:  # (rendered text, where its answer starts)
         return tokenizer.count_before([text for text, _ in pairs], [cut for _, cut in pairs])
 
     total, prompt = [0] * len(rows), [0] * len(rows)

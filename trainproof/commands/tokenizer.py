@@ -188,7 +188,10 @@ class TokenizerCommand(Command):
             source = text.text if isinstance(text, EncodedText) else text
             return replace(subject, path=source.path, format=source.kind, unjudged=ctx)
         tokenizer = prepared.shared["tokenizer"]
-        encoded = EncodedText(ctx.text, ctx.ids)  # type: ignore[union-attr]
+        from trainproof.checks.tokenizer import TokenizerContext
+
+        assert isinstance(ctx, TokenizerContext), "a tokenizer stage's context, when it is no reason"
+        encoded = EncodedText(ctx.text, ctx.ids)
         summary = summarize(tokenizer, encoded, ctx)
         return replace(
             subject,

@@ -30,6 +30,7 @@ from trainproof.report import Finding, Report, Subject, Verdict
 from trainproof.runs.follow import Chunk, Follower, _WholeFile
 from trainproof.runs.model import Run
 from trainproof.runs.readers import READERS, detect, read_run
+from trainproof.runs.readers.base import LineParser
 
 _STALL_KEY = ("TP-LOG-STALLED", "WARN")
 
@@ -71,7 +72,7 @@ class Watcher:
         self._start()
 
     def _start(self) -> None:
-        self.parser = None
+        self.parser: LineParser | None = None
         self.whole_file = False
         self.live = LiveJudge(self.settings, LIVE_RULES + WATCH_RULES, command=WATCH)
         self.reported: set[tuple[str, str]] = set()
@@ -165,7 +166,8 @@ class Watcher:
 
     def _snapshot(self) -> Run | None:
         try:
-            return self.parser.build(copy=False)  # type: ignore[union-attr]
+            assert self.parser is not None, "a snapshot is asked of a line-parsed log"
+            return self.parser.build(copy=False)
         except InputError:
             return None  # no loss yet: a header, or records without the columns so far
 

@@ -330,8 +330,8 @@ class Cache:
         record_size = records.SIZE
         try:
             for path, segment, size, mtime_ns, packed, texts in self._read(wanted):
-                stamp = wanted.get((path, segment))
-                if stamp is None or stamp[1] != size or stamp[2] != mtime_ns or type(packed) is not bytes or len(packed) != record_size:
+                listed = wanted.get((path, segment))
+                if listed is None or listed[1] != size or listed[2] != mtime_ns or type(packed) is not bytes or len(packed) != record_size:
                     continue
                 fields = None
                 if texts is not None:
@@ -341,7 +341,7 @@ class Cache:
                         continue
                     if not records.analysed_overrides(fields):
                         continue
-                positions.append(stamp[0])
+                positions.append(listed[0])
                 packs.append(packed)
                 overridden.append(fields)
                 for other in again.get((path, segment), ()) if again else ():

@@ -492,7 +492,7 @@ def _read(ref: ClipRef, size: int, handle) -> ClipRecord:
         except Exception as exc:  # noqa: BLE001 -- libsndfile's seek errors come in several types
             return _failed(ref, "unreadable", f"cannot seek to {start / rate:.3f} s: {_message(exc)}", **header)
 
-    subtype = header["subtype"]
+    subtype = str(header["subtype"])
     dtype = "int16" if subtype in _INT16 else "int32" if subtype in _INT32 else "float32"
     scale = 32768.0 if dtype == "int16" else 2.0**31 if dtype == "int32" else 1.0
     threshold = FULL_SCALE * scale
@@ -555,7 +555,7 @@ def _reader(handle, dtype: str, no_length: bool) -> Callable[[Any], int]:
     its end, would be truncated. Without that binding (another soundfile), ``buffer_read_into`` it is."""
     if no_length:
         try:
-            from soundfile import _ffi, _snd  # type: ignore[attr-defined]
+            from soundfile import _ffi, _snd
 
             function, file = getattr(_snd, f"sf_readf_{_CTYPES[dtype]}"), handle._file
         except (ImportError, AttributeError, KeyError):

@@ -58,7 +58,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -108,7 +108,7 @@ START_METHOD = "forkserver" if sys.platform.startswith("linux") else "spawn"
 def default_jobs() -> int:
     """All the cores this process may run on."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))  # type: ignore[attr-defined]
+        return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
 
@@ -142,7 +142,7 @@ def analyze_all(
     try:
         stopping: AbstractContextManager = nullcontext()
         if jobs == 1 or len(todo) <= 1 or work.todo_bytes < POOL_MIN_BYTES or not _workers_can_start():
-            results: Iterator[tuple[int, ClipRecord | Packed]] = ((i, _inline(refs[i], analyze)) for i in todo)
+            results: Generator[tuple[int, ClipRecord | Packed], None, None] = ((i, _inline(refs[i], analyze)) for i in todo)
             step = CHUNK
         else:
             chunk = max(1, min(CHUNK, len(todo) // (jobs * IN_FLIGHT) or 1))
@@ -510,7 +510,7 @@ def _stop(executor) -> None:
         manager.join(timeout=5)
 
 
-def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, analyze: Analyze | None) -> Iterator[tuple[int, ClipRecord | Packed]]:
+def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, analyze: Analyze | None) -> Generator[tuple[int, ClipRecord | Packed], None, None]:
     """(index, record) for every index in ``todo``, as workers finish them, with at most IN_FLIGHT chunks per worker queued."""
     from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool

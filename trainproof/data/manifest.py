@@ -69,10 +69,10 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -434,7 +434,7 @@ def _quote(text: object, limit: int = 60) -> str:
     return repr(shown if len(shown) <= limit else shown[:limit] + "...")
 
 
-def _lines(path: str, builder: _Builder) -> Iterator[tuple[int, str]]:
+def _lines(path: str, builder: _Builder) -> Generator[tuple[int, str], None, None]:
     """The non-blank lines of a manifest file, streamed; a BOM, blank lines and CRLF line ends become problems.
 
     A BOM is taken off the first line. CRLF, and bytes that are not UTF-8,
@@ -742,7 +742,7 @@ def _settle_above(builder: _Builder, folder: str, ctx: _Context, bases: tuple[st
     if columns is not None:
         columns["audio"] = resolved
     else:
-        builder.entries = [entry if entry.audio == path else replace(entry, audio=path) for entry, path in zip(builder.entries, resolved)]
+        builder.entries = [entry if entry.audio == path else replace(entry, audio=cast(str, path)) for entry, path in zip(builder.entries, resolved)]
     builder.found_root = best
     builder.bases = (*bases, best)
     why = "as Kaldi recipes run from the recipe root"
@@ -822,13 +822,14 @@ def _record(
     for what, key in (("duration", columns.duration), ("offset", columns.offset)):
         if not key:
             continue
-        claims[what], readable = _seconds(fields.get(key))
+        claim, readable = _seconds(fields.get(key))
+        claims[what] = claim
         if not readable:
             builder.problem(
                 "unparsable", f"line {number}: {what} {_quote(fields.get(key), 40)} is not a number of seconds", manifest, number
             )
-        elif claims[what] is not None and claims[what] < 0:  # a loader seeking to it, or reading that much, fails
-            builder.problem("unparsable", f"line {number}: {what} {claims[what]:g} s is negative", manifest, number)
+        elif claim is not None and claim < 0:  # a loader seeking to it, or reading that much, fails
+            builder.problem("unparsable", f"line {number}: {what} {claim:g} s is negative", manifest, number)
             claims[what] = None
     for what in ("offset", "duration"):  # a segment's: a duration without an offset is a claim, compared as it is
         if claims["offset"] is not None and claims[what] is not None and claims[what] > MAX_CLAIM_S:  # type: ignore[operator]
@@ -869,7 +870,7 @@ def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
         resolve.settle(builder)
         builder.choice_notes("key")
         return
-    known: dict[tuple[str, ...], _Columns] = {}  # the columns of each set of keys seen (records mostly share one)
+    known: dict[tuple[str, ...], tuple[_Columns, bool]] = {}  # the columns of each set of keys seen (records mostly share one)
     keys: dict[str, str] = {}  # every key seen, in lower case -> as first written (for an option naming none of them)
     for number, text in _lines(path, builder):
         try:
@@ -1706,12 +1707,12 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
                 os.path.join(dirpath, n) for n in sorted(names - used) if n.endswith(".lab") or (n.endswith(".txt") and not _is_doc(n))
             )
     for text_path in orphans:  # a transcript whose clip is gone: listed, and missing
-        raw, why = _transcript_bytes(text_path, ctx)
+        raw, unreadable = _transcript_bytes(text_path, ctx)
         if raw is not None and _holds_times(raw):
             sidecars.times.append(os.path.relpath(text_path, folder))
             continue
-        if why is not None:
-            builder.unreadable_texts.append(why)
+        if unreadable is not None:
+            builder.unreadable_texts.append(unreadable)
         stem = _transcript_stem(text_path)
         ident = os.path.relpath(stem, folder).replace(os.sep, "/")
         text = None if raw is None else _transcript_text(raw, text_path, builder)
@@ -1733,11 +1734,11 @@ def _read_folder(folder: str, ctx: _Context, builder: _Builder) -> None:
         whose = "its" if len(unlisted) == 1 else "their"
         builder.notes.append(f"{figures.plural(len(unlisted), 'folder')} cannot be listed, so {whose} clips were not seen: {shown}")
     if builder.unreadable_texts:
-        shown, more = builder.unreadable_texts[:NOTE_EXAMPLES], len(builder.unreadable_texts) - NOTE_EXAMPLES
+        examples, more = builder.unreadable_texts[:NOTE_EXAMPLES], len(builder.unreadable_texts) - NOTE_EXAMPLES
         rest = f"; and {more:,} more" if more > 0 else ""
         theirs = "its clip has" if len(builder.unreadable_texts) == 1 else "their clips have"
         unread = figures.plural(len(builder.unreadable_texts), "transcript")
-        builder.notes.append(f"{unread} cannot be read, so {theirs} none: {'; '.join(shown)}{rest}")
+        builder.notes.append(f"{unread} cannot be read, so {theirs} none: {'; '.join(examples)}{rest}")
     _sidecar_notes(sidecars, builder)
     if manifests and not builder.audio_only:
         builder.notes.append(

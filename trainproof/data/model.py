@@ -77,7 +77,7 @@ class Entries(Sequence[Entry]):
     def __len__(self) -> int:
         return len(self._rows) if self._rows is not None else len(self._columns["line"])
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         return self._entries()[index]
 
     def __iter__(self) -> Iterator[Entry]:
@@ -96,7 +96,7 @@ class Entries(Sequence[Entry]):
     def __repr__(self) -> str:
         return f"Entries({list(self._entries())!r})"
 
-    def __reduce__(self):  # type: ignore[override]
+    def __reduce__(self):
         return (Entries, (self._entries(),))
 
 

@@ -376,7 +376,7 @@ def _through_client(ray: Any, refs: Sequence[ClipRef], indices: list[int], per_t
     chunk's table is built on its own (the client pickles a slice of a table with the whole table's buffers)."""
     drive = ray.remote(num_cpus=0, max_retries=0)(_drive)
     chunks = [indices[start : start + CLIENT_CHUNK] for start in range(0, len(indices), CLIENT_CHUNK)]
-    running = []
+    running: list[Any] = []  # Ray object refs
     while chunks or running:
         while chunks and len(running) < 2:
             running.append(drive.remote(_references(refs, chunks.pop(0)), per_task, analyze))

@@ -51,6 +51,7 @@ extra (``ray[data]``); it is imported only when a URI is met.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -320,7 +321,11 @@ def _ask(address: Address, call: Callable[[Any], T]) -> T:
         raise
 
 
-def _said(exc: BaseException) -> str:
+def _file_info(fs: Any, path: str) -> object:
+    return fs.get_file_info(path)
+
+
+def _said(exc: BaseException | str) -> str:
     """What a store's (or pyarrow's) error says, on one line and at most URI_MESSAGE_CHARS characters: GCS's status
     without its retry metadata, and the cause under its token error."""
     text = " ".join(str(exc).split()) or type(exc).__name__
@@ -488,7 +493,7 @@ def reach(uris: Iterable[str]) -> list[tuple[str, str]]:
                     return
                 address = pending.pop()
             try:
-                _ask(address, lambda fs, path=address.path: fs.get_file_info(path))
+                _ask(address, functools.partial(_file_info, path=address.path))
                 problem = None
             except Exception as exc:  # noqa: BLE001 -- whatever keeps the store from answering is why
                 problem = _said(exc)
@@ -507,7 +512,7 @@ def reach(uris: Iterable[str]) -> list[tuple[str, str]]:
     for store in firsts:
         if store not in said:
             _SILENT.setdefault(store, late)
-    return [(store, said.get(store, late)) for store in firsts if said.get(store, late) is not None]
+    return [(store, problem) for store in firsts if (problem := said.get(store, late)) is not None]
 
 
 def unreachable(uris: Iterable[str]) -> list[tuple[str, str]]:

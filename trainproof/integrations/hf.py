@@ -163,8 +163,10 @@ class TrainproofCallback(TrainerCallback):
             head += f": {figures.pct(never)} of the schedule never ran"
         lines = [head + f" ({', '.join(dict.fromkeys(f.rule_id for f in failures))})."]
         summaries = {rule.id: rule.summary for rule in self.judge.rules}
-        for group in grouped(failures) if self.judge.last is not None else ():
-            lines.extend(block_lines(block(self.judge.last, group, summaries.get(group.rule_id, ""))))
+        last = self.judge.last
+        for group in grouped(failures):
+            if last is not None:
+                lines.extend(block_lines(block(last, group, summaries.get(group.rule_id, ""))))
         target = Path(args.output_dir) / self.abort_file
         abort = {
             "step": step,

@@ -66,8 +66,8 @@ def open_log(path: Path, pipe: bool = False) -> Iterator[BinaryIO]:
     except ValueError as exc:  # a NUL byte in the name
         raise InputError(path, f"cannot be read: {exc}") from None
     if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode) or (pipe and stat.S_ISFIFO(info.st_mode))):  # a directory fails to open
-        pipe = ": a pipe is read once, as it is written, and trainproof reads a file more than once; save it to a file" if stat.S_ISFIFO(info.st_mode) else ""
-        raise InputError(path, f"is not a regular file ({special_kind(info.st_mode)}){pipe}")
+        why = ": a pipe is read once, as it is written, and trainproof reads a file more than once; save it to a file" if stat.S_ISFIFO(info.st_mode) else ""
+        raise InputError(path, f"is not a regular file ({special_kind(info.st_mode)}){why}")
     try:
         handle = path.open("rb")
     except OSError as exc:

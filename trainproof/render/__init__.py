@@ -26,7 +26,7 @@ Renderer = Callable[..., str]
 
 def renderer(name: str) -> Renderer:
     """The ``render(report, **options) -> str`` function of one output."""
-    return importlib.import_module(RENDERERS[name]).render  # type: ignore[no-any-return]
+    return importlib.import_module(RENDERERS[name]).render
 
 
 def render(name: str, report: Report, **options: object) -> str:

@@ -7,8 +7,6 @@ control characters from the user's files are spelled out
 (:func:`trainproof.io.safe.visible`), so none reaches the log viewer raw.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from trainproof.io.safe import visible

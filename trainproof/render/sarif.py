@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from trainproof import HOMEPAGE
@@ -67,7 +68,7 @@ def _fingerprint(subject: Subject, finding: Finding, uri: str) -> str:
 def _result(subject: Subject, finding: Finding, index: dict[str, int], base: str | None) -> dict:
     path, line = location(subject, finding)
     uri = artifact_uri(path, base)
-    place = {"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}, "region": {"startLine": line or 1}}}
+    place: dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}, "region": {"startLine": line or 1}}}
     if uri.startswith("file:"):
         del place["physicalLocation"]["artifactLocation"]["uriBaseId"]
     result = {

@@ -11,6 +11,7 @@ element's tooltip.
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 from collections.abc import Callable
@@ -93,7 +94,7 @@ def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     first = math.ceil(lo / step) * step
-    ticks = []
+    ticks: list[float] = []
     value = first
     while value <= hi + step * 1e-9 and len(ticks) < 12:
         ticks.append(round(value, 12))
@@ -395,7 +396,7 @@ def _legend(lines: list[Line], frame: _Frame, pixels: list[tuple[np.ndarray, np.
         return []
     occupied = np.concatenate([_occupied(pixels), covered])
     width, height = 36 + 5.6 * max(len(line.label) for line in lines), 14 * len(lines) + 6
-    corners = []
+    corners: list[tuple[int, int, float, float]] = []
     for top in (frame.top + 4, frame.top + frame.height - height - 4, frame.top + (frame.height - height) / 2):
         for left in (LEFT + frame.width - width - 12, LEFT + 10, LEFT + (frame.width - width) / 2):
             inside = (occupied[:, 0] >= left - 4) & (occupied[:, 0] <= left + width + 10) & (occupied[:, 1] >= top - 4) & (occupied[:, 1] <= top + height + 4)
@@ -469,7 +470,7 @@ def histogram(h: Histogram) -> str:
     empty when it counts nothing. An open bin's label sits on its bar, a limit's beside its line on the first row down
     from the top where it covers no other text and stays in the plot (else its line's tooltip names it)."""
     counts = {name: np.asarray(getattr(h, name), dtype=float) for name, _, _ in _LEVELS}
-    totals = sum(counts.values())
+    totals = functools.reduce(np.add, counts.values())
     edges = np.asarray(h.edges, dtype=float)
     if totals.size == 0 or not totals.any() or edges.size != totals.size + 1 or not np.isfinite(edges).all():
         return ""

@@ -77,7 +77,7 @@ class StepLines(_LinesByStep):
         order = np.argsort(steps, kind="stable")
         return cls(steps[order], np.fromiter(lines.values(), dtype=np.int64, count=len(lines))[order])
 
-    def get(self, step: int, default: int | None = None) -> int | None:
+    def get(self, step: int, default: int | None = None) -> int | None:  # type: ignore[override]  # Mapping.get's overloads; same behaviour
         at = int(np.searchsorted(self.steps, step))
         return int(self.lines[at]) if at < self.steps.size and self.steps[at] == step else default
 
@@ -214,6 +214,7 @@ class Run:
     def _clock_seconds_per_step(self) -> tuple[np.ndarray, np.ndarray]:
         """Seconds per step from the log's clock, computed once: a speed rule and the timing chart both ask, and at
         ten million steps each answer is several arrays of 80 MB."""
+        assert self.wall_time is not None, "asked only of a run with a clock"
         steps, clock = self.wall_time.steps, self.wall_time.values
         d_step, d_time = np.diff(steps), np.diff(clock)
         ok = (d_step > 0) & (d_time >= 0)

@@ -188,7 +188,8 @@ def _lines(handle: BinaryIO, path: str, first: bytes) -> Iterator[_Line]:
     does, and only its length is counted until its newline, so no line
     costs more memory than that limit whatever the file holds.
     """
-    number, kept, size, prefix, dropping = 0, [], 0, b"", False
+    kept: list[bytes] = []
+    number, size, prefix, dropping = 0, 0, b"", False
     block = first or read_block(handle, BLOCK_BYTES, path)
     while block:
         *ended, rest = block.split(b"\n")
@@ -586,7 +587,8 @@ def _conversational_preference(n: int, record: Mapping[str, object], explicit: b
     parts = dict(turns)
     if explicit:
         at = len(parts["prompt"])
-        chosen, rejected = (("prompt", parts["prompt"]), ("chosen", parts["chosen"])), (("prompt", parts["prompt"]), ("rejected", parts["rejected"]))
+        chosen: tuple[tuple[str, tuple[Message, ...]], ...] = (("prompt", parts["prompt"]), ("chosen", parts["chosen"]))
+        rejected: tuple[tuple[str, tuple[Message, ...]], ...] = (("prompt", parts["prompt"]), ("rejected", parts["rejected"]))
     else:
         at = _shared_prefix(parts["chosen"], parts["rejected"])
         chosen, rejected = (("chosen", parts["chosen"]),), (("rejected", parts["rejected"]),)

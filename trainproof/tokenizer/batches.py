@@ -36,7 +36,7 @@ class Failed:
     reason: str
 
 
-def each(call: Callable[[list[T]], list[R]], items: Sequence[T]) -> list[R | Failed]:
+def each(call: Callable[[list[T]], Sequence[R | Failed]], items: Sequence[T]) -> list[R | Failed]:
     """``call(items)``, one result per item; an item holding a lone surrogate (a text, or a tuple holding texts) is a
     :class:`Failed` without a call; where the call raises, the halves called apart, down to the items that fail
     alone, which are a :class:`Failed`. A TrainproofError (a library that panicked: the tokenizer itself is broken)
@@ -49,7 +49,7 @@ def each(call: Callable[[list[T]], list[R]], items: Sequence[T]) -> list[R | Fai
     return [bad if bad is not None else next(answered) for bad in screened]
 
 
-def _halving(call: Callable[[list[T]], list[R]], batch: list[T]) -> list[R | Failed]:
+def _halving(call: Callable[[list[T]], Sequence[R | Failed]], batch: list[T]) -> list[R | Failed]:
     if not batch:
         return []
     try:

@@ -370,7 +370,7 @@ class TokenizersTokenizer(Tokenizer):
     def __init__(self, path: str, backend: Any, spec: Mapping[str, Any], named: Mapping[str, str]) -> None:
         self._backend = backend
         vocab = backend.get_vocab(with_added_tokens=True)
-        found = {**_library_specials(backend, spec), **named}
+        found: dict[str, str | None] = {**_library_specials(backend, spec), **named}
         for role, usual in USUAL_SPECIALS.items():
             if role not in found:
                 found[role] = next((text for text in usual if text in vocab), None)
@@ -706,24 +706,30 @@ class _Unwalkable(Exception):
 def _fields(message: bytes) -> Iterator[tuple[int, int | bytes | None]]:
     """Each field of a protobuf message: its number and value (an int for a varint, the bytes of a length-delimited
     field, None for a fixed-width one), raising _Unwalkable where the bytes do not walk as a message."""
-    pos: int | None = 0
+    pos = 0
     while pos < len(message):
-        tag, pos = _varint(message, pos)
-        if pos is None or tag >> 3 == 0:
+        tag, after = _varint(message, pos)
+        if after is None or tag >> 3 == 0:
             raise _Unwalkable
-        wire, value = tag & 7, None
+        wire = tag & 7
+        value: int | bytes | None = None
+        end: int | None = after
         if wire == 0:
-            value, pos = _varint(message, pos)
+            number, end = _varint(message, after)
+            value = number
         elif wire == 2:
-            length, pos = _varint(message, pos)
-            if pos is not None:
-                value, pos = message[pos : pos + length], pos + length
+            length, start = _varint(message, after)
+            if start is not None:
+                value, end = message[start : start + length], start + length
+            else:
+                end = None
         elif wire in (1, 5):
-            pos += 8 if wire == 1 else 4
+            end = after + (8 if wire == 1 else 4)
         else:
             raise _Unwalkable
-        if pos is None or pos > len(message):
+        if end is None or end > len(message):
             raise _Unwalkable
+        pos = end
         yield tag >> 3, value
 
 

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from trainproof.tokenizer.batches import MAX_REASON_CHARS, Failed
 from trainproof.tokenizer.panics import one_line
@@ -183,7 +183,7 @@ class BoundedTemplate:
                     out.append(Failed(one_line(f"{type(exc).__name__}: {exc}", MAX_REASON_CHARS)))
         return out
 
-    def _compile(self, alarm: Callable[[float], None] | None, end: float, total: float) -> Any:
+    def _compile(self, alarm: Callable[[float], object] | None, end: float, total: float) -> Any:
         """The compiled template, or :class:`Failed` saying why it does not compile; TemplateOverrun past the bounds
         (its length, or the batch's time: jinja2 folds constant expressions while compiling)."""
         if self._compiled is not None:
@@ -205,7 +205,7 @@ class BoundedTemplate:
             self._compiled = Failed(one_line(f"{type(exc).__name__}: {exc}", MAX_REASON_CHARS))
         return self._compiled
 
-    def _render(self, compiled: Any, messages: list[dict], alarm: Callable[[float], None] | None, end: float, total: float) -> str:
+    def _render(self, compiled: Any, messages: list[dict], alarm: Callable[[float], object] | None, end: float, total: float) -> str:
         """One conversation as ``Template.render`` writes it (the same pieces, joined), within its bounds."""
         budget = self._budget
         now = time.monotonic()
@@ -230,8 +230,11 @@ def reference_environment(tokenizer: Any) -> Any:
     """The jinja2 environment transformers compiles chat templates in: got by compiling an empty template with
     transformers' own function (a module function since 4.43, a tokenizer method before), never the template at hand,
     which jinja2 would fold constants of while compiling (``'x' * 3000000000``: 3 GB)."""
+    compile_template: Callable[..., Any] | None
     try:
-        from transformers.utils.chat_template_utils import _compile_jinja_template as compile_template
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+
+        compile_template = _compile_jinja_template
     except ImportError:
         compile_template = getattr(tokenizer, "_compile_jinja_template", None)
     if compile_template is None:
@@ -276,7 +279,7 @@ def _bounded_namespace(base: type, budget: _Budget) -> type:
     loop can grow from one turn to the next) keep within ``budget``."""
 
     def __setitem__(self: Any, name: str, value: Any) -> None:
-        base.__setitem__(self, name, budget.fits(value))
+        cast(Any, base).__setitem__(self, name, budget.fits(value))
 
     return type(base.__name__, (base,), {"__setitem__": __setitem__, "__module__": base.__module__})
 
@@ -474,7 +477,7 @@ separator)."""
 
 
 @contextmanager
-def _alarm_clock(budget: _Budget) -> Iterator[Callable[[float], None] | None]:
+def _alarm_clock(budget: _Budget) -> Iterator[Callable[[float], object] | None]:
     """A function that sets a SIGALRM timer to stop the template in so many seconds (0: stops the timer), with the
     budget's overtime as the reason, while this context lasts; None outside the main thread (where Python runs signal
     handlers) or without setitimer. The handler and any timer set before are put back afterwards."""
@@ -498,7 +501,7 @@ def _alarm_clock(budget: _Budget) -> Iterator[Callable[[float], None] | None]:
 
 
 @contextmanager
-def _armed(alarm: Callable[[float], None] | None, seconds: float, budget: _Budget) -> Iterator[None]:
+def _armed(alarm: Callable[[float], object] | None, seconds: float, budget: _Budget) -> Iterator[None]:
     """The alarm set to ring in ``seconds`` while the template runs; past its time already, the budget's overtime."""
     if seconds <= 0:
         raise _Stop(budget.overtime)

@@ -57,7 +57,7 @@ class Reader(Protocol):
     description: str
 
     @property
-    def line_parser(self) -> Callable[[Path | str], LineParser] | None:
+    def line_parser(self) -> Callable[..., LineParser] | None:
         """Makes the LineParser of a log at a path; None for a format read whole (a JSON document, binary records),
         which ``watch`` reads again whenever it changes. A module attribute: read-only here so that a class fits."""
 

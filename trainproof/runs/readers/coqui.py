@@ -146,7 +146,7 @@ class LineParser:
             key = next((k for k in keys if k in self.keys), None)
             if key is not None:
                 sources[target] = "train:" + key
-        notes = ()
+        notes: tuple[str, ...] = ()
         if suffix:
             notes = (f"several losses logged (GAN); judging '{loss_key}', the last optimizer's loss",)
         eval_key = over["eval_loss"].removeprefix("avg_") if "eval_loss" in over else loss_key

@@ -19,6 +19,7 @@ import io
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -311,7 +312,7 @@ def _block(data: bytes, first: int, lines: int, header: list[str], delimiter: st
     columns = [_Cells(frame.to_series(j)) for j in range(len(header))]
     empty = np.ones(frame.height, dtype=bool)
     for column in columns:
-        empty &= column.empty  # type: ignore[arg-type]
+        empty &= column.empty
     keep = ~empty
     if all(column.texts is not None for column in columns):  # only text columns can hold the header again
         repeated = np.ones(lines, dtype=bool) if cells is None else cells == len(header)
@@ -331,7 +332,7 @@ def _block(data: bytes, first: int, lines: int, header: list[str], delimiter: st
     return Block(rows.astype(np.int64) + first, out)
 
 
-def _frame(data: bytes, header: list[str], delimiter: str) -> object | None:
+def _frame(data: bytes, header: list[str], delimiter: str) -> Any:  # a polars DataFrame (imported when first needed), or None
     """The cells as a polars frame, typed where a column is all numbers; None when polars refuses the lines (a row
     with more cells than the header) or a header name reads as a number (a repeated header row would too)."""
     import polars as pl

@@ -389,6 +389,7 @@ def _columns(builder: RunBuilder, history: list, evals: EvalKeys, names: Names) 
                 rows, floats = rows[whole], floats[whole]
                 entries = list(itertools.compress(entries, whole.tolist()))
             ints = floats.astype(np.int64)
+        assert ints is not None, "a kind's steps are typed ints, or floats that are whole"
         if loss not in keys and any(k in keys for k in _SUMMARY_KEYS):
             if "train_runtime" in keys:
                 for i in rows.tolist()[::-1]:

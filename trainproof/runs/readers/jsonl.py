@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -172,7 +173,7 @@ def _fast_block(data: bytes, first: int, count: int, names: Names, opening: bool
     return Block(lines, columns)
 
 
-def _frame(data: bytes) -> tuple[object, int, bytes] | None:
+def _frame(data: bytes) -> tuple[Any, int, bytes] | None:  # a polars DataFrame, imported when first needed
     """The lines as a polars frame with every key of every line as a column, how many values were an explicit
     ``null``, and the bytes parsed; None when polars refuses them.
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -54,8 +55,10 @@ def as_columns(path: Path, parser: str, columnar: bool | None, read: Callable[[]
         columnar = is_large(path) and importable(parser)
     return read() if columnar else None
 
+T = TypeVar("T")
 
-def moved(keyed: Mapping[int, object], taken: np.ndarray) -> dict[int, object]:
+
+def moved(keyed: Mapping[int, T], taken: np.ndarray) -> dict[int, T]:
     """``keyed`` (values by position in an array) re-keyed by position in ``array[taken]``; those not taken dropped.
 
     The inverse of ``taken`` is built with numpy, so re-keying a few values of a million-row array costs no Python
@@ -100,7 +103,8 @@ class Column:
         if self.empty is not None:
             rows = rows[~self.empty[rows]]
         if self.numbers is None:
-            return rows[:0], rows.tolist(), self.objects.__getitem__  # type: ignore[union-attr]
+            assert self.objects is not None, "a column with no numbers holds its objects"
+            return rows[:0], rows.tolist(), self.objects.__getitem__
         if not self.odd:
             return rows, [], self.numbers.__getitem__
         odd = np.fromiter(self.odd, dtype=np.int64, count=len(self.odd))
@@ -142,7 +146,7 @@ class _Growing:
     """
 
     def __init__(self, dtype: type, capacity: int) -> None:
-        self.data = np.empty(max(capacity, 1024), dtype=dtype)
+        self.data: np.ndarray = np.empty(max(capacity, 1024), dtype=dtype)
         self.n = 0
 
     def extend(self, values: np.ndarray) -> None:

@@ -141,6 +141,7 @@ def _fields(buf: bytes) -> Iterator[tuple[int, int, object, int, int]]:
     while i < n:
         key, i = _varint(buf, i)
         number, wire, start = key >> 3, key & 7, i
+        value: int | bytes
         if wire == _VARINT:
             value, i = _varint(buf, i)
         elif wire == _FIXED64:
@@ -210,7 +211,7 @@ def _tensor_scalar(buf: bytes, at: int) -> tuple[float, _Slot | None] | None:
         first, slot = (floats or doubles or ints)[0]
         return float(first), slot
     formats = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q"}
-    fmt = formats.get(dtype)  # type: ignore[call-overload]
+    fmt = formats.get(dtype)
     if fmt is None or len(content) != struct.calcsize(fmt):
         return None  # not a scalar (text summaries, histograms)
     return float(struct.unpack(fmt, content)[0]), _Slot(content_at, fmt)
@@ -220,7 +221,8 @@ def _scalars(summary: bytes, at: int) -> Iterator[_Scalar]:
     for number, wire, value, start, _ in _fields(summary):
         if number != 1:
             continue
-        tag, scalar = None, None
+        tag: str | None = None
+        scalar: tuple[float, _Slot | None] | None = None
         for field, kind, item, begin, _ in _fields(_expect(wire, value, _BYTES)):  # type: ignore[arg-type]
             if field == 1:
                 tag = _expect(kind, item, _BYTES).decode("utf-8", errors="replace")  # type: ignore[attr-defined]

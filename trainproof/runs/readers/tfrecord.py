@@ -84,7 +84,8 @@ class Records:
         self.cut = False
 
     def __iter__(self) -> Iterator[Block]:
-        data, checksums, offset = b"", {}, 0
+        checksums: dict[int, int] = {}
+        data, offset = b"", 0
         with open_log(self.path) as handle:
             want, pattern, held = BATCH_BYTES, None, 0
             while block := read_block(handle, want, self.path):
@@ -171,7 +172,7 @@ class _Run(NamedTuple):
 
     at: int
     size: int
-    count: int
+    count: int  # type: ignore[assignment]  # a field named as tuple.count, which it shadows
     stride: int
     ordinal: int
     every: int
@@ -209,7 +210,8 @@ def _walk(data: bytes, checksums: dict[int, int], pattern: tuple[int, ...] | Non
     ``pattern`` and ``held`` are the last block's: a pattern goes on from one block to the next.
     """
     runs: list[_Run] = []
-    starts, sizes, ordinals = alone = ([], [], [])
+    alone: tuple[list[int], list[int], list[int]] = ([], [], [])
+    starts, sizes, ordinals = alone
     at, size, count, recent, since, wait = 0, len(data), 0, [], 0, 1
     problem, want = None, BATCH_BYTES
     while at + 12 <= size:
