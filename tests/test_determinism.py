@@ -96,6 +96,8 @@ def _inputs(root: Path) -> list[str]:
     (root / "in" / "coqui" / "trainer_0_log.txt").write_text(_coqui())
     (root / "in" / "metrics.jsonl").write_text(_jsonl())
     _mlflow(root / "in" / "mlruns" / "0" / "abc123")
+    for shipped in ("examples/speech/ljspeech_tiny", "tests/data/speech_faulty", "examples/tokenizer", "examples/text"):
+        shutil.copytree(REPO / shipped, root / "in" / Path(shipped).name, ignore=shutil.ignore_patterns("*.py", "README.md"))
     (root / "out").mkdir()
     return [f"in/gallery/{name}/seed0" for name in GALLERY] + ["in/coqui", "in/metrics.jsonl", "in/mlruns/0/abc123"]
 
@@ -158,3 +160,22 @@ def test_compare_outputs_are_byte_identical_across_processes(places):
     assert report["command"] == "compare"
     assert [s["path"] for s in report["subjects"]][-1] == "in/gallery/healthy/seed0/trainer_state.json"
     assert runs[0]["stdout"].startswith(b"trainproof compare")
+
+
+@pytest.mark.parametrize(
+    ("args", "needs"),
+    [
+        (["data", "in/ljspeech_tiny", "in/speech_faulty", "--no-cache", "--jobs", "1"], "soundfile"),
+        (["tokenizer", "in/tokenizer/tts_unigram.model", "in/tokenizer/transcripts.txt"], "sentencepiece"),
+        (["text", "in/text/chat.jsonl", "--tokenizer", "in/text/tokenizer", "--max-len", "96"], "tokenizers"),
+    ],
+    ids=["data", "tokenizer", "text"],
+)
+def test_dataset_tokenizer_and_text_outputs_are_byte_identical_across_processes(places, args, needs):
+    """The shipped examples (each with faults on purpose) judged in two environments: every output byte the same."""
+    pytest.importorskip(needs)
+    runs = [_run(root, env, args) for (root, _), env in list(zip(places, ENVIRONMENTS))[:2]]
+    _assert_identical(runs)
+    report = json.loads(runs[0]["report.json"])
+    assert report["command"] == args[0]
+    assert any(subject["findings"] for subject in report["subjects"])
