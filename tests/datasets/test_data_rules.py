@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.checks.cases_data import CASES, EMPTY_MANIFEST, FIRES
 from tests.datasets.speech import FAULTS, Corpus, Fault, clean_corpus, has_espeak, needs_espeak
 from trainproof.checks.registry import RULES
 from trainproof.cli import main
@@ -20,34 +21,6 @@ from trainproof.report import Level, Subject
 
 pytest.importorskip("soundfile")
 pytest.importorskip("pandas")
-
-# rule id -> (the fault that must make it fire, the layout, the corpus size)
-FIRES: dict[str, tuple[str, str, int]] = {
-    "TP-DATA-MANIFEST": ("malformed_json", "nemo", 12),
-    "TP-DATA-MANIFEST-FORMAT": ("crlf", "ljspeech", 12),
-    "TP-DATA-DUPLICATE-ID": ("duplicate_id", "ljspeech", 12),
-    "TP-DATA-MISSING": ("missing_file", "nemo", 12),
-    "TP-DATA-UNREADABLE": ("truncated", "nemo", 12),
-    "TP-DATA-UNLISTED": ("unlisted_file", "ljspeech", 12),
-    "TP-DATA-SAMPLE-RATE": ("other_rate", "nemo", 12),
-    "TP-DATA-CHANNELS": ("stereo", "nemo", 12),
-    "TP-DATA-SAMPLE-FORMAT": ("other_subtype", "nemo", 12),
-    "TP-DATA-DURATION": ("too_long", "nemo", 12),
-    "TP-DATA-NONFINITE": ("nonfinite", "nemo", 12),
-    "TP-DATA-DURATION-CLAIM": ("duration_claim", "nemo", 12),
-    "TP-DATA-SILENT": ("silent", "nemo", 12),
-    "TP-DATA-CLIPPING": ("clipped", "nemo", 12),
-    "TP-DATA-EDGE-SILENCE": ("padded_silence", "nemo", 12),
-    "TP-DATA-CUT-OFF": ("cut_end", "nemo", 12),
-    "TP-DATA-DC-OFFSET": ("dc_offset", "nemo", 12),
-    "TP-DATA-DUPLICATE-AUDIO": ("duplicate_audio", "nemo", 12),
-    "TP-DATA-CONFLICTING-TEXT": ("conflicting_text", "nemo", 12),
-    "TP-DATA-EMPTY-TEXT": ("empty_transcript", "nemo", 12),
-    "TP-DATA-TEXT-RATE": ("swapped_transcripts", "nemo", 24),
-    "TP-DATA-UNNORMALIZED": ("unnormalized", "nemo", 12),
-    "TP-DATA-CHARACTERS": ("invisible_char", "nemo", 12),
-    "TP-DATA-DUPLICATE-TEXT": ("duplicate_transcript", "nemo", 12),
-}
 
 LAYOUTS = ("ljspeech", "nemo", "csv", "kaldi", "folder")
 ABOUT_LINES = {"TP-DATA-MANIFEST", "TP-DATA-MANIFEST-FORMAT", "TP-DATA-DUPLICATE-ID"}  # findings about a line, not a clip's audio
@@ -93,27 +66,38 @@ def test_a_clean_corpus_large_enough_for_the_rate_test_passes(clean):
     assert [f"{f.rule_id}: {f.message}" for f in subject.findings if f.level >= Level.WARN] == []
 
 
-@pytest.mark.parametrize("rule_id", sorted(FIRES))
-def test_each_fault_is_found_at_its_line_and_file(clean, tmp_path, rule_id):
-    fault_name, layout, n = FIRES[rule_id]
-    corpus = clean(layout, n).copy(tmp_path)
-    fault: Fault = FAULTS[fault_name](corpus)
-    subject = judged(corpus)
+FIRING = [pytest.param(rule_id, case, id=rule_id) for rule_id, cases in CASES.items() for case in cases if case.fires]
+QUIET = [pytest.param(rule_id, case, id=rule_id) for rule_id, cases in CASES.items() for case in cases if not case.fires]
+
+
+@pytest.mark.parametrize(("rule_id", "case"), FIRING)
+def test_each_fault_is_found_at_its_line_and_file(clean, tmp_path, rule_id, case):
+    """The fires half of every data rule's cases (tests/checks/cases_data.py)."""
+    if case.fault == EMPTY_MANIFEST:
+        (tmp_path / "wavs").mkdir()
+        (tmp_path / "metadata.csv").write_text("id|text\n")
+        subject, fault = judged_path(tmp_path), None
+    else:
+        corpus = clean(case.layout, case.size).copy(tmp_path)
+        fault = FAULTS[case.fault](corpus)
+        subject = judged(corpus)
     hits = [f for f in subject.findings if f.rule_id == rule_id]
-    assert hits, f"{rule_id} did not fire on {fault_name}: {[f.rule_id for f in subject.findings]}; skipped {subject.skipped}"
-    if fault.line is not None:
+    assert hits, f"{rule_id} did not fire on {case.fault}: {[f.rule_id for f in subject.findings]}; skipped {subject.skipped}"
+    assert rule_id in subject.ran
+    if fault is not None and fault.line is not None:
         places = [(f.line, f.file) for f in hits]
         assert any(f.line == fault.line and same_file(f.file, fault.manifest) for f in hits), f"expected line {fault.line} of {fault.manifest}, got {places}"
-    if fault.audio is not None and fault.line is not None and rule_id not in ABOUT_LINES:
+    if fault is not None and fault.audio is not None and fault.line is not None and rule_id not in ABOUT_LINES:
         assert any(fault.audio.name in f.message for f in hits), [f.message for f in hits]
     for finding in hits:
+        assert finding.message
         assert any(ch.isdigit() for ch in finding.evidence), finding.evidence
 
 
-@pytest.mark.parametrize("rule_id", sorted(FIRES))
-def test_each_rule_is_quiet_on_the_clean_corpus(clean, rule_id):
-    _, layout, n = FIRES[rule_id]
-    subject = judged(clean(layout, n))
+@pytest.mark.parametrize(("rule_id", "case"), QUIET)
+def test_each_rule_is_quiet_on_the_clean_corpus(clean, rule_id, case):
+    """The must-not half of every data rule's cases: the clean corpus of the layout and size its fault is tried on."""
+    subject = judged(clean(case.layout, case.size))
     assert not [f for f in subject.findings if f.rule_id == rule_id]
 
 
