@@ -16,7 +16,7 @@ FAULTS = """
 import ctypes, resource, sys
 ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)  # PR_SET_THP_DISABLE: 4 KiB pages whatever the kernel's huge-page setting
 import numpy as np
-from trainproof.cli import keep_freed_memory
+from trainproof.cli.process import keep_freed_memory
 if sys.argv[1] == "kept":
     keep_freed_memory()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -33,9 +33,10 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 PROBE = """
 import sys
 import trainproof.cli as cli
+import trainproof.cli.process as process
 def refuse():
     raise SystemExit("keep_freed_memory was called")
-cli.keep_freed_memory = refuse
+process.keep_freed_memory = refuse
 sys.argv = ["trainproof", *sys.argv[1:]]
 if sys.argv[1] == "library":
     sys.exit(cli.main(["rules"]))
@@ -50,14 +51,22 @@ sys.exit(cli.process_main())
 
 def _clean_env() -> dict[str, str]:
     """This environment without the user's allocator settings, which keep_freed_memory leaves alone."""
-    from trainproof.cli import _USERS_OWN
+    from trainproof.cli.process import _USERS_OWN
 
     names = (*_USERS_OWN, "LD_PRELOAD")
     return {k: v for k, v in os.environ.items() if k not in names} | {"NUMPY_MADVISE_HUGEPAGE": "0"}
 
 
-def _probe(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=REPO, env=_clean_env())
+def _probe(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=REPO, env=env or _clean_env())
+
+
+def test_one_switch_runs_the_process_untuned():
+    """TRAINPROOF_PLAIN_PROCESS=1: the command runs, and nothing of the process tuning is set."""
+    done = _probe("rules", env=_clean_env() | {"TRAINPROOF_PLAIN_PROCESS": "1"})
+    assert "keep_freed_memory was called" not in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert "keep_freed_memory was called" in _probe("rules", env=_clean_env() | {"TRAINPROOF_PLAIN_PROCESS": "0"}).stderr
 
 
 def test_the_console_script_and_python_m_run_the_process_entry():
@@ -148,7 +157,8 @@ def test_watch_ends_the_usual_way(tmp_path):
     probe above shows)."""
     code = ENDING.replace(
         "from trainproof.cli import process_main",
-        "import trainproof.cli as cli\ncli.end_process = lambda code: print('end_process', code)\nprocess_main = cli.process_main",
+        "import trainproof.cli as cli\nimport trainproof.cli.process as process\n"
+        "process.end_process = lambda code: print('end_process', code)\nprocess_main = cli.process_main",
     )
     path = tmp_path / "log.jsonl"
     path.write_text("".join(json.dumps({"step": i, "loss": 2.0 * 0.97**i}) + "\n" for i in range(1, 61)))
@@ -162,7 +172,7 @@ def test_watch_ends_the_usual_way(tmp_path):
 
 PAGES = """
 import sys
-from trainproof.cli import ordinary_pages
+from trainproof.cli.process import ordinary_pages
 ordinary_pages()
 try:
     from numpy._core.multiarray import _set_madvise_hugepage
@@ -193,6 +203,7 @@ def test_under_a_profiler_the_process_returns_and_the_profile_is_written(tmp_pat
 DROPPED = """
 import sys, weakref
 import trainproof.cli as cli
+import trainproof.cli.process as process
 from trainproof.io import collector
 class Parsed:
     pass

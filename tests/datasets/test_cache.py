@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 pytest.importorskip("soundfile")
 pytest.importorskip("pandas")
 
+from tests.datasets import get_records, put_records
 from tests.datasets.test_clip import SENTENCE, voiced, write  # noqa: E402
 from trainproof.cli import main  # noqa: E402
 from trainproof.data import records  # noqa: E402
@@ -415,8 +416,8 @@ def test_texts_holding_an_int_past_64_bits_are_a_miss(tmp_path):
     """pack keeps an int past 64 bits in the texts for a record made some other way; the analysis never writes one."""
     key = CacheKey(str(tmp_path / "x.wav"), 10, 1)
     with Cache(tmp_path / "cache") as cache:
-        cache.put_many([(key, ClipRecord("x", size=2**70))])
-        assert cache.get_many([key]) == {}
+        put_records(cache, [(key, ClipRecord("x", size=2**70))])
+        assert get_records(cache, [key]) == {}
 
 
 # --- fuzz: rows no analysis wrote ----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import pytest
 
 sf = pytest.importorskip("soundfile")
 
+from tests.datasets import get_records, put_records
 from tests.datasets.test_clip import SENTENCE, stereo, voiced, write  # noqa: E402
 from tests.helpers import REPO  # noqa: E402
 from trainproof.data import cache as cache_module  # noqa: E402
@@ -293,9 +294,9 @@ def test_infinities_and_nan_survive_the_cache(tmp_path):
     odd = ClipRecord("x", level_db=-20.0, last_frame_db=float("-inf"), extra={"a": float("-inf"), "b": [1, 2], "n": float("nan")})
     key = CacheKey(str(tmp_path / "x.wav"), 10, 1)
     with Cache(tmp_path / "cache") as cache:
-        cache.put_many([(key, odd)])
+        put_records(cache, [(key, odd)])
     with Cache(tmp_path / "cache") as cache:
-        back = cache.get_many([key])[key]
+        back = get_records(cache, [key])[key]
     assert back.last_frame_db == float("-inf")
     for extra in (back.extra, unpack("x", *pack(odd)).extra):  # through the cache, and packed alone
         assert np.isnan(extra.pop("n"))
@@ -377,16 +378,16 @@ def test_a_lookup_reads_the_whole_table_or_path_by_path_alike(tmp_path, monkeypa
     monkeypatch.setattr(cache_module, "QUERY_BATCH", 2)
     keys = [CacheKey(str(tmp_path / f"c{i}.wav"), 100 + i, 7) for i in range(9)]
     with Cache(tmp_path / "cache") as cache:
-        cache.put_many([(key, ClipRecord(key.path, size=key.size, format="WAV")) for key in keys])
-        cache.put_many([(keys[0]._replace(offset=1.0, duration=2.0), ClipRecord(keys[0].path, size=1))])
+        put_records(cache, [(key, ClipRecord(key.path, size=key.size, format="WAV")) for key in keys])
+        put_records(cache, [(keys[0]._replace(offset=1.0, duration=2.0), ClipRecord(keys[0].path, size=1))])
     asked = [keys[1], keys[4]._replace(size=1), keys[5], keys[0]._replace(offset=1.0, duration=2.0), keys[8], CacheKey("/nowhere.wav", 1, 1)]
     with Cache(tmp_path / "cache") as cache:
-        found = cache.get_many(asked)
+        found = get_records(cache, asked)
         assert sorted(found) == sorted([keys[1], keys[5], asked[3], keys[8]])
         assert found[keys[5]] == ClipRecord(keys[5].path, size=105, format="WAV")
         assert found[asked[3]].size == 1
     with Cache(tmp_path / "cache", version=99) as cache:
-        assert cache.get_many(asked) == {}
+        assert get_records(cache, asked) == {}
 
 
 def test_another_segment_of_the_same_file_is_another_entry(tmp_path):

@@ -63,7 +63,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from trainproof.data import model, records
-from trainproof.data.model import ClipRecord
 from trainproof.io.safe import utf8_encodable
 
 DEFAULT_DIR = ".trainproof_cache"
@@ -150,7 +149,7 @@ class _NotOurs(Exception):
 
 class Cache:
     """The record cache in ``directory`` (None: DEFAULT_DIR, which must be a folder, not a symbolic link to one); opened
-    on first use (or by ``with``), written only by :meth:`put_many` and :meth:`put_packed`."""
+    on first use (or by ``with``), written only by :meth:`put_packed`."""
 
     def __init__(self, directory: str | os.PathLike[str] | None = None, *, version: int | None = None) -> None:
         self.named = directory is not None
@@ -301,14 +300,6 @@ class Cache:
         self._broken = True
         self.notes.append(f"the cache {self.path} {what} ({exc}); going on without it")
 
-    def get_many(self, keys: Iterable[CacheKey]) -> dict[CacheKey, ClipRecord]:
-        """The cached records valid for these keys (a key that is not there, or stale, is simply absent)."""
-        keys = list(keys)
-        hits = self.look_up(keys)
-        builder = records.ClipRecords.builder(len(hits.positions))
-        builder.put_packed(range(len(hits.positions)), [keys[k].path for k in hits.positions], hits.block, hits.overridden)
-        return dict(zip((keys[k] for k in hits.positions), builder.build()))
-
     def look_up(self, keys: Sequence[CacheKey]) -> Hits:
         """The valid cached records of these keys, packed (see :class:`Hits`); a key that is not there, is stale, or whose
         row this version cannot read (it is replaced when re-analysed) is simply absent."""
@@ -375,13 +366,6 @@ class Cache:
             db.execute(f"{_SELECT} AND path IN ({','.join('?' * len(batch))})", (self.version, *batch))  # noqa: S608
             for batch in _batches(paths, QUERY_BATCH)
         )
-
-    def put_many(self, items: Iterable[tuple[CacheKey, ClipRecord]] | Mapping[CacheKey, ClipRecord]) -> None:
-        """Store records under their keys, in one transaction; a failure disables the cache for the run (with a note).
-        A record :func:`records.pack` refuses (a value of a type its field cannot have, an ``extra`` JSON cannot hold)
-        is not stored."""
-        pairs = items.items() if isinstance(items, Mapping) else items
-        self.put_packed([(key, *packed) for key, record in pairs if (packed := records.try_pack(record)) is not None])
 
     def put_packed(self, rows: Iterable[tuple[CacheKey, bytes, str | None]]) -> None:
         """Store packed records (:func:`records.pack`) under their keys, in one transaction; a failure disables the cache

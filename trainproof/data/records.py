@@ -41,7 +41,6 @@ _FIELDS = tuple(f.name for f in fields(ClipRecord))
 _TYPES = {f.name: f.type for f in fields(ClipRecord)}
 INTS = tuple(name for name in _FIELDS if _TYPES[name] == "int")
 FLOATS = tuple(name for name in _FIELDS if _TYPES[name] == "float")
-PACKED_FIELDS = (*INTS, *FLOATS, *FIXED_TEXT)
 """The fields in the packed bytes, in order."""
 
 _STRUCT = struct.Struct("<" + "q" * len(INTS) + "d" * len(FLOATS) + "".join(f"{width}s" for width in FIXED_TEXT.values()))

@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable
 from pathlib import Path
 
 from trainproof.io.errors import UsageError
@@ -34,10 +33,6 @@ def identity(path: str | os.PathLike[str]) -> Identity | None:
     except (OSError, ValueError):
         return None
     return info.st_dev, info.st_ino
-
-
-def identities(paths: Iterable[str | os.PathLike[str]]) -> set[Identity]:
-    return {found for path in paths if (found := identity(path)) is not None}
 
 
 def _problem(path: str, exc: OSError) -> UsageError:

@@ -65,10 +65,6 @@ class Transcripts:
     durations: tuple[float | None, ...]
     notes: tuple[str, ...] = ()
 
-    @property
-    def timed(self) -> bool:
-        return any(d is not None for d in self.durations)
-
 
 def read_transcripts(path: str | os.PathLike[str], follow_links: bool = False) -> Transcripts:
     """The transcripts of a text file, a JSONL manifest, or an LJSpeech metadata.csv (or its folder); InputError when the
