@@ -786,59 +786,6 @@ def test_nemo_lines_read_alike_by_the_fast_and_the_standard_parser(tmp_path):
     assert problems[6, "unparsable"] == "line 6: duration '1" + "0" * 39 + "...' is not a number of seconds"  # past float range: not a crash
 
 
-def test_nemo_plain_lines_read_alike_by_the_shortcut_and_the_full_reading(tmp_path, monkeypatch):
-    """A plain NeMo line is added by a shortcut; every line, plain or not, gives the same entry and problems as the full
-    reading does (run again with the shortcut refusing every line)."""
-    from trainproof.data import manifest as manifest_module
-
-    touch(tmp_path / "rel.wav", tmp_path / "sub" / "x.wav")
-    lines = [
-        {"audio_filepath": "/data/a.wav", "text": "plain"},
-        {"audio_filepath": "/data/b.wav", "text": "with all", "duration": 2, "speaker": "s1", "id": "b"},
-        {"audio_filepath": "/data/c.wav", "text": "float", "duration": 1.25, "speaker": "", "id": ""},
-        {"audio_filepath": "/data//d.wav", "text": "not normal"},
-        {"audio_filepath": "/data/./e.wav", "text": "dot"},
-        {"audio_filepath": "/data/f/", "text": "slash"},
-        {"audio_filepath": "rel.wav", "text": "relative"},
-        {"audio_filepath": "sub/../x.wav", "text": "dot dot"},
-        {"audio_filepath": "/data/g.wav", "text": "  "},
-        {"audio_filepath": "/data/h.wav", "text": ""},
-        {"audio_filepath": "/data/i.wav", "text": None},
-        {"audio_filepath": "/data/j.wav", "text": 7},
-        {"audio_filepath": "/data/k.wav"},
-        {"audio_filepath": "/data/l.wav", "text": "negative", "duration": -1},
-        {"audio_filepath": "/data/m.wav", "text": "bool", "duration": True},
-        {"audio_filepath": "/data/n.wav", "text": "string", "duration": "3.5"},
-        {"audio_filepath": "/data/o.wav", "text": "empty", "duration": ""},
-        {"audio_filepath": "/data/p.wav", "text": "huge", "duration": 2**70},
-        {"audio_filepath": "/data/q.wav", "text": "minus zero", "duration": -0.0},
-        {"audio_filepath": "/data/r.wav", "text": "number speaker", "speaker": 3},
-        {"audio_filepath": "/data/s.wav", "text": "number id", "id": 12},
-        {"audio_filepath": "/data/t.wav", "text": "repeat", "id": "b"},
-        {"audio_filepath": "/data/a.wav", "text": "same path again"},
-        {"audio_filepath": "/data/u.wav", "text": "offset", "offset": 1.5},
-        {"audio_filepath": " ", "text": "blank path"},
-        {"audio_filepath": 5, "text": "number path"},
-        {"audio_filepath": {"path": "/data/v.wav"}, "text": "hf style"},
-        {"Audio_Filepath": "/data/w.wav", "Text": "upper case"},
-        {"audio_filepath": "/data/x\ud800.wav", "text": "lone surrogate \udc80"},
-    ]
-    text = "\n".join(json.dumps(line) for line in lines) + "\n" + '{"audio_filepath": "/data/y.wav", "text": "nan", "duration": NaN}\n'
-    path = write(tmp_path / "m.jsonl", text)
-    taken = []
-    shortcut = manifest_module._plain_entry
-    monkeypatch.setattr(manifest_module, "_plain_entry", lambda *a: shortcut(*a) and not taken.append(a[2]))
-    with monkeypatch.context() as m:
-        m.chdir(tmp_path)
-        quick = read_manifest(path)
-        monkeypatch.setattr(manifest_module, "_plain_entry", lambda *a: False)
-        full = read_manifest(path)
-    assert quick == full
-    assert len(quick.entries) > 10
-    assert len(quick.problems) > 8
-    assert taken == [1, 2, 3, 4, 5, 6, 7, 8, 18, 19, 29]  # the plain lines took the shortcut, and only they (18: orjson reads 2**70 as a float)
-
-
 def _plain_line(i: int, **more: object) -> str:
     return json.dumps({"audio_filepath": f"/d/{i}.wav", "text": f"line {i}", **more})
 
