@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from trainproof.data.manifest import LEADING_GARBAGE, read_manifest
+from trainproof.data.layouts.shared import LEADING_GARBAGE
+from trainproof.data.manifest import read_manifest
 from trainproof.data.model import Manifest
 from trainproof.io.errors import InputError
 
@@ -848,7 +849,7 @@ def test_nemo_read_as_columns_is_what_the_line_reading_gives(case, tmp_path, mon
     to say about, or that Arrow and Python's json might read apart, goes to the line reading. Either way, the same
     entries, problems and notes as the line reading alone."""
     pytest.importorskip("pyarrow")
-    from trainproof.data import manifest as manifest_module
+    from trainproof.data.layouts import nemo as manifest_module
 
     lines, columnar = COLUMNAR_CASES[case]
     raw = [line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass") for line in lines]

@@ -19,7 +19,7 @@ import pytest
 
 from tests.datasets.speech import voiced_clip
 from trainproof.cli import main
-from trainproof.data import manifest
+from trainproof.data.layouts import folder as folder_layout
 from trainproof.data.manifest import read_manifest
 
 pytest.importorskip("soundfile")
@@ -153,7 +153,7 @@ def test_one_transcript_needs_no_note(tmp_path, clips):
     ],
 )
 def test_a_times_file_is_told_from_a_transcript(text, times):
-    assert manifest._holds_times(text.encode()) is times
+    assert folder_layout._holds_times(text.encode()) is times
 
 
 # --- a manifest's columns ---------------------------------------------------------------------------

@@ -133,7 +133,7 @@ def test_a_manifest_line_that_is_not_utf8_fails_at_that_line(tmp_path, capsys):
 
 
 def test_utf8_text_and_a_character_split_between_read_blocks_are_not_flagged(tmp_path, monkeypatch):
-    from trainproof.data import manifest as module
+    from trainproof.data.layouts import shared as module
 
     monkeypatch.setattr(module, "BLOCK_BYTES", 64)
     line = "a|" + "é" * 40 + "\n"  # two bytes a character: some block ends inside one

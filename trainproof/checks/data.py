@@ -313,7 +313,7 @@ def missing(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: paths that resolve, relative to the working directory or the manifest as the layout's trainer does; nor relative paths of a NeMo, CSV or Kaldi manifest that resolve from a folder up to four above the manifest's, the nearest from which most of them do (a Kaldi recipe's root, two above data/train; a repository's root): a trainer run from there reads them, and a note names the folder.
     Does not mean: the file is lost; `--root` or `--audio-dir` may point at where it is.
     """
-    from trainproof.data.manifest import tried_paths
+    from trainproof.data.layouts.shared import tried_paths
 
     table = ctx.table
     rows = table[table["error_kind"] == "missing"]

@@ -1,0 +1,360 @@
+"""NeMo JSON Lines manifests: ``audio_filepath``, ``text``, ``duration`` (and ``offset``, ``speaker``) a line, read as
+columns by Arrow when plain, else line by line."""
+
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from trainproof.data.layouts.shared import (
+    _POSIX,
+    ID_KEYS,
+    SPEAKER_KEYS,
+    _Builder,
+    _check_text,
+    _Columns,
+    _content_lines,
+    _Context,
+    _lines,
+    _PathResolver,
+    _record,
+    _require_named,
+)
+from trainproof.io.bounded import MAX_LINE_BYTES, open_log, read_block
+
+
+def _read_nemo(path: str, ctx: _Context, builder: _Builder) -> None:
+    _check_text(path)
+    document = _one_document(path)
+    if document is not None:
+        number, what = document
+        builder.problem("unparsable", f"is {what}, not JSON Lines: NeMo reads one JSON object per line", path, number)
+        return
+    resolve = _PathResolver(path, ctx)
+    if _read_nemo_columns(path, ctx, resolve, builder):
+        resolve.settle(builder)
+        builder.choice_notes("key")
+        return
+    known: dict[tuple[str, ...], tuple[_Columns, bool]] = {}  # the columns of each set of keys seen (records mostly share one)
+    keys: dict[str, str] = {}  # every key seen, in lower case -> as first written (for an option naming none of them)
+    for number, text in _lines(path, builder):
+        try:
+            record = _loads(text)
+        except json.JSONDecodeError as exc:
+            builder.problem("unparsable", f"line {number} is not valid JSON: {exc.msg} at column {exc.colno}", path, number)
+            continue
+        except (ValueError, RecursionError):
+            builder.problem(
+                "unparsable", f"line {number} is not JSON a reader can parse (nested too deeply, or a number too long)", path, number
+            )
+            continue
+        if not isinstance(record, dict):
+            builder.problem("unparsable", f"line {number} is a JSON {type(record).__name__}, not an object", path, number)
+            continue
+        raw = tuple(record)
+        found = known.get(raw)
+        if found is None:
+            folded = any(key != key.lower() for key in raw)
+            names = tuple(_folded(record)) if folded else raw
+            found = (_Columns.of(names, ctx), folded)
+            builder.saw_names(names, ctx)
+            if len(keys) < MAX_KEYS_SEEN:
+                keys.update((key.lower(), key) for key in raw if key.lower() not in keys)
+            if len(known) < 1024:  # bounded, should every line have keys of its own
+                known[raw] = found
+        columns, folded = found
+        record = _exactly(record, text)
+        _record(_folded(record) if folded else record, columns, number, path, resolve, builder)
+    if keys or builder.entries:
+        _require_named(path, ctx, list(keys.values()), "key")
+    resolve.settle(builder)
+    builder.choice_notes("key")
+
+
+MAX_KEYS_SEEN = 10_000
+"""The most distinct keys of a JSONL manifest's records remembered, to say which there are when an option names none."""
+
+
+COLUMNAR_MAX_BYTES = 32 * 1024 * 1024
+"""The largest NeMo manifest :func:`_read_nemo_columns` reads whole (with its text and its columns, a few times this in
+memory); a larger one is read line by line, in bounded memory."""
+
+
+_CONTROL_BUT_NEWLINE = bytes(1 if byte < 0x20 and byte != 0x0A else 0 for byte in range(256))
+"""A translation that marks every control byte but the newline: a CR, a tab or a NUL, raw, which only the line reading
+judges (Arrow's parser and Python's json need not agree on one inside a string)."""
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""An escaped surrogate: a lone one is kept as Python's json keeps it, where Arrow refuses it."""
+
+
+COLUMNAR_MAX_OPENERS = 256
+"""The most ``[`` and ``{`` one line may hold (inside strings too) for Arrow to parse the manifest: its parser recurses
+per level of nesting, costs time quadratic in the depth (10,000 levels: 70 s) and overflows the stack (50,000: a
+segfault, nothing printed). A count bounds the depth whatever strings hold; a line over it sends the file to the line
+reading, which refuses a line nested past the parsers' limits as unparsable."""
+
+
+COLUMNAR_BYTES_PER_MARK = 8
+"""Bytes of the manifest per line end and per ``[`` or ``{``, at least, for Arrow to parse it (a plain NeMo line has
+one ``{`` in a hundred bytes or more): the screen holds an 8-byte index of each (two of each opener), so a file of
+denser marks (``{}`` lines, bracket runs) would cost it several times its size; it goes to the line reading."""
+
+
+COLUMNAR_SAMPLE_LINES = 64
+"""Lines whose fields Arrow infers first (whole lines, at most COLUMNAR_SAMPLE_BYTES of them): the rest of the manifest
+is parsed with exactly those fields, and a line with a field of its own sends the file to the line reading."""
+
+
+COLUMNAR_SAMPLE_BYTES = 16 * 1024
+"""Bytes of the lines whose fields Arrow infers first, at most; a first line longer than this (a plain NeMo line is a
+few hundred bytes) sends the file to the line reading. Bounds what inference itself may cost: each object of the
+sample gets a value for each field of the sample, and both are bounded by its bytes."""
+
+
+COLUMNAR_BYTES_PER_FIELD = 4
+"""Bytes of the manifest per value Arrow would fill, at least, for Arrow to parse it: every JSON object (each ``{``)
+gets a value, or a null, for every field of the widest object of the sampled lines, and a field present holds at
+least this much (``"k":0``). A file under it is mostly objects without those fields, whose nulls Arrow allocates one
+by one (a new key a line: 20,000 lines, 1.7 MB, took 3.4 GB). Bounds Arrow's values to a quarter of the file's bytes."""
+
+
+def _read_nemo_columns(path: str, ctx: _Context, resolve: Callable[[str], str], builder: _Builder) -> bool:
+    """Every entry of a plain NeMo manifest at once, as columns, parsed by Arrow's JSON reader: True when it was.
+
+    False, having changed nothing, for a manifest the line reading has
+    something to say about, or that Arrow and Python's json might read
+    apart: a BOM, a CR, a blank line, bytes that are not UTF-8, a raw
+    control character, an escaped surrogate, a line that is not one object
+    (Arrow refuses it, or counts rows and lines apart), keys not in lower
+    case, two names for a speaker or an id, a path or transcript that is
+    missing, empty or not a string, a duration that is not a finite
+    non-negative number, an id or speaker that is not a string, an offset,
+    an id listed twice; when pyarrow is not installed or the file is
+    larger than COLUMNAR_MAX_BYTES; and for a file that could make Arrow
+    crash, stall or take GBs (deep nesting, a field of its own on a later
+    line: see :func:`_arrow_table`, which screens it before Arrow parses
+    it). The entries are those the line reading
+    gives (a test holds the two to that), without an object a line.
+    """
+    try:
+        if not 0 < os.path.getsize(path) <= COLUMNAR_MAX_BYTES:
+            return False
+        import pyarrow as pa
+        import pyarrow.json as pa_json
+    except (OSError, ImportError):
+        return False
+    with open_log(Path(path)) as handle:
+        data = read_block(handle, COLUMNAR_MAX_BYTES + 1, path)
+    if data.startswith(b"\xef\xbb\xbf") or 1 in data.translate(_CONTROL_BUT_NEWLINE) or (b"\\u" in data and _SURROGATE_ESCAPE.search(data)):
+        return False
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    try:
+        table = _arrow_table(data, lines, pa, pa_json)
+    except (pa.ArrowException, ValueError):
+        return False
+    finally:
+        del data
+    if table is None:
+        return False
+    try:
+        return _columns_of_table(table, lines, path, ctx, resolve, builder)
+    finally:
+        del table
+        release = getattr(pa.default_memory_pool(), "release_unused", None)  # pyarrow 9 and later
+        if release is not None:
+            release()  # the parsed file's buffers, a few times its size: returned, not kept by the pool
+
+
+def _arrow_table(data: bytes, lines: int, pa: Any, pa_json: Any) -> Any:
+    """The manifest ``data`` (``lines`` lines) parsed by Arrow, or None where it is refused before Arrow sees it all:
+    line ends and brackets denser than COLUMNAR_BYTES_PER_MARK, a line with more than COLUMNAR_MAX_OPENERS ``[`` or
+    ``{``, a first line over COLUMNAR_SAMPLE_BYTES, or objects too wide for the file's size (COLUMNAR_BYTES_PER_FIELD).
+    The first lines are parsed first; the rest is parsed with exactly their fields (a whole number widened to float,
+    as inference does when a later line has a fraction): a line with another field, or a value of another type, is an
+    error, and the line reading takes the file. The screen is vectorised (numpy over the bytes): about 3 ms of the
+    20,000 lines of benchmarks/bench_data.py, whose columnar reading takes about 20."""
+    import numpy as np
+
+    raw = np.frombuffer(data, dtype=np.uint8)
+    is_opener = (raw | 0x20) == 0x7B  # "[" or "{": 0x5B and 0x7B are the only bytes this maps to 0x7B
+    if (lines + int(np.count_nonzero(is_opener))) * COLUMNAR_BYTES_PER_MARK > len(data):
+        return None
+    openers = np.flatnonzero(is_opener)
+    del is_opener
+    ends = np.flatnonzero(raw == 0x0A)  # the index of each line's newline
+    if openers.size > COLUMNAR_MAX_OPENERS:
+        line = np.searchsorted(ends, openers)  # the line of each opener, in order
+        if bool(np.any(line[COLUMNAR_MAX_OPENERS:] == line[:-COLUMNAR_MAX_OPENERS])):  # one more than the most on a line
+            return None
+    sampled = min(COLUMNAR_SAMPLE_LINES, int(np.searchsorted(ends, COLUMNAR_SAMPLE_BYTES)))  # whole lines in the bytes
+    cut = int(ends[sampled - 1]) + 1 if sampled else len(data)
+    if cut > COLUMNAR_SAMPLE_BYTES:
+        return None  # a first line longer than the sample may be
+    buffer = pa.py_buffer(data)
+    options = pa_json.ReadOptions(block_size=MAX_LINE_BYTES)
+    sample = pa_json.read_json(pa.BufferReader(buffer.slice(0, cut)), read_options=options)
+    objects = int(np.count_nonzero(raw[openers] == 0x7B))
+    if objects * _widest_object(sample.schema, pa) * COLUMNAR_BYTES_PER_FIELD > len(data):
+        return None
+    if cut == len(data):
+        return sample
+    schema = pa.schema([f.with_type(pa.float64()) if pa.types.is_integer(f.type) else f for f in sample.schema])
+    parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    return pa_json.read_json(pa.BufferReader(buffer), read_options=options, parse_options=parse)
+
+
+def _widest_object(schema: Any, pa: Any) -> int:
+    """The most values one JSON object makes Arrow fill under ``schema``: of every object type (a record, or the
+    elements of a list), its fields and those of the objects within them, each filled (or null) with it. A list's
+    elements are values of their own, each object among them counted with its ``{``."""
+    widest, objects = 0, [list(schema)]
+    while objects:
+        fields, values = objects.pop(), 0
+        while fields:
+            kind = fields.pop().type
+            values += 1
+            if pa.types.is_struct(kind):
+                fields.extend(kind.field(i) for i in range(kind.num_fields))
+                continue
+            while hasattr(kind, "value_type"):  # a list (of lists ...)
+                kind = kind.value_type
+            if pa.types.is_struct(kind):
+                objects.append([kind.field(i) for i in range(kind.num_fields)])
+        widest = max(widest, values)
+    return widest
+
+
+def _columns_of_table(table: Any, lines: int, path: str, ctx: _Context, resolve: Callable[[str], str], builder: _Builder) -> bool:
+    """The entries of a manifest Arrow parsed (``lines`` lines long) as ``builder.columns``, when it is plain: see
+    :func:`_read_nemo_columns`."""
+    import pyarrow as pa
+
+    names = table.column_names
+    # a blank or whitespace-only line is a row fewer (Arrow skips it); a line of two objects, one more
+    if table.num_rows != lines or any(name != name.lower() for name in names):
+        return False
+    present = set(names)
+    if any(len(present.intersection(keys)) > 1 for keys in (SPEAKER_KEYS, ID_KEYS)):
+        return False  # a record without the first name would be read under the second
+    _require_named(path, ctx, names, "key")  # every record's keys are columns of the table
+    columns = _Columns.of(names, ctx)
+    if columns.audio is None or columns.text is None or columns.offset is not None:
+        return False
+    rows = table.num_rows
+
+    def strings(name: str | None) -> list[Any] | None:
+        if name is None:
+            return [None] * rows
+        column = table.column(name)
+        return column.to_pylist() if pa.types.is_string(column.type) or pa.types.is_null(column.type) else None
+
+    audio, texts, speakers, ids = strings(columns.audio), strings(columns.text), strings(columns.speaker), strings(columns.id)
+    if audio is None or texts is None or speakers is None or ids is None:
+        return False
+    if None in audio or None in texts or "" in audio or "" in texts or any(map(str.isspace, audio)) or any(map(str.isspace, texts)):
+        return False
+    durations: list[Any] = [None] * rows
+    if columns.duration is not None:
+        column = table.column(columns.duration)
+        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+            durations = [None if d is None else float(d) for d in column.to_pylist()]
+        elif not pa.types.is_null(column.type):
+            return False
+        if any(d is not None and not 0.0 <= d < math.inf for d in durations):  # NaN fails the comparison
+            return False
+    keys = [ident or listed for ident, listed in zip(ids, audio)]
+    if len(set(keys)) != rows:
+        return False  # a duplicate-id problem
+    # judged plain: every line is an entry
+    builder.saw_names(names, ctx)
+    resolved = audio if _all_absolute_normal(table.column(columns.audio)) else [resolve(listed) for listed in audio]
+    builder.columns = {
+        "line": range(1, rows + 1), "id": keys, "audio": resolved, "listed": audio, "text": texts, "manifest": [path] * rows,
+        "duration": durations, "offset": [None] * rows, "speaker": [speaker or None for speaker in speakers],
+    }  # fmt: skip
+    return True
+
+
+def _all_absolute_normal(paths: Any) -> bool:
+    """Whether every path of an Arrow string column is absolute and normal already (see :func:`_is_normal`): what
+    resolving would give back unchanged."""
+    import pyarrow.compute as pc
+
+    if not _POSIX:
+        return False
+    odd = pc.or_(pc.or_(pc.match_substring(paths, "//"), pc.match_substring(paths, "/.")), pc.ends_with(paths, "/"))
+    return bool(pc.all(pc.and_(pc.starts_with(paths, "/"), pc.invert(odd))).as_py())
+
+
+def _folded(record: dict[str, object]) -> dict[str, object]:
+    """A record's fields under lower-case names; of two names that differ only in case, the one already in lower case
+    (the name NeMo reads: ``audio_filepath``, not ``Audio_Filepath``), else the first."""
+    fields: dict[str, object] = {}
+    for key, value in record.items():
+        name = key.lower()
+        if name not in fields or key == name:
+            fields[name] = value
+    return fields
+
+
+def _loads(text: str) -> object:
+    """One manifest line's JSON: parsed by orjson, several times faster; a line orjson refuses (NaN, a number past
+    float range, a lone surrogate, a syntax error) by the standard parser, which accepts what JSON Lines writers emit
+    and names the column of a real error. See :func:`_exactly` for what orjson may read differently."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def _exactly(record: dict[str, object], text: str) -> dict[str, object]:
+    """The record as the standard parser reads it when orjson may have read it differently: a whole number past 64
+    bits, which orjson makes a float (seen as a field's float of that size; only a record's own fields are read, not
+    nested ones). Asked only of a line the full reading takes: a plain line's fields are strings, and a duration reads
+    the same either way."""
+    for value in record.values():  # a plain loop: any() over a generator cost a fifth of the manifest's parse
+        if type(value) is float and abs(value) >= 2.0**63:
+            return json.loads(text)
+    return record
+
+
+def _one_document(path: str) -> tuple[int, str] | None:
+    """Where a .json(l) file is one JSON document rather than JSON Lines (a JSON array, or pretty-printed), and which."""
+    head = []
+    for number, text in _content_lines(path):
+        head.append((number, text.lstrip("\ufeff").strip()))
+        if len(head) == 2:
+            break
+    if not head:
+        return None
+    number, first = head[0]
+    if first.startswith("["):
+        return number, "one JSON array"
+    if first == "{":
+        return number, "one pretty-printed JSON document"
+    if first.startswith("{") and len(head) == 2 and head[1][1].startswith('"') and not _parses(first) and not _parses(head[1][1]):
+        return number, "one pretty-printed JSON document"
+    return None
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
