@@ -16,7 +16,7 @@ evaluation (``eval/loss``, ``eval/runtime``, ``eval/samples_per_second``,
 ``eval/steps_per_second``, ``train/epoch``). The default, 250,000 steps and an
 evaluation every 1,000, is 1,001,250 scalars in 53 MB. The records are
 encoded here by hand with their checksums (a real writer takes minutes for a
-million scalars); tests/readers/test_tensorboard_real.py checks the reader
+million scalars); tests/runs/readers/test_tensorboard_real.py checks the reader
 against TensorBoard's own on files real writers wrote.
 
     python benchmarks/bench_tensorboard.py [--steps 250000] [--eval-every 1000] [--repeat 5]

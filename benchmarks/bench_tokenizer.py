@@ -15,7 +15,7 @@ Both sides run in this process, interleaved, --repeat times (median). What
 is measured for trainproof is the whole command through the library
 (``judge``): the file read, the encoding, every rule, the report. The
 tokenizers are trained here by the test suite's builders
-(tests/tokenizers/build.py); the text is their English, made into lines and
+(tests/tokenizer/build.py); the text is their English, made into lines and
 rows that differ from each other. Inputs are written before the clock starts.
 
     python benchmarks/bench_tokenizer.py [--lines 100000] [--rows 100000] [--repeat 3] [--parts ab]
@@ -39,7 +39,7 @@ TARGET = 1.5
 
 def transcripts(count: int) -> list[str]:
     """``count`` English lines, each made of two of the builders' sentences, so that no two are alike."""
-    from tests.tokenizers import build
+    from tests.tokenizer import build
 
     english = build.english_lines()
     n = len(english)
@@ -47,7 +47,7 @@ def transcripts(count: int) -> list[str]:
 
 
 def chat_rows(count: int) -> list[dict]:
-    from tests.tokenizers import build
+    from tests.tokenizer import build
 
     english = build.english_lines()
     n = len(english)
@@ -82,7 +82,7 @@ def verdict(name: str, measured: str, ok: bool) -> str:
 def part_tokenizer(args: argparse.Namespace, work: Path) -> str:
     import sentencepiece
 
-    from tests.tokenizers import build
+    from tests.tokenizer import build
     from trainproof.commands import judge
 
     model = build.sentencepiece_model(work / "sp", vocab_size=4000)
@@ -108,7 +108,7 @@ def part_tokenizer(args: argparse.Namespace, work: Path) -> str:
 def part_text(args: argparse.Namespace, work: Path) -> str:
     from transformers import AutoTokenizer
 
-    from tests.tokenizers import build
+    from tests.tokenizer import build
     from trainproof.commands import judge
 
     folder = build.hf_folder(work / "hf")

@@ -391,7 +391,7 @@ def folders(draw: st.DrawFn) -> Folder:
 @pytest.fixture(scope="module")
 def hf_folder(tmp_path_factory) -> Path:
     pytest.importorskip("transformers")
-    from tests.tokenizers.build import hf_folder as build
+    from tests.tokenizer.build import hf_folder as build
 
     return build(tmp_path_factory.mktemp("hf"))
 
@@ -525,7 +525,7 @@ BOUNDED = {
 }
 """Hostile datasets that cost a crash, gigabytes or minutes before issue 27, and the exit codes they may end in. (The
 decoding cap, the store timeouts and the tokenizer bounds have tables of their own: tests/datasets/test_hostile_audio.py,
-test_uri_hostile.py, tests/tokenizers/test_chat_template_bounds.py and test_hostile_inputs.py.)"""
+test_uri_hostile.py, tests/tokenizer/test_chat_template_bounds.py and test_hostile_inputs.py.)"""
 
 
 @pytest.mark.parametrize("name", list(BOUNDED))

@@ -4,7 +4,7 @@
     python examples/tokenizer/make_example.py            # rewrite the files below
     python examples/tokenizer/make_example.py --check    # regenerate in a temporary folder and compare, byte for byte
 
-Written, with the test suite's tokenizer builders (tests/tokenizers/build.py,
+Written, with the test suite's tokenizer builders (tests/tokenizer/build.py,
 trained on the docstrings of standard-library modules, so the same Python
 gives the same bytes):
 
@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.tokenizers import build  # noqa: E402  (the test suite's tokenizer builders)
+from tests.tokenizer import build  # noqa: E402  (the test suite's tokenizer builders)
 
 FAULTY = (
     (12, "Die Straße führt über den Fluß."),

@@ -1,7 +1,7 @@
 """Rule cases as data for ``trainproof tokenizer``: for every TP-TOK rule, a tokenizer and a text where it fires and
 a pairing where it must not.
 
-Tokenizers are real ones trained in the test session (tests/tokenizers/build.py); a case names one by builder and
+Tokenizers are real ones trained in the test session (tests/tokenizer/build.py); a case names one by builder and
 options, or breaks a copy of one. The text is held-out English (``CLEAN``) with a fault added at a known line.
 """
 
@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.tokenizers import build
-from tests.tokenizers.test_rules import BASE64, CLEAN, CYRILLIC, NUMBERS
+from tests.tokenizer import build
+from tests.tokenizer.test_rules import BASE64, CLEAN, CYRILLIC, NUMBERS
 
 Built = Callable[..., Path]
-"""``built(name, **options)``: a session-trained tokenizer (tests/tokenizers/conftest.py)."""
+"""``built(name, **options)``: a session-trained tokenizer (tests/tokenizer/conftest.py)."""
 
 
 def trained(name: str, **options: object) -> Callable[[Built, Path], Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.checks.cases_tokenizer import CASES, TokenizerCase
-from tests.tokenizers import conftest as tokenizer_fixtures
+from tests.tokenizer import conftest as tokenizer_fixtures
 from trainproof.commands import judge
 
 pytest.importorskip("sentencepiece")

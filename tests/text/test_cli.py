@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.text.test_reader import assistant, jsonl, user
-from tests.tokenizers import conftest as tokenizer_fixtures
+from tests.tokenizer import conftest as tokenizer_fixtures
 from trainproof.cli import main
 from trainproof.text import reader
 
-built = tokenizer_fixtures.built  # the session's tokenizers, trained once at their first request (tests/tokenizers)
+built = tokenizer_fixtures.built  # the session's tokenizers, trained once at their first request (tests/tokenizer)
 
 MiB = 1024 * 1024
 SENTENCE = "Return the value of the argument. "
@@ -403,7 +403,7 @@ def test_the_job_summary_may_not_be_the_tokenizer(capsys, tmp_path, built, monke
 
 
 def test_a_tokenizer_that_panics_is_one_line_and_exit_2(capfd, tmp_path):
-    from tests.tokenizers.test_panics import PANICS_ON_LOADING
+    from tests.tokenizer.test_panics import PANICS_ON_LOADING
 
     tokenizer = tmp_path / "tok.json"
     tokenizer.write_text(json.dumps(PANICS_ON_LOADING), encoding="utf-8")

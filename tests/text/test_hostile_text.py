@@ -15,12 +15,12 @@ import pytest
 from tests.text import findings_of, judged, lines_of
 from tests.text.test_cli import one_error_line, run
 from tests.text.test_reader import assistant, jsonl, user
-from tests.tokenizers import conftest as tokenizer_fixtures
-from tests.tokenizers.test_hostile_inputs import CHAT_ROW, HANG_TIMEOUT_S, SECRET, SOURCE
+from tests.tokenizer import conftest as tokenizer_fixtures
+from tests.tokenizer.test_hostile_inputs import CHAT_ROW, HANG_TIMEOUT_S, SECRET, SOURCE
 from trainproof.report import Skipped, Verdict
 from trainproof.tokenizer.load import load_tokenizer
 
-built = tokenizer_fixtures.built  # the session's tokenizers, trained once at their first request (tests/tokenizers)
+built = tokenizer_fixtures.built  # the session's tokenizers, trained once at their first request (tests/tokenizer)
 
 SENTENCE = "Return the value of the argument. "
 LENGTH_RULES = ("TP-TEXT-TRUNCATED-TARGET", "TP-TEXT-TOO-LONG")

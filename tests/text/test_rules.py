@@ -18,8 +18,8 @@ import pytest
 
 from tests.text import cites_a_number, findings_of, judged, lines_of
 from tests.text.test_reader import assistant, jsonl, user
-from tests.tokenizers import build
-from tests.tokenizers import conftest as tokenizer_fixtures
+from tests.tokenizer import build
+from tests.tokenizer import conftest as tokenizer_fixtures
 from trainproof.checks.text import TEXT_RULES
 from trainproof.commands import judge
 from trainproof.commands.text import measure
@@ -30,7 +30,7 @@ from trainproof.text.model import PROBLEM_KINDS
 from trainproof.text.reader import read_text_dataset
 from trainproof.tokenizer.load import load_tokenizer
 
-built = tokenizer_fixtures.built  # the session's tokenizers, trained once at their first request (tests/tokenizers)
+built = tokenizer_fixtures.built  # the session's tokenizers, trained once at their first request (tests/tokenizer)
 
 FAIL, WARN = Level.FAIL, Level.WARN
 LEVELS = {
@@ -687,7 +687,7 @@ def test_instruction_rows_prompt_with_instruction_and_input(tmp_path, tokenizers
 
 
 def zephyr(turns: list[dict]) -> str:
-    """tests/tokenizers/build.CHAT_TEMPLATE, written out by hand: a role line, the content, eos closing each turn."""
+    """tests/tokenizer/build.CHAT_TEMPLATE, written out by hand: a role line, the content, eos closing each turn."""
     return "".join(f"<|{turn['role']}|>\n{turn['content']}</s>\n" for turn in turns)
 
 

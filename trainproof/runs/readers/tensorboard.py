@@ -29,7 +29,7 @@ records are found and checked in bulk with numpy
 (:mod:`trainproof.runs.readers.tfrecord`, which reads the file) and decoded in bulk
 too (:func:`_group`), and a record the bulk path cannot vouch for goes through
 the plain decoder (:func:`_event`), which every record's numbers agree with
-either way (tests/readers/test_tensorboard_real.py).
+either way (tests/runs/readers/test_tensorboard_real.py).
 """
 
 from __future__ import annotations

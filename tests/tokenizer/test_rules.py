@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tokenizers import build
+from tests.tokenizer import build
 from trainproof.cli import main
 from trainproof.commands import judge
 from trainproof.report import Level, Subject
@@ -690,7 +690,7 @@ def _panics(tmp_path: Path, spec: dict) -> Path:
 
 
 def test_a_tokenizer_that_panics_while_loading_is_one_line_and_exit_2(tmp_path, clean_text, capfd):
-    from tests.tokenizers.test_panics import PANICS_ON_LOADING
+    from tests.tokenizer.test_panics import PANICS_ON_LOADING
 
     path = _panics(tmp_path, PANICS_ON_LOADING)
     code = main(["tokenizer", str(path), str(clean_text)])
@@ -702,7 +702,7 @@ def test_a_tokenizer_that_panics_while_loading_is_one_line_and_exit_2(tmp_path, 
 
 def test_a_tokenizer_that_panics_while_judging_is_one_line_and_exit_2(tmp_path, capfd):
     """Its decoder panics on a token of spaces alone, which the round-trip rule decodes."""
-    from tests.tokenizers.test_panics import PANICS_ON_DECODING
+    from tests.tokenizer.test_panics import PANICS_ON_DECODING
 
     path = _panics(tmp_path, PANICS_ON_DECODING)
     code = main(["tokenizer", str(path), str(write_text(tmp_path / "t.txt", ["a b", "b a"]))])

@@ -47,7 +47,7 @@ def test_a_file_named_like_the_tokenizer_option_never_chooses_the_tokenizer(tmp_
     without `--`. Before, the folder was loaded and every row measured with it (32 tokens per row)."""
     pytest.importorskip("tokenizers")
     pytest.importorskip("transformers")
-    from tests.tokenizers.build import hf_folder
+    from tests.tokenizer.build import hf_folder
 
     monkeypatch.chdir(tmp_path)
     hf_folder(tmp_path / "chat.jsonl")

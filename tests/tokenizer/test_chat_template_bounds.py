@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.tokenizers import build
-from tests.tokenizers.test_hostile_inputs import one_error_line, trainproof_cli
+from tests.tokenizer import build
+from tests.tokenizer.test_hostile_inputs import one_error_line, trainproof_cli
 from trainproof.tokenizer.batches import Failed
 from trainproof.tokenizer.load import load_tokenizer
 

@@ -67,7 +67,7 @@ def english_lines() -> tuple[str, ...]:
 
 
 def docstring_lines() -> tuple[str, ...]:
-    """The English lines as this Python's docstrings give them (``python -m tests.tokenizers.build`` rewrites ENGLISH).
+    """The English lines as this Python's docstrings give them (``python -m tests.tokenizer.build`` rewrites ENGLISH).
 
     From each module of MODULES, in order: its docstring, then those of its
     own classes and functions by name, and the methods of those classes by

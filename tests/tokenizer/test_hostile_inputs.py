@@ -1,7 +1,7 @@
 """``trainproof tokenizer`` on what a hostile pull request can commit (issue 27): a text linked to a credentials file,
 a tokenizer folder whose files are FIFOs, links to devices or oversized, a sentencepiece model with a byte flipped.
 
-Real tokenizers trained here (tests/tokenizers/build.py), real links and FIFOs. What could hang or fill memory runs
+Real tokenizers trained here (tests/tokenizer/build.py), real links and FIFOs. What could hang or fill memory runs
 in a subprocess with a generous timeout and an address-space limit, so that the code before the fix (which hangs,
 or reads ``/dev/zero`` until MemoryError) fails the test instead of the machine.
 """
@@ -19,7 +19,7 @@ import pytest
 
 import trainproof
 from tests.text.test_cli import one_error_line, run
-from tests.tokenizers import build
+from tests.tokenizer import build
 from trainproof.io.errors import InputError
 from trainproof.tokenizer.load import load_tokenizer
 

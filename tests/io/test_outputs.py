@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from tests.helpers import REPO
-from tests.test_cli import assert_one_error_line, run_cli
+from tests.cli.test_cli import assert_one_error_line, run_cli
 
 GALLERY = REPO / "examples" / "gallery"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import decaying, hf_entries, noisy, pb_field, tf_record, write_hf_state
-from tests.test_cli import run_cli
+from tests.cli.test_cli import run_cli
 from trainproof.io.safe import replace_hidden, visible
 
 INJECTION = "\n::error file=README.md,line=1::INJECTED\n"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
-from tests.tokenizers import build
-from tests.tokenizers.build import BOS, EOS, PAD, UNK
+from tests.tokenizer import build
+from tests.tokenizer.build import BOS, EOS, PAD, UNK
 from trainproof.io.errors import InputError, MissingDependencyError
 from trainproof.tokenizer.load import SentencePieceTokenizer, Specials, Tokenizer, load_tokenizer
 

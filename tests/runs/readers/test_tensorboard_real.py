@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import pb_field, tf_record
-from tests.test_cli import run_cli
+from tests.cli.test_cli import run_cli
 from trainproof.io.errors import InputError
 from trainproof.runs.readers import read_run, tensorboard, tfrecord
 from trainproof.runs.readers.names import Names

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tokenizers import build
+from tests.tokenizer import build
 
 BUILDERS: dict[str, tuple[Callable[..., Path], tuple[str, ...]]] = {
     "sentencepiece": (build.sentencepiece_model, ("sentencepiece",)),

@@ -1,0 +1,1 @@
+"""Tests of the command line (trainproof.cli): arguments, exit codes, the process."""

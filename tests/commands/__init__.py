@@ -1,0 +1,1 @@
+"""Tests of the commands (trainproof.commands): watch, live judging, folders of runs, a new command end to end."""
