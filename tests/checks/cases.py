@@ -15,7 +15,7 @@ import numpy as np
 from tests.helpers import decaying, make_run, noisy
 from trainproof.commands import judge
 from trainproof.config import DEFAULT_SETTINGS, parse
-from trainproof.report import Report
+from trainproof.report import Report, Subject
 from trainproof.runs.model import Checkpoint, Run
 
 
@@ -276,3 +276,19 @@ def report_of(case: Case) -> Report:
         return judge("watch", [built], settings, **case.watch)
     return judge("epoch", [built], settings)
 
+
+def check_case(subject: Subject, rule_id: str, fires: bool, level: str | None) -> None:
+    """A rule case's verdict on its subject: where it fires, a finding of the rule (at ``level`` when given) citing
+    numbers, and the rule among those that ran; where it must not, no finding of the rule."""
+    hits = [f for f in subject.findings if f.rule_id == rule_id]
+    if fires:
+        assert hits, f"{rule_id} did not fire; findings: {[f.rule_id for f in subject.findings]}; skipped: {subject.skipped}"
+        assert rule_id in subject.ran
+        if level is not None:
+            assert {f.level.name for f in hits} == {level}
+        for finding in hits:
+            assert finding.message
+            assert finding.evidence
+            assert any(ch.isdigit() for ch in finding.evidence), "evidence must cite numbers"
+    else:
+        assert not hits, f"{rule_id} fired: {hits[0].message}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.tokenizer import build
-from tests.tokenizer.test_rules import BASE64, CLEAN, CYRILLIC, NUMBERS
+from tests.tokenizer.build import BASE64, CLEAN, CYRILLIC, NUMBERS
 
 Built = Callable[..., Path]
 """``built(name, **options)``: a session-trained tokenizer (tests/tokenizer/conftest.py)."""
@@ -33,15 +33,7 @@ def without_decoder(built: Built, folder: Path) -> Path:
 
 
 def without_eos(built: Built, folder: Path) -> Path:
-    import sentencepiece
-
-    model = folder / "noeos.model"
-    with model.open("wb") as handle:
-        sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=iter(build.training_lines()), model_writer=handle, vocab_size=600, eos_id=-1, bos_id=-1,
-            pad_id=-1, unk_id=0, character_coverage=1.0, num_threads=1, minloglevel=2,
-        )  # fmt: skip
-    return model
+    return build.model_without_eos(folder)
 
 
 def lines(*text: str) -> Callable[[Built, Path, Path], Path]:

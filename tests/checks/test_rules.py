@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.checks.cases import CASES, Case, report_of
+from tests.checks.cases import CASES, Case, check_case, report_of
 from trainproof.checks.registry import all_rules
 from trainproof.report import Subject
 
@@ -17,19 +17,7 @@ def judge(case: Case) -> Subject:
 
 @pytest.mark.parametrize(("rule_id", "case"), PARAMS)
 def test_rule_case(rule_id: str, case: Case) -> None:
-    subject = judge(case)
-    hits = [f for f in subject.findings if f.rule_id == rule_id]
-    if case.fires:
-        assert hits, f"{rule_id} did not fire; findings: {[f.rule_id for f in subject.findings]}; skipped: {subject.skipped}"
-        assert rule_id in subject.ran
-        if case.level is not None:
-            assert {f.level.name for f in hits} == {case.level}
-        for finding in hits:
-            assert finding.message
-            assert finding.evidence
-            assert any(ch.isdigit() for ch in finding.evidence), "evidence must cite numbers"
-    else:
-        assert not hits, f"{rule_id} fired: {hits[0].message}"
+    check_case(judge(case), rule_id, case.fires, case.level)
 
 
 def both_ways() -> dict[str, list[bool]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.checks.cases import check_case
 from tests.checks.cases_tokenizer import CASES, TokenizerCase
 from tests.tokenizer import conftest as tokenizer_fixtures
 from trainproof.commands import judge
@@ -21,14 +22,4 @@ def test_tokenizer_rule_case(built, tmp_path, rule_id: str, case: TokenizerCase)
     tokenizer = case.tokenizer(built, tmp_path)
     text = case.text(built, tokenizer, tmp_path)
     subject = judge("tokenizer", [str(text)], tokenizer=str(tokenizer), progress=False, **case.options).subjects[0]
-    hits = [f for f in subject.findings if f.rule_id == rule_id]
-    if case.fires:
-        assert hits, f"{rule_id} did not fire; findings: {[f.rule_id for f in subject.findings]}; skipped: {subject.skipped}"
-        assert rule_id in subject.ran
-        if case.level is not None:
-            assert {f.level.name for f in hits} == {case.level}
-        for finding in hits:
-            assert finding.message
-            assert any(ch.isdigit() for ch in finding.evidence), "evidence must cite numbers"
-    else:
-        assert not hits, f"{rule_id} fired: {hits[0].message}"
+    check_case(subject, rule_id, case.fires, case.level)

@@ -254,3 +254,24 @@ def hf_folder(folder: str | Path, *, chat_template: bool = True, pad_is_eos: boo
 
 if __name__ == "__main__":
     ENGLISH.write_text("\n".join(docstring_lines()) + "\n", encoding="ascii")
+
+
+CLEAN = english_lines()[::80][:40]
+"""Forty English lines: what every clean pairing is judged on (tests/tokenizer/test_rules.py, tests/checks)."""
+
+CYRILLIC = "Съешь же ещё этих мягких французских булок да выпей чаю"
+BASE64 = "aGVsbG8gd29ybGQgdGhpcyBpcyBiYXNlNjQgdGV4dCB0aGF0IG5vYm9keSByZWFkcw=="
+NUMBERS = ("In 1984 the list had 1066 entries and 2024 names.", "Pay 4567 or 8812 now, 31 or 77 later.", "The 1950 edition sold 3910 copies.")
+
+
+def model_without_eos(folder: Path) -> Path:
+    """A sentencepiece model trained with no eos, bos or pad piece."""
+    import sentencepiece
+
+    model = folder / "noeos.model"
+    with model.open("wb") as handle:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(training_lines()), model_writer=handle, vocab_size=600, eos_id=-1, bos_id=-1,
+            pad_id=-1, unk_id=0, character_coverage=1.0, num_threads=1, minloglevel=2,
+        )  # fmt: skip
+    return model

@@ -20,12 +20,7 @@ from trainproof.report import Level, Subject
 pytest.importorskip("sentencepiece")
 pytest.importorskip("tokenizers")
 
-CLEAN = build.english_lines()[::80][:40]
-"""Forty English lines: what every clean pairing is judged on."""
-
-CYRILLIC = "Съешь же ещё этих мягких французских булок да выпей чаю"
-BASE64 = "aGVsbG8gd29ybGQgdGhpcyBpcyBiYXNlNjQgdGV4dCB0aGF0IG5vYm9keSByZWFkcw=="
-NUMBERS = ("In 1984 the list had 1066 entries and 2024 names.", "Pay 4567 or 8812 now, 31 or 77 later.", "The 1950 edition sold 3910 copies.")
+CLEAN, CYRILLIC, BASE64, NUMBERS = build.CLEAN, build.CYRILLIC, build.BASE64, build.NUMBERS
 
 
 def write_text(path: Path, lines) -> Path:
@@ -547,14 +542,7 @@ def test_two_numbers_of_a_length_split_two_ways_are_no_pattern(built, tmp_path):
 
 
 def test_a_tokenizer_without_eos_is_a_warn(tmp_path, clean_text):
-    import sentencepiece
-
-    model = tmp_path / "noeos.model"
-    with model.open("wb") as handle:
-        sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=iter(build.training_lines()), model_writer=handle, vocab_size=600, eos_id=-1, bos_id=-1,
-            pad_id=-1, unk_id=0, character_coverage=1.0, num_threads=1, minloglevel=2,
-        )  # fmt: skip
+    model = build.model_without_eos(tmp_path)
     found = hits(judged(model, clean_text), "TP-TOK-NO-EOS")
     assert len(found) == 1
     assert found[0].file == str(model)
