@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 PUBLIC = CORPUS / "public"
 DATASETS = PUBLIC / "datasets"
+DATASETS_IN_TEST_DATA = ("speech_faulty",)
+"""The folders of tests/data that are speech datasets (the data goldens'), not training runs."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ def _epoch_cases() -> Iterator[Case]:
         yield Case(str(log.relative_to(CORPUS.parent)), "epoch", (str(log),))
     for run in sorted((ROOT / "examples" / "gallery").glob("*/seed*")):
         yield Case(str(run.relative_to(ROOT)), "epoch", (str(run),))
-    for run in sorted(p for p in (ROOT / "tests" / "data").iterdir() if p.is_dir()):
+    for run in sorted(p for p in (ROOT / "tests" / "data").iterdir() if p.is_dir() and p.name not in DATASETS_IN_TEST_DATA):
         yield Case(str(run.relative_to(ROOT)), "epoch", (str(run),))
 
 
@@ -89,6 +91,8 @@ def _data_cases() -> Iterator[Case]:
     for folder in sorted(p for p in (PUBLIC / "speech").iterdir() if p.is_dir()) if (PUBLIC / "speech").is_dir() else ():
         yield Case(str(folder.relative_to(CORPUS.parent)), "data", (str(folder),))
     yield Case("examples/speech/ljspeech_tiny", "data", (str(ROOT / "examples" / "speech" / "ljspeech_tiny"),))  # faulty on purpose
+    for name in DATASETS_IN_TEST_DATA:
+        yield Case(f"tests/data/{name}", "data", (str(ROOT / "tests" / "data" / name),))  # faulty on purpose
 
 
 _CLEAN_TEXT = {"atilsamancioglu__FineTuningTR__training_set.jsonl", "Singh-Aman08__nlp-information-extraction__LoRA_training_set.jsonl"}
