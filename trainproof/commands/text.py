@@ -61,6 +61,22 @@ def _marked(turns: list[dict], first: int) -> list[dict]:
     return [*turns[:first], {**turns[first], "content": ANSWER_MARK}, *turns[first + 1 :]]
 
 
+class _Conversations(Sequence[list[dict]]):
+    """The turns of the rows at ``indices``, each made as the template is about to render it (a list of them all would
+    keep four dicts a row alive for the garbage collector to walk); with ``first``, the first answer is ANSWER_MARK."""
+
+    def __init__(self, rows: Sequence[Any], indices: list[int], first: Mapping[int, int] | None = None) -> None:
+        self.rows, self.indices, self.first = rows, indices, first
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, k: Any) -> Any:
+        i = self.indices[k]
+        turns = _turns(self.rows[i])
+        return turns if self.first is None else _marked(turns, self.first[i])
+
+
 def _before_answer(rendered: str, marked: str | None) -> int | None:
     """Where the first assistant turn's content starts in the rendered conversation (its role header stays before it,
     masked as a trainer masks it): where ANSWER_MARK is in the conversation rendered with it as that content, the two
@@ -99,12 +115,12 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
 
     rows = dataset.rows
     chats = [i for i, row in enumerate(rows) if row.is_chat] if tokenizer.chat_template is not None else []
-    results = _rendered(tokenizer, rows, chats, [_turns(rows[i]) for i in chats])
+    results = _rendered(tokenizer, rows, chats, _Conversations(rows, chats))
     refused = {i: got.reason for i, got in results.items() if isinstance(got, Failed)}
     rendered = {i: got for i, got in results.items() if isinstance(got, str)}
     first = {i: _first_answer(rows[i]) for i in rendered}
     answered = [i for i, k in first.items() if k < len(rows[i].messages)]
-    marked = _rendered(tokenizer, rows, answered, [_marked(_turns(rows[i]), first[i]) for i in answered])
+    marked = _rendered(tokenizer, rows, answered, _Conversations(rows, answered, first))
     cuts = {i: _before_answer(text, _text(marked.get(i))) if i in marked else len(text) for i, text in rendered.items()}
     whole = [i for i, cut in cuts.items() if cut is not None]
     apart = [i for i in range(len(rows)) if cuts.get(i) is None and i not in refused]
@@ -138,7 +154,7 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
     return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())), tuple(sorted(refused.items())), templated)
 
 
-def _rendered(tokenizer: Any, rows: Sequence[Any], indices: list[int], conversations: list[list[dict]]) -> dict[int, Any]:
+def _rendered(tokenizer: Any, rows: Sequence[Any], indices: list[int], conversations: Sequence[list[dict]]) -> dict[int, Any]:
     """Row index -> its conversation rendered (a text, or Failed where the template refuses it); a template stopped
     past a bound is an InputError about the tokenizer, naming the line it was rendering."""
     from trainproof.io.errors import InputError

@@ -51,6 +51,7 @@ from typing import BinaryIO, NamedTuple
 from trainproof.io import figures
 from trainproof.io.access import ReadPolicy
 from trainproof.io.bounded import BLOCK_BYTES, mostly_binary, open_log, read_block, size_text
+from trainproof.io.collector import collector_paused
 from trainproof.io.errors import InputError
 from trainproof.io.safe import quoted
 from trainproof.text.model import ROLES, SHAPES, SYSTEM_ROLES, Message, Row, RowProblem, TextDataset
@@ -130,7 +131,7 @@ def read_text_dataset(path: str | os.PathLike[str], follow_links: bool = False) 
     if refusal is not None:
         raise InputError(given, refusal)
     reader = _Reader(given)
-    with open_log(Path(given), pipe=True) as handle:
+    with open_log(Path(given), pipe=True) as handle, collector_paused():  # rows: many small objects in no cycle
         head = read_block(handle, HEAD_BYTES, given)
         _check_head(given, head)
         if head.startswith(_UTF8_BOM):

@@ -248,12 +248,18 @@ def reference_environment(tokenizer: Any) -> Any:
 def _bounded(reference: Any, budget: _Budget) -> Any:
     """An overlay of ``reference`` (its options and extensions; its filters and globals copied, never changed) whose
     growing operators, calls, filters and namespaces keep within ``budget``."""
+    from jinja2.sandbox import SandboxedEnvironment
+
     env = reference.overlay()
     env.intercepted_binops = reference.intercepted_binops | _GROWING_BINOPS  # read while compiling
     base_binop, base_call = env.call_binop, env.call
+    plain_add = type(reference).call_binop is SandboxedEnvironment.call_binop  # "+" of two strings is only that
 
     def call_binop(context: Any, operator: str, left: Any, right: Any) -> Any:
         budget.tick()
+        if plain_add and operator == "+" and type(left) is str and type(right) is str:  # most of a chat template's work
+            budget.within(len(left) + len(right))
+            return left + right
         _before_binop(budget, operator, left, right)
         return budget.fits(base_binop(context, operator, left, right))
 
