@@ -38,6 +38,8 @@ FIRES: dict[str, tuple[str, str, int]] = {
     "TP-DATA-UNNORMALIZED": ("unnormalized", "nemo", 12),
     "TP-DATA-CHARACTERS": ("invisible_char", "nemo", 12),
     "TP-DATA-DUPLICATE-TEXT": ("duplicate_transcript", "nemo", 12),
+    "TP-DATA-SPLIT-LEAK-AUDIO": ("split_leak_audio", "parquet", 12),
+    "TP-DATA-SPLIT-LEAK-TEXT": ("split_leak_text", "parquet", 12),
 }
 
 EMPTY_MANIFEST = "header_only"

@@ -413,6 +413,7 @@ class Clip:
     raw: str | None = None
     source: str = "voiced"
     voice: str | float | None = None
+    split: str = "train"
 
 
 class Loc(NamedTuple):
@@ -567,7 +568,33 @@ def folder(root: Path | str, clips: Sequence[Clip], *, structure: Structure = St
     return root, _index(_folder(root, clips, structure), clips)
 
 
-LAYOUTS = ("ljspeech", "nemo", "csv", "kaldi", "folder")
+def _parquet(root: Path, clips: Sequence[Clip]) -> list[Loc]:
+    """The Hub's layout, written by ``datasets``: one shard a split, ``data/<split>-00000-of-00001.parquet``, each row's
+    audio an ``Audio`` feature holding the file's bytes and its name (as ``push_to_hub`` embeds it; a missing file
+    stays a path), with ``text``, ``speaker`` and ``id`` columns."""
+    from datasets import Audio, Dataset, Features, Value
+
+    features = Features({"audio": Audio(), "text": Value("string"), "speaker": Value("string"), "id": Value("string")})
+    locs: dict[int, Loc] = {}
+    for split in dict.fromkeys(clip.split for clip in clips):
+        shard = root / "data" / f"{split}-00000-of-00001.parquet"
+        shard.parent.mkdir(parents=True, exist_ok=True)
+        rows: dict[str, list] = {"audio": [], "text": [], "speaker": [], "id": []}
+        for position, clip in enumerate(clips):
+            if clip.split != split:
+                continue
+            held = clip.audio.read_bytes() if clip.audio.is_file() else None
+            rows["audio"].append({"bytes": held, "path": clip.audio.name if held is not None else str(clip.audio)})
+            rows["text"].append(clip.text)
+            rows["speaker"].append(clip.speaker)
+            rows["id"].append(clip.id)
+            locs[position] = Loc(len(rows["id"]), clip.audio, shard)
+        plain = Features({"audio": {"bytes": Value("binary"), "path": Value("string")}, **{k: v for k, v in features.items() if k != "audio"}})
+        Dataset.from_dict(rows, features=plain).cast(features).to_parquet(str(shard), batch_size=100)  # cast: the storage kept, nothing encoded
+    return [locs[i] for i in range(len(clips))]
+
+
+LAYOUTS = ("ljspeech", "nemo", "csv", "kaldi", "folder", "parquet")
 
 
 @dataclass
@@ -598,11 +625,13 @@ class Corpus:
             "csv": self.root / "manifest.csv",
             "kaldi": self.root / "data" / "train",
             "folder": self.audio_dir,
+            "parquet": self.root,
         }[self.layout]
 
     @property
     def manifest(self) -> Path:
-        return {"ljspeech": self.root / "metadata.csv", "kaldi": self.path / "text"}.get(self.layout, self.path)
+        shard = self.root / "data" / "train-00000-of-00001.parquet"
+        return {"ljspeech": self.root / "metadata.csv", "kaldi": self.path / "text", "parquet": shard}.get(self.layout, self.path)
 
     def write(self) -> Corpus:
         if self.layout == "ljspeech":
@@ -613,6 +642,12 @@ class Corpus:
             self.locs = _csv(self.path, self.clips, self.duration_column, self.structure)
         elif self.layout == "kaldi":
             self.locs = _kaldi(self.path, self.clips, structure=self.structure)
+        elif self.layout == "parquet":
+            if self.structure != Structure():
+                raise NotApplicableFault("a Parquet shard has no lines to damage")
+            for stale in self.root.glob("data/*.parquet"):
+                stale.unlink()
+            self.locs = _parquet(self.root, self.clips)
         else:
             if self.structure != Structure():
                 raise NotApplicableFault("a folder of .txt files has no manifest to damage")
@@ -679,7 +714,7 @@ def clean_corpus(
     rng = np.random.default_rng(seed)
     espeak = has_espeak() if espeak is None else espeak
     root = Path(tmp) / layout
-    audio_dir = {"ljspeech": root / "wavs", "kaldi": root / "audio", "folder": root}.get(layout, root / "audio")
+    audio_dir = {"ljspeech": root / "wavs", "kaldi": root / "audio", "folder": root}.get(layout, root / "audio")  # parquet: embedded from audio/
     speakers = [s for s in SPEAKERS if espeak or s[1] == "voiced"]
     taken: set[str] = set()
     clips: list[Clip] = []
@@ -705,7 +740,8 @@ def clean_corpus(
             text = text_for(seconds - 0.2, rng, per_s, taken)
             voiced_clip(audio, seconds, rate, text, float(voice), seed=seed * 1000 + i)
         taken.add(text)
-        clips.append(Clip(id, audio, text, speaker, duration_of(audio), source=source, voice=voice))
+        split = "test" if layout == "parquet" and i % 4 == 3 else "train"  # the Hub's layout: a train and a test split
+        clips.append(Clip(id, audio, text, speaker, duration_of(audio), source=source, voice=voice, split=split))
     return Corpus(layout, root, audio_dir, rate, suffix, clips, duration_column=duration_column).write()
 
 
@@ -1136,6 +1172,29 @@ def duplicate_id(corpus: Corpus, id: str | None = None) -> Fault:
     return _fault(corpus, "duplicate_id", original, position=position, also=(corpus.loc(original.id),))
 
 
+def split_leak_audio(corpus: Corpus, id: str | None = None) -> Fault:
+    """A train clip's audio listed again, under a new id, in the test split (one recording in both)."""
+    if corpus.layout != "parquet":
+        raise NotApplicableFault("only the Hub's Parquet layout has splits")
+    original = _pick(corpus, id, exclude=[c.id for c in corpus.clips if c.split != "train"])
+    new = replace(original, id=f"{original.id}_leaked", split="test")
+    corpus.clips.append(new)
+    corpus.write()
+    return _fault(corpus, "split_leak_audio", new, position=len(corpus.clips) - 1, also=(corpus.loc(original.id),))
+
+
+def split_leak_text(corpus: Corpus, id: str | None = None) -> Fault:
+    """A test clip given the transcript of a train clip of another speaker (a sentence in both splits, other audio)."""
+    if corpus.layout != "parquet":
+        raise NotApplicableFault("only the Hub's Parquet layout has splits")
+    clip = _pick(corpus, id, exclude=[c.id for c in corpus.clips if c.split != "test"])
+    others = [c.id for c in corpus.clips if c.split != "train" or c.speaker == clip.speaker]
+    source = _closest_letters(corpus, letters(clip.text), exclude=others)
+    clip.text = source.text
+    corpus.write()
+    return _fault(corpus, "split_leak_text", clip, also=(corpus.loc(source.id),))
+
+
 FAULTS: dict[str, Callable[..., Fault]] = {
     "clipped": clipped,
     "padded_silence": padded_silence,
@@ -1169,5 +1228,7 @@ FAULTS: dict[str, Callable[..., Fault]] = {
     "crlf": crlf,
     "blank_line": blank_line,
     "duplicate_id": duplicate_id,
+    "split_leak_audio": split_leak_audio,
+    "split_leak_text": split_leak_text,
 }
 """Every injector by name: ``FAULTS[name](corpus) -> Fault``."""

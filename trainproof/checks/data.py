@@ -93,6 +93,8 @@ class DataContext:
             table = pd.DataFrame({name: pd.Series([], dtype=object) for name in [*of_entries, *of_records]})
         for name in ("claimed_s", "duration_s", "dc", "level_db", "lead_s", "trail_s", "first_db", "last_db"):
             table[name] = table[name].astype("float64")
+        splits = self.manifest.splits
+        table["split"] = pd.Series(splits if splits else [""] * len(table), index=table.index, dtype=object)
         # for comparing transcripts: case and runs of whitespace folded (a list comprehension: Series.map costs twice as much)
         texts = cast("Sequence[str | None]", entry_column(entries, "text"))
         table["folded"] = pd.Series([" ".join(text.casefold().split()) if text else "" for text in texts], index=table.index, dtype=object)
@@ -891,6 +893,59 @@ def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
     yield from _examples(ctx, found, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.said]}: {quoted(r.text)}.", f"line {r.line}: identical folded text"), total=count)
 
 
+ONE_SPLIT = "the dataset has one split"
+"""Why the rules about leaks between splits do not judge a dataset of one split."""
+
+
+def _leaks(ctx: DataContext, rows: pd.DataFrame, key: str) -> tuple[pd.DataFrame, int, dict[Any, str]]:
+    """The rows whose ``key`` an earlier row of another split has (see :func:`_repeats`), each group's first named with
+    its split."""
+    if ctx.table.empty:
+        raise NotApplicable(_no_clip(ctx))
+    if not ctx.manifest.splits:
+        raise NotApplicable(ONE_SPLIT)
+    found, count, firsts = _repeats(ctx, rows, key, differing=("split",), unlike_first="split")
+    return found, count, firsts
+
+
+def split_leak_audio(ctx: DataContext) -> Iterator[Hit]:
+    """The same audio is in two splits.
+
+    What it detects: clips of a dataset of several splits (train, validation, test) whose decoded samples are identical to a clip's of another split: each clip after the first with the audio, in a split that is not the first's.
+    Why it matters: a model is evaluated on audio it was trained on, so its validation or test figures are better than it is.
+    Fires on: one recording in both train-00000-of-00001.parquet and test-00000-of-00001.parquet.
+    Does not fire on: the same audio twice within one split (TP-DATA-DUPLICATE-AUDIO says so); different recordings of the same sentence in two splits (see TP-DATA-SPLIT-LEAK-TEXT). It does not run on a dataset of one split.
+    Does not mean: which split to take the clip out of.
+    """
+    decoded = _need_clips(ctx)
+    rows, count, firsts = _leaks(ctx, decoded, "hash")
+    yield from _examples(
+        ctx, rows, "clips have the audio of a clip of another split",
+        lambda r: (f"{_name(r)} ({r.split}) has the same audio as {firsts[r.hash]}, of another split.", f"identical decoded samples (hash {r.hash[:12]}) in two splits"),
+        total=count,
+    )  # fmt: skip
+
+
+def split_leak_text(ctx: DataContext) -> Iterator[Hit]:
+    """The same sentence is the transcript of clips in two splits.
+
+    What it detects: transcripts of a dataset of several splits that are identical (case and whitespace folded) to one of another split and long enough to be a sentence (at least DATA_DUPLICATE_MIN_WORDS different words and DATA_DUPLICATE_MIN_LETTERS letters and digits).
+    Why it matters: a TTS or ASR model evaluated on sentences it was trained on scores better than it will on new text; for a corpus read from one prompt list, it says the split was made by clip, not by sentence.
+    Fires on: "He was not an ill disposed young man." in a train shard and in a test shard, with different audio.
+    Does not fire on: a command word, a yes/no sequence or a short digit string said in both splits (a vocabulary); the same sentence twice within one split. It does not run on a dataset of one split, nor on an audio-only one.
+    Does not mean: the split is wrong for every purpose: corpora that read one prompt list with many speakers split by speaker on purpose.
+    """
+    _need_transcripts(ctx)
+    table = ctx.table
+    rows = table[_sentences_repeated(table["folded"], ctx.t)]
+    found, count, firsts = _leaks(ctx, rows, "folded")
+    yield from _examples(
+        ctx, found, "transcripts are those of a clip of another split",
+        lambda r: (f"{_name(r)} ({r.split}) has the same transcript as {firsts[r.folded]}, of another split: {quoted(r.text)}.", f"line {r.line}: identical folded text in two splits"),
+        total=count,
+    )  # fmt: skip
+
+
 HAN_LETTERS = 2
 """How many letters a Chinese character counts as towards DATA_DUPLICATE_MIN_LETTERS: one carries about a short word."""
 
@@ -972,6 +1027,8 @@ DATA_RULES = rules_of(
         ("TP-DATA-UNNORMALIZED", Level.WARN, unnormalized),
         ("TP-DATA-CHARACTERS", Level.WARN, odd_characters),
         ("TP-DATA-DUPLICATE-TEXT", Level.WARN, duplicate_text),
+        ("TP-DATA-SPLIT-LEAK-AUDIO", Level.FAIL, split_leak_audio),
+        ("TP-DATA-SPLIT-LEAK-TEXT", Level.WARN, split_leak_text),
     ),
 )
 """The data command's rules, in the order they run; registered by id in :mod:`trainproof.checks.registry`."""

@@ -60,6 +60,8 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
             ClipRef(audio, offset, duration if offset is not None else None)
             for audio, offset, duration in zip(*(entry_column(entries, name) for name in ("audio", "offset", "duration")))
         ]
+        if manifest.blobs:  # clips held inside shards
+            refs = [ref if blob is None else replace(ref, blob=blob) for ref, blob in zip(refs, manifest.blobs)]
     remote = [ref.audio for ref in refs if "://" in ref.audio and is_uri(ref.audio)]
     if remote:
         _require_uri_support()

@@ -229,6 +229,8 @@ def _failed(ref: ClipRef, kind: str, message: str, **fields: object) -> ClipReco
 
 def analyze(ref: ClipRef) -> ClipRecord:
     """The record of one clip (or segment of a file); never raises for a bad file (see the module doc)."""
+    if ref.blob is not None:
+        return _analyze_blob(ref)
     if is_uri(ref.audio):
         return _analyze_uri(ref)
     try:
@@ -242,6 +244,22 @@ def analyze(ref: ClipRef) -> ClipRecord:
     if not stat.S_ISREG(info.st_mode):
         return _not_a_file(ref, folder=stat.S_ISDIR(info.st_mode))
     return _decoded(ref, info.st_size)
+
+
+def _analyze_blob(ref: ClipRef) -> ClipRecord:
+    """A clip held inside another file (:mod:`trainproof.data.blobs`), decoded from memory."""
+    import io
+
+    from trainproof.data.blobs import read_bytes
+
+    assert ref.blob is not None
+    try:
+        data = read_bytes(ref.blob)
+    except OSError as exc:
+        return _failed(ref, "unreadable", f"cannot read it from {ref.blob.container}: {exc.strerror or exc}")
+    except MemoryError:
+        return _failed(ref, "unreadable", "out of memory while reading it", size=ref.blob.size)
+    return _decoded(ref, len(data), io.BytesIO(data))
 
 
 def _missing(ref: ClipRef) -> ClipRecord:

@@ -348,6 +348,9 @@ def _keys(refs: Sequence[ClipRef], cwd: str, policy: ReadPolicy | None = None) -
     remote: list[int] = []
     for i, ref in enumerate(refs):
         audio = ref.audio
+        if ref.blob is not None:  # held inside a shard: known by its bytes (see trainproof.data.model.Blob)
+            keys.append(make((f"{BLOB_KEY}{ref.blob.digest}", ref.blob.size, 0, ref.offset, ref.duration)))
+            continue
         if "://" in audio and is_uri(audio):
             remote.append(i)  # below
             keys.append(None)
@@ -380,6 +383,9 @@ def _keys(refs: Sequence[ClipRef], cwd: str, policy: ReadPolicy | None = None) -
                 keys[i] = stated if isinstance(stated, ClipRecord) else CacheKey(ref.audio, stated.size, stated.mtime_ns, ref.offset, ref.duration)
     return keys
 
+
+BLOB_KEY = "xxh3-128:"
+"""What the cache's path of a clip held inside a shard starts with, before its bytes' digest."""
 
 _FORMAT, _LINK = 0o170000, 0o120000
 """The file-type bits of ``st_mode`` and a symlink's (stat.S_IFMT and S_IFLNK: compared inline, a call less a clip)."""
@@ -515,10 +521,11 @@ def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, ana
     from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    workers = min(jobs, (len(todo) + chunk - 1) // chunk)
+    tasks = _tasks(refs, todo, chunk, jobs)
+    workers = min(jobs, len(tasks))
     window = workers * IN_FLIGHT
     position = 0
-    while position < len(todo):
+    while position < len(tasks):
         executor = _executor(workers, analyze)
         running: dict = {}
         broken: list[int] = []
@@ -526,9 +533,9 @@ def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, ana
             if position == 0:
                 _check_start(executor, workers)
             while True:
-                while position < len(todo) and len(running) < window and not broken:
-                    indices = todo[position : position + chunk]
-                    position += len(indices)
+                while position < len(tasks) and len(running) < window and not broken:
+                    indices = tasks[position]
+                    position += 1
                     try:
                         with _starting():
                             running[executor.submit(_analyze_chunk, [refs[i] for i in indices], analyze)] = indices
@@ -551,6 +558,38 @@ def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, ana
         executor.shutdown(wait=True)
         if broken:
             yield from _isolate(refs, sorted(broken), analyze)
+
+
+GROUP_TASK_MAX = 1024
+"""The most clips of one row group (or record batch) of a shard in one task; a larger group is split in one part per
+job, so no worker reads past more than one group's rows to reach its own."""
+
+
+def _tasks(refs: Sequence[ClipRef], todo: list[int], chunk: int, jobs: int) -> list[list[int]]:
+    """``todo`` cut into the workers' tasks: ``chunk`` clips of files each; the clips of one row group or batch of a
+    shard together, in order (:func:`trainproof.data.blobs.group_key`), so each is read once."""
+    from trainproof.data.blobs import group_key
+
+    tasks: list[list[int]] = []
+    run: list[int] = []
+    run_key: object = None
+    for i in todo:
+        key = group_key(refs[i].blob)
+        if run and (key != run_key or (key is None and len(run) >= chunk)):
+            tasks.extend(_split(run, run_key, jobs))
+            run = []
+        run.append(i)
+        run_key = key
+    if run:
+        tasks.extend(_split(run, run_key, jobs))
+    return tasks
+
+
+def _split(run: list[int], key: object, jobs: int) -> list[list[int]]:
+    if key is None or len(run) <= GROUP_TASK_MAX:
+        return [run]
+    size = -(-len(run) // jobs)
+    return [run[k : k + size] for k in range(0, len(run), size)]
 
 
 def _isolate(refs: Sequence[ClipRef], suspects: list[int], analyze: Analyze | None) -> Iterator[tuple[int, ClipRecord | Packed]]:

@@ -69,6 +69,7 @@ import os
 from pathlib import Path
 
 from trainproof.data.layouts.delimited import _read_csv
+from trainproof.data.layouts import hub
 from trainproof.data.layouts.folder import _read_folder
 from trainproof.data.layouts.kaldi import _read_kaldi
 from trainproof.data.layouts.ljspeech import _read_ljspeech
@@ -127,12 +128,18 @@ def read_manifest(
     elif layout == "kaldi":
         builder.garbage_check = False  # a data dir's entries are made once every file is read
         _read_kaldi(target, ctx, builder)
+    elif layout == "parquet":
+        hub.read_parquet(target, ctx, builder)
+    elif layout == "arrow":
+        hub.read_arrow(target, ctx, builder)
+    elif layout == "audiofolder":
+        hub.read_audiofolder(target, ctx, builder)
     else:
         _read_folder(target, ctx, builder)
     if ctx.audio_dir is not None and layout != "ljspeech":
         builder.notes.append(f"--audio-dir applies to LJSpeech ids only; this is a {layout} dataset, so it was not used")
     for option, value in (("--audio-column", ctx.audio_column), ("--text-column", ctx.text_column)):
-        if value is not None and layout not in ("csv", "nemo"):
+        if value is not None and layout not in ("csv", "nemo", "parquet", "arrow", "audiofolder"):
             builder.notes.append(f"{option} applies to CSV/TSV and JSONL manifests only; this is a {layout} dataset, so it was not used")
     return builder.build(given)
 
@@ -162,7 +169,7 @@ def read_policy(
     return ReadPolicy(tuple(named), follow_links)
 
 
-CWD_LAYOUTS = frozenset({"nemo", "csv", "kaldi"})
+CWD_LAYOUTS = frozenset({"nemo", "csv", "kaldi", "parquet", "arrow"})
 """The layouts whose relative paths resolve from the working directory, which is then one of a dataset's roots."""
 
 
@@ -170,11 +177,16 @@ def _detect(path: str) -> tuple[str, str]:
     """The layout of the dataset at an existing path, and the file (or folder) to read it from."""
     if os.path.isdir(path):
         metadata = os.path.join(path, "metadata.csv")
+        if hub.audiofolder_metadata(path):
+            return "audiofolder", path
         if _present(metadata):
             return "ljspeech", metadata
         if _present(os.path.join(path, "wav.scp")):
             return "kaldi", path
-        return "folder", path
+        return hub.detect(path) or ("folder", path)
+    found = hub.detect(path)
+    if found is not None:
+        return found
     name = os.path.basename(path)
     folder = os.path.dirname(path)
     if name in _KALDI_FILES or (name == "text" and _present(os.path.join(folder, "wav.scp"))):

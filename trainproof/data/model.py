@@ -133,7 +133,8 @@ class Manifest:
     """A dataset as its manifest describes it: the layout, the clips, and what is wrong with the manifest itself."""
 
     path: str
-    layout: str  # "ljspeech", "nemo", "csv", "kaldi", "folder" (audio_only says when a folder has no transcript), "librispeech"
+    layout: str  # "ljspeech", "nemo", "csv", "kaldi", "folder" (audio_only says when a folder has no transcript), "librispeech",
+    # "parquet", "arrow", "audiofolder"
     entries: Sequence[Entry]  # Entries, as the readers give them; a tuple of entries is taken too
     problems: tuple[Problem, ...] = ()
     notes: tuple[str, ...] = ()
@@ -149,15 +150,46 @@ class Manifest:
     audio_only: bool = False
     """A folder of audio with no transcript beside any clip (a vocoder's or codec's corpus, audio not yet transcribed):
     every clip is an entry without text, and the rules about transcripts do not apply."""
+    blobs: tuple[Blob | None, ...] = ()
+    """Each entry's bytes where they are held inside another file (a Parquet or Arrow row, a tar member), in entry
+    order; () when no clip is."""
+    splits: tuple[str, ...] = ()
+    """Each entry's split (``train``, ``validation``, ``test``...), in entry order, for a dataset of several splits;
+    () for one of a single split."""
+
+
+@dataclass(frozen=True)
+class Blob:
+    """Where a clip's bytes are held inside another file, and what they are: a row of a Parquet shard or of an Arrow
+    file (the Hugging Face ``Audio`` feature's ``{"bytes": ..., "path": ...}``), or a member of a tar shard.
+
+    ``kind`` is ``parquet``, ``arrow`` or ``tar``. ``container`` is the
+    shard's path; ``group`` the Parquet row group or the Arrow record batch
+    (0 for a tar); ``row`` the row within it, or a tar member's first byte;
+    ``column`` the audio column, or the tar member's name. ``size`` and
+    ``digest`` (xxh3-128 of the bytes, in hex) are what the cache keys the
+    clip's record by, so a shard rewritten around unchanged clips decodes only
+    the clips that changed.
+    """
+
+    kind: str
+    container: str
+    group: int
+    row: int
+    column: str
+    size: int
+    digest: str
 
 
 @dataclass(frozen=True)
 class ClipRef:
-    """What the per-clip analysis needs to find and cut one clip; small enough to ship to a worker on another machine."""
+    """What the per-clip analysis needs to find and cut one clip; small enough to ship to a worker on another machine.
+    ``blob``: where its bytes are when they are held inside another file (then ``audio`` only names the clip)."""
 
     audio: str
     offset: float | None = None
     duration: float | None = None
+    blob: Blob | None = None
 
 
 ERROR_KINDS = ("missing", "unreadable", "empty", "truncated", "too-long")

@@ -69,7 +69,9 @@ This is the only module that imports ray, and it is imported only for
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
+import json
 import logging
 import math
 import os
@@ -83,7 +85,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainproof.data import model
 from trainproof.data.engine import Analyze, Work, _inline, crashed
-from trainproof.data.model import ClipRef
+from trainproof.data.model import Blob, ClipRef
 from trainproof.io.errors import ClusterError, MissingDependencyError
 
 if TYPE_CHECKING:
@@ -341,15 +343,20 @@ def _run(ray: Any, work: Work, refs: Sequence[ClipRef], indices: list[int], per_
 
 
 def _references(refs: Sequence[ClipRef], indices: list[int]) -> Any:
-    """The clips' references as one Arrow table: index, path, offset, duration."""
+    """The clips' references as one Arrow table: index, path, offset, duration, and where the bytes of a clip held
+    inside a shard are (its :class:`~trainproof.data.model.Blob`'s fields as JSON; null for a file's)."""
+    import json
+
     import pyarrow as pa
 
+    blobs = [refs[i].blob for i in indices]
     return pa.table(
         {
             "i": pa.array(indices, pa.int64()),
             "audio": pa.array([refs[i].audio for i in indices], pa.string()),
             "offset": pa.array([refs[i].offset for i in indices], pa.float64()),
             "duration": pa.array([refs[i].duration for i in indices], pa.float64()),
+            "blob": pa.array([None if b is None else json.dumps(dataclasses.astuple(b)) for b in blobs], pa.string()),
         }
     )
 
@@ -412,8 +419,9 @@ def _task(batch: Any, analyze: Analyze | None) -> Any:
     from trainproof.data.records import try_pack
 
     indices, packs, texts, pickled = [], [], [], []
-    for i, audio, offset, duration in zip(*(batch.column(name).to_pylist() for name in ("i", "audio", "offset", "duration"))):
-        record = _inline(ClipRef(audio, offset, duration), analyze)
+    names = ("i", "audio", "offset", "duration", "blob")
+    for i, audio, offset, duration, blob in zip(*(batch.column(name).to_pylist() for name in names)):
+        record = _inline(ClipRef(audio, offset, duration, None if blob is None else Blob(*json.loads(blob))), analyze)
         packed = try_pack(record)
         indices.append(i)
         packs.append(packed[0] if packed else None)

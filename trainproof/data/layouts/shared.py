@@ -13,7 +13,7 @@ from pathlib import Path, PurePath
 from typing import cast
 
 from trainproof.data import uri
-from trainproof.data.model import Entries, Entry, Manifest, Problem
+from trainproof.data.model import Blob, Entries, Entry, Manifest, Problem
 from trainproof.data.uri import is_uri
 from trainproof.io import figures
 from trainproof.io.access import ReadPolicy
@@ -190,6 +190,8 @@ class _Builder:
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "audio", "text" -> the first set of candidates seen, the one read first
     found_root: str | None = None  # see Manifest.found_root
     audio_only: bool = False  # see Manifest.audio_only
+    blobs: dict[int, Blob] = field(default_factory=dict)  # entry index -> where its bytes are held (see Manifest.blobs)
+    splits: list[str] = field(default_factory=list)  # each entry's split, when the layout has splits (see Manifest.splits)
 
     def saw_names(self, names: Sequence[str], ctx: _Context) -> None:
         """The column (or key) names of a record, lower case: when several could be its audio path or its transcript
@@ -246,9 +248,11 @@ class _Builder:
                 notes.append(f"{count:,} lines are {kind}; the first {MAX_LINE_PROBLEMS:,} are listed")
         problems = sorted(self.problems, key=lambda p: (p.manifest, p.line if p.line is not None else 0))
         entries = Entries(self.entries) if self.columns is None else Entries(columns=self.columns)
+        blobs = tuple(self.blobs.get(i) for i in range(len(entries))) if self.blobs else ()
+        splits = tuple(self.splits) if len(set(self.splits)) > 1 else ()
         return Manifest(
             path=path, layout=self.layout, entries=entries, problems=tuple(problems), notes=tuple(notes), bases=self.bases,
-            found_root=self.found_root, audio_only=self.audio_only,
+            found_root=self.found_root, audio_only=self.audio_only, blobs=blobs, splits=splits,
         )  # fmt: skip
 
 
