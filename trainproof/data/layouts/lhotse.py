@@ -191,9 +191,10 @@ def _records(path: str, ctx: _Context, builder: _Builder, required: bool = True)
         gzipped = read_block(handle, 2, path) == GZIP_MAGIC
         handle.seek(0)
         stream = gzip.GzipFile(fileobj=handle, mode="rb") if gzipped else handle
+        read = stream.read1 if isinstance(stream, gzip.GzipFile) else stream.read  # read1: what was decompressed before an early end is kept
         while True:
             try:
-                block = stream.read(BLOCK_BYTES)
+                block = read(BLOCK_BYTES)
             except EOFError:
                 ended, block = "the gzip stream ends early", b""
             except (zlib.error, gzip.BadGzipFile) as exc:
