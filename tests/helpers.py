@@ -12,7 +12,8 @@ import numpy as np
 from trainproof.runs.model import Checkpoint, Run, Series
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS = next((up / "shared" / "corpus" for up in (REPO.parent, REPO.parent.parent) if (up / "shared" / "corpus").is_dir()), REPO.parent / "shared" / "corpus")
+"""The shared corpus beside the checkout (``/work/main``), or beside the folder of its worktrees (``/work/wt/<name>``)."""
 
 
 def series(values: Sequence[float], steps: Sequence[int] | None = None) -> Series:

@@ -17,6 +17,7 @@ Budgets follow the hypothesis profile of ``tests/conftest.py`` (``ci`` by defaul
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -136,8 +137,49 @@ def nemo_manifest(draw: st.DrawFn) -> bytes:
 
 
 @st.composite
+def lhotse_manifests(draw: st.DrawFn) -> dict[str, bytes]:
+    """A Lhotse split as a recipe writes it: recordings and supervisions, or cuts; gzipped or not, gzip cut short or
+    corrupted, with hostile values, sources of types trainproof cannot read, and unknown recording ids."""
+    recordings, supervisions, cuts = [], [], []
+    for i, name in enumerate(CLIPS):
+        kind = draw(st.sampled_from(("file", "file", "file", "url", "memory", "command", "shar", "none")))
+        sources = [] if kind == "none" else [{"type": kind, "channels": [0], "source": draw(audio_paths(name, "lhotse"))}]
+        recording = {"id": f"r{i}", "sources": sources, "sampling_rate": 16000, "num_samples": 11200, "duration": 0.7, "channel_ids": [0]}
+        supervision = {"id": f"s{i}", "recording_id": draw(st.sampled_from((f"r{i}", f"r{i}", "nowhere"))), "start": 0.0, "duration": 0.7, "channel": 0, "text": TEXTS[name], "speaker": "x"}
+        text = json.dumps(supervision)
+        for key in ("start", "duration", "text"):
+            raw = json.dumps(supervision[key])
+            text = text.replace(f'"{key}": {raw}', f'"{key}": {_line_value(draw, raw, HOSTILE_JSON)}', 1)
+        recordings.append(json.dumps(recording))
+        supervisions.append(text)
+        cuts.append(json.dumps({"id": f"c{i}", "start": 0.0, "duration": 0.7, "channel": 0, "supervisions": [json.loads(text)] if text.startswith("{") and _loads_ok(text) else [], "recording": recording, "type": draw(st.sampled_from(("MonoCut", "MonoCut", "MixedCut")))}))
+    gz = draw(st.booleans())
+    suffix = ".jsonl.gz" if gz else ".jsonl"
+    files: dict[str, bytes] = {}
+    chosen = {"recordings": recordings, "supervisions": supervisions} if draw(st.booleans()) else {"cuts": cuts}
+    for kind, lines in chosen.items():
+        data = draw(mutated_bytes("\n".join(lines).encode() + b"\n"))
+        if gz:
+            data = gzip.compress(data, mtime=0)
+            if draw(st.integers(0, 3)) == 0:
+                data = data[: draw(st.integers(0, len(data)))]  # a gzip stream that ends early
+            elif draw(st.integers(0, 3)) == 0:
+                data = draw(mutated_bytes(data))  # a corrupt stream
+        files[f"c_{kind}_train{suffix}"] = data
+    return files
+
+
+def _loads_ok(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):  # HOSTILE_JSON nests past the parser's depth
+        return False
+    return True
+
+
+@st.composite
 def datasets(draw: st.DrawFn) -> Dataset:
-    layout = draw(st.sampled_from(("nemo", "nemo", "csv", "ljspeech", "kaldi", "folder")))
+    layout = draw(st.sampled_from(("nemo", "nemo", "csv", "ljspeech", "kaldi", "folder", "lhotse")))
     data = Dataset(layout)
     clip_folder = "wavs/" if layout == "ljspeech" else ""
     for name, wav in CLIPS.items():
@@ -152,6 +194,10 @@ def datasets(draw: st.DrawFn) -> Dataset:
     elif layout == "ljspeech":
         rows = [f"{_line_value(draw, n[:-4], HOSTILE_TEXT)}|{_line_value(draw, TEXTS[n], HOSTILE_TEXT)}|{TEXTS[n]}" for n in CLIPS]
         data.files["metadata.csv"] = draw(mutated_bytes(to_bytes("\n".join(rows) + "\n")))
+    elif layout == "lhotse":
+        manifests = draw(lhotse_manifests())
+        data.files.update(manifests)
+        data.target = "in/" + draw(st.sampled_from(sorted(manifests))) if draw(st.booleans()) else "in"
     elif layout == "kaldi":
         lists = {
             "wav.scp": [f"u{i} {draw(audio_paths(n, layout))}" for i, n in enumerate(CLIPS)],

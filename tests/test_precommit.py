@@ -85,6 +85,38 @@ def test_the_ljspeech_hook_judges_a_committed_dataset(tmp_path, pre_commit_home)
     assert "tiny-0003" in result.stdout
 
 
+def test_the_lhotse_hook_judges_a_committed_recipe(tmp_path, pre_commit_home, corpus, monkeypatch):
+    """A recipe's manifests, written by lhotse with sources relative to the repository's root (where pre-commit runs)."""
+    pytest.importorskip("soundfile")
+    lhotse = pytest.importorskip("lhotse")
+    waves = sorted((corpus / "public" / "datasets" / "speech" / "jmolina116__kaldi-yesno-tutorial__yesno" / "waves_yesno").glob("*.wav"))[:4]
+    if not waves:
+        pytest.skip("the yesno recordings are not in the corpus")
+    (tmp_path / "download").mkdir()
+    for wave in waves:
+        shutil.copy(wave, tmp_path / "download" / wave.name)
+    with monkeypatch.context() as patch:
+        patch.chdir(tmp_path)
+        recordings = lhotse.RecordingSet.from_recordings(lhotse.Recording.from_file(f"download/{wave.name}") for wave in waves)
+    supervisions = lhotse.SupervisionSet.from_segments(
+        lhotse.SupervisionSegment(id=r.id, recording_id=r.id, start=0, duration=r.duration, text=r.id.replace("_", " ")) for r in recordings
+    )
+    (tmp_path / "data" / "manifests").mkdir(parents=True)
+    recordings.to_file(str(tmp_path / "data" / "manifests" / "yesno_recordings_train.jsonl.gz"))
+    supervisions.to_file(str(tmp_path / "data" / "manifests" / "yesno_supervisions_train.jsonl.gz"))
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-lhotse")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "lhotse dataset; 4 clips (4 readable)" in result.stdout
+    (tmp_path / "download" / waves[2].name).unlink()  # a recording lost: the manifests still name it
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-lhotse")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "TP-DATA-MISSING" in result.stdout
+    assert waves[2].stem in result.stdout
+
+
 def _committed_copy(root):
     """This working tree, committed in a scratch repository: a rev that a .pre-commit-config.yaml can pin."""
     ignore = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".trainproof_cache", ".pytest_cache", ".ruff_cache")

@@ -25,7 +25,7 @@ from trainproof.io import figures
 from trainproof.io.errors import MissingDependencyError, UsageError
 from trainproof.io.progress import terminal_progress
 from trainproof.io.safe import visible
-from trainproof.judge import Command, Prepared, Stage
+from trainproof.judge import Command, Input, Inputs, Prepared, Stage
 from trainproof.report import Subject
 
 
@@ -204,13 +204,26 @@ class Data(Command):
     def read(self, source: Any, options: Mapping[str, Any]) -> Dataset:
         return read_dataset(source, options)
 
+    def inputs(self, source: Any, options: Mapping[str, Any], prepared: Prepared) -> Inputs:
+        """The dataset at ``source``, or each dataset of a folder of Lhotse manifests that holds several (a recipe's
+        splits), each named by the file it is read from."""
+        if isinstance(source, (str, Path)):
+            from trainproof.data.layouts.lhotse import split_inputs
+
+            found = split_inputs(str(source))
+            if found:
+                return Inputs(tuple(Input(path) for path in found))
+        return Inputs((Input(source),))
+
     def reads(self, path: str) -> Sequence[Path]:
-        """The manifest files a dataset is read from (a folder's metadata.csv, a Kaldi dir's lists)."""
+        """The manifest files a dataset is read from (a folder's metadata.csv, a Kaldi dir's lists, Lhotse manifests)."""
+        from trainproof.data.layouts.lhotse import lhotse_files, lhotse_name
+
         target = Path(path)
         if not target.is_dir():
-            return [target]
+            return [Path(file) for file in lhotse_files(path)] if lhotse_name(target.name) else [target]
         names = ("metadata.csv", "wav.scp", "text", "utt2spk", "segments")
-        return [target / name for name in names if (target / name).is_file()] + [target]
+        return [target / name for name in names if (target / name).is_file()] + [Path(file) for file in lhotse_files(path)] + [target]
 
     def reads_listed(self, path: str, options: Mapping[str, Any]) -> Sequence[str]:
         """Every listed clip and transcript file of the dataset at ``path`` (asked only when an output exists already:

@@ -23,6 +23,11 @@ The layout is detected from the path:
   Voice).
 - ``kaldi``: a data dir (``wav.scp``, ``text``, ``utt2spk``, optional
   ``segments``), relative paths from the working directory (the recipe root).
+- ``lhotse``: Lhotse manifests (k2/icefall): ``<corpus>_recordings_<split>.jsonl.gz`` with the supervisions beside
+  it, or ``<corpus>_cuts_<split>.jsonl.gz`` (gzipped or not), or the folder a recipe writes them to; each
+  supervision a clip, its recording's file relative to the working directory (see
+  :mod:`trainproof.data.layouts.lhotse`). A JSONL or gzipped file of another name whose first record is a
+  recording, a supervision or a cut is read as one too.
 - ``folder``: a folder of audio with sibling transcripts of the same stem
   (``.txt``, ``.lab``, ``.normalized.txt``, ``.original.txt``). One clip per
   audio file: of several transcripts beside it, the first holding text is
@@ -72,6 +77,7 @@ from trainproof.data.layouts.delimited import _read_csv
 from trainproof.data.layouts import hub
 from trainproof.data.layouts.folder import _read_folder
 from trainproof.data.layouts.kaldi import _read_kaldi
+from trainproof.data.layouts.lhotse import _read_lhotse, is_gzip, is_lhotse_folder, lhotse_name, sniff_kind
 from trainproof.data.layouts.ljspeech import _read_ljspeech
 from trainproof.data.layouts.nemo import _read_nemo
 from trainproof.data.layouts.shared import _AUDIO, CHAPTER_LIST_SUFFIX, _Builder, _check_text, _content_lines, _Context, _extension
@@ -134,6 +140,8 @@ def read_manifest(
         hub.read_arrow(target, ctx, builder)
     elif layout == "audiofolder":
         hub.read_audiofolder(target, ctx, builder)
+    elif layout == "lhotse":
+        _read_lhotse(target, ctx, builder)
     else:
         _read_folder(target, ctx, builder)
     if ctx.audio_dir is not None and layout != "ljspeech":
@@ -169,7 +177,7 @@ def read_policy(
     return ReadPolicy(tuple(named), follow_links)
 
 
-CWD_LAYOUTS = frozenset({"nemo", "csv", "kaldi", "parquet", "arrow"})
+CWD_LAYOUTS = frozenset({"nemo", "csv", "kaldi", "lhotse", "parquet", "arrow"})
 """The layouts whose relative paths resolve from the working directory, which is then one of a dataset's roots."""
 
 
@@ -183,6 +191,8 @@ def _detect(path: str) -> tuple[str, str]:
             return "ljspeech", metadata
         if _present(os.path.join(path, "wav.scp")):
             return "kaldi", path
+        if is_lhotse_folder(path):
+            return "lhotse", path
         return hub.detect(path) or ("folder", path)
     found = hub.detect(path)
     if found is not None:
@@ -195,12 +205,18 @@ def _detect(path: str) -> tuple[str, str]:
         raise InputError(path, "is an audio file, not a manifest: give the dataset's manifest or its folder")
     if name.endswith(CHAPTER_LIST_SUFFIX):  # a LibriSpeech chapter's list: the chapter's folder, as the list describes it
         return "folder", folder
+    if lhotse_name(name) is not None:
+        return "lhotse", path
+    if is_gzip(path):
+        if sniff_kind(path) is not None:
+            return "lhotse", path
+        raise InputError(path, "is gzip-compressed and not a Lhotse manifest: trainproof reads other manifests uncompressed")
     _check_text(path)
     first = next((text for _, text in _content_lines(path)), "")
     stripped = first.lstrip("\ufeff").strip()
     ext = _extension(name)
     if ext in (".json", ".jsonl", ".ndjson") or stripped[:1] in ("{", "["):
-        return "nemo", path
+        return ("lhotse" if stripped[:1] == "{" and sniff_kind(path) is not None else "nemo"), path
     if "\t" in first:
         return "csv", path
     if "|" in first or name == "metadata.csv":
