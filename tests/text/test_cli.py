@@ -99,7 +99,7 @@ LATIN1 = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ({"text": "ca
 
 UNJUDGEABLE = {
     "a missing file": (lambda tmp_path: tmp_path / "nope.jsonl", "does not exist"),
-    "a folder": (lambda tmp_path: tmp_path, "is a folder, not a JSON Lines file: give the dataset's .jsonl file"),
+    "a folder": (lambda tmp_path: tmp_path, "is a folder with no .parquet or .arrow file, nor a dataset saved by datasets: give the dataset's .jsonl file"),
     "an empty file": (_write(b""), "is empty"),
     "a whitespace-only file": (_write(b"\n  \n\t\r\n\n"), "is empty: it holds nothing but whitespace"),
     "a zip named .jsonl": (

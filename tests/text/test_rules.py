@@ -44,6 +44,8 @@ LEVELS = {
     "TP-TEXT-ROLES": WARN,
     "TP-TEXT-DUPLICATE": WARN,
     "TP-TEXT-SAME-PAIR": WARN,
+    "TP-TEXT-TOOL-ARGUMENTS": FAIL,
+    "TP-TEXT-TOOL-ORPHAN": WARN,
     "TP-TEXT-REPEATED-TARGET": WARN,
     "TP-TEXT-LENGTH-OUTLIER": WARN,
     "TP-TEXT-TRUNCATED-TARGET": FAIL,
@@ -84,6 +86,16 @@ def system(text: str) -> dict:
 
 def tool(text: str) -> dict:
     return {"role": "tool", "content": text}
+
+
+def calling(arguments: object, name: str = "get_weather") -> dict:
+    """An assistant turn that calls one tool, OpenAI's shape."""
+    return {"role": "assistant", "content": None, "tool_calls": [{"type": "function", "function": {"name": name, "arguments": arguments}}]}
+
+
+def tool_chat(arguments: object = '{"city": "Paris"}') -> dict:
+    """A clean tool-calling conversation: a question, a call, its result, the answer."""
+    return chat(user("Weather in Paris?"), calling(arguments), tool('{"temp": 21}'), assistant("It is 21 degrees."))
 
 
 def chat(*turns: dict) -> dict:
@@ -295,6 +307,27 @@ CASES = [
        "chosen and rejected answer; the first 3 are named here."),  # fmt: skip
     Case("TP-TEXT-SAME-PAIR", "answers that differ only in case or a space", (pair("Sky?", "Blue.", "blue."), pair("2+2?", "4", "4 "))),
     Case("TP-TEXT-SAME-PAIR", "both answers empty", (pair("Sky?", "Blue.", "Green."), pair("2+2?", "", "")), instead="TP-TEXT-EMPTY"),
+    # TP-TEXT-TOOL-ARGUMENTS
+    Case("TP-TEXT-TOOL-ARGUMENTS", "arguments cut off, in single quotes, a JSON list", (
+        tool_chat(), tool_chat('{"city": "Par'), tool_chat("{'city': 'Paris'}"), tool_chat("[1, 2]"),
+    ), (2, 3, 4), "Line 2: the arguments of tool call 1 ('get_weather') of message 2 of 'messages' are not valid JSON"),  # fmt: skip
+    Case("TP-TEXT-TOOL-ARGUMENTS", "arguments as a JSON string and as an object, a legacy function_call", (
+        tool_chat(), tool_chat({"city": "Paris"}),
+        chat(user("Weather?"), {"role": "assistant", "content": None, "function_call": {"name": "w", "arguments": "{}"}},
+             tool("21"), assistant("21 degrees.")),
+    )),  # fmt: skip
+    # TP-TEXT-TOOL-ORPHAN
+    Case("TP-TEXT-TOOL-ORPHAN", "a result after a user turn, a result after an assistant turn with no call", (
+        tool_chat(), chat(user("Weather?"), tool("21"), assistant("21 degrees.")),
+        chat(user("Weather?"), calling("{}"), tool("21"), assistant("Let me check."), tool("22"), assistant("22 degrees.")),
+    ), (2, 3), "Line 2: message 2 is a 'tool' result that answers no call"),  # fmt: skip
+    Case("TP-TEXT-TOOL-ORPHAN", "parallel results after one call; calls written in the assistant's text", (
+        chat(user("Weather in two cities?"), {"role": "assistant", "content": None, "tool_calls": [
+            {"type": "function", "function": {"name": "w", "arguments": '{"city": "A"}'}},
+            {"type": "function", "function": {"name": "w", "arguments": '{"city": "B"}'}}]},
+            tool("21"), tool("22"), assistant("21 and 22.")),
+        chat(user("Weather?"), assistant("<tool_call>{\"name\": \"w\"}</tool_call>"), tool("21"), assistant("21 degrees.")),
+    )),  # fmt: skip
     # TP-TEXT-REPEATED-TARGET
     Case(
         "TP-TEXT-REPEATED-TARGET",
@@ -484,6 +517,8 @@ KINDS = {
     "no-user": ("TP-TEXT-ROLES", chat(system("s"), assistant("a"))),
     "unanswered": ("TP-TEXT-ROLES", chat(user("a"), assistant("b"), user("c"))),
     "same-pair": ("TP-TEXT-SAME-PAIR", pair("2+2?", "4", "4")),
+    "tool-arguments": ("TP-TEXT-TOOL-ARGUMENTS", tool_chat('{"city": ')),
+    "orphan-tool": ("TP-TEXT-TOOL-ORPHAN", chat(user("a"), tool("r"), assistant("b"))),
     "blank-line": ("TP-TEXT-FORMAT", ""),
     "document": ("TP-TEXT-DOCUMENT", None),
 }

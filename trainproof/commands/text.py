@@ -34,7 +34,7 @@ from trainproof.checks.registry import RULES
 from trainproof.config import Settings
 from trainproof.io import figures
 from trainproof.io.progress import terminal_progress
-from trainproof.judge import Command, Outcome, Prepared, Stage, nothing_ran
+from trainproof.judge import Command, Input, Inputs, Outcome, Prepared, Stage, nothing_ran
 from trainproof.report import Subject
 
 ENCODE_CHUNK = 4096
@@ -217,7 +217,12 @@ def summarize(dataset: Any, lengths: Any, max_len: int | None, template: str | N
 def headline(dataset: Any, summary: Mapping[str, Any]) -> str:
     shapes = ", ".join(f"{shape}: {n:,}" for shape, n in dataset.shapes.items() if n) or "no rows"
     rows, lines = summary["rows"], summary["lines"]
-    parts = [f"fine-tuning JSONL, {rows:,} row{'' if rows == 1 else 's'} of {lines:,} line{'' if lines == 1 else 's'} ({shapes})"]
+    if dataset.format != "jsonl":
+        files = f" ({figures.plural(len(dataset.files), 'file')})" if len(dataset.files) > 1 else ""
+        read = f"fine-tuning {'Parquet' if dataset.format == 'parquet' else 'Arrow'}{files}, {rows:,} of {figures.plural(lines, 'row')} read as examples"
+        parts = [f"{read} ({shapes})"]
+    else:
+        parts = [f"fine-tuning JSONL, {rows:,} row{'' if rows == 1 else 's'} of {lines:,} line{'' if lines == 1 else 's'} ({shapes})"]
     if "tokens" in summary:
         parts.append(f"{figures.plural(summary['tokens_p50'], 'token')} per row (median), {summary['tokens_max']:,} at most, {_counted(summary)}")
     return "; ".join(parts)
@@ -260,11 +265,23 @@ class TextCommand(Command):
 
         return files_read_as(options.get("tokenizer") or None, "is read as the tokenizer")
 
-    def read(self, source: Any, options: Mapping[str, Any]) -> Any:
-        from trainproof.text.reader import read_text_dataset
+    def inputs(self, source: Any, options: Mapping[str, Any], prepared: Prepared) -> Inputs:
+        """A folder stands for each split in it (Parquet shards, or a dataset saved by ``datasets``), judged apart."""
+        if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
+            from trainproof.text.columns import splits
 
+            return Inputs(tuple(Input(split) for split in splits(str(source), bool(options.get("follow_links")))))
+        return Inputs((Input(source),))
+
+    def read(self, source: Any, options: Mapping[str, Any]) -> Any:
         if hasattr(source, "rows") and hasattr(source, "problems"):
             return source
+        from trainproof.text.columns import Split, is_columnar, read_split
+
+        if isinstance(source, Split) or is_columnar(str(source)):
+            return read_split(source if isinstance(source, Split) else str(source), follow_links=bool(options.get("follow_links")))
+        from trainproof.text.reader import read_text_dataset
+
         return read_text_dataset(source, follow_links=bool(options.get("follow_links")))
 
     def stages(self, dataset: Any, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
@@ -304,7 +321,7 @@ class TextCommand(Command):
         tokenizer = prepared.shared.get("tokenizer")
         summary = summarize(dataset, lengths, prepared.shared.get("max_len"), getattr(tokenizer, "chat_template_file", None))
         notes = (*dataset.notes, *(_unmeasured(dataset, lengths) if lengths is not None else ()), *_unapplied(dataset, tokenizer))
-        return replace(subject, path=dataset.path, format="jsonl", summary=summary, headline=headline(dataset, summary), notes=notes)
+        return replace(subject, path=dataset.path, format=dataset.format, summary=summary, headline=headline(dataset, summary), notes=notes)
 
 
 def _unapplied(dataset: Any, tokenizer: Any) -> tuple[str, ...]:
