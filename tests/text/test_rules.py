@@ -50,8 +50,9 @@ LEVELS = {
     "TP-TEXT-LENGTH-OUTLIER": WARN,
     "TP-TEXT-TRUNCATED-TARGET": FAIL,
     "TP-TEXT-TOO-LONG": WARN,
+    "TP-TEXT-REJECTED-TOO-LONG": WARN,
 }
-LENGTH_RULES = ("TP-TEXT-TRUNCATED-TARGET", "TP-TEXT-TOO-LONG")
+LENGTH_RULES = ("TP-TEXT-TRUNCATED-TARGET", "TP-TEXT-TOO-LONG", "TP-TEXT-REJECTED-TOO-LONG")
 ROW_RULES = tuple(rule for rule in LEVELS if rule not in LENGTH_RULES)
 COMPARED = ("TP-TEXT-LENGTH-OUTLIER",)
 """Rules that judge a row against the file's others: only with TEXT_LENGTH_MIN_ROWS rows, so skipped on small files."""
@@ -377,6 +378,13 @@ CASES = [
     Case("TP-TEXT-TOO-LONG", "rows within the limit", (pc(1), pc(2), {"prompt": SENTENCE, "completion": SENTENCE}), tokenizer="bpe", max_len=64),
     Case("TP-TEXT-TOO-LONG", "a preference pair within the limit whose rejected answer is not", (pair("Write.", "Short.", LONG),),
          tokenizer="bpe", max_len=64),
+    # TP-TEXT-REJECTED-TOO-LONG
+    Case("TP-TEXT-REJECTED-TOO-LONG", "a rejected answer over the limit, as a string and as messages through the template", (
+        pair("Write.", "Short.", "Long."), pair("Write.", "Short.", LONG), conversational_pair("Write.", "Short.", LONG),
+    ), (2, 3), "Line 2: its prompt and rejected answer have ", tokenizer="hf", max_len=64),  # fmt: skip
+    Case("TP-TEXT-REJECTED-TOO-LONG", "both sides within the limit, both over it", (
+        pair("Write.", "Short.", "Long."), pair("Write.", LONG, LONG + "More."),
+    ), instead="TP-TEXT-TOO-LONG", tokenizer="bpe", max_len=64),  # fmt: skip
     # TP-TEXT-TRUNCATED-TARGET
     Case("TP-TEXT-TRUNCATED-TARGET", "a document to summarise longer than the limit", (pc(1), {"prompt": LONG, "completion": "Short."}), (2,),
          "Line 2's prompt alone has ", tokenizer="bpe", max_len=64),
@@ -877,6 +885,7 @@ def test_without_a_tokenizer_both_length_rules_are_skipped_with_their_reason(tmp
         assert length_skips(subject) == (
             Skipped("TP-TEXT-TRUNCATED-TARGET", "no --tokenizer given"),
             Skipped("TP-TEXT-TOO-LONG", "no --tokenizer given"),
+            Skipped("TP-TEXT-REJECTED-TOO-LONG", "no --tokenizer given"),
         )
         assert subject.verdict is Verdict.PASS  # the rules that could run passed it
         assert "tokens" not in subject.summary
@@ -884,6 +893,7 @@ def test_without_a_tokenizer_both_length_rules_are_skipped_with_their_reason(tmp
     assert length_skips(measured) == (
         Skipped("TP-TEXT-TRUNCATED-TARGET", "no --max-len given"),
         Skipped("TP-TEXT-TOO-LONG", "no --max-len given"),
+        Skipped("TP-TEXT-REJECTED-TOO-LONG", "no --max-len given"),
     )
     assert measured.summary["tokens"] > 0
     assert "max_len" not in measured.summary
@@ -901,7 +911,7 @@ class _Failing:
 def test_a_tokenizer_that_fails_on_every_row_costs_the_length_rules_not_the_run(tmp_path):
     subject = judged(jsonl(tmp_path, pc(1), pc(1)), tokenizer=_Failing(), max_len=8)
     reason = "the tokenizer failed on this file (RuntimeError: the library choked)"
-    assert length_skips(subject) == (Skipped("TP-TEXT-TRUNCATED-TARGET", reason), Skipped("TP-TEXT-TOO-LONG", reason))
+    assert length_skips(subject) == tuple(Skipped(rule, reason) for rule in LENGTH_RULES)
     assert lines_of(findings_of(subject, "TP-TEXT-DUPLICATE")) == [2]
     assert subject.ran == SMALL_FILE_RULES
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -45,6 +45,7 @@ class Lengths:
     unmeasured: tuple[tuple[int, str], ...] = ()
     unrendered: tuple[tuple[int, str], ...] = ()
     templated: frozenset[int] = frozenset()
+    rejected: Mapping[int, int] = field(default_factory=dict)  # a preference row's prompt and rejected answer, in tokens
 
     @property
     def left_out(self) -> frozenset[int]:
@@ -477,6 +478,27 @@ def truncated_target(ctx: TextContext) -> Iterator[Hit]:
     )  # fmt: skip
 
 
+def rejected_too_long(ctx: TextContext) -> Iterator[Hit]:
+    """A preference row's rejected side is over `--max-len` where its chosen side fits.
+
+    What it detects: preference rows whose prompt and rejected answer (measured as the chosen side is: through the chat template as TRL's DPO and ORPO trainers render `prompt + rejected`, else the prompt's tokens, the rejected answer's and eos) exceed `--max-len` tokens while the prompt and chosen answer do not; both counts and the difference are named.
+    Why it matters: the trainer cuts the rejected side and not the chosen one, so the pair compares a whole answer with a truncated one: the loss rewards the model for whatever the cut removes (DPO's log-ratio of the rejected side loses the end of the answer, often the part that made it worse), and the model learns "shorter than the cut" rather than the preference.
+    Fires on: `{"prompt": "Write.", "chosen": "Short.", "rejected": <300 tokens>}` with `--max-len 64`.
+    Does not fire on: pairs whose two sides both fit, or both exceed the limit (TP-TEXT-TOO-LONG names the chosen side); rows that are not preference rows.
+    Does not mean: the pair is wrong; raise the limit, or drop pairs whose rejected answer runs far past it.
+    """
+    lengths = _need_lengths(ctx)
+    limit = ctx.max_len or 0
+    over = [i for i, n in sorted(lengths.rejected.items()) if n > limit and lengths.total[i] <= limit and i not in lengths.left_out]
+    yield from _row_hits(
+        ctx, over, f"have a rejected side over {figures.plural(limit, 'token')} where the chosen side fits",
+        lambda r: (f"{ctx.at(r)}: its prompt and rejected answer have {lengths.rejected[_index(ctx, r)]:,} tokens, over --max-len {limit:,}, "
+                   f"where its prompt and chosen answer have {lengths.total[_index(ctx, r)]:,}.",
+                   f"rejected {lengths.rejected[_index(ctx, r)]:,} tokens, chosen {lengths.total[_index(ctx, r)]:,}; limit {limit:,}"),
+        measured=True,
+    )  # fmt: skip
+
+
 TEXT_RULES = rules_of(
     "text",
     (
@@ -496,6 +518,7 @@ TEXT_RULES = rules_of(
         ("TP-TEXT-LENGTH-OUTLIER", Level.WARN, length_outlier),
         ("TP-TEXT-TRUNCATED-TARGET", Level.FAIL, truncated_target),
         ("TP-TEXT-TOO-LONG", Level.WARN, too_long),
+        ("TP-TEXT-REJECTED-TOO-LONG", Level.WARN, rejected_too_long),
     ),
 )
 """The text command's rules, in the order they run; registered by id in :mod:`trainproof.checks.registry`."""
