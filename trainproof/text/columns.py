@@ -206,10 +206,43 @@ def _pyarrow() -> Any:
 
 
 def _records(pa: Any, path: str, fmt: str) -> Iterator[object]:
-    """Each row of one file as a JSON-like dict (a null is a missing key), a record batch at a time."""
+    """Each row of one file as a JSON-like dict (a null is a missing key), a record batch at a time; a column of
+    Arrow's JSON type (what ``datasets`` 4+ writes for objects of varying keys: tool calls, mixed messages) parsed."""
+    decoders: dict[str, Any] = {}
     for batch in _batches(pa, path, fmt):
+        if not decoders:
+            decoders = {f.name: _decoder(pa, f.type) for f in batch.schema}
         for record in batch.to_pylist():
+            for name, decode in decoders.items():
+                if decode is not None and record.get(name) is not None:
+                    record[name] = decode(record[name])
             yield _unnulled(record)
+
+
+def _decoder(pa: Any, kind: Any) -> Any:
+    """How to turn a value of Arrow type ``kind`` as ``to_pylist`` gives it into JSON data: None when it is already."""
+    if getattr(kind, "extension_name", None) == "arrow.json":
+        return _parsed
+    if isinstance(kind, (pa.ListType, pa.LargeListType, pa.FixedSizeListType)):
+        inner = _decoder(pa, kind.value_type)
+        return None if inner is None else (lambda values: [None if v is None else inner(v) for v in values])
+    if isinstance(kind, pa.StructType):
+        fields = {kind.field(i).name: _decoder(pa, kind.field(i).type) for i in range(kind.num_fields)}
+        fields = {name: decode for name, decode in fields.items() if decode is not None}
+        if not fields:
+            return None
+        return lambda value: {k: (fields[k](v) if k in fields and v is not None else v) for k, v in value.items()}
+    return None
+
+
+def _parsed(text: object) -> object:
+    """A JSON value Arrow keeps as text; text that is not JSON stays text (the row's rules then name it)."""
+    if not isinstance(text, (str, bytes)):
+        return text
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
 
 
 def _batches(pa: Any, path: str, fmt: str) -> Iterator[Any]:
