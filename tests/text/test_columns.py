@@ -133,3 +133,45 @@ def test_a_folder_with_nothing_to_read_is_exit_2(capsys, tmp_path):
     code, _, err = run(capsys, "text", tmp_path)
     assert code == 2
     assert "no .parquet or .arrow file" in one_error_line(err)
+
+
+# --- fuzz: damaged Parquet and Arrow bytes end in a dataset or an InputError, never anything else ---------------------
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from trainproof.io.errors import InputError  # noqa: E402
+from trainproof.text.columns import read_split  # noqa: E402
+
+
+@st.composite
+def damaged(draw, good: bytes) -> bytes:
+    """``good`` cut, with bytes overwritten, or both."""
+    data = bytearray(good[: draw(st.integers(0, len(good)))] if draw(st.booleans()) else good)
+    for _ in range(draw(st.integers(0, 8))):
+        if data:
+            data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+    return bytes(data)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
+def test_damaged_columnar_files_read_or_raise_an_input_error(tmp_path_factory, suffix):
+    seed_dir = tmp_path_factory.mktemp("seed")
+    good = _parquet(seed_dir) if suffix == ".parquet" else _arrow(seed_dir)
+    folder = tmp_path_factory.mktemp("fuzz")
+    written = iter(range(10**6))
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(damaged(good))
+    def check(data: bytes) -> None:
+        out = folder / f"d{next(written)}{suffix}"  # a new file each time: never one a reader still holds
+        out.write_bytes(data)
+        try:
+            dataset = read_split(str(out))
+        except InputError as error:
+            assert error.problem and "\n" not in error.problem
+        else:
+            assert sum(n for _, n in dataset.files) == dataset.lines
+
+    check()

@@ -184,9 +184,9 @@ def _rejected(tokenizer: Any, rows: Sequence[Any], whole: list[int], apart: list
         ids = tokenizer.encode_batch([text for pair in pairs for text in pair])
         return [len(ids[2 * k]) + len(ids[2 * k + 1]) + eos for k in range(len(pairs))]
 
-    for start in range(0, len(texts), ENCODE_CHUNK):
-        chunk = texts[start : start + ENCODE_CHUNK]
-        for i, n in zip(chunk, each(counted, [(rows[i].prompt, rows[i].rejected) for i in chunk])):
+    for begin in range(0, len(texts), ENCODE_CHUNK):
+        indices = texts[begin : begin + ENCODE_CHUNK]
+        for i, n in zip(indices, each(counted, [(rows[i].prompt, rows[i].rejected) for i in indices])):
             if not isinstance(n, Failed):
                 out[i] = n
     return out

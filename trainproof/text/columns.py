@@ -209,10 +209,17 @@ def _records(pa: Any, path: str, fmt: str) -> Iterator[object]:
     """Each row of one file as a JSON-like dict (a null is a missing key), a record batch at a time; a column of
     Arrow's JSON type (what ``datasets`` 4+ writes for objects of varying keys: tool calls, mixed messages) parsed."""
     decoders: dict[str, Any] = {}
+    read = 0
     for batch in _batches(pa, path, fmt):
-        if not decoders:
-            decoders = {f.name: _decoder(pa, f.type) for f in batch.schema}
-        for record in batch.to_pylist():
+        try:
+            if not decoders:
+                decoders = {f.name: _decoder(pa, f.type) for f in batch.schema}
+            batch.validate(full=True)  # damaged offsets would otherwise be read as they are: Arrow trusts its buffers
+            records = batch.to_pylist()
+        except (pa.ArrowException, ValueError) as exc:  # UnicodeDecodeError too: a string column that is not UTF-8
+            raise InputError(path, f"cannot be read past row {read:,}: its rows {read + 1:,} to {read + batch.num_rows:,} are damaged ({_said(exc)})") from None
+        read += batch.num_rows
+        for record in records:
             for name, decode in decoders.items():
                 if decode is not None and record.get(name) is not None:
                     record[name] = decode(record[name])
@@ -268,18 +275,22 @@ def _batches(pa: Any, path: str, fmt: str) -> Iterator[Any]:
 
 
 def _arrow_batches(pa: Any, path: str) -> Iterator[Any]:
-    """An Arrow IPC stream (what ``datasets`` writes), else an IPC file."""
-    source = pa.memory_map(path)
-    try:
-        reader = pa.ipc.open_stream(source)
-    except (pa.ArrowException, OSError, ValueError):
+    """An Arrow IPC stream (what ``datasets`` writes), else an IPC file. Read, not memory-mapped: a mapped file cut
+    short while it is read kills the process (SIGBUS)."""
+    with pa.OSFile(path) as source:
+        try:
+            reader = pa.ipc.open_stream(source)
+        except (pa.ArrowException, OSError, ValueError):
+            reader = None
+        if reader is not None:
+            yield from reader
+            return
+    with pa.OSFile(path) as source:
         try:
             whole = pa.ipc.open_file(source)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise InputError(path, f"is not an Arrow file (IPC stream or file format), or is cut short ({_said(exc)})") from None
         yield from (whole.get_batch(i) for i in range(whole.num_record_batches))
-        return
-    yield from reader
 
 
 def _said(exc: BaseException) -> str:

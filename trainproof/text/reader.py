@@ -421,7 +421,7 @@ class _Reader:
             )
         if self.several:
             notes.append(
-                f"{_rows(self.several)} the fields of more than one shape, the first at {(self.where or _line)(self.first_several)}; "
+                f"{_rows(self.several)} the fields of more than one shape, the first at {(self.where or _line)(self.first_several or 0)}; "
                 "each was read as the first of messages, prompt_completion, instruction, text, preference"
             )
         shapes = dict.fromkeys(SHAPES, 0)
