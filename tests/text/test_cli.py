@@ -56,7 +56,7 @@ def test_a_clean_file_exits_0(capsys, tmp_path):
     code, out, err = run(capsys, "text", jsonl(tmp_path, *rows(3)))
     assert code == 0
     assert out.startswith("trainproof text: PASS")
-    assert "Skipped TP-TEXT-TRUNCATED-TARGET, TP-TEXT-TOO-LONG: no --tokenizer given" in out
+    assert "Skipped TP-TEXT-TRUNCATED-TARGET, TP-TEXT-TOO-LONG, TP-TEXT-REJECTED-TOO-LONG: no --tokenizer given" in out
     assert err == ""
 
 
@@ -99,7 +99,7 @@ LATIN1 = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ({"text": "ca
 
 UNJUDGEABLE = {
     "a missing file": (lambda tmp_path: tmp_path / "nope.jsonl", "does not exist"),
-    "a folder": (lambda tmp_path: tmp_path, "is a folder, not a JSON Lines file: give the dataset's .jsonl file"),
+    "a folder": (lambda tmp_path: tmp_path, "is a folder with no .parquet or .arrow file, nor a dataset saved by datasets: give the dataset's .jsonl file"),
     "an empty file": (_write(b""), "is empty"),
     "a whitespace-only file": (_write(b"\n  \n\t\r\n\n"), "is empty: it holds nothing but whitespace"),
     "a zip named .jsonl": (
@@ -284,7 +284,7 @@ def test_a_real_tokenizer_judges_lengths_from_the_command_line(capsys, tmp_path,
     assert subject["summary"]["rows_over_max_len"] == 2
     code, out, err = run(capsys, "text", path, "--tokenizer", built("bpe"), "--max-len", "4096")
     assert (code, err) == (0, "")
-    assert "Checks ran (13)" in out
+    assert "Checks ran (16)" in out
     assert "Skipped TP-TEXT-LENGTH-OUTLIER: only 4 rows with an answer to compare lengths across (needs 20)" in out
 
 
@@ -325,6 +325,7 @@ def test_json_output_parses_and_its_findings_carry_their_lines(capsys, tmp_path)
         {"id": "TP-TEXT-LENGTH-OUTLIER", "reason": "only 3 rows with an answer to compare lengths across (needs 20)"},
         {"id": "TP-TEXT-TRUNCATED-TARGET", "reason": "no --tokenizer given"},
         {"id": "TP-TEXT-TOO-LONG", "reason": "no --tokenizer given"},
+        {"id": "TP-TEXT-REJECTED-TOO-LONG", "reason": "no --tokenizer given"},
     ]
 
 
@@ -427,7 +428,7 @@ def test_rows_the_tokenizer_cannot_encode_are_never_a_silent_pass(capsys, tmp_pa
         f"trainproof: error: {only}: --max-len could not be judged: the tokenizer failed on this file "
         "('\\ud800' is a lone UTF-16 surrogate, not Unicode text)"
     )
-    assert "Skipped TP-TEXT-TRUNCATED-TARGET, TP-TEXT-TOO-LONG: the tokenizer failed on this file" in out
+    assert "Skipped TP-TEXT-TRUNCATED-TARGET, TP-TEXT-TOO-LONG, TP-TEXT-REJECTED-TOO-LONG: the tokenizer failed on this file" in out
 
 
 # --- how the lengths were counted ---------------------------------------------------------------------------------

@@ -95,7 +95,7 @@ def test_a_multi_turn_conversation_prompts_with_everything_before_the_last_answe
     assert row.prompt == "a?\n\nA.\n\nb?\n\n42"
     assert row.target == "A.\n\nB is 42."
     assert [m.role for m in row.messages] == ["user", "assistant", "user", "assistant", "tool", "assistant"]
-    assert row.messages[3] == Message("assistant", None)
+    assert row.messages[3] == Message("assistant", None, ({"id": "1"},))
 
 
 def test_extra_keys_are_ignored(tmp_path):
@@ -143,12 +143,13 @@ def test_preference_rows_are_read_in_every_form_trl_takes(tmp_path):
     )  # fmt: skip
     d = read_text_dataset(path)
     conversation = (Message("user", "What color is the sky?"), Message("assistant", "It is blue."))
+    other = (Message("user", "What color is the sky?"), Message("assistant", "It is green."))
     assert d.rows == (
         Row(1, "preference", "The sky is", " blue.", rejected=" green."),
         Row(2, "preference", hh, " blue.", rejected=" green."),  # split before the space, as TRL's extract_prompt splits it
-        Row(3, "preference", "What color is the sky?", "It is blue.", conversation, 1, "It is green."),
-        Row(4, "preference", "What color is the sky?", "It is blue.", conversation, 1, "It is green."),
-        Row(5, "preference", "What color is the sky?", "It is blue.", conversation, 1, "It is green."),
+        Row(3, "preference", "What color is the sky?", "It is blue.", conversation, 1, "It is green.", other),
+        Row(4, "preference", "What color is the sky?", "It is blue.", conversation, 1, "It is green.", other),
+        Row(5, "preference", "What color is the sky?", "It is blue.", conversation, 1, "It is green.", other),
     )
     assert d.problems == ()
     assert d.notes == ()
@@ -475,6 +476,7 @@ def test_every_problem_kind_is_one_the_model_documents(tmp_path, monkeypatch):
     lines += [{"messages": [assistant("a"), assistant("b")]}, {"messages": [user("a")]}]
     lines += ['{"messages":[{"role":"user"},{"role":"assistant","content":"b"},{"role":"user"}]}']  # under 100 bytes
     lines += [{"chosen": "a", "rejected": "a"}]
+    lines += ['{"messages":[{"role":"tool"},{"role":"assistant","tool_calls":[{"arguments":"{"}]}]}']  # under 100 bytes
     found = {p.kind for p in read_text_dataset(jsonl(tmp_path, *lines)).problems}
     found |= {p.kind for p in read_text_dataset(jsonl(tmp_path, "[", CHAT, "]", name="array.json")).problems}
     assert found == set(PROBLEM_KINDS)

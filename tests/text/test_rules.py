@@ -44,12 +44,15 @@ LEVELS = {
     "TP-TEXT-ROLES": WARN,
     "TP-TEXT-DUPLICATE": WARN,
     "TP-TEXT-SAME-PAIR": WARN,
+    "TP-TEXT-TOOL-ARGUMENTS": FAIL,
+    "TP-TEXT-TOOL-ORPHAN": WARN,
     "TP-TEXT-REPEATED-TARGET": WARN,
     "TP-TEXT-LENGTH-OUTLIER": WARN,
     "TP-TEXT-TRUNCATED-TARGET": FAIL,
     "TP-TEXT-TOO-LONG": WARN,
+    "TP-TEXT-REJECTED-TOO-LONG": WARN,
 }
-LENGTH_RULES = ("TP-TEXT-TRUNCATED-TARGET", "TP-TEXT-TOO-LONG")
+LENGTH_RULES = ("TP-TEXT-TRUNCATED-TARGET", "TP-TEXT-TOO-LONG", "TP-TEXT-REJECTED-TOO-LONG")
 ROW_RULES = tuple(rule for rule in LEVELS if rule not in LENGTH_RULES)
 COMPARED = ("TP-TEXT-LENGTH-OUTLIER",)
 """Rules that judge a row against the file's others: only with TEXT_LENGTH_MIN_ROWS rows, so skipped on small files."""
@@ -84,6 +87,16 @@ def system(text: str) -> dict:
 
 def tool(text: str) -> dict:
     return {"role": "tool", "content": text}
+
+
+def calling(arguments: object, name: str = "get_weather") -> dict:
+    """An assistant turn that calls one tool, OpenAI's shape."""
+    return {"role": "assistant", "content": None, "tool_calls": [{"type": "function", "function": {"name": name, "arguments": arguments}}]}
+
+
+def tool_chat(arguments: object = '{"city": "Paris"}') -> dict:
+    """A clean tool-calling conversation: a question, a call, its result, the answer."""
+    return chat(user("Weather in Paris?"), calling(arguments), tool('{"temp": 21}'), assistant("It is 21 degrees."))
 
 
 def chat(*turns: dict) -> dict:
@@ -295,6 +308,27 @@ CASES = [
        "chosen and rejected answer; the first 3 are named here."),  # fmt: skip
     Case("TP-TEXT-SAME-PAIR", "answers that differ only in case or a space", (pair("Sky?", "Blue.", "blue."), pair("2+2?", "4", "4 "))),
     Case("TP-TEXT-SAME-PAIR", "both answers empty", (pair("Sky?", "Blue.", "Green."), pair("2+2?", "", "")), instead="TP-TEXT-EMPTY"),
+    # TP-TEXT-TOOL-ARGUMENTS
+    Case("TP-TEXT-TOOL-ARGUMENTS", "arguments cut off, in single quotes, a JSON list", (
+        tool_chat(), tool_chat('{"city": "Par'), tool_chat("{'city': 'Paris'}"), tool_chat("[1, 2]"),
+    ), (2, 3, 4), "Line 2: the arguments of tool call 1 ('get_weather') of message 2 of 'messages' are not valid JSON"),  # fmt: skip
+    Case("TP-TEXT-TOOL-ARGUMENTS", "arguments as a JSON string and as an object, a legacy function_call", (
+        tool_chat(), tool_chat({"city": "Paris"}),
+        chat(user("Weather?"), {"role": "assistant", "content": None, "function_call": {"name": "w", "arguments": "{}"}},
+             tool("21"), assistant("21 degrees.")),
+    )),  # fmt: skip
+    # TP-TEXT-TOOL-ORPHAN
+    Case("TP-TEXT-TOOL-ORPHAN", "a result after a user turn, a result after an assistant turn with no call", (
+        tool_chat(), chat(user("Weather?"), tool("21"), assistant("21 degrees.")),
+        chat(user("Weather?"), calling("{}"), tool("21"), assistant("Let me check."), tool("22"), assistant("22 degrees.")),
+    ), (2, 3), "Line 2: message 2 is a 'tool' result that answers no call"),  # fmt: skip
+    Case("TP-TEXT-TOOL-ORPHAN", "parallel results after one call; calls written in the assistant's text", (
+        chat(user("Weather in two cities?"), {"role": "assistant", "content": None, "tool_calls": [
+            {"type": "function", "function": {"name": "w", "arguments": '{"city": "A"}'}},
+            {"type": "function", "function": {"name": "w", "arguments": '{"city": "B"}'}}]},
+            tool("21"), tool("22"), assistant("21 and 22.")),
+        chat(user("Weather?"), assistant("<tool_call>{\"name\": \"w\"}</tool_call>"), tool("21"), assistant("21 degrees.")),
+    )),  # fmt: skip
     # TP-TEXT-REPEATED-TARGET
     Case(
         "TP-TEXT-REPEATED-TARGET",
@@ -344,6 +378,13 @@ CASES = [
     Case("TP-TEXT-TOO-LONG", "rows within the limit", (pc(1), pc(2), {"prompt": SENTENCE, "completion": SENTENCE}), tokenizer="bpe", max_len=64),
     Case("TP-TEXT-TOO-LONG", "a preference pair within the limit whose rejected answer is not", (pair("Write.", "Short.", LONG),),
          tokenizer="bpe", max_len=64),
+    # TP-TEXT-REJECTED-TOO-LONG
+    Case("TP-TEXT-REJECTED-TOO-LONG", "a rejected answer over the limit, as a string and as messages through the template", (
+        pair("Write.", "Short.", "Long."), pair("Write.", "Short.", LONG), conversational_pair("Write.", "Short.", LONG),
+    ), (2, 3), "Line 2: its prompt and rejected answer have ", tokenizer="hf", max_len=64),  # fmt: skip
+    Case("TP-TEXT-REJECTED-TOO-LONG", "both sides within the limit, both over it", (
+        pair("Write.", "Short.", "Long."), pair("Write.", LONG, LONG + "More."),
+    ), instead="TP-TEXT-TOO-LONG", tokenizer="bpe", max_len=64),  # fmt: skip
     # TP-TEXT-TRUNCATED-TARGET
     Case("TP-TEXT-TRUNCATED-TARGET", "a document to summarise longer than the limit", (pc(1), {"prompt": LONG, "completion": "Short."}), (2,),
          "Line 2's prompt alone has ", tokenizer="bpe", max_len=64),
@@ -484,6 +525,8 @@ KINDS = {
     "no-user": ("TP-TEXT-ROLES", chat(system("s"), assistant("a"))),
     "unanswered": ("TP-TEXT-ROLES", chat(user("a"), assistant("b"), user("c"))),
     "same-pair": ("TP-TEXT-SAME-PAIR", pair("2+2?", "4", "4")),
+    "tool-arguments": ("TP-TEXT-TOOL-ARGUMENTS", tool_chat('{"city": ')),
+    "orphan-tool": ("TP-TEXT-TOOL-ORPHAN", chat(user("a"), tool("r"), assistant("b"))),
     "blank-line": ("TP-TEXT-FORMAT", ""),
     "document": ("TP-TEXT-DOCUMENT", None),
 }
@@ -842,6 +885,7 @@ def test_without_a_tokenizer_both_length_rules_are_skipped_with_their_reason(tmp
         assert length_skips(subject) == (
             Skipped("TP-TEXT-TRUNCATED-TARGET", "no --tokenizer given"),
             Skipped("TP-TEXT-TOO-LONG", "no --tokenizer given"),
+            Skipped("TP-TEXT-REJECTED-TOO-LONG", "no --tokenizer given"),
         )
         assert subject.verdict is Verdict.PASS  # the rules that could run passed it
         assert "tokens" not in subject.summary
@@ -849,6 +893,7 @@ def test_without_a_tokenizer_both_length_rules_are_skipped_with_their_reason(tmp
     assert length_skips(measured) == (
         Skipped("TP-TEXT-TRUNCATED-TARGET", "no --max-len given"),
         Skipped("TP-TEXT-TOO-LONG", "no --max-len given"),
+        Skipped("TP-TEXT-REJECTED-TOO-LONG", "no --max-len given"),
     )
     assert measured.summary["tokens"] > 0
     assert "max_len" not in measured.summary
@@ -866,7 +911,7 @@ class _Failing:
 def test_a_tokenizer_that_fails_on_every_row_costs_the_length_rules_not_the_run(tmp_path):
     subject = judged(jsonl(tmp_path, pc(1), pc(1)), tokenizer=_Failing(), max_len=8)
     reason = "the tokenizer failed on this file (RuntimeError: the library choked)"
-    assert length_skips(subject) == (Skipped("TP-TEXT-TRUNCATED-TARGET", reason), Skipped("TP-TEXT-TOO-LONG", reason))
+    assert length_skips(subject) == tuple(Skipped(rule, reason) for rule in LENGTH_RULES)
     assert lines_of(findings_of(subject, "TP-TEXT-DUPLICATE")) == [2]
     assert subject.ran == SMALL_FILE_RULES
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -45,6 +45,7 @@ class Lengths:
     unmeasured: tuple[tuple[int, str], ...] = ()
     unrendered: tuple[tuple[int, str], ...] = ()
     templated: frozenset[int] = frozenset()
+    rejected: Mapping[int, int] = field(default_factory=dict)  # a preference row's prompt and rejected answer, in tokens
 
     @property
     def left_out(self) -> frozenset[int]:
@@ -63,7 +64,18 @@ class TextContext:
     topic = "this dataset"
 
     def locate(self, finding: Finding) -> Finding:
-        return finding if finding.file is not None else replace(finding, file=self.dataset.path)
+        """The finding at the dataset's file; a Parquet or Arrow row at the file it is in, by its number there."""
+        if finding.file is not None:
+            return finding
+        if self.dataset.files and finding.line is not None:
+            file, row = self.dataset.locate(finding.line)
+            return replace(finding, file=file, line=row)
+        return replace(finding, file=self.dataset.path)
+
+    def at(self, row: Row) -> str:
+        """A row as a sentence begins with it: ``Line 12``, ``Row 12 of train-00001-of-00002.parquet``."""
+        where = self.dataset.where(row.line)
+        return where[:1].upper() + where[1:]
 
     def problems(self, *kinds: str) -> list[RowProblem]:
         return [p for p in self.dataset.problems if p.kind in kinds]
@@ -136,7 +148,7 @@ def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -
         if n == 0 and total > 1:
             shared = f"{total:,} {what}; {first_named(min(total, ctx.t.TEXT_EXAMPLES), total)}."
             message += f" {shared}"
-        yield Hit(message=message, evidence=f"line {problem.line}: {problem.kind}" if problem.line else problem.kind, values={"count": total}, line=problem.line, shared=shared)
+        yield Hit(message=message, evidence=f"{ctx.dataset.where(problem.line)}: {problem.kind}" if problem.line else problem.kind, values={"count": total}, line=problem.line, shared=shared)
 
 
 def _row_hits(
@@ -222,7 +234,7 @@ def mixed_shapes(ctx: TextContext) -> Iterator[Hit]:
     main = max(sorted(shapes), key=lambda s: shapes[s])
     others = [i for i, r in enumerate(ctx.dataset.rows) if r.shape != main]
     spread = ", ".join(f"{name} ({n:,})" for name, n in sorted(shapes.items(), key=lambda kv: -kv[1]) if n)
-    yield from _row_hits(ctx, others, f"are not of the main shape, {main}", lambda r: (f"Line {r.line} is {_a(r.shape)} {r.shape} row in a file of {main} rows.", f"shapes: {spread}"))
+    yield from _row_hits(ctx, others, f"are not of the main shape, {main}", lambda r: (f"{ctx.at(r)} is {_a(r.shape)} {r.shape} row in a file of {main} rows.", f"shapes: {spread}"))
 
 
 def _a(word: str) -> str:
@@ -299,7 +311,7 @@ def duplicates(ctx: TextContext) -> Iterator[Hit]:
     def say(r: Row) -> tuple[str, str]:
         earlier, same = repeated[r.line]
         how = "" if same else " after folding case, Unicode form and whitespace"
-        return (f"Line {r.line} repeats line {rows[earlier].line}{how}.",
+        return (f"{ctx.at(r)} repeats {ctx.dataset.where(rows[earlier].line)}{how}.",
                 f"{identical:,} identical to an earlier row, {folded:,} equal to one only after folding case, Unicode form and whitespace")
 
     indices = [i for i, row in enumerate(rows) if row.line in repeated]
@@ -316,6 +328,30 @@ def same_pair(ctx: TextContext) -> Iterator[Hit]:
     Does not mean: the answer is wrong; generate another to reject, or drop the row.
     """
     yield from _problem_hits(ctx, ctx.problems("same-pair"), "preference pairs have the same chosen and rejected answer")
+
+
+def tool_arguments(ctx: TextContext) -> Iterator[Hit]:
+    """A tool call's arguments are not a JSON object.
+
+    What it detects: assistant turns whose `tool_calls` (OpenAI's shape, `{"type": "function", "function": {"name": ..., "arguments": ...}}`, or the legacy `function_call`) give `arguments` as a string that does not parse as JSON, or parses to something other than an object (a number, a list, a string), or as a value that is neither a string nor an object; the parser's message and the arguments are quoted.
+    Why it matters: the turn is trained as written, so the model learns to emit calls no tool runner can parse (a JSON string cut off by a length limit, single quotes, a trailing comma); the chat template renders them as broken text either way.
+    Fires on: `"arguments": "{\"city\": \"Paris\""` (cut off); `"arguments": "{'city': 'Paris'}"`.
+    Does not fire on: `"arguments": "{\"city\": \"Paris\"}"` or `"arguments": {"city": "Paris"}` (an object, as transformers' templates take it); calls written in the assistant's text (Hermes' `<tool_call>`), which are not parsed.
+    Does not mean: the tool exists or its schema matches; only that the arguments are not JSON.
+    """
+    yield from _problem_hits(ctx, ctx.problems("tool-arguments"), "tool calls have arguments that are not a JSON object")
+
+
+def tool_orphan(ctx: TextContext) -> Iterator[Hit]:
+    """A `tool` message answers no tool call.
+
+    What it detects: conversations with a `tool` message (a tool's result) whose run of tool results does not follow an assistant turn: it follows a user or system turn, or opens the conversation; or, in a conversation that writes its calls as `tool_calls`, follows an assistant turn that has none. The first such message of a conversation is named.
+    Why it matters: the model is trained on a tool result it never asked for, so it learns that results arrive unbidden; it is most often a conversation whose calling turn was dropped (a filter on empty assistant contents drops exactly the turns that only call a tool), and templates that check calls against results refuse it.
+    Fires on: user, tool, assistant; an assistant turn with no `tool_calls` then a tool result, where other turns use `tool_calls`.
+    Does not fire on: an assistant turn with `tool_calls`, then one or more tool results, then the answer; tool results after assistant turns in a conversation that writes its calls in the assistant's text (no `tool_calls` anywhere); ShareGPT's `function_call` and `observation` turns.
+    Does not mean: the result itself is wrong; restore the calling turn or drop the row.
+    """
+    yield from _problem_hits(ctx, ctx.problems("orphan-tool"), "conversations have a tool result that answers no call")
 
 
 def _index(ctx: TextContext, row: Row) -> int:
@@ -339,7 +375,7 @@ def repeated_target(ctx: TextContext) -> Iterator[Hit]:
     def say(r: Row) -> tuple[str, str]:
         where, text, run = found[_index(ctx, r)]
         covered = f"{run.length:,} characters" if run.length == len(text) else f"{run.length:,} of its {len(text):,} characters"
-        return (f"Line {r.line}: {where} is {quoted(run.unit)} repeated {run.times:,} times ({covered}).",
+        return (f"{ctx.at(r)}: {where} is {quoted(run.unit)} repeated {run.times:,} times ({covered}).",
                 f"one run of a {len(run.unit):,}-character unit covers {figures.pct(run.length / len(text))} of the answer")
 
     yield from _row_hits(ctx, sorted(found), "have an answer that is one short unit repeated", say)
@@ -374,7 +410,7 @@ def length_outlier(ctx: TextContext) -> Iterator[Hit]:
         n = lengths[_index(ctx, r)]
         where = next(w for w, text in _answers_of(r) if len(text) == n)
         spread = f"{z(n):.1f} robust sigmas above it on a log scale" if sigma > 0 else "over half the answers are of that length"
-        return (f"Line {r.line}: {where} has {figures.plural(n, 'character')}, {figures.num(n / middle)} times the median answer "
+        return (f"{ctx.at(r)}: {where} has {figures.plural(n, 'character')}, {figures.num(n / middle)} times the median answer "
                 f"({figures.plural(middle, 'character')}).",
                 f"median of {figures.plural(len(lengths), 'answer')} {figures.plural(middle, 'character')}; {spread}")
 
@@ -413,7 +449,7 @@ def too_long(ctx: TextContext) -> Iterator[Hit]:
     share = lost / max(sum(lengths.total), 1)
     yield from _row_hits(
         ctx, over, f"are over {figures.plural(limit, 'token')}",
-        lambda r: (f"Line {r.line} has {lengths.total[_index(ctx, r)]:,} tokens, over --max-len {limit:,}.",
+        lambda r: (f"{ctx.at(r)} has {lengths.total[_index(ctx, r)]:,} tokens, over --max-len {limit:,}.",
                    f"{lost:,} of {figures.plural(sum(lengths.total), 'token')} ({figures.pct(share)}) "
                    f"{'is' if lost == 1 else 'are'} lost to truncation"),
         {"lost_tokens": lost, "lost_share": share}, measured=True,
@@ -434,10 +470,31 @@ def truncated_target(ctx: TextContext) -> Iterator[Hit]:
     cut = [i for i, (r, p) in enumerate(zip(ctx.dataset.rows, lengths.prompt)) if r.shape != "text" and _answers(r) and p >= limit]
     yield from _row_hits(
         ctx, cut, "lose their whole answer to truncation",
-        lambda r: (f"Line {r.line}'s prompt alone has {figures.plural(lengths.prompt[_index(ctx, r)], 'token')}, "
+        lambda r: (f"{ctx.at(r)}'s prompt alone has {figures.plural(lengths.prompt[_index(ctx, r)], 'token')}, "
                    f"so at --max-len {limit:,} none of its answer is trained.",
                    f"prompt {figures.plural(lengths.prompt[_index(ctx, r)], 'token')}, "
                    f"row {lengths.total[_index(ctx, r)]:,}; limit {limit:,}"),
+        measured=True,
+    )  # fmt: skip
+
+
+def rejected_too_long(ctx: TextContext) -> Iterator[Hit]:
+    """A preference row's rejected side is over `--max-len` where its chosen side fits.
+
+    What it detects: preference rows whose prompt and rejected answer (measured as the chosen side is: through the chat template as TRL's DPO and ORPO trainers render `prompt + rejected`, else the prompt's tokens, the rejected answer's and eos) exceed `--max-len` tokens while the prompt and chosen answer do not; both counts and the difference are named.
+    Why it matters: the trainer cuts the rejected side and not the chosen one, so the pair compares a whole answer with a truncated one: the loss rewards the model for whatever the cut removes (DPO's log-ratio of the rejected side loses the end of the answer, often the part that made it worse), and the model learns "shorter than the cut" rather than the preference.
+    Fires on: `{"prompt": "Write.", "chosen": "Short.", "rejected": <300 tokens>}` with `--max-len 64`.
+    Does not fire on: pairs whose two sides both fit, or both exceed the limit (TP-TEXT-TOO-LONG names the chosen side); rows that are not preference rows.
+    Does not mean: the pair is wrong; raise the limit, or drop pairs whose rejected answer runs far past it.
+    """
+    lengths = _need_lengths(ctx)
+    limit = ctx.max_len or 0
+    over = [i for i, n in sorted(lengths.rejected.items()) if n > limit and lengths.total[i] <= limit and i not in lengths.left_out]
+    yield from _row_hits(
+        ctx, over, f"have a rejected side over {figures.plural(limit, 'token')} where the chosen side fits",
+        lambda r: (f"{ctx.at(r)}: its prompt and rejected answer have {lengths.rejected[_index(ctx, r)]:,} tokens, over --max-len {limit:,}, "
+                   f"where its prompt and chosen answer have {lengths.total[_index(ctx, r)]:,}.",
+                   f"rejected {lengths.rejected[_index(ctx, r)]:,} tokens, chosen {lengths.total[_index(ctx, r)]:,}; limit {limit:,}"),
         measured=True,
     )  # fmt: skip
 
@@ -455,10 +512,13 @@ TEXT_RULES = rules_of(
         ("TP-TEXT-ROLES", Level.WARN, roles),
         ("TP-TEXT-DUPLICATE", Level.WARN, duplicates),
         ("TP-TEXT-SAME-PAIR", Level.WARN, same_pair),
+        ("TP-TEXT-TOOL-ARGUMENTS", Level.FAIL, tool_arguments),
+        ("TP-TEXT-TOOL-ORPHAN", Level.WARN, tool_orphan),
         ("TP-TEXT-REPEATED-TARGET", Level.WARN, repeated_target),
         ("TP-TEXT-LENGTH-OUTLIER", Level.WARN, length_outlier),
         ("TP-TEXT-TRUNCATED-TARGET", Level.FAIL, truncated_target),
         ("TP-TEXT-TOO-LONG", Level.WARN, too_long),
+        ("TP-TEXT-REJECTED-TOO-LONG", Level.WARN, rejected_too_long),
     ),
 )
 """The text command's rules, in the order they run; registered by id in :mod:`trainproof.checks.registry`."""

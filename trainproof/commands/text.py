@@ -34,7 +34,7 @@ from trainproof.checks.registry import RULES
 from trainproof.config import Settings
 from trainproof.io import figures
 from trainproof.io.progress import terminal_progress
-from trainproof.judge import Command, Outcome, Prepared, Stage, nothing_ran
+from trainproof.judge import Command, Input, Inputs, Outcome, Prepared, Stage, nothing_ran
 from trainproof.report import Subject
 
 ENCODE_CHUNK = 4096
@@ -45,8 +45,14 @@ ANSWER_MARK = "7391046285502846193"
 answer: digits, which a template that trims, escapes or changes the case of content (Llama 3's ``| trim``) keeps."""
 
 
-def _turns(row: Any) -> list[dict]:
-    return [{"role": m.role, "content": m.content or ""} for m in row.messages]
+def _turns(row: Any, rejected: bool = False) -> list[dict]:
+    """A conversation's turns as transformers hands them to a chat template: role and content, and an assistant turn's
+    ``tool_calls`` as written (``rejected``: a preference row's prompt and rejected answer)."""
+    messages = row.rejected_messages if rejected else row.messages
+    return [
+        {"role": m.role, "content": m.content or "", "tool_calls": list(m.tool_calls)} if m.tool_calls else {"role": m.role, "content": m.content or ""}
+        for m in messages
+    ]
 
 
 def _first_answer(row: Any) -> int:
@@ -65,15 +71,15 @@ class _Conversations(Sequence[list[dict]]):
     """The turns of the rows at ``indices``, each made as the template is about to render it (a list of them all would
     keep four dicts a row alive for the garbage collector to walk); with ``first``, the first answer is ANSWER_MARK."""
 
-    def __init__(self, rows: Sequence[Any], indices: list[int], first: Mapping[int, int] | None = None) -> None:
-        self.rows, self.indices, self.first = rows, indices, first
+    def __init__(self, rows: Sequence[Any], indices: list[int], first: Mapping[int, int] | None = None, rejected: bool = False) -> None:
+        self.rows, self.indices, self.first, self.rejected = rows, indices, first, rejected
 
     def __len__(self) -> int:
         return len(self.indices)
 
     def __getitem__(self, k: Any) -> Any:
         i = self.indices[k]
-        turns = _turns(self.rows[i])
+        turns = _turns(self.rows[i], self.rejected)
         return turns if self.first is None else _marked(turns, self.first[i])
 
 
@@ -151,7 +157,39 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
             if progress is not None:
                 progress(done, len(whole) + len(apart))
     templated = frozenset(whole) - failed.keys()
-    return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())), tuple(sorted(refused.items())), templated)
+    rejected = _rejected(tokenizer, rows, [i for i in whole if i not in failed], [i for i in apart if i not in failed])
+    return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())), tuple(sorted(refused.items())), templated, rejected)
+
+
+def _rejected(tokenizer: Any, rows: Sequence[Any], whole: list[int], apart: list[int]) -> dict[int, int]:
+    """Row index -> the tokens of a preference row's prompt and rejected answer, measured as its chosen side was: a
+    conversation through the chat template (the prompt's turns and the rejected answer's, as TRL's
+    ``maybe_apply_chat_template`` renders ``prompt + rejected``), else its prompt's tokens, its rejected answer's and
+    eos. A row whose rejected side the template refuses or the tokenizer cannot encode is left out."""
+    from trainproof.tokenizer.batches import Failed, each
+
+    chats = [i for i in whole if rows[i].rejected is not None and rows[i].rejected_messages]
+    texts = [i for i in (*whole, *apart) if rows[i].rejected is not None and not rows[i].rejected_messages]
+    out: dict[int, int] = {}
+    rendered = _rendered(tokenizer, rows, chats, _Conversations(rows, chats, rejected=True))
+    done = [(i, text) for i, text in rendered.items() if isinstance(text, str)]
+    for start in range(0, len(done), ENCODE_CHUNK):
+        chunk = done[start : start + ENCODE_CHUNK]
+        for (i, _), got in zip(chunk, each(tokenizer.encode_batch, [text for _, text in chunk])):
+            if not isinstance(got, Failed):
+                out[i] = len(got)
+
+    def counted(pairs: list[Any]) -> Sequence[int | Failed]:
+        eos = 1 if tokenizer.specials.eos is not None else 0
+        ids = tokenizer.encode_batch([text for pair in pairs for text in pair])
+        return [len(ids[2 * k]) + len(ids[2 * k + 1]) + eos for k in range(len(pairs))]
+
+    for begin in range(0, len(texts), ENCODE_CHUNK):
+        indices = texts[begin : begin + ENCODE_CHUNK]
+        for i, n in zip(indices, each(counted, [(rows[i].prompt, rows[i].rejected) for i in indices])):
+            if not isinstance(n, Failed):
+                out[i] = n
+    return out
 
 
 def _rendered(tokenizer: Any, rows: Sequence[Any], indices: list[int], conversations: Sequence[list[dict]]) -> dict[int, Any]:
@@ -217,7 +255,12 @@ def summarize(dataset: Any, lengths: Any, max_len: int | None, template: str | N
 def headline(dataset: Any, summary: Mapping[str, Any]) -> str:
     shapes = ", ".join(f"{shape}: {n:,}" for shape, n in dataset.shapes.items() if n) or "no rows"
     rows, lines = summary["rows"], summary["lines"]
-    parts = [f"fine-tuning JSONL, {rows:,} row{'' if rows == 1 else 's'} of {lines:,} line{'' if lines == 1 else 's'} ({shapes})"]
+    if dataset.format != "jsonl":
+        files = f" ({figures.plural(len(dataset.files), 'file')})" if len(dataset.files) > 1 else ""
+        read = f"fine-tuning {'Parquet' if dataset.format == 'parquet' else 'Arrow'}{files}, {rows:,} of {figures.plural(lines, 'row')} read as examples"
+        parts = [f"{read} ({shapes})"]
+    else:
+        parts = [f"fine-tuning JSONL, {rows:,} row{'' if rows == 1 else 's'} of {lines:,} line{'' if lines == 1 else 's'} ({shapes})"]
     if "tokens" in summary:
         parts.append(f"{figures.plural(summary['tokens_p50'], 'token')} per row (median), {summary['tokens_max']:,} at most, {_counted(summary)}")
     return "; ".join(parts)
@@ -260,11 +303,23 @@ class TextCommand(Command):
 
         return files_read_as(options.get("tokenizer") or None, "is read as the tokenizer")
 
-    def read(self, source: Any, options: Mapping[str, Any]) -> Any:
-        from trainproof.text.reader import read_text_dataset
+    def inputs(self, source: Any, options: Mapping[str, Any], prepared: Prepared) -> Inputs:
+        """A folder stands for each split in it (Parquet shards, or a dataset saved by ``datasets``), judged apart."""
+        if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
+            from trainproof.text.columns import splits
 
+            return Inputs(tuple(Input(split) for split in splits(str(source), bool(options.get("follow_links")))))
+        return Inputs((Input(source),))
+
+    def read(self, source: Any, options: Mapping[str, Any]) -> Any:
         if hasattr(source, "rows") and hasattr(source, "problems"):
             return source
+        from trainproof.text.columns import Split, is_columnar, read_split
+
+        if isinstance(source, Split) or is_columnar(str(source)):
+            return read_split(source if isinstance(source, Split) else str(source), follow_links=bool(options.get("follow_links")))
+        from trainproof.text.reader import read_text_dataset
+
         return read_text_dataset(source, follow_links=bool(options.get("follow_links")))
 
     def stages(self, dataset: Any, settings: Settings, prepared: Prepared) -> Sequence[Stage]:
@@ -304,7 +359,7 @@ class TextCommand(Command):
         tokenizer = prepared.shared.get("tokenizer")
         summary = summarize(dataset, lengths, prepared.shared.get("max_len"), getattr(tokenizer, "chat_template_file", None))
         notes = (*dataset.notes, *(_unmeasured(dataset, lengths) if lengths is not None else ()), *_unapplied(dataset, tokenizer))
-        return replace(subject, path=dataset.path, format="jsonl", summary=summary, headline=headline(dataset, summary), notes=notes)
+        return replace(subject, path=dataset.path, format=dataset.format, summary=summary, headline=headline(dataset, summary), notes=notes)
 
 
 def _unapplied(dataset: Any, tokenizer: Any) -> tuple[str, ...]:
@@ -324,7 +379,7 @@ def _unapplied(dataset: Any, tokenizer: Any) -> tuple[str, ...]:
     )
 
 
-_LENGTH_RULES = frozenset({"TP-TEXT-TOO-LONG", "TP-TEXT-TRUNCATED-TARGET"})
+_LENGTH_RULES = frozenset({"TP-TEXT-TOO-LONG", "TP-TEXT-TRUNCATED-TARGET", "TP-TEXT-REJECTED-TOO-LONG"})
 
 
 def _why_unmeasured(lengths: Any) -> str:

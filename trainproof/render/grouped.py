@@ -85,7 +85,8 @@ def _place(subject: Subject, finding: Finding) -> str:
     subject's folder, the file's path elsewhere; a step when it has no line; "" when it has neither."""
     file = _under(finding.file, subject.path) if finding.file else ""
     if finding.line is not None:
-        return f"{file}:{finding.line}" if file else f"line {finding.line}"
+        unit = "row" if subject.format in ("parquet", "arrow") else "line"  # a Parquet or Arrow row has a number, no line
+        return f"{file}:{finding.line}" if file else f"{unit} {finding.line}"
     if file:
         return file
     return f"step {figures.step(finding.steps[0])}" if finding.steps else ""
@@ -106,7 +107,7 @@ def _masked(finding: Finding, text: str) -> str:
     """``text`` with the finding's own line ("line 7", "Line 7") masked, to see whether two findings differ only there."""
     if finding.line is None:
         return text
-    return re.sub(rf"\b([Ll]ine) {finding.line}\b", r"\1 #", text)
+    return re.sub(rf"\b([Ll]ine|[Rr]ow) {finding.line}\b", r"\1 #", text)
 
 
 def _listed(places: list[str]) -> str:

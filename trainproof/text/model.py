@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 SHAPES = ("text", "prompt_completion", "instruction", "messages", "preference")
 """The shapes of a training example. A row that has the fields of several is read as the first of messages,
@@ -19,6 +22,7 @@ SYSTEM_ROLES = ("system", "developer")
 PROBLEM_KINDS = (
     "unparsable", "document", "not-object", "unknown-shape", "wrong-type", "empty-field", "null-field",
     "role-order", "no-assistant", "no-user", "unanswered", "same-pair", "blank-line", "overlong-line",
+    "tool-arguments", "orphan-tool",
 )  # fmt: skip
 """Every :attr:`RowProblem.kind`. The first five and ``overlong-line`` keep a line from being a row; the others are
 recorded on a row that is still read, so a rule can count them."""
@@ -30,6 +34,7 @@ class Message:
 
     role: str
     content: str | None  # None when the field is missing or null
+    tool_calls: tuple[Any, ...] = ()  # an assistant turn's calls, as written (OpenAI's shape), for the chat template
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,8 @@ class Row:
     messages: tuple[Message, ...] = ()
     completion_at: int | None = None
     rejected: str | None = None  # a preference row's rejected answer; None for every other shape
+    rejected_messages: tuple[Message, ...] = ()  # a conversational preference row's rejected conversation (its prompt's turns first)
+    tools: tuple[Any, ...] = ()  # the row's ``tools`` (function schemas), passed to a chat template as transformers does
 
     @property
     def is_chat(self) -> bool:
@@ -108,3 +115,28 @@ class TextDataset:
     lines: int
     shapes: Mapping[str, int]
     notes: tuple[str, ...] = ()
+    format: str = "jsonl"  # "jsonl", "parquet" or "arrow"
+    files: tuple[tuple[str, int], ...] = ()  # a Parquet or Arrow split: each file read and its number of rows, in order
+
+    def where(self, line: int) -> str:
+        """A row (by its ``line``) as the user finds it: ``line 12`` of a JSON Lines file; ``row 12`` of a Parquet or
+        Arrow file (``row 3 of train-00001-of-00002.parquet`` in a split of several files, numbered in that file)."""
+        if not self.files:
+            return f"line {line}"
+        file, row = self.locate(line)
+        return f"row {row}" if len(self.files) == 1 else f"row {row} of {os.path.basename(file)}"
+
+    def locate(self, line: int) -> tuple[str, int]:
+        """The file a row is in, and its 1-based number there (JSON Lines: the dataset's own file and the line)."""
+        if not self.files:
+            return self.path, line
+        k = min(bisect_right(self._starts, line - 1) - 1, len(self.files) - 1)
+        return self.files[k][0], line - self._starts[k]
+
+    @property
+    def _starts(self) -> list[int]:
+        starts, total = [], 0
+        for _, count in self.files:
+            starts.append(total)
+            total += count
+        return starts

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -289,6 +289,7 @@ class _Reader:
         self.several = 0
         self.first_several: int | None = None
         self.document: tuple[int, str] | None = None
+        self.where: Callable[[int], str] | None = None  # how a row is named when not by its line (a Parquet row)
 
     def read(self, lines: Iterator[_Line]) -> None:
         """Every line; the first two with content decide first whether the file is one JSON document."""
@@ -320,7 +321,15 @@ class _Reader:
         return True
 
     def _not_a_row(self, problem: RowProblem) -> None:
-        self.problems.append(problem)
+        self.problems.append(self._named(problem))
+
+    def _named(self, problem: RowProblem) -> RowProblem:
+        """The problem named by its row (``row 12 of ...``) where rows are not lines: every row problem's message
+        starts with ``line N``."""
+        n = problem.line
+        if self.where is None or n is None or not problem.message.startswith(f"line {n}"):
+            return problem
+        return replace(problem, message=self.where(n) + problem.message[len(f"line {n}") :])
 
     def _line(self, line: _Line) -> None:
         n = line.number
@@ -378,8 +387,10 @@ class _Reader:
             self._not_a_row(exc.problem)
             return
         self.sharegpt += sharegpt
+        if "tools" in record and row.is_chat:
+            row = replace(row, tools=_tools(record))
         self.rows.append(row)
-        self.problems.extend(found)
+        self.problems.extend(map(self._named, found))
 
     def build(self) -> TextDataset:
         if not self.content:
@@ -410,13 +421,17 @@ class _Reader:
             )
         if self.several:
             notes.append(
-                f"{_rows(self.several)} the fields of more than one shape, the first at line {self.first_several}; "
+                f"{_rows(self.several)} the fields of more than one shape, the first at {(self.where or _line)(self.first_several or 0)}; "
                 "each was read as the first of messages, prompt_completion, instruction, text, preference"
             )
         shapes = dict.fromkeys(SHAPES, 0)
         for row in self.rows:
             shapes[row.shape] += 1
         return TextDataset(self.path, tuple(self.rows), tuple(problems), self.lines, shapes, tuple(notes))
+
+
+def _line(n: int) -> str:
+    return f"line {n}"
 
 
 def _rows(count: int) -> str:
@@ -434,7 +449,7 @@ def _row(n: int, shape: str, key: str, record: Mapping[str, object], found: list
     if shape == "prompt_completion":
         if _listed(n, record, ("prompt", "completion"), "a conversational prompt and completion are both lists of messages"):
             turns, sharegpt = _read_turns(n, record, ("prompt", "completion"), found)
-            return _chat_row(n, shape, turns, len(turns[0][1]), found), sharegpt
+            return _chat_row(n, shape, turns, len(turns[0][1]), found, sharegpt), sharegpt
         prompt = _string(n, record, "prompt", found)
         return Row(n, shape, prompt, _string(n, record, "completion", found)), False
     if shape == "instruction":
@@ -452,9 +467,22 @@ def _row(n: int, shape: str, key: str, record: Mapping[str, object], found: list
         if role_problem is not None:
             found.append(role_problem)
         found.extend(_missing_turns(n, messages, answers, spans))
+        if not sharegpt:  # ShareGPT's function_call turns carry the call in their text
+            found.extend(_orphan_tools(n, messages, spans))
     prompt = _joined([message.content for message in messages[: answers[-1] if answers else len(messages)]])
     target = _joined([messages[i].content for i in answers])
     return Row(n, shape, prompt, target, messages), sharegpt
+
+
+def _tools(record: Mapping[str, object]) -> tuple[object, ...]:
+    """A row's ``tools`` (function schemas, as TRL's tool-calling datasets give them): a list, or a JSON string of one."""
+    tools = record.get("tools")
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except (ValueError, RecursionError):
+            return ()
+    return tuple(tools) if isinstance(tools, list) else ()
 
 
 _Turns = tuple[tuple[str, tuple[Message, ...]], ...]
@@ -516,11 +544,13 @@ def _read_turns(n: int, record: Mapping[str, object], keys: tuple[str, ...], fou
     return tuple(turns), sharegpt
 
 
-def _chat_row(n: int, shape: str, turns: _Turns, at: int, found: list[RowProblem]) -> Row:
+def _chat_row(n: int, shape: str, turns: _Turns, at: int, found: list[RowProblem], sharegpt: bool = False) -> Row:
     """A row whose conversation is made of several fields (a prompt and its completion or chosen answer), the trained
     answer from message ``at``; its role problems added to ``found``."""
     messages = tuple(m for _, part in turns for m in part)
     _check_answered(n, messages, _Spans.of(turns), at, found)
+    if not sharegpt:  # ShareGPT's function_call turns carry the call in their text
+        found.extend(_orphan_tools(n, messages, _Spans.of(turns)))
     return Row(n, shape, _joined([m.content for m in messages[:at]]), _joined([m.content for m in messages[at:]]), messages, at)
 
 
@@ -593,11 +623,11 @@ def _conversational_preference(n: int, record: Mapping[str, object], explicit: b
     else:
         at = _shared_prefix(parts["chosen"], parts["rejected"])
         chosen, rejected = (("chosen", parts["chosen"]),), (("rejected", parts["rejected"]),)
-    row = _chat_row(n, "preference", chosen, at, found)
+    row = _chat_row(n, "preference", chosen, at, found, sharegpt)
     other = tuple(m for _, part in rejected for m in part)
     if not any(p.kind in _ROLE_KINDS for p in found):
         _check_answered(n, other, _Spans.of(rejected), at, found)
-    return replace(row, rejected=_joined([m.content for m in other[at:]])), sharegpt
+    return replace(row, rejected=_joined([m.content for m in other[at:]]), rejected_messages=other), sharegpt
 
 
 def _shared_prefix(chosen: Sequence[object], rejected: Sequence[object]) -> int:
@@ -690,8 +720,62 @@ def _conversation(n: int, key: str, turns: object, found: list[RowProblem]) -> t
                 found.append(RowProblem("null-field", said, n, key))
             else:
                 found.append(RowProblem("empty-field", _empty(f"{where}: its {content_key!r}", content), n, key))
-        messages.append(Message(role, content))
+        calls = _tool_calls(n, i, key, turn, found) if role_key == "role" else ()
+        messages.append(Message(role, content, calls))
     return tuple(messages), sharegpt
+
+
+def _tool_calls(n: int, i: int, key: str, turn: Mapping[str, object], found: list[RowProblem]) -> tuple[object, ...]:
+    """The tool calls of a turn (OpenAI's ``tool_calls``, or its legacy ``function_call`` as one call), as written; a
+    call whose ``arguments`` is a string that is not JSON, or not a JSON object, is a ``tool-arguments`` problem."""
+    calls = turn.get("tool_calls")
+    if not isinstance(calls, list):
+        legacy = turn.get("function_call")
+        calls = [{"type": "function", "function": legacy}] if isinstance(legacy, dict) else []
+    for k, call in enumerate(calls, 1):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            function = call if isinstance(call, dict) else {}  # some datasets write {"name": ..., "arguments": ...} flat
+        if "arguments" not in function:
+            continue
+        arguments, why = function["arguments"], None
+        name = function.get("name")
+        if isinstance(arguments, str):
+            try:
+                parsed = json.loads(arguments)
+            except (ValueError, RecursionError) as exc:
+                why = f"are not valid JSON ({exc.msg} at column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else "are not readable JSON"
+            else:
+                if not isinstance(parsed, dict):
+                    why = f"are JSON {_a(parsed)}, not an object"
+        elif arguments is not None and not isinstance(arguments, dict):
+            why = f"are {_a(arguments)}, not a JSON object"
+        if why is not None:
+            called = f" ({_quote(name)})" if isinstance(name, str) else ""
+            said = f"line {n}: the arguments of tool call {k}{called} of message {i} of {key!r} {why}: {_quote(str(arguments))}"
+            found.append(RowProblem("tool-arguments", said, n, key))
+    return tuple(calls)
+
+
+def _orphan_tools(n: int, messages: tuple[Message, ...], spans: _Spans) -> list[RowProblem]:
+    """The first ``tool`` result that answers no call: the turn before its run of tool results is not an assistant turn
+    (a user's, a system's, none), or is an assistant turn with no ``tool_calls`` in a conversation that gives its calls
+    as ``tool_calls`` elsewhere. A conversation that gives no ``tool_calls`` at all writes its calls in the assistant's
+    text (Hermes' ``<tool_call>``), which is not parsed here: a tool result after any assistant turn is fine there."""
+    structured = any(m.tool_calls for m in messages)
+    caller: Message | None = None
+    for i, message in enumerate(messages):
+        if message.role != "tool":
+            caller = message
+            continue
+        if caller is None or caller.role != "assistant":
+            before = "it is the first turn" if caller is None else f"the turn before it is a {caller.role!r} turn"
+            said = f"line {n}: {spans.name(i)} is a 'tool' result that answers no call: {before}, not an assistant's tool call"
+            return [RowProblem("orphan-tool", said, n, spans.field(i))]
+        if structured and not caller.tool_calls:
+            said = f"line {n}: {spans.name(i)} is a 'tool' result that answers no call: the assistant turn before it has no 'tool_calls'"
+            return [RowProblem("orphan-tool", said, n, spans.field(i))]
+    return []
 
 
 def _parts_text(parts: list, where: str, n: int, key: str) -> tuple[str, bool]:
