@@ -74,7 +74,7 @@ import os
 from pathlib import Path
 
 from trainproof.data.layouts.delimited import _read_csv
-from trainproof.data.layouts import hub
+from trainproof.data.layouts import hub, webdataset
 from trainproof.data.layouts.folder import _read_folder
 from trainproof.data.layouts.kaldi import _read_kaldi
 from trainproof.data.layouts.lhotse import _read_lhotse, is_gzip, is_lhotse_folder, lhotse_name, sniff_kind
@@ -110,11 +110,14 @@ def read_manifest(
     AUDIO_KEYS and TEXT_KEYS there (compared in lower case).
     """
     given = str(path)
-    if not os.path.exists(given):
+    named = webdataset.expand(given) if webdataset.is_pattern(given) and not os.path.exists(given) else [given]
+    if not os.path.exists(named[0]):
         raise InputError(given, "does not exist")
     here = os.getcwd() if cwd is None else str(cwd)
-    # the named manifest (or folder) may not be a link out of its folder and the working directory
-    ReadPolicy.for_input(given, cwd=False, extra=(here,), follow_links=follow_links).require(given)
+    # the named manifest (or folder; or each shard a pattern names) may not be a link out of its folder and the working directory
+    for each in named:
+        if os.path.lexists(each):
+            ReadPolicy.for_input(each, cwd=False, extra=(here,), follow_links=follow_links).require(each)
     layout, target = _detect(given)
     ctx = _Context(
         root=None if root is None else str(root),
@@ -140,6 +143,8 @@ def read_manifest(
         hub.read_arrow(target, ctx, builder)
     elif layout == "audiofolder":
         hub.read_audiofolder(target, ctx, builder)
+    elif layout == "webdataset":
+        webdataset.read_webdataset(target, ctx, builder)
     elif layout == "lhotse":
         _read_lhotse(target, ctx, builder)
     else:
@@ -193,8 +198,8 @@ def _detect(path: str) -> tuple[str, str]:
             return "kaldi", path
         if is_lhotse_folder(path):
             return "lhotse", path
-        return hub.detect(path) or ("folder", path)
-    found = hub.detect(path)
+        return hub.detect(path) or webdataset.detect(path) or ("folder", path)
+    found = hub.detect(path) or webdataset.detect(path)
     if found is not None:
         return found
     name = os.path.basename(path)
