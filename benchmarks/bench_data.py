@@ -29,6 +29,19 @@ Three targets, each printed as one line (measured, target, OK/MISSED):
     5% of the decoding by themselves, and the rules' fixed cost over a
     2,100-clip table is as much again, so 10% is out of reach by design.
 
+(p) Parquet: --parquet-large (20,000) clips embedded as bytes in Hub-style
+    Parquet shards (``data/train-0000k-of-0000n.parquet``, 2,000 rows a
+    shard, row groups of 100 rows as ``datasets`` writes audio; 1 s clips
+    of 22050 Hz 16-bit WAV, --memory-small distinct ones whose last sample
+    is changed per row, so every row's bytes differ), cold cache, against
+    a baseline of the same number of processes reading the same row groups
+    with pyarrow and decoding each clip's bytes from memory with
+    ``soundfile.read`` (its defaults), one task a row group. Target:
+    within 1.5x. Interleaved, median of --repeat runs. Also memory: the
+    peak RSS of the run at --memory-small (2,000) and --parquet-large
+    clips of the same shards' layout, each in a fresh interpreter. Target:
+    within 1.3x. Not in the default --parts.
+
 (r) the Ray engine: ``--engine ray`` on a local Ray cluster of J CPUs against
     the local engine with J processes, on the issue's 20,000-clip corpus of
     (c) (--memory-large links to the clips of (a)), each in a fresh
@@ -43,7 +56,7 @@ written before the clock starts. The figures are ratios measured in this
 run; the machine's other load moves the absolute numbers.
 ``run_trainproof`` is what is measured for "trainproof data" (see its doc).
 
-    python benchmarks/bench_data.py [--clips 2000] [--jobs N] [--repeat 3] [--parts abc] [--parts r]
+    python benchmarks/bench_data.py [--clips 2000] [--jobs N] [--repeat 3] [--parts abc] [--parts p] [--parts r]
 
 Below POOL_MIN_BYTES of audio the engine decodes inline, without workers:
 reduced sizes (--clips 300) exercise that path, not the pool.
@@ -288,6 +301,7 @@ def main() -> int:
     parser.add_argument("--added", type=int, default=100)
     parser.add_argument("--memory-small", type=int, default=2000)
     parser.add_argument("--memory-large", type=int, default=20000)
+    parser.add_argument("--parquet-large", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", default="abc", help="which of the measurements to run (default: abc)")
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
@@ -315,6 +329,8 @@ def main() -> int:
             speed_and_increment(args, work, paths, lines)
         if "b" in args.parts or "c" in args.parts:  # (c) is measured on both corpora
             memory_and_large_increment(args, work, paths, lines)
+        if "p" in args.parts:
+            parquet_against_soundfile(args, work, lines)
         if "r" in args.parts:
             ray_against_local(args, work, paths, lines)
     print("\n".join(lines))
@@ -365,6 +381,99 @@ def incremental_line(lines: list[str], label: str, cold: list[float], warm: list
         lines.append(verdict(label, measured, f"< {INCREMENTAL_TARGET:.0%}", w / c < INCREMENTAL_TARGET))
     else:
         lines.append(f"{label:<44} {measured:<34} no target (see (c) in the doc)")
+
+
+PARQUET_SHARD_ROWS = 2000
+PARQUET_GROUP_ROWS = 100
+
+
+def write_parquet(folder: Path, sources: list[str], count: int) -> Path:
+    """``count`` clips embedded in Hub-style shards under ``folder/data`` (see (p)); each row's bytes its own."""
+    import struct
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    held = [Path(source).read_bytes() for source in sources]
+    features = {"audio": {"_type": "Audio"}, "text": {"dtype": "string", "_type": "Value"}}
+    schema = pa.schema(
+        [("audio", pa.struct([("bytes", pa.binary()), ("path", pa.string())])), ("text", pa.string())],
+        metadata={b"huggingface": json.dumps({"info": {"features": features}}).encode()},
+    )
+    words = ("the", "quiet", "river", "carried", "a", "small", "boat", "past", "old", "stone", "bridges", "towards")
+    shards = -(-count // PARQUET_SHARD_ROWS)
+    (folder / "data").mkdir(parents=True)
+    for shard in range(shards):
+        rows = range(shard * PARQUET_SHARD_ROWS, min(count, (shard + 1) * PARQUET_SHARD_ROWS))
+        with pq.ParquetWriter(folder / "data" / f"train-{shard:05d}-of-{shards:05d}.parquet", schema) as writer:
+            for start in range(rows.start, rows.stop, PARQUET_GROUP_ROWS):
+                group = range(start, min(rows.stop, start + PARQUET_GROUP_ROWS))
+                audio = [{"bytes": held[i % len(held)][:-2] + struct.pack("<h", i % 30000), "path": f"clip{i:06d}.wav"} for i in group]
+                texts = [" ".join(words[(i // len(words) ** k) % len(words)] for k in range(6)) for i in group]
+                writer.write_table(pa.table({"audio": audio, "text": texts}, schema=schema))
+    return folder
+
+
+def _decode_group(task: tuple[str, int]) -> int:
+    import io
+
+    import pyarrow.parquet as pq
+    import soundfile as sf
+
+    shard, group = task
+    column = pq.ParquetFile(shard).read_row_group(group, columns=["audio"]).column("audio").combine_chunks().field("bytes")
+    return sum(len(sf.read(io.BytesIO(value.as_py()))[0]) for value in column)
+
+
+def soundfile_parquet(folder: Path, jobs: int) -> None:
+    """The baseline of (p): every row group read with pyarrow and its clips decoded from memory by soundfile, in a pool
+    like the engine's (same start method)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import pyarrow.parquet as pq
+
+    from trainproof.data.engine import START_METHOD
+
+    tasks = [(str(shard), g) for shard in sorted((folder / "data").glob("*.parquet")) for g in range(pq.ParquetFile(shard).num_row_groups)]
+    if jobs == 1:
+        for task in tasks:
+            _decode_group(task)
+        return
+    context = multiprocessing.get_context(START_METHOD)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_ignore_sigint) as pool:
+        for _ in pool.map(_decode_group, tasks):
+            pass
+
+
+def parquet_against_soundfile(args: argparse.Namespace, work: Path, lines: list[str]) -> None:
+    sources = write_corpus(work / "parquet_sources", args.memory_small, 1.0, 1.0, args.seed + 4, prefix="p")
+    large = write_parquet(work / "parquet_large", sources, args.parquet_large)
+    small = write_parquet(work / "parquet_small", sources, args.memory_small)
+    timed(soundfile_parquet, large, args.jobs)  # the page cache and the imports warmed
+    baseline, ours = [], []
+    for r in range(args.repeat):
+        baseline.append(timed(soundfile_parquet, large, args.jobs))
+        ours.append(timed(run_trainproof, str(large), args.jobs, str(work / f"parquet_cache{r}")))
+    b, o = statistics.median(baseline), statistics.median(ours)
+    print(f"(p) soundfile from Parquet {b:.2f} s, trainproof {o:.2f} s (runs: {', '.join(f'{x:.2f}' for x in ours)};"
+          f" baseline runs: {', '.join(f'{x:.2f}' for x in baseline)})", file=sys.stderr)  # fmt: skip
+    lines.append(verdict(f"(p) {args.parquet_large:,} embedded clips, {args.jobs} jobs", f"{o / b:.2f}x ({o:.2f} s vs {b:.2f} s)",
+                         f"<= {SPEED_TARGET}x", o / b <= SPEED_TARGET))  # fmt: skip
+    m_small, m_large = (peak_memory_of(str(folder), args.jobs, work) for folder in (small, large))
+    ratio = m_large["total_mib"] / m_small["total_mib"]
+    print(f"(p) memory: {args.memory_small:,} clips {m_small['total_mib']:.0f} MiB (parent {m_small['parent_mib']:.0f}), "
+          f"{args.parquet_large:,} clips {m_large['total_mib']:.0f} MiB (parent {m_large['parent_mib']:.0f})", file=sys.stderr)  # fmt: skip
+    lines.append(verdict(f"(p) peak memory, {args.memory_small:,} -> {args.parquet_large:,} embedded clips",
+                         f"{ratio:.2f}x ({m_small['total_mib']:.0f} -> {m_large['total_mib']:.0f} MiB)", f"<= {MEMORY_TARGET}x",
+                         ratio <= MEMORY_TARGET))  # fmt: skip
+
+
+def peak_memory_of(dataset: str, jobs: int, work: Path) -> dict:
+    cache_dir = tempfile.mkdtemp(dir=work, prefix="memcache")
+    command = [sys.executable, __file__, "--memory-child", dataset, "--jobs", str(jobs), "--cache-dir", cache_dir]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def link_corpus(sources: list[str], folder: Path, count: int) -> list[str]:

@@ -179,22 +179,38 @@ def test_relative_sources_resolve_from_the_working_directory_or_the_recipe_root(
     assert any("two folders above the manifest's" in note for note in subject.notes)
 
 
-def test_a_recipe_folder_of_several_splits_is_judged_one_dataset_a_split(corpus, tmp_path, capsys):
+def test_a_recipe_folder_of_several_splits_is_one_dataset_and_its_leaks_are_found(corpus, tmp_path, capsys):
     wavs = _yesno_wavs(corpus)
     texts = {wav.stem: _text(wav.stem) for wav in wavs}
     folder = tmp_path / "manifests"
     write_lhotse(wavs[:4], folder, texts, split="train")
     dev = write_lhotse(wavs[4:6], folder, texts, split="dev")
     dev["cuts"].unlink()  # the dev split as recordings and supervisions only
+    manifest = read_manifest(folder)
+    assert manifest.splits == ("train",) * 4 + ("dev",) * 2  # train first: a clip shared is found in the later split
     report = judge("data", [str(folder)], no_cache=True, jobs=1)
-    assert [(s.path, s.summary["clips"]) for s in report.subjects] == [
-        (str(folder / "yesno_supervisions_dev.jsonl.gz"), 2),
-        (str(folder / "yesno_cuts_train.jsonl.gz"), 4),
+    assert [(s.path, s.summary["clips"]) for s in report.subjects] == [(str(folder), 6)]
+    assert "TP-DATA-SPLIT-LEAK-AUDIO" in report.subjects[0].ran
+    assert main(["data", str(folder), "--no-cache", "--jobs", "1"]) == 0
+    capsys.readouterr()
+    write_lhotse(wavs[:4] + [wavs[0]], folder, texts, split="test")  # a train recording in the test split too
+    leaks = [f for f in judge("data", [str(folder)], no_cache=True, jobs=1).subjects[0].findings if f.rule_id == "TP-DATA-SPLIT-LEAK-AUDIO"]
+    assert leaks and all(Path(f.file).name.endswith("_test.jsonl.gz") for f in leaks)
+
+
+def test_a_folder_of_two_corpora_is_judged_one_dataset_a_corpus(corpus, tmp_path):
+    wavs = _yesno_wavs(corpus)
+    texts = {wav.stem: _text(wav.stem) for wav in wavs}
+    folder = tmp_path / "manifests"
+    write_lhotse(wavs[:4], folder, texts, prefix="yesno", split="train")
+    write_lhotse(wavs[4:6], folder, texts, prefix="other", split="train")
+    report = judge("data", [str(folder)], no_cache=True, jobs=1)
+    assert [(Path(s.path).name, s.summary["clips"]) for s in report.subjects] == [
+        ("other_cuts_train.jsonl.gz", 2),
+        ("yesno_cuts_train.jsonl.gz", 4),
     ]
     with pytest.raises(InputError, match="holds 2 Lhotse datasets"):
         read_manifest(folder)
-    assert main(["data", str(folder), "--no-cache", "--jobs", "1"]) == 0
-    assert "2 inputs" in capsys.readouterr().out
 
 
 def _lines(path: Path) -> list[dict]:

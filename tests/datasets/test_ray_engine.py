@@ -106,6 +106,24 @@ def test_both_engines_give_byte_identical_reports(ray_cluster, broken, capsys, r
     assert {"TP-DATA-UNREADABLE", "TP-DATA-MISSING", "TP-DATA-CLIPPING", "TP-DATA-DUPLICATE-AUDIO"} <= found
 
 
+@pytest.fixture(scope="module")
+def broken_hub(tmp_path_factory) -> Path:
+    """A 12-clip Hub Parquet dataset (a train and a test shard, clips embedded) with a clipped clip and a leak."""
+    built = clean_corpus(tmp_path_factory.mktemp("ray_hub"), n=12, layout="parquet")
+    FAULTS["clipped"](built, built.clips[1].id)
+    FAULTS["split_leak_audio"](built)
+    return built.path
+
+
+def test_clips_held_in_parquet_shards_give_the_same_report_on_both_engines(ray_cluster, broken_hub, capsys, ray_runs):
+    local = cli(capsys, str(broken_hub), "--json", "--no-cache", "--engine", "local")
+    on_ray = cli(capsys, str(broken_hub), "--json", "--no-cache", "--engine", "ray")
+    assert ray_runs == [13], "every clip, each read from its shard on a Ray worker"
+    assert on_ray == local
+    found = {f["id"] for f in json.loads(on_ray[1])["subjects"][0]["findings"]}
+    assert {"TP-DATA-CLIPPING", "TP-DATA-SPLIT-LEAK-AUDIO"} <= found
+
+
 def first_clip_slow(ref: ClipRef) -> ClipRecord:
     """The per-clip function, a second late on the clip whose name ends in 08.wav: its task finishes last."""
     if ref.audio.endswith("08.wav") and ref.offset is None:

@@ -113,7 +113,9 @@ def split_inputs(path: str) -> list[str]:
     if not os.path.isdir(path) or any(os.path.lexists(os.path.join(path, name)) for name in ("metadata.csv", "wav.scp")):
         return []
     groups = _groups(path)
-    return [_main(kinds) for _, kinds in sorted(groups.items())] if len(groups) > 1 else []
+    if len({corpus for corpus, _ in groups}) < 2:
+        return []  # one corpus (of one split, or several: judged together, see _read_lhotse)
+    return [_main(kinds) for _, kinds in sorted(groups.items())]
 
 
 def lhotse_files(path: str) -> list[str]:
@@ -419,16 +421,41 @@ def _read_cuts(path: str, ctx: _Context, builder: _Builder) -> None:
 
 
 def _read_lhotse(target: str, ctx: _Context, builder: _Builder) -> None:
-    main = target
-    if os.path.isdir(target):
-        groups = _groups(target)
-        if len(groups) > 1:
-            names = ", ".join(os.path.basename(_main(kinds)) for _, kinds in sorted(groups.items()))
-            raise InputError(target, f"holds {len(groups)} Lhotse datasets ({names}): name one of them (trainproof data judges each of a folder)")
-        kinds = next(iter(groups.values()))
+    """A Lhotse dataset: one manifest (and its partner), or a recipe's folder. A folder of one corpus and several splits
+    is one dataset of those splits, each split's manifests read in turn (train first), so that clips shared between
+    splits are found; a folder of several corpora is each judged on its own (:func:`split_inputs`)."""
+    if not os.path.isdir(target):
+        _read_one(target, ctx, builder)
+        return
+    groups = _groups(target)
+    if len({corpus for corpus, _ in groups}) > 1:
+        names = ", ".join(os.path.basename(_main(kinds)) for _, kinds in sorted(groups.items()))
+        raise InputError(target, f"holds {len(groups)} Lhotse datasets ({names}): name one of them (trainproof data judges each of a folder)")
+    from trainproof.data.layouts.hub import _split_order, split_of
+
+    ordered = sorted(groups.items(), key=lambda item: (_split_order(("", split_of(item[0][1])))[0], item[0][1]))
+    audio_only = []
+    for (_, split), kinds in ordered:
         main = _main(kinds)
+        part = _Builder(builder.layout)
         if "cuts" in kinds and len(kinds) > 1:
-            builder.notes.append(f"{os.path.basename(main)} was read; the recordings and supervisions beside it were not (a recipe trains from its cuts)")
+            part.notes.append(f"{os.path.basename(main)} was read; the recordings and supervisions beside it were not (a recipe trains from its cuts)")
+        if len(groups) == 1:
+            _read_one(main, ctx, builder)
+            builder.notes[:0] = part.notes
+            return
+        _read_one(main, ctx, part)
+        manifest = part.build(main)
+        builder.entries.extend(manifest.entries)
+        builder.splits.extend([split or "train"] * len(manifest.entries))
+        builder.problems.extend(manifest.problems)
+        builder.notes.extend(manifest.notes)
+        audio_only.append(part.audio_only)
+        builder.bases, builder.found_root = builder.bases or part.bases, builder.found_root or part.found_root
+    builder.audio_only = all(audio_only)
+
+
+def _read_one(main: str, ctx: _Context, builder: _Builder) -> None:
     parsed = lhotse_name(os.path.basename(main))
     kind = parsed.kind if parsed is not None else sniff_kind(main)
     if kind == "cuts":
