@@ -164,18 +164,25 @@ def _ignore_sigint() -> None:
 
 def soundfile_alone(paths: list[str], jobs: int) -> None:
     """The baseline: every clip decoded by soundfile.read, in a pool like the engine's (same start method, same chunk size)."""
+    from trainproof.data.engine import CHUNK
+
+    in_pool(_decode, paths, jobs, CHUNK)
+
+
+def in_pool(fn, items: list, jobs: int, chunksize: int = 1) -> None:
+    """``fn`` over ``items`` in ``jobs`` processes of the engine's start method (here, for one job)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from trainproof.data.engine import CHUNK, START_METHOD
+    from trainproof.data.engine import START_METHOD
 
     if jobs == 1:
-        for path in paths:
-            _decode(path)
+        for item in items:
+            fn(item)
         return
     context = multiprocessing.get_context(START_METHOD)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_ignore_sigint) as pool:
-        for _ in pool.map(_decode, paths, chunksize=CHUNK):
+        for _ in pool.map(fn, items, chunksize=chunksize):
             pass
 
 
@@ -428,22 +435,10 @@ def _decode_group(task: tuple[str, int]) -> int:
 def soundfile_parquet(folder: Path, jobs: int) -> None:
     """The baseline of (p): every row group read with pyarrow and its clips decoded from memory by soundfile, in a pool
     like the engine's (same start method)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     import pyarrow.parquet as pq
 
-    from trainproof.data.engine import START_METHOD
-
     tasks = [(str(shard), g) for shard in sorted((folder / "data").glob("*.parquet")) for g in range(pq.ParquetFile(shard).num_row_groups)]
-    if jobs == 1:
-        for task in tasks:
-            _decode_group(task)
-        return
-    context = multiprocessing.get_context(START_METHOD)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_ignore_sigint) as pool:
-        for _ in pool.map(_decode_group, tasks):
-            pass
+    in_pool(_decode_group, tasks, jobs)
 
 
 def parquet_against_soundfile(args: argparse.Namespace, work: Path, lines: list[str]) -> None:
