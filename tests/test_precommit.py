@@ -248,7 +248,7 @@ def test_the_finetune_hook_judges_changed_jsonl(tmp_path, pre_commit_home, pinne
     assert "PASS  --tokenizer=chat.jsonl\n" in result.stdout
     assert "PASS  sft_clean.jsonl\n" in result.stdout
     assert "PASS  data/sft_clean.jsonl\n" in result.stdout
-    assert "Skipped TP-TEXT-TRUNCATED-TARGET, TP-TEXT-TOO-LONG: no --tokenizer given" in result.stdout
+    assert "Skipped TP-TEXT-TRUNCATED-TARGET, TP-TEXT-TOO-LONG, TP-TEXT-REJECTED-TOO-LONG: no --tokenizer given" in result.stdout
     assert "tokens per row" not in result.stdout
     for broken in (data / "sft_broken.jsonl", tmp_path / "-x_chat.jsonl"):
         broken.write_text('{"Prompt": "a", "Completion": "b"}\n')
