@@ -201,7 +201,8 @@ def _rendered(tokenizer: Any, rows: Sequence[Any], indices: list[int], conversat
     if not indices:
         return {}
     try:
-        return dict(zip(indices, tokenizer.render_chats(conversations)))
+        tools = [rows[i].tools or None for i in indices]
+        return dict(zip(indices, tokenizer.render_chats(conversations, tools if any(tools) else None)))
     except TemplateOverrun as overrun:
         where = f", rendering line {rows[indices[overrun.index]].line}," if overrun.index is not None else ""
         raise InputError(tokenizer.path, f"its chat template{where} {overrun.reason}: trainproof stops a template there") from None

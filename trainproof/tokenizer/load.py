@@ -243,12 +243,12 @@ class Tokenizer(ABC):
         with self._calling():
             return self._render_chat(messages)
 
-    def render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | Failed | None]:
+    def render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]], tools: Sequence[Any] | None = None) -> list[str | Failed | None]:
         """:meth:`render_chat` of each conversation: its text, a :class:`~trainproof.tokenizer.batches.Failed` with the
         template's message where the template refuses it, None without a template. TemplateOverrun as soon as one
         rendering is past a bound (the rest are not rendered)."""
         with self._calling():
-            return self._render_chats(conversations)
+            return self._render_chats(conversations, tools)
 
     def count_before(self, texts: Sequence[str], cuts: Sequence[int]) -> list[tuple[int, int]]:
         """For each text, its tokens and how many of them start before character ``cut``: the part of one sequence a
@@ -286,7 +286,7 @@ class Tokenizer(ABC):
     def _render_chat(self, messages: Sequence[Mapping[str, str]]) -> str | None:
         return None
 
-    def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | Failed | None]:
+    def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]], tools: Sequence[Any] | None = None) -> list[str | Failed | None]:
         return [None] * len(conversations)
 
     def _count_before(self, texts: list[str], cuts: list[int]) -> list[tuple[int, int]]:
@@ -461,10 +461,10 @@ class TransformersTokenizer(Tokenizer):
             raise ValueError(f"the chat template of {self.path} fails on these messages: {text.reason}")
         return text
 
-    def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | Failed | None]:
+    def _render_chats(self, conversations: Sequence[Sequence[Mapping[str, str]]], tools: Sequence[Any] | None = None) -> list[str | Failed | None]:
         if self.chat_template is None:
             return [None] * len(conversations)
-        return list(self._bounded().render_all(conversations))
+        return list(self._bounded().render_all(conversations, tools))
 
     def _bounded(self) -> BoundedTemplate:
         """The chat template as trainproof renders it: as transformers does, within bounds (see :mod:`.templates`)."""

@@ -117,6 +117,10 @@ class _Budget:
             raise _Stop(f"computes a number of more than {MAX_INT_BITS:,} bits")
 
 
+MAX_TOOLS_CHARS = 1_000_000
+"""A conversation's tool schemas count towards its size bound up to this many characters (one row's own tools)."""
+
+
 def _size(value: object, limit: int) -> int:
     """The characters ``value`` holds (a string's, and those of every string in a list, tuple, set or mapping, each item
     counted as one more), counted only until past ``limit``: a check costs at most that many steps."""
@@ -160,9 +164,11 @@ class BoundedTemplate:
         """The template ``source`` of a transformers ``tokenizer``, in the environment its transformers compiles in."""
         return cls(source, reference_environment(tokenizer), dict(getattr(tokenizer, "special_tokens_map", None) or {}))
 
-    def render_all(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[str | Failed]:
+    def render_all(self, conversations: Sequence[Sequence[Mapping[str, str]]], tools: Sequence[Any] | None = None) -> list[str | Failed]:
         """Each conversation rendered (``add_generation_prompt=False``), or :class:`Failed` with the template's message
-        where it raises. :class:`TemplateOverrun` as soon as one is past a bound: the rest are not rendered."""
+        where it raises. :class:`TemplateOverrun` as soon as one is past a bound: the rest are not rendered.
+        ``tools``: each conversation's function schemas (the template's ``tools``, as transformers passes them), or
+        None for a conversation without."""
         if not conversations:
             return []
         total = TEMPLATE_BASE_SECONDS + TEMPLATE_SECONDS_PER_RENDER * len(conversations)
@@ -174,7 +180,8 @@ class BoundedTemplate:
                 return [compiled] * len(conversations)
             for index, messages in enumerate(conversations):
                 try:
-                    out.append(self._render(compiled, [dict(m) for m in messages], alarm, end, total))
+                    offered = tools[index] if tools is not None else None
+                    out.append(self._render(compiled, [dict(m) for m in messages], alarm, end, total, list(offered) if offered else None))
                 except _Stop as stop:
                     raise TemplateOverrun(index, stop.reason) from None
                 except MemoryError:
@@ -205,7 +212,9 @@ class BoundedTemplate:
             self._compiled = Failed(one_line(f"{type(exc).__name__}: {exc}", MAX_REASON_CHARS))
         return self._compiled
 
-    def _render(self, compiled: Any, messages: list[dict], alarm: Callable[[float], object] | None, end: float, total: float) -> str:
+    def _render(
+        self, compiled: Any, messages: list[dict], alarm: Callable[[float], object] | None, end: float, total: float, tools: list | None = None
+    ) -> str:
         """One conversation as ``Template.render`` writes it (the same pieces, joined), within its bounds."""
         budget = self._budget
         now = time.monotonic()
@@ -213,11 +222,12 @@ class BoundedTemplate:
             budget.deadline, budget.overtime = end, f"runs past {total:,.0f} s in all (the bound for this batch of conversations)"
         else:
             budget.deadline, budget.overtime = now + TEMPLATE_SECONDS, f"runs past {TEMPLATE_SECONDS:g} s on one conversation"
-        budget.chars = TEMPLATE_BASE_CHARS + TEMPLATE_CHARS_PER_CHAR * sum(len(str(v)) for m in messages for v in m.values())
+        given = sum(len(str(v)) for m in messages for v in m.values()) + (_size(tools, MAX_TOOLS_CHARS) if tools else 0)
+        budget.chars = TEMPLATE_BASE_CHARS + TEMPLATE_CHARS_PER_CHAR * given
         pieces: list[str] = []
         written = 0
         with _armed(alarm, budget.deadline - now, budget):
-            for piece in compiled.generate(**self._variables, messages=messages):
+            for piece in compiled.generate(**{**self._variables, "tools": tools}, messages=messages):
                 written += len(piece)
                 if written > budget.chars:
                     raise _Stop(f"writes more than {budget.chars:,} characters (the bound for this conversation)")
