@@ -14,6 +14,7 @@ import pytest
 
 from tests.datasets.speech import FAULTS, Corpus, clean_corpus, has_espeak
 from trainproof.commands import judge
+from trainproof.data.blobs import digest_of
 from trainproof.data.manifest import read_manifest
 
 datasets = pytest.importorskip("datasets")
@@ -134,7 +135,7 @@ def _ours(path: Path, split: str) -> list[tuple[str, str, str | None]]:
     manifest = read_manifest(path)
     splits = manifest.splits or ("train",) * len(manifest.entries)
     return [
-        (entry.listed, blob.digest, entry.text)
+        (entry.listed, digest_of(blob), entry.text)
         for entry, blob, named in zip(manifest.entries, manifest.blobs, splits)
         if named == split and blob is not None
     ]
@@ -205,6 +206,28 @@ def test_a_rewritten_shard_decodes_only_the_clips_that_changed(clean, tmp_path):
     with Cache(str(cache_dir)) as cache:
         todo = Work(refs, cache).todo
     assert [manifest.entries[i].id for i in todo] == [changed.id]
+
+
+def test_a_first_run_hashes_in_the_workers_and_a_re_run_decodes_nothing(clean, tmp_path, monkeypatch):
+    """The manifest leaves the bytes unread; the workers that decode them hash them; the re-run finds every clip."""
+    from trainproof.data import engine
+    from trainproof.data.cache import Cache
+    from trainproof.data.model import ClipRef
+
+    corpus = clean("parquet", 12).copy(tmp_path)
+    manifest = read_manifest(corpus.root)
+    assert all(blob is not None and not blob.digest for blob in manifest.blobs)  # nothing was hashed reading it
+    refs = [ClipRef(entry.audio, blob=blob) for entry, blob in zip(manifest.entries, manifest.blobs)]
+    monkeypatch.setattr(engine, "POOL_MIN_BYTES", 0)  # the pool, as a corpus of real size gets it
+    with Cache(str(tmp_path / "cache")) as cache:
+        cold = engine.analyze_all(refs, jobs=2, cache=cache)
+        stored = {path for (path,) in cache._db.execute("SELECT path FROM clips")}
+    assert stored == {f"{engine.BLOB_KEY}{digest_of(blob)}" for blob in manifest.blobs}
+    with Cache(str(tmp_path / "cache")) as cache:
+        work = engine.Work(refs, cache, hash_first=False)  # the cache holds clips of shards: hashed first, and found
+        assert work.todo == [] and work.found == len(refs)
+        warm = engine.analyze_all(refs, jobs=2, cache=cache)
+    assert list(warm) == list(cold)
 
 
 # --- bad input ---------------------------------------------------------------------------------------------------------

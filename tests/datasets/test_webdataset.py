@@ -11,6 +11,7 @@ import pytest
 
 from tests.datasets.speech import FAULTS, Corpus, clean_corpus, has_espeak
 from trainproof.commands import judge
+from trainproof.data.blobs import digest_of
 from trainproof.data.manifest import read_manifest
 
 wds = pytest.importorskip("webdataset")
@@ -79,7 +80,7 @@ def test_samples_read_as_webdataset_loads_them(clean, tmp_path):
     assert manifest.layout == "webdataset"
     import json
 
-    ours = [(entry.id, blob.digest, entry.text) for entry, blob in zip(manifest.entries, manifest.blobs)]
+    ours = [(entry.id, digest_of(blob), entry.text) for entry, blob in zip(manifest.entries, manifest.blobs)]
     assert [(key, digest, json.loads(record)["text"]) for key, digest, record in theirs] == ours
     assert [entry.speaker for entry in manifest.entries] == [clip.speaker for clip in corpus.clips]
 

@@ -11,6 +11,11 @@ a whole shard in memory, whatever its size.
 What cannot be read (the shard is gone, cut short, or not what it was when
 the manifest was read) raises OSError, which the analysis makes the clip's
 ``unreadable`` record.
+
+A blob's digest is computed where its bytes are read (:func:`digest_of`): a
+manifest reader lists the rows without reading their bytes, so on a first
+run every byte is read once, by the worker that decodes it (see
+:mod:`trainproof.data.engine`).
 """
 
 from __future__ import annotations
@@ -32,16 +37,35 @@ def group_key(blob: Blob | None) -> tuple[str, int] | None:
 
 
 def read_bytes(blob: Blob) -> bytes:
-    """The clip's bytes (OSError when they cannot be read as the manifest found them)."""
+    """The clip's bytes (OSError when they cannot be read as the manifest found them: a tar member cut short, or bytes
+    of another length than the manifest measured)."""
     if blob.kind == "tar":
         with open(blob.container, "rb") as handle:
             handle.seek(blob.row)
             data = handle.read(blob.size)
-    else:
-        data = _position(blob).value(blob)
-    if len(data) != blob.size:
+        if len(data) != blob.size:
+            raise OSError(f"the shard ends {blob.size - len(data):,} bytes before the member does")
+        return data
+    data = _position(blob).value(blob)
+    if blob.sized and len(data) != blob.size:
         raise OSError(f"the shard changed since it was read: {len(data):,} bytes where {blob.size:,} were")
     return data
+
+
+def digest_of(blob: Blob) -> str:
+    """The xxh3-128 of the clip's bytes, in hex ("" when they cannot be read). Called right after the clip is decoded,
+    this reads the batch the decoding kept open: no second read of the shard."""
+    import xxhash
+
+    try:
+        return xxhash.xxh3_128(read_bytes(blob)).hexdigest()
+    except (OSError, MemoryError):
+        return ""
+
+
+def release() -> None:
+    """Let go of the shard kept open in this process (the driver, once it has read the digests it needed)."""
+    _open_position.clear()
 
 
 class _Position:

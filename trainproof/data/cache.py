@@ -391,6 +391,18 @@ class Cache:
         except sqlite3.Error as exc:
             self._give_up("cannot be written", exc)
 
+    def holds_under(self, prefix: str) -> bool:
+        """Whether any record is stored under a path starting with ``prefix`` (one probe of the path index)."""
+        self.open()
+        if self._db is None or not prefix:
+            return False
+        after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        try:
+            return self._db.execute("SELECT 1 FROM clips WHERE path >= ? AND path < ? LIMIT 1", (prefix, after)).fetchone() is not None
+        except sqlite3.Error as exc:
+            self._give_up("cannot be read", exc)
+            return False
+
     def count(self) -> int:
         """Rows in the cache (for tests and the benchmark)."""
         self.open()

@@ -18,6 +18,15 @@ cache every CACHE_BATCH clips, so an interrupted run keeps what it decoded,
 and are handed on as columns (:class:`~trainproof.data.records.ClipRecords`)
 with no record object built for a cached or decoded clip.
 
+A clip held inside a shard (:class:`~trainproof.data.model.Blob`) is cached
+under the hash of its bytes, which its manifest reader leaves unread (reading
+every byte twice, once to hash it here and once to decode it in a worker, was
+a third of a cold run). When the cache holds no such clip yet (a first run),
+nothing could hit: the worker that decodes a clip hashes the bytes it read
+(:class:`Digested`) and the record is cached under that hash. Otherwise, and
+always on an engine that cannot send the hash back (Ray), the bytes are hashed
+here first and looked up, so a re-run decodes only the clips whose bytes changed.
+
 Start method: ``forkserver`` on Linux, ``spawn`` elsewhere (the platform
 default on macOS and Windows), never ``fork``. A forked worker inherits the
 parent's whole state: the open sqlite connection of the cache (which sqlite
@@ -62,6 +71,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from typing import TYPE_CHECKING, NamedTuple
 
+from trainproof.data.blobs import digest_of, release
 from trainproof.data.model import ClipRecord, ClipRef
 from trainproof.data.uri import is_uri
 from trainproof.io.collector import collector_paused
@@ -91,7 +101,7 @@ its cache, is read from the cache in one pass)."""
 URI_STAT_THREADS = 32
 """Clips named by URI stat'ed at once (threads: each stat is a request to the object store, which waits, not computes)."""
 
-CACHE_BATCH = 512
+CACHE_BATCH = 2048
 """Records written to the cache per transaction."""
 
 POOL_MIN_BYTES = 64 * 1024 * 1024
@@ -135,14 +145,14 @@ def analyze_all(
     out of the dataset) is never opened, and its record says why.
     """
     jobs = default_jobs() if jobs is None else max(1, int(jobs))
-    work = Work(refs, cache, analyze, policy)
+    work = Work(refs, cache, analyze, policy, hash_first=False)
     todo, done, total = work.todo, work.found, len(refs)
     if progress is not None and total:
         progress(done, total)
     try:
         stopping: AbstractContextManager = nullcontext()
         if jobs == 1 or len(todo) <= 1 or work.todo_bytes < POOL_MIN_BYTES or not _workers_can_start():
-            results: Generator[tuple[int, ClipRecord | Packed], None, None] = ((i, _inline(refs[i], analyze)) for i in todo)
+            results: Generator[tuple[int, ClipRecord | Packed | Digested], None, None] = ((i, _analyzed(refs[i], analyze)) for i in todo)
             step = CHUNK
         else:
             chunk = max(1, min(CHUNK, len(todo) // (jobs * IN_FLIGHT) or 1))
@@ -159,11 +169,12 @@ def analyze_all(
                 stored = work.stored()
                 rest = [i for i in todo if i not in stored]
                 for n, i in enumerate(rest, len(todo) - len(rest) + 1):
-                    work.store(i, _inline(refs[i], analyze))
+                    work.store(i, _analyzed(refs[i], analyze))
                     if progress is not None and (n % CHUNK == 0 or n == len(todo)):
                         progress(done + n, total)
     finally:
         work.flush()
+        release()
     return work.result()
 
 
@@ -175,15 +186,24 @@ class Work:
     the caller's path string), a file that cannot be stat'ed (missing) is
     its record at once (``analyze`` says so without decoding; for a URI, the
     stat itself), and the rest are :attr:`todo`, in order, with
-    :attr:`todo_bytes` of audio. An engine decodes the todo clips however it
-    likes and hands each record to :meth:`store`, which writes them to the
+    :attr:`todo_bytes` of audio. A clip held inside a shard whose digest is
+    not known yet is hashed here first when ``hash_first`` or when the cache
+    holds clips of shards (see the module doc), else left for the engine to
+    hash (its record then comes to :meth:`store` :class:`Digested`). An engine
+    decodes the todo clips however it likes and hands each record to :meth:`store`, which writes them to the
     cache CACHE_BATCH at a time; :meth:`flush` writes the remainder (call it
     in a ``finally``, so an interrupted run keeps what it decoded), and
     :meth:`result` gives every record, as columns.
     """
 
     def __init__(
-        self, refs: Sequence[ClipRef], cache: Cache | None = None, analyze: Analyze | None = None, policy: ReadPolicy | None = None
+        self,
+        refs: Sequence[ClipRef],
+        cache: Cache | None = None,
+        analyze: Analyze | None = None,
+        policy: ReadPolicy | None = None,
+        *,
+        hash_first: bool = True,
     ) -> None:
         self.refs = refs
         self.cache = cache
@@ -195,13 +215,18 @@ class Work:
         self._packed: list[bytes] = []
         self._texts: list[str | None] = []
         self._keys: dict[int, CacheKey] = {}  # only the clips still to decode, and only with a cache
+        self._unhashed: set[int] = set()  # clips of shards to decode whose key waits for their digest (with a cache)
         self._pending: list[tuple[CacheKey, bytes, str | None]] = []
+        hash_now = cache is not None and (hash_first or cache.holds_under(BLOB_KEY))
         with collector_paused():
-            self._look_up(refs, cache, analyze, policy)
+            try:
+                self._look_up(refs, cache, analyze, policy, hash_now)
+            finally:
+                release()
         self.found = len(refs) - len(self.todo)
         """How many records were known without decoding (cached, or missing files)."""
 
-    def _look_up(self, refs: Sequence[ClipRef], cache: Cache | None, analyze: Analyze | None, policy: ReadPolicy | None) -> None:
+    def _look_up(self, refs: Sequence[ClipRef], cache: Cache | None, analyze: Analyze | None, policy: ReadPolicy | None, hash_now: bool) -> None:
         from trainproof.data.cache import CacheKey
 
         total = len(refs)
@@ -211,10 +236,15 @@ class Work:
             indices: list[int] = []
             keys: list[CacheKey] = []
             batch = range(start, min(start + LOOKUP_BATCH, total))
-            for i, key in zip(batch, _keys(refs[batch.start : batch.stop], cwd, policy)):
+            for i, key in zip(batch, _keys(refs[batch.start : batch.stop], cwd, policy, hash_now)):
                 if type(key) is CacheKey:
                     indices.append(i)
                     keys.append(key)
+                elif type(key) is Unhashed:  # nothing it could hit: decoded, and keyed by the digest its worker reads
+                    self.todo.append(i)
+                    self.todo_bytes += key.size
+                    if cache is not None:
+                        self._unhashed.add(i)
                 elif type(key) is Refused:
                     refused.append(key)
                 elif isinstance(key, ClipRecord) and analyze is None:  # a URI its stat decided
@@ -231,19 +261,25 @@ class Work:
                 if found[k]:
                     continue
                 self.todo.append(i)
-                self.todo_bytes += keys[k].size
+                blob = refs[i].blob
+                self.todo_bytes += keys[k].size if blob is None else blob.size
                 if cache is not None:
                     self._keys[i] = keys[k]
         if refused:  # the dataset cannot be judged as its files stand without reading where the links lead: the user's call
             more = f"; so do {len(refused) - 1:,} more listed clips" if len(refused) > 1 else ""
             raise InputError(refused[0].audio, f"{refused[0].refusal}{more}")
 
-    def store(self, i: int, record: ClipRecord | Packed) -> None:
+    def store(self, i: int, record: ClipRecord | Packed | Digested) -> None:
         """The record of clip ``i`` (one of :attr:`todo`), a :class:`ClipRecord` or packed as a worker sends it
-        (:func:`trainproof.data.records.pack`), cached with the next batch."""
+        (:func:`trainproof.data.records.pack`), or either :class:`Digested`, cached with the next batch."""
         from trainproof.data.records import try_pack
 
         key = self._keys.pop(i, None)
+        if isinstance(record, Digested):
+            if record.digest and i in self._unhashed:
+                key = _blob_key(record.digest, self.refs[i])
+            record = record.record
+        self._unhashed.discard(i)
         if isinstance(record, ClipRecord):
             packed_record = try_pack(record)
             if packed_record is None:  # a record pack refuses: kept as it is, not cached
@@ -330,26 +366,53 @@ class Refused(NamedTuple):
     refusal: str
 
 
-def _keys(refs: Sequence[ClipRef], cwd: str, policy: ReadPolicy | None = None) -> list[CacheKey | ClipRecord | Refused | None]:
+class Unhashed(NamedTuple):
+    """The key of a clip held inside a shard whose bytes are not hashed yet: their length, as its manifest knows it."""
+
+    size: int
+
+
+class Digested(NamedTuple):
+    """A record and the digest of the bytes it was decoded from (of a clip held inside a shard): its cache key."""
+
+    record: ClipRecord | Packed
+    digest: str
+
+
+def _blob_key(digest: str, ref: ClipRef) -> CacheKey:
+    """The cache key of a clip held inside a shard: its bytes' digest (and the segment), wherever the shard is."""
+    from trainproof.data.cache import CacheKey
+
+    return CacheKey(f"{BLOB_KEY}{digest}", 0, 0, ref.offset, ref.duration)
+
+
+def _keys(
+    refs: Sequence[ClipRef], cwd: str, policy: ReadPolicy | None = None, hash_now: bool = True
+) -> list[CacheKey | ClipRecord | Refused | Unhashed | None]:
     """Each file's cache key: its path made absolute against ``cwd`` (not resolved), size and mtime from one stat, and
     the segment; None when it cannot be stat'ed (missing). For a file the ``policy`` refuses, a :class:`Refused` (the
     stat is an lstat; a link, or a clip in a folder the policy refuses, is asked about: see :func:`_folder_refusal`).
     For a clip named by URI whose stat already decides it (missing, not a file, empty), its record. URIs are stat'ed
     URI_STAT_THREADS at a time (each is a round trip to the store), under the URI itself as the key's path; a clip
     decided so is not stat'ed again, one after another, to say so. (One loop of plain calls: at 20,000 clips this was
-    a fifth of a warm run.)"""
+    a fifth of a warm run.) A clip held inside a shard is keyed by its bytes' digest: read and hashed here when its
+    manifest left it unread and ``hash_now`` (None when they cannot be read), else :class:`Unhashed`."""
     from trainproof.data.cache import CacheKey
 
     make, stat, isabs, join = CacheKey._make, os.stat, os.path.isabs, os.path.join
     judged = policy is not None and not policy.follow_links
     look, sep = (os.lstat if judged else stat), os.sep
     folders: dict[str, str] = {}  # a folder (as the paths spell it) -> the policy's refusal of it, "" for none
-    keys: list[CacheKey | ClipRecord | Refused | None] = []
+    keys: list[CacheKey | ClipRecord | Refused | Unhashed | None] = []
     remote: list[int] = []
     for i, ref in enumerate(refs):
         audio = ref.audio
         if ref.blob is not None:  # held inside a shard: known by its bytes (see trainproof.data.model.Blob)
-            keys.append(make((f"{BLOB_KEY}{ref.blob.digest}", ref.blob.size, 0, ref.offset, ref.duration)))
+            digest = ref.blob.digest or (digest_of(ref.blob) if hash_now else "")
+            if digest:
+                keys.append(make((f"{BLOB_KEY}{digest}", 0, 0, ref.offset, ref.duration)))
+            else:
+                keys.append(Unhashed(ref.blob.size) if not hash_now else None)
             continue
         if "://" in audio and is_uri(audio):
             remote.append(i)  # below
@@ -477,17 +540,26 @@ def _worker_init(analyze: Analyze | None = None) -> None:
         prepare()
 
 
-def _analyze_chunk(refs: list[ClipRef], analyze: Analyze | None) -> list[ClipRecord | Packed]:
+def _analyze_chunk(refs: list[ClipRef], analyze: Analyze | None) -> list[ClipRecord | Packed | Digested]:
     """A worker's task: a chunk of clips, in order (top-level, so any start method can pickle it). Each record goes
     back packed (:func:`trainproof.data.records.pack`, without its path, which the parent has): a third of the bytes of
     a pickled dataclass, and the parent stores it as it is, with no object to build; one that will not pack goes back
     as it is."""
+    out: list[ClipRecord | Packed | Digested] = []
+    for ref in refs:
+        out.append(_analyzed(ref, analyze, pack=True))
+    return out
+
+
+def _analyzed(ref: ClipRef, analyze: Analyze | None, pack: bool = False) -> ClipRecord | Packed | Digested:
+    """The record of one clip (packed, when ``pack`` and it will), :class:`Digested` when it is held inside a shard whose
+    bytes its manifest did not hash (hashed now, from the batch its decoding has just read)."""
     from trainproof.data.records import try_pack
 
-    out: list[ClipRecord | Packed] = []
-    for ref in refs:
-        record = _inline(ref, analyze)
-        out.append(try_pack(record) or record)
+    record = _inline(ref, analyze)
+    out = (try_pack(record) or record) if pack else record
+    if ref.blob is not None and not ref.blob.digest:
+        return Digested(out, digest_of(ref.blob))
     return out
 
 
@@ -516,7 +588,7 @@ def _stop(executor) -> None:
         manager.join(timeout=5)
 
 
-def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, analyze: Analyze | None) -> Generator[tuple[int, ClipRecord | Packed], None, None]:
+def _pooled(refs: Sequence[ClipRef], todo: list[int], jobs: int, chunk: int, analyze: Analyze | None) -> Generator[tuple[int, ClipRecord | Packed | Digested], None, None]:
     """(index, record) for every index in ``todo``, as workers finish them, with at most IN_FLIGHT chunks per worker queued."""
     from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
@@ -592,7 +664,7 @@ def _split(run: list[int], key: object, jobs: int) -> list[list[int]]:
     return [run[k : k + size] for k in range(0, len(run), size)]
 
 
-def _isolate(refs: Sequence[ClipRef], suspects: list[int], analyze: Analyze | None) -> Iterator[tuple[int, ClipRecord | Packed]]:
+def _isolate(refs: Sequence[ClipRef], suspects: list[int], analyze: Analyze | None) -> Iterator[tuple[int, ClipRecord | Packed | Digested]]:
     """The clips that were in flight when a worker died, one at a time in one worker: the one it dies on is unreadable."""
     from concurrent.futures.process import BrokenProcessPool
 

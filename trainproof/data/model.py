@@ -166,10 +166,13 @@ class Blob:
     ``kind`` is ``parquet``, ``arrow`` or ``tar``. ``container`` is the
     shard's path; ``group`` the Parquet row group or the Arrow record batch
     (0 for a tar); ``row`` the row within it, or a tar member's first byte;
-    ``column`` the audio column, or the tar member's name. ``size`` and
-    ``digest`` (xxh3-128 of the bytes, in hex) are what the cache keys the
-    clip's record by, so a shard rewritten around unchanged clips decodes only
-    the clips that changed.
+    ``column`` the audio column, or the tar member's name. ``size`` is the
+    bytes' length; when ``estimated``, the mean of its row group's (a Parquet
+    row listed without reading its bytes, whose length only the read will
+    tell). ``digest`` (xxh3-128 of the bytes, in hex) is what the cache keys
+    the clip's record by, so a shard rewritten around unchanged clips decodes
+    only the clips that changed; "" until the bytes are read (a manifest
+    reader does not read them: see :mod:`trainproof.data.blobs`).
     """
 
     kind: str
@@ -178,7 +181,13 @@ class Blob:
     row: int
     column: str
     size: int
-    digest: str
+    digest: str = ""
+    estimated: bool = False
+
+    @property
+    def sized(self) -> bool:
+        """Whether ``size`` is the bytes' own length (not an estimate)."""
+        return not self.estimated
 
 
 @dataclass(frozen=True)

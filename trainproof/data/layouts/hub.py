@@ -45,7 +45,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainproof.data.blobs import BATCH_ROWS
 from trainproof.data.layouts.shared import (
@@ -131,12 +131,46 @@ def read_parquet(target: str, ctx: _Context, builder: _Builder) -> None:
             _unreadable(shard, target, builder, exc, "Parquet")
             continue
 
-        def batches(reader: Any = reader, columns: list[str] | None = None) -> Iterator[tuple[int, Any]]:
+        def batches(audio: str, columns: list[str], reader: Any = reader) -> Iterator[tuple[int, Any, _Audio]]:
             for group in range(reader.num_row_groups):
-                for batch in reader.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=columns):
-                    yield group, batch
+                unread = _bytes_unread(reader, group, audio, bool(columns))
+                audio_columns = [audio] if unread is None else unread[0]
+                for batch in reader.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=[*audio_columns, *columns]):
+                    column = batch.column(audio) if audio_columns else None
+                    yield group, batch, _audio_of(column, batch.num_rows, None if unread is None else unread[1])
 
         _read_shard(shard, schema, batches, "parquet", split, ctx, builder, target)
+
+
+def _bytes_unread(reader: Any, group: int, audio: str, others: bool) -> tuple[list[str], int] | None:
+    """For a row group whose statistics say every row holds audio bytes: the audio columns to read instead of the
+    bytes (its ``path``, if it has one) and the bytes' mean length. None when the bytes must be read to know which rows
+    hold any (no statistics, some null, or a column of paths), or to have a column to read at all (no ``path``, and no
+    ``others`` columns wanted)."""
+    metadata = reader.metadata.row_group(group)
+    rows = metadata.num_rows
+    leaves = {metadata.column(j).path_in_schema: metadata.column(j) for j in range(metadata.num_columns)}
+    held = leaves.get(f"{audio}.bytes") or leaves.get(audio)
+    kind = reader.schema_arrow.field(audio).type
+    if held is None or not rows or not _is_binary(kind):
+        return None
+    statistics = held.statistics
+    if statistics is None or not statistics.has_null_count or statistics.null_count:
+        return None
+    paths = [f"{audio}.path"] if f"{audio}.path" in leaves else []
+    if not paths and not others:
+        return None
+    return paths, max(1, held.total_uncompressed_size // rows)
+
+
+def _is_binary(kind: Any) -> bool:
+    """Whether an audio column's type holds bytes: a binary column, or a struct with a binary ``bytes`` field."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(kind):
+        index = kind.get_field_index("bytes")
+        return index >= 0 and _is_binary(kind.field(index).type)
+    return bool(pa.types.is_binary(kind) or pa.types.is_large_binary(kind))
 
 
 def _split_order(shard: tuple[str, str]) -> tuple[int, str, str]:
@@ -164,19 +198,19 @@ def _read_arrow_shard(shard: str, split: str, ctx: _Context, builder: _Builder, 
             schema = reader.schema
             count = reader.num_record_batches
 
-            def batches(columns: list[str] | None = None) -> Iterator[tuple[int, Any]]:
+            def batches(audio: str, columns: list[str]) -> Iterator[tuple[int, Any, _Audio]]:
                 for index in range(count):
                     batch = reader.get_batch(index)
-                    yield index, batch if columns is None else batch.select(columns)
+                    yield index, batch.select(columns), _audio_of(batch.column(audio), batch.num_rows)
 
         except pa.ArrowInvalid:
             source.seek(0)
             stream = pa.ipc.open_stream(source)
             schema = stream.schema
 
-            def batches(columns: list[str] | None = None) -> Iterator[tuple[int, Any]]:
+            def batches(audio: str, columns: list[str]) -> Iterator[tuple[int, Any, _Audio]]:
                 for index, batch in enumerate(stream):
-                    yield index, batch if columns is None else batch.select(columns)
+                    yield index, batch.select(columns), _audio_of(batch.column(audio), batch.num_rows)
 
     except (pa.ArrowException, OSError, ValueError) as exc:
         _unreadable(shard, target, builder, exc, "Arrow")
@@ -217,9 +251,9 @@ def _arrow_shards_of(folder: str, split: str | None) -> list[tuple[str, str]]:
 
 
 def _read_shard(shard: str, schema: Any, batches: Any, kind: str, split: str, ctx: _Context, builder: _Builder, target: str) -> None:
-    """Every row of one shard as an entry (see the module doc)."""
+    """Every row of one shard as an entry (see the module doc). ``batches(audio, columns)`` yields each record batch's
+    (group, batch of ``columns``, its audio column as :class:`_Audio`)."""
     pa = _pyarrow()
-    import xxhash
 
     names = list(schema.names)
     _require_named(shard, ctx, names, "column")
@@ -237,57 +271,69 @@ def _read_shard(shard: str, schema: Any, batches: Any, kind: str, split: str, ct
     number = 0
     current, start = -1, 0  # the row group (or record batch) being read, and the rows of the shard before it
     try:
-        for group, batch in batches(columns=[audio, *columns.values()]):
+        for group, batch, held in batches(audio, list(columns.values())):
             if group != current:
                 current, start = group, number
             values = {what: batch.column(name).to_pylist() for what, name in columns.items()}
-            clips = batch.column(audio)
-            for k in range(batch.num_rows):
+            for k in range(held.rows):
                 number += 1
                 fields = {what: column[k] for what, column in values.items()}
-                entry, blob = _row(shard, relative, number, clips[k], fields, audio, resolve, Blob(kind, shard, group, number - 1 - start, audio, 0, ""), xxhash)
-                if entry is None:
+                path = held.paths[k]
+                name = path if isinstance(path, str) and path else None
+                blob = None
+                if held.sizes[k] is not None:
+                    blob = Blob(kind, shard, group, number - 1 - start, audio, held.sizes[k], estimated=held.estimated)
+                elif name is None:
                     builder.problem("no-audio-field", f"row {number}: {_quote(audio, 40)} holds neither bytes nor a path", shard, number)
                     continue
                 if blob is not None:
                     builder.blobs[len(builder.entries)] = blob
                 builder.splits.append(split)
-                builder.add(entry)
+                builder.add(_entry(shard, relative, number, fields, name, blob is not None, resolve))
     except (pa.ArrowException, OSError, ValueError) as exc:
         builder.problem("unparsable", f"row {number + 1} onwards cannot be read: {_said(exc)}", shard, number + 1)
     builder.bases = resolve.bases
 
 
-def _row(
-    shard: str, relative: str, number: int, clip: Any, fields: dict[str, Any], audio: str, resolve: Any, at: Blob, xxhash: Any
-) -> tuple[Entry | None, Blob | None]:
-    """One row's entry and, when its bytes are in the shard, where (``at``, with their size and digest filled in);
-    (None, None) for a row with no audio at all."""
-    import pyarrow as pa
+class _Audio(NamedTuple):
+    """A record batch's audio column, row by row: the length of the bytes each row holds (None: none), each row's
+    path (None: none), and whether the lengths are the row group's mean (the bytes were not read)."""
 
-    data, path = None, None
-    if isinstance(clip, pa.StructScalar):
-        if clip.is_valid:
-            held = clip.get("bytes") if clip.type.get_field_index("bytes") >= 0 else None
-            data = held.as_buffer() if held is not None and held.is_valid else None
-            named = clip.get("path") if clip.type.get_field_index("path") >= 0 else None
-            path = named.as_py() if named is not None else None
-    elif pa.types.is_binary(clip.type) or pa.types.is_large_binary(clip.type):
-        data = clip.as_buffer() if clip.is_valid else None
-    else:
-        path = clip.as_py()
+    rows: int
+    sizes: list[int | None]
+    paths: list[str | None]
+    estimated: bool = False
+
+
+def _audio_of(column: Any, rows: int, mean_size: int | None = None) -> _Audio:
+    """The :class:`_Audio` of a batch's audio column: an ``Audio`` struct, a binary column or a column of paths. With
+    ``mean_size``, the bytes were left unread (every row holds some: see :func:`_bytes_unread`) and ``column`` is the
+    struct's ``path`` alone, or None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if mean_size is not None:
+        paths = column.flatten()[0].to_pylist() if column is not None else [None] * rows
+        return _Audio(rows, [mean_size] * rows, paths, estimated=True)
+    kind = column.type
+    if pa.types.is_struct(kind):
+        parts = dict(zip((kind.field(j).name for j in range(kind.num_fields)), column.flatten()))  # the struct's nulls applied
+        held, named = parts.get("bytes"), parts.get("path")
+        sizes = pc.binary_length(held).to_pylist() if held is not None and _is_binary(held.type) else [None] * rows
+        paths = named.to_pylist() if named is not None else [None] * rows
+        return _Audio(rows, sizes, paths)
+    if _is_binary(kind):
+        return _Audio(rows, pc.binary_length(column).to_pylist(), [None] * rows)
+    return _Audio(rows, [None] * rows, column.to_pylist())
+
+
+def _entry(shard: str, relative: str, number: int, fields: dict[str, Any], name: str | None, held: bool, resolve: Any) -> Entry:
+    """Row ``number``'s entry: its bytes, at ``shard[number]``, when it ``held`` any, else the clip its path names."""
     text, speaker, ident, duration = (fields.get(what) for what in ("text", "speaker", "id", "duration"))
-    name = path if isinstance(path, str) and path else None
-    if data is None and name is None:
-        return None, None
-    blob = None
-    if data is not None:
-        blob = replace(at, size=data.size, digest=xxhash.xxh3_128(data).hexdigest())
-        where = f"{shard}[{number}]"
-        listed = name or f"row {number}"
+    if held:
+        where, listed = f"{shard}[{number}]", name or f"row {number}"
     else:
-        where = resolve(name)
-        listed = name or ""
+        where, listed = resolve(name), name or ""
     return Entry.of_values(
         line=number,
         id=str(ident) if ident not in (None, "") else f"{relative}:{number}",
@@ -298,7 +344,7 @@ def _row(
         duration=float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
         offset=None,
         speaker=None if speaker in (None, "") else str(speaker),
-    ), blob
+    )
 
 
 def _audio_column(schema: Any, ctx: _Context, lower: dict[str, str]) -> str | None:

@@ -76,8 +76,6 @@ def detect(path: str) -> tuple[str, str] | None:
 
 
 def read_webdataset(target: str, ctx: _Context, builder: _Builder) -> None:
-    import xxhash
-
     if is_pattern(target):
         shards = expand(target)
         missing = [shard for shard in shards if not os.path.isfile(shard)]
@@ -92,12 +90,12 @@ def read_webdataset(target: str, ctx: _Context, builder: _Builder) -> None:
     named = [(shard, split_of(os.path.relpath(shard, root)) if len(shards) > 1 else "train") for shard in shards]
     texts = 0
     for shard, split in sorted(named, key=_split_order):
-        texts += _read_shard(shard, split, shard == target, builder, xxhash)
+        texts += _read_shard(shard, split, shard == target, builder)
     if builder.entries and texts == 0:
         builder.audio_only = True
 
 
-def _read_shard(shard: str, split: str, alone: bool, builder: _Builder, xxhash: object) -> int:
+def _read_shard(shard: str, split: str, alone: bool, builder: _Builder) -> int:
     """Every sample of one shard as an entry; how many had a transcript."""
     try:
         with open(shard, "rb") as handle:
@@ -107,7 +105,7 @@ def _read_shard(shard: str, split: str, alone: bool, builder: _Builder, xxhash: 
                 return _refuse(shard, alone, builder, "is a compressed tar: trainproof reads WebDataset shards uncompressed (.tar), whose members it can seek to")
             handle.seek(0)
             archive = tarfile.open(fileobj=handle, mode="r:")
-            return _samples(shard, split, archive, handle, size, builder, xxhash)
+            return _samples(shard, split, archive, size, builder)
     except tarfile.TarError as exc:
         return _refuse(shard, alone, builder, f"is not a tar file trainproof can read ({exc})")
     except OSError as exc:
@@ -121,7 +119,7 @@ def _refuse(shard: str, alone: bool, builder: _Builder, why: str) -> int:
     return 0
 
 
-def _samples(shard: str, split: str, archive: tarfile.TarFile, handle: object, size: int, builder: _Builder, xxhash: object) -> int:
+def _samples(shard: str, split: str, archive: tarfile.TarFile, size: int, builder: _Builder) -> int:
     texts = 0
     number = 0
     for key, members in _grouped(archive, shard, size, builder):
@@ -133,15 +131,13 @@ def _samples(shard: str, split: str, archive: tarfile.TarFile, handle: object, s
             continue
         fields = _fields(archive, members)
         text = fields.get("text")
-        data = _read(handle, audio.offset_data, audio.size)
-        if len(data) < audio.size:
+        if audio.offset_data + audio.size > size:
             builder.problem("unparsable", f"sample {number} ({_quote(key)}): the shard ends inside {_quote(audio.name)}", shard, number)
-        digest = xxhash.xxh3_128(data).hexdigest()  # type: ignore[attr-defined]
         entry = Entry.of_values(
             line=number, id=key, audio=f"{shard}[{audio.name}]", listed=os.path.basename(audio.name), text=text, manifest=shard,
             duration=None, offset=None, speaker=fields.get("speaker"),
         )  # fmt: skip
-        builder.blobs[len(builder.entries)] = Blob("tar", shard, 0, audio.offset_data, audio.name, audio.size, digest)
+        builder.blobs[len(builder.entries)] = Blob("tar", shard, 0, audio.offset_data, audio.name, audio.size)
         builder.splits.append(split)
         if text is not None:
             texts += 1
@@ -210,9 +206,6 @@ def _member_bytes(archive: tarfile.TarFile, member: tarfile.TarInfo) -> bytes | 
         return None
 
 
-def _read(handle: object, offset: int, size: int) -> bytes:
-    handle.seek(offset)  # type: ignore[attr-defined]
-    return handle.read(size)  # type: ignore[attr-defined]
 
 
 def _extension(name: str) -> str:
