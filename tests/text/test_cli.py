@@ -279,7 +279,10 @@ def test_a_real_tokenizer_judges_lengths_from_the_command_line(capsys, tmp_path,
         ("TP-TEXT-TOO-LONG", "WARN", 4),
     ]
     (subject,) = doc["subjects"]
-    assert subject["checks"]["skipped"] == [{"id": "TP-TEXT-LENGTH-OUTLIER", "reason": "only 4 rows with an answer to compare lengths across (needs 20)"}]
+    assert subject["checks"]["skipped"] == [
+        {"id": "TP-TEXT-SPLIT-LEAK", "reason": "the dataset has one split"},
+        {"id": "TP-TEXT-LENGTH-OUTLIER", "reason": "only 4 rows with an answer to compare lengths across (needs 20)"},
+    ]
     assert subject["summary"]["max_len"] == 64
     assert subject["summary"]["rows_over_max_len"] == 2
     code, out, err = run(capsys, "text", path, "--tokenizer", built("bpe"), "--max-len", "4096")
@@ -322,6 +325,7 @@ def test_json_output_parses_and_its_findings_carry_their_lines(capsys, tmp_path)
     (subject,) = doc["subjects"]
     assert subject["format"] == "jsonl"
     assert subject["checks"]["skipped"] == [
+        {"id": "TP-TEXT-SPLIT-LEAK", "reason": "the dataset has one split"},
         {"id": "TP-TEXT-LENGTH-OUTLIER", "reason": "only 3 rows with an answer to compare lengths across (needs 20)"},
         {"id": "TP-TEXT-TRUNCATED-TARGET", "reason": "no --tokenizer given"},
         {"id": "TP-TEXT-TOO-LONG", "reason": "no --tokenizer given"},

@@ -76,6 +76,24 @@ def test_hub_shards_are_one_subject_per_split_and_rows_are_named_in_their_shard(
     assert first.message.startswith(f"Row {dup.line} of train-00000-of-00002.parquet repeats row ")
     assert first.file.endswith("train-00000-of-00002.parquet") and first.line == dup.line
     assert not second or all(f.line <= len(data) - half for f in second)
+    leaks = findings_of(test, "TP-TEXT-SPLIT-LEAK")  # the test split is train's first ten rows
+    assert leaks[0].values["count"] == 10 and leaks[0].line == 1
+    assert " of the train split, " in leaks[0].message and str(tmp_path / "repo" / "data" / "train-*.parquet") in leaks[0].message
+    assert "TP-TEXT-SPLIT-LEAK" in {s.rule_id for s in train.skipped}  # the first split: leaks are named in the later one
+
+
+def test_a_datasetdict_names_its_validation_rows_that_are_train_rows(tmp_path):
+    rows = [{"prompt": f"What is {i} plus {i}?", "completion": f" {2 * i}."} for i in range(12)]
+    datasets.DatasetDict({
+        "train": datasets.Dataset.from_list(rows[:10]),
+        "validation": datasets.Dataset.from_list([rows[10], {"prompt": "what is 3 PLUS 3?", "completion": " 6."}, rows[11]]),
+        "test": datasets.Dataset.from_list([rows[10], rows[1]]),
+    }).save_to_disk(str(tmp_path / "dict"))  # fmt: skip
+    report = judge("text", [str(tmp_path / "dict")])
+    by_split = {s.path.rsplit("/", 1)[-1]: s for s in report.subjects}
+    assert [f.line for f in findings_of(by_split["validation"], "TP-TEXT-SPLIT-LEAK")] == [2]  # row 3 of train, folded
+    assert [f.line for f in findings_of(by_split["test"], "TP-TEXT-SPLIT-LEAK")] == [1, 2]  # one of validation, one of train
+    assert findings_of(by_split["train"], "TP-TEXT-SPLIT-LEAK") == []
 
 
 def test_tool_calls_survive_parquet(tmp_path):

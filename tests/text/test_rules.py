@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 from dataclasses import dataclass, replace
 
 import pytest
@@ -43,6 +44,7 @@ LEVELS = {
     "TP-TEXT-NO-ASSISTANT": FAIL,
     "TP-TEXT-ROLES": WARN,
     "TP-TEXT-DUPLICATE": WARN,
+    "TP-TEXT-SPLIT-LEAK": WARN,
     "TP-TEXT-SAME-PAIR": WARN,
     "TP-TEXT-TOOL-ARGUMENTS": FAIL,
     "TP-TEXT-TOOL-ORPHAN": WARN,
@@ -56,7 +58,9 @@ LENGTH_RULES = ("TP-TEXT-TRUNCATED-TARGET", "TP-TEXT-TOO-LONG", "TP-TEXT-REJECTE
 ROW_RULES = tuple(rule for rule in LEVELS if rule not in LENGTH_RULES)
 COMPARED = ("TP-TEXT-LENGTH-OUTLIER",)
 """Rules that judge a row against the file's others: only with TEXT_LENGTH_MIN_ROWS rows, so skipped on small files."""
-SMALL_FILE_RULES = tuple(rule for rule in ROW_RULES if rule not in COMPARED)
+SPLIT_RULES = ("TP-TEXT-SPLIT-LEAK",)
+"""Rules that judge a split against the splits before it: skipped on a dataset of one split (any JSON Lines file)."""
+SMALL_FILE_RULES = tuple(rule for rule in ROW_RULES if rule not in COMPARED and rule not in SPLIT_RULES)
 EXAMPLES = DEFAULT_SETTINGS.thresholds.TEXT_EXAMPLES
 
 SENTENCE = "Return the value of the argument. "
@@ -154,7 +158,9 @@ class Case:
 
     ``says`` is part of the first finding's message; ``instead`` a rule that
     fires on the file in this rule's place (the docstring's "see ..."). The
-    length rules run with the named test tokenizer and ``max_len``.
+    length rules run with the named test tokenizer and ``max_len``. With
+    ``train``, the rows are a Hub dataset's test split, written with these
+    rows as its train split (:func:`hub_splits`), and the test split is judged.
     """
 
     rule: str
@@ -165,6 +171,7 @@ class Case:
     instead: str | None = None
     tokenizer: str | None = None
     max_len: int | None = None
+    train: tuple | None = None
 
     @property
     def fires(self) -> bool:
@@ -300,6 +307,13 @@ CASES = [
         chat(user("Name a colour."), assistant("Green.")),
         chat(user("Name a colour."), assistant("Green."), user("Another?"), assistant("Blue.")),
     )),  # fmt: skip
+    # TP-TEXT-SPLIT-LEAK
+    Case("TP-TEXT-SPLIT-LEAK", "test rows that are train rows, one after folding case and space",
+         (pc(7), pc(1), {"prompt": "WHAT is 2  plus 2?", "completion": " 4."}, pc(8)), (2, 3),
+         "Row 2 (test) repeats row 1 of the train split", train=(pc(1), pc(2), pc(3))),  # fmt: skip
+    Case("TP-TEXT-SPLIT-LEAK", "a test split sharing prompts, not answers, with train",
+         ({"prompt": "What is 1 plus 1?", "completion": " two."}, pc(9)), train=(pc(1), pc(2))),  # fmt: skip
+    Case("TP-TEXT-SPLIT-LEAK", "a row twice within the test split", (pc(5), pc(5)), instead="TP-TEXT-DUPLICATE", train=(pc(1), pc(2))),
     # TP-TEXT-SAME-PAIR
     Case("TP-TEXT-SAME-PAIR", "the same answer chosen and rejected, as strings and as messages", (
         pair("Sky?", "Blue.", "Green."), pair("2+2?", "4", "4"), conversational_pair("Capital of France?", "Paris.", "Paris."),
@@ -401,11 +415,35 @@ CASES = [
 ]  # fmt: skip
 
 
+def hub_splits(tmp_path, train: tuple, test: tuple) -> Path:
+    """A Hub dataset folder of two Parquet splits, ``data/train-00000-of-00001.parquet`` and the test one; the test
+    split's path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "hub" / "data"
+    folder.mkdir(parents=True)
+    for split, rows in (("train", train), ("test", test)):
+        pq.write_table(pa.Table.from_pylist(list(rows)), folder / f"{split}-00000-of-00001.parquet")
+    return folder / "test-00000-of-00001.parquet"
+
+
+def judged_split(path: Path, **options: object):
+    """The subject of the split at ``path`` when its dataset's folder (two above it) is judged."""
+    report = judge("text", [str(path.parent.parent)], **options)
+    (subject,) = [s for s in report.subjects if s.path == str(path)]
+    return subject
+
+
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.rule}-{'fires' if c.fires else 'silent'}-{c.name}" for c in CASES])
 def test_a_rule_fires_at_the_lines_it_should_and_nowhere_else(case, tmp_path, tokenizers):
-    path = jsonl(tmp_path, *case.rows)
     options = {} if case.tokenizer is None else {"tokenizer": tokenizers(case.tokenizer), "max_len": case.max_len}
-    subject = judged(path, **options)
+    if case.train is None:
+        path = jsonl(tmp_path, *case.rows)
+        subject = judged(path, **options)
+    else:
+        path = hub_splits(tmp_path, case.train, case.rows)
+        subject = judged_split(path, **options)
     assert case.rule in subject.ran, subject.skipped
     hits = findings_of(subject, case.rule)
     assert lines_of(hits) == list(case.lines), [f.message for f in hits]

@@ -318,6 +318,39 @@ def duplicates(ctx: TextContext) -> Iterator[Hit]:
     yield from _row_hits(ctx, indices, "repeat an earlier row", say)
 
 
+ONE_SPLIT = "the dataset has one split"
+"""Why TP-TEXT-SPLIT-LEAK does not judge a dataset of one split (a JSON Lines file, a folder holding one)."""
+
+
+def split_leak(ctx: TextContext) -> Iterator[Hit]:
+    """Rows of a validation or test split repeat rows of the train split.
+
+    What it detects: in a dataset of several splits (a folder of Parquet or Arrow shards, a `DatasetDict` saved by `datasets`), rows of a later split whose prompt and trained part (and a preference row's rejected answer) equal a row of an earlier one (train before validation before test) after Unicode, case and whitespace folding, each named with the split and row it repeats.
+    Why it matters: the model is evaluated on examples it was trained on, so its validation loss and test scores say it generalises better than it does.
+    Fires on: the same prompt and completion in `train-00000-of-00001.parquet` and in `test-00000-of-00001.parquet`.
+    Does not fire on: a row repeated within one split (TP-TEXT-DUPLICATE says so); rows of two splits that share a prompt but not the answer. It does not run on a dataset of one split, and a leak is named in the later split, the one it leaked into.
+    Does not mean: which split to take the row out of.
+    """
+    dataset = ctx.dataset
+    if dataset.split is None:
+        raise NotApplicable(ONE_SPLIT)
+    if not dataset.earlier:
+        raise NotApplicable(f"{dataset.split} is the dataset's first split: a row in two splits is named in the later one")
+    seen: dict[tuple, tuple[TextDataset, Row]] = {}
+    for split in dataset.earlier:
+        for row in split.rows:
+            seen.setdefault(_key(row, _fold), (split, row))
+    leaked = {i: seen[key] for i, key in enumerate(ctx.folded) if key in seen}
+    by_line = {dataset.rows[i].line: found for i, found in leaked.items()}
+
+    def say(r: Row) -> tuple[str, str]:
+        split, row = by_line[r.line]
+        return (f"{ctx.at(r)} ({dataset.split}) repeats {split.where(row.line)} of the {split.split} split, {split.path}.",
+                f"{len(leaked):,} of {len(dataset.rows):,} rows equal a row of an earlier split")  # fmt: skip
+
+    yield from _row_hits(ctx, sorted(leaked), f"repeat a row of an earlier split ({', '.join(sorted({s.split or '' for s, _ in leaked.values()}))})", say)
+
+
 def same_pair(ctx: TextContext) -> Iterator[Hit]:
     """A preference row's chosen and rejected answers are the same.
 
@@ -511,6 +544,7 @@ TEXT_RULES = rules_of(
         ("TP-TEXT-NO-ASSISTANT", Level.FAIL, no_assistant),
         ("TP-TEXT-ROLES", Level.WARN, roles),
         ("TP-TEXT-DUPLICATE", Level.WARN, duplicates),
+        ("TP-TEXT-SPLIT-LEAK", Level.WARN, split_leak),
         ("TP-TEXT-SAME-PAIR", Level.WARN, same_pair),
         ("TP-TEXT-TOOL-ARGUMENTS", Level.FAIL, tool_arguments),
         ("TP-TEXT-TOOL-ORPHAN", Level.WARN, tool_orphan),

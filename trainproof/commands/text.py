@@ -161,6 +161,14 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
     return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())), tuple(sorted(refused.items())), templated, rejected)
 
 
+def _split_once(split: Any, follow_links: bool) -> Any:
+    """A split of a folder's dataset, read once per invocation: judged itself, and compared with the splits after it."""
+    from trainproof.io import memo
+    from trainproof.text.columns import read_split
+
+    return memo.remembered(("text-split", split.files, follow_links), lambda: read_split(replace(split, earlier=()), follow_links=follow_links))
+
+
 def _rejected(tokenizer: Any, rows: Sequence[Any], whole: list[int], apart: list[int]) -> dict[int, int]:
     """Row index -> the tokens of a preference row's prompt and rejected answer, measured as its chosen side was: a
     conversation through the chat template (the prompt's turns and the rejected answer's, as TRL's
@@ -318,7 +326,13 @@ class TextCommand(Command):
         from trainproof.text.columns import Split, is_columnar, read_split
 
         if isinstance(source, Split) or is_columnar(str(source)):
-            return read_split(source if isinstance(source, Split) else str(source), follow_links=bool(options.get("follow_links")))
+            follow = bool(options.get("follow_links"))
+            if not isinstance(source, Split):
+                return read_split(str(source), follow_links=follow)
+            dataset = _split_once(source, follow)
+            if source.earlier:  # its rows are compared with theirs (TP-TEXT-SPLIT-LEAK); each is read once a run
+                dataset = replace(dataset, earlier=tuple(_split_once(split, follow) for split in source.earlier))
+            return dataset
         from trainproof.text.reader import read_text_dataset
 
         return read_text_dataset(source, follow_links=bool(options.get("follow_links")))

@@ -37,6 +37,7 @@ from typing import Any
 from trainproof.io.access import ReadPolicy
 from trainproof.io.collector import collector_paused
 from trainproof.io.errors import InputError, MissingDependencyError
+from trainproof.io.splits import split_of, split_rank
 from trainproof.text.model import TextDataset
 
 COLUMNAR = (".parquet", ".arrow")
@@ -60,6 +61,8 @@ class Split:
     name: str
     files: tuple[str, ...]
     format: str  # "parquet" or "arrow"
+    split: str | None = None  # in a dataset of several splits, which (as ``datasets`` infers it: trainproof.io.splits)
+    earlier: tuple[Split, ...] = ()  # the splits before it (train before validation before test), for leaks
 
     def __str__(self) -> str:
         return self.name
@@ -71,13 +74,29 @@ def is_columnar(path: str) -> bool:
 
 
 def splits(folder: str, follow_links: bool = False) -> tuple[Split, ...]:
-    """The splits of a folder, in name order; an InputError when it holds no dataset."""
+    """The splits of a folder, in name order, each with the splits before it (see :func:`_ranked`); an InputError when
+    it holds no dataset."""
     listed = os.path.join(folder, "dataset_dict.json")
     if os.path.isfile(listed):
         names = _split_names(listed)
-        return tuple(s for name in names for s in _saved(os.path.join(folder, name), name))
+        return _ranked(tuple(s for name in names for s in _saved(os.path.join(folder, name), name)), folder)
     if os.path.isfile(os.path.join(folder, "state.json")):
         return _saved(folder, None)
+    return _ranked(_shards(folder), folder)
+
+
+def _ranked(found: tuple[Split, ...], folder: str) -> tuple[Split, ...]:
+    """A dataset's splits, each named as ``datasets`` infers its split from its first file's path and given the splits
+    before it (train, then validation, then test: a row in two splits is named in the later one). One split is left
+    as it is: it is the whole dataset."""
+    if len(found) < 2:
+        return found
+    named = [replace(s, split=split_of(os.path.relpath(s.files[0], folder))) for s in found]
+    return tuple(replace(s, earlier=tuple(o for o in named if split_rank(o.split or "") < split_rank(s.split or ""))) for s in named)
+
+
+def _shards(folder: str) -> tuple[Split, ...]:
+    """The Parquet and Arrow shards of a folder, grouped into splits by name."""
     found = _files(folder)
     if not found:
         raise InputError(
@@ -188,7 +207,7 @@ def read_split(source: Split | str, follow_links: bool = False) -> TextDataset:
             counted.append((path, total - before))
     if not total:
         raise InputError(split.name, "holds no rows")
-    return replace(reader.build(), format=split.format, files=tuple(counted))
+    return replace(reader.build(), format=split.format, files=tuple(counted), split=split.split)
 
 
 def _format_of(path: str) -> str:

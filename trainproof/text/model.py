@@ -117,6 +117,8 @@ class TextDataset:
     notes: tuple[str, ...] = ()
     format: str = "jsonl"  # "jsonl", "parquet" or "arrow"
     files: tuple[tuple[str, int], ...] = ()  # a Parquet or Arrow split: each file read and its number of rows, in order
+    split: str | None = None  # its split, in a dataset of several (train, validation, test)
+    earlier: tuple[TextDataset, ...] = ()  # the dataset's splits before this one (train before validation before test)
 
     def where(self, line: int) -> str:
         """A row (by its ``line``) as the user finds it: ``line 12`` of a JSON Lines file; ``row 12`` of a Parquet or

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -63,22 +62,12 @@ from trainproof.data.layouts.shared import (
 )
 from trainproof.data.model import Blob, Entry
 from trainproof.io.errors import InputError, MissingDependencyError
+from trainproof.io.splits import split_of, split_rank
 
 PARQUET_SUFFIX, ARROW_SUFFIX = ".parquet", ".arrow"
 METADATA_NAMES = ("metadata.jsonl", "metadata.csv")
 MAX_SHARDS = 100_000
 """The most shards a dataset folder is searched for (a folder holding more is not a dataset trainproof reads)."""
-
-SPLIT_WORDS = {
-    "train": "train", "training": "train",
-    "validation": "validation", "valid": "validation", "val": "validation", "dev": "validation",
-    "test": "test", "testing": "test", "eval": "test", "evaluation": "test",
-}  # fmt: skip
-"""The words of a shard's path that name its split, as ``datasets`` infers splits, and the split each names."""
-
-_WORDS = re.compile(r"[^A-Za-z0-9]+")
-_SHARD_SUFFIX = re.compile(r"^(?P<split>.+?)-\d{5}-of-\d{5}$")
-
 
 def detect(path: str) -> tuple[str, str] | None:
     """(layout, target) when ``path`` is a dataset of one of these layouts, else None."""
@@ -97,18 +86,6 @@ def detect(path: str) -> tuple[str, str] | None:
     if next(_files_below(path, (PARQUET_SUFFIX,)), None) is not None:
         return "parquet", path
     return None
-
-
-def split_of(relative: str) -> str:
-    """The split ``datasets`` infers for a file at ``relative`` (to the dataset's folder): see the module doc."""
-    parts = relative.replace(os.sep, "/").split("/")
-    stem = parts[-1].split(".")[0]
-    for part in (stem, *reversed(parts[:-1])):
-        for word in _WORDS.split(part.lower()):
-            if word in SPLIT_WORDS:
-                return SPLIT_WORDS[word]
-    named = _SHARD_SUFFIX.match(stem)
-    return named.group("split") if named else "train"
 
 
 # --- Parquet and Arrow ---------------------------------------------------------------------------------------------
@@ -177,10 +154,7 @@ def _split_order(shard: tuple[str, str]) -> tuple[int, str, str]:
     """Train first, then validation, then test, then any other split (by name): a clip shared by two splits is found
     in the later one, the split it leaked into."""
     path, split = shard
-    return (SPLIT_ORDER.get(split, len(SPLIT_ORDER)), split, path)
-
-
-SPLIT_ORDER = {"train": 0, "validation": 1, "test": 2}
+    return (*split_rank(split), path)
 
 
 def read_arrow(target: str, ctx: _Context, builder: _Builder) -> None:
