@@ -144,6 +144,14 @@ def length_skips(subject) -> tuple[Skipped, ...]:
     return tuple(s for s in subject.skipped if s.rule_id in LENGTH_RULES)
 
 
+def specials_added(folder) -> int:
+    """The special tokens transformers' own call adds to a text with this folder's tokenizer (its bos)."""
+    from transformers import AutoTokenizer
+
+    reference = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    return len(reference("a")["input_ids"]) - len(reference("a", add_special_tokens=False)["input_ids"])
+
+
 def count(tokenizer, text: str) -> int:
     (ids,) = tokenizer.encode_batch([text])
     return len(ids)
@@ -824,11 +832,14 @@ def test_preference_and_conversational_completion_rows_are_measured_as_trl_rende
     lengths = measure(read_text_dataset(jsonl(tmp_path, *rows)), tokenizer)
     header = "<|assistant|>\n"
     chosen = count(tokenizer, zephyr([*asked, assistant(SENTENCE * 2)]))
+    bos = specials_added(built("hf"))  # TRL tokenizes a row of strings with the tokenizer's own special tokens
+    assert bos == 1
     assert lengths.total == (
-        count(tokenizer, SENTENCE) + count(tokenizer, SENTENCE * 2) + 1, chosen, chosen, count(tokenizer, zephyr([*earlier, assistant(SENTENCE)])),
+        bos + count(tokenizer, SENTENCE) + count(tokenizer, SENTENCE * 2) + 1, chosen, chosen,
+        count(tokenizer, zephyr([*earlier, assistant(SENTENCE)])),
     )  # fmt: skip
     assert lengths.prompt == (
-        count(tokenizer, SENTENCE), count(tokenizer, zephyr(asked) + header), count(tokenizer, zephyr(asked) + header),
+        bos + count(tokenizer, SENTENCE), count(tokenizer, zephyr(asked) + header), count(tokenizer, zephyr(asked) + header),
         count(tokenizer, zephyr(earlier) + header),
     )  # fmt: skip
     assert lengths.templated == frozenset({1, 2, 3})
@@ -867,7 +878,7 @@ def test_an_answer_a_template_changes_past_finding_is_measured_as_the_contents(t
     tokenizer = _with_template(built, tmp_path, TRIMMING_TEMPLATE.replace("(message['content'] | trim)", "message['content'][:5]"))
     turns = [user("Hi"), assistant("Sure."), user(LONG), assistant("Sure.")]
     (prompt,) = measure(read_text_dataset(jsonl(tmp_path, chat(*turns))), tokenizer).prompt
-    assert prompt == count(tokenizer, "Hi")
+    assert prompt == specials_added(built("hf")) + count(tokenizer, "Hi")  # as a row of strings: inside the bos
 
 
 def test_a_row_the_tokenizer_cannot_encode_costs_that_row(tmp_path, tokenizers):

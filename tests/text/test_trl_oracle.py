@@ -55,3 +55,17 @@ def test_conversational_preference_rows_have_the_lengths_dpo_trainer_gives_them(
     assert [(lengths.total[i], lengths.rejected[i]) for i in range(len(rows))] == theirs
     assert theirs[0][1] > theirs[0][0] and theirs[1][0] > theirs[1][1]  # the long side is the longer: nothing was cut
 
+
+
+def test_standard_preference_rows_have_the_lengths_dpo_trainer_gives_them(built, tmp_path):
+    """Strings: TRL adds eos to each answer and tokenizes prompt + answer with the tokenizer's own special tokens (this
+    one's bos); the answers start at a word, so no token spans the join."""
+    rows = [
+        {"prompt": SENTENCE, "chosen": " " + SENTENCE, "rejected": " " + LONG},
+        {"prompt": LONG, "chosen": " " + LONG, "rejected": " No."},
+    ]
+    folder = built("hf")
+    lengths = measure(read_text_dataset(jsonl(tmp_path, *rows)), load_tokenizer(folder))
+    theirs = _trl_lengths(folder, rows, tmp_path)
+    assert lengths.templated == frozenset()
+    assert [(lengths.total[i], lengths.rejected[i]) for i in range(len(rows))] == theirs

@@ -544,3 +544,45 @@ def test_a_folders_chat_template_is_named_by_the_file_it_was_read_from(built, tm
     assert "\n" in in_jinja.chat_template
     assert in_jinja.chat_template_file == str(folder / "chat_template.jinja")
     assert load_tokenizer(built("bpe")).chat_template_file is None
+
+
+def test_wrapping_is_what_the_librarys_own_call_puts_around_a_text(case, built):
+    """What a trainer's ``tokenizer(text)`` adds (TRL counts a row of strings so): the pipeline's bos for a tokenizer.json
+    and a transformers folder, nothing for a sentencepiece model unless asked."""
+    tokenizer = case.tokenizer
+    text = "Return the list of words."
+    (plain,) = tokenizer.encode_batch([text])
+    if case.name == "sentencepiece":
+        assert tokenizer.wrapping == (0, 0)
+        return
+    if case.name == "hf":
+        from transformers import AutoTokenizer
+
+        own = list(AutoTokenizer.from_pretrained(str(built(case.name, **case.options)), local_files_only=True)(text)["input_ids"])
+    else:
+        from tokenizers import Tokenizer as Pipeline
+
+        own = Pipeline.from_file(str(built(case.name, **case.options))).encode(text).ids
+    before, after = tokenizer.wrapping
+    assert own == own[:before] + plain + own[len(own) - after :] and len(own) == before + len(plain) + after
+    if case.name == "hf":  # its configuration asks for bos (add_bos_token), as a Llama folder's does
+        assert (before, after) == (1, 0) and own[0] == tokenizer.specials.bos
+    else:  # the bare tokenizer.json built here has no post-processor
+        assert (before, after) == (0, 0)
+
+
+def test_a_closing_eos_the_call_appends_is_not_counted_as_wrapping(built, tmp_path):
+    """A trainer appends the eos once whether the call put it there or not: "<s> $A </s>" wraps a text in one token."""
+    pytest.importorskip("tokenizers")
+    from tokenizers import Tokenizer as Pipeline
+    from tokenizers import processors
+
+    from tests.tokenizer.build import BOS, EOS
+
+    pipeline = Pipeline.from_file(str(built("bpe")))
+    pipeline.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", BOS), ("</s>", EOS)])
+    path = tmp_path / "tokenizer.json"
+    pipeline.save(str(path))
+    tokenizer = load_tokenizer(path)
+    assert tokenizer.specials.eos == EOS
+    assert tokenizer.wrapping == (1, 0)

@@ -6,7 +6,10 @@ given as lists of messages, the prompt's turns first, as TRL renders them)
 through the tokenizer's chat template when it has one; a prompt/completion,
 instruction or preference row of strings as its prompt's tokens followed by
 its answer's (TRL's way; a preference row's chosen answer), plus the eos
-token. A preference row's rejected answer is not measured. The part before
+token, inside the special tokens the tokenizer's own call puts around a
+sequence (a Llama tokenizer's bos: TRL tokenizes ``prompt + answer`` with
+them; :attr:`~trainproof.tokenizer.load.Tokenizer.wrapping`). A preference
+row's rejected answer is measured the same way, beside it. The part before
 the trained one is the prompt: for a conversation, the tokens before the
 content of its first assistant turn (of its completion or chosen answer's
 first turn, when it has one), its role header included, found by rendering
@@ -131,10 +134,12 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
     whole = [i for i, cut in cuts.items() if cut is not None]
     apart = [i for i in range(len(rows)) if cuts.get(i) is None and i not in refused]
 
+    before, after = _wrapping(tokenizer)
+
     def counted_apart(pairs: list[Any]) -> Sequence[tuple[int, int] | Failed]:  # (prompt, answer) texts
         ids = tokenizer.encode_batch([text for pair in pairs for text in pair])
         eos = 1 if tokenizer.specials.eos is not None else 0
-        return [(len(ids[2 * k]) + len(ids[2 * k + 1]) + eos, len(ids[2 * k])) for k in range(len(pairs))]
+        return [(before + len(ids[2 * k]) + len(ids[2 * k + 1]) + eos + after, before + len(ids[2 * k])) for k in range(len(pairs))]
 
     def counted_whole(pairs: list[Any]) -> Sequence[tuple[int, int] | Failed]:  # (rendered text, where its answer starts)
         return tokenizer.count_before([text for text, _ in pairs], [cut for _, cut in pairs])
@@ -159,6 +164,16 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
     templated = frozenset(whole) - failed.keys()
     rejected = _rejected(tokenizer, rows, [i for i in whole if i not in failed], [i for i in apart if i not in failed])
     return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())), tuple(sorted(refused.items())), templated, rejected)
+
+
+def _wrapping(tokenizer: Any) -> tuple[int, int]:
+    """The special tokens the tokenizer's own call puts around a sequence; none when it cannot say (a tokenizer object
+    of the caller's making, or a library that fails on one letter: its rows' own failures are named where they are)."""
+    try:
+        before, after = tokenizer.wrapping
+        return int(before), int(after)
+    except Exception:  # noqa: BLE001
+        return (0, 0)
 
 
 def _split_once(split: Any, follow_links: bool) -> Any:
@@ -187,10 +202,12 @@ def _rejected(tokenizer: Any, rows: Sequence[Any], whole: list[int], apart: list
             if not isinstance(got, Failed):
                 out[i] = len(got)
 
+    before, after = _wrapping(tokenizer)
+
     def counted(pairs: list[Any]) -> Sequence[int | Failed]:
-        eos = 1 if tokenizer.specials.eos is not None else 0
         ids = tokenizer.encode_batch([text for pair in pairs for text in pair])
-        return [len(ids[2 * k]) + len(ids[2 * k + 1]) + eos for k in range(len(pairs))]
+        eos = 1 if tokenizer.specials.eos is not None else 0
+        return [before + len(ids[2 * k]) + len(ids[2 * k + 1]) + eos + after for k in range(len(pairs))]
 
     for begin in range(0, len(texts), ENCODE_CHUNK):
         indices = texts[begin : begin + ENCODE_CHUNK]

@@ -183,6 +183,7 @@ class Tokenizer(ABC):
         self.matched = matched
         self.chat_template = chat_template
         self.chat_template_file: str | None = None
+        self._wrapping: tuple[int, int] | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.path!r}: {self.vocab_size} ids>"
@@ -249,6 +250,24 @@ class Tokenizer(ABC):
         rendering is past a bound (the rest are not rendered)."""
         with self._calling():
             return self._render_chats(conversations, tools)
+
+    @property
+    def wrapping(self) -> tuple[int, int]:
+        """How many special tokens the library's own call (a trainer's ``tokenizer(text)``) puts before and after one
+        sequence: (1, 0) for a Llama tokenizer's bos; (0, 0) for GPT-2's, and for a sentencepiece model, which adds
+        none unless asked. Found by encoding a letter both ways, once. A closing eos is not counted here: a trainer
+        appends the eos once whether or not the call put it there."""
+        if self._wrapping is None:
+            with self._calling():
+                before, after, last = self._wrapped()
+            if after and last is not None and last == self.specials.eos:
+                after -= 1
+            self._wrapping = (before, after)
+        return self._wrapping
+
+    def _wrapped(self) -> tuple[int, int, int | None]:
+        """(tokens before, tokens after, the last token id of the wrapped letter) as the library's call adds them."""
+        return (0, 0, None)
 
     def count_before(self, texts: Sequence[str], cuts: Sequence[int]) -> list[tuple[int, int]]:
         """For each text, its tokens and how many of them start before character ``cut``: the part of one sequence a
@@ -385,6 +404,9 @@ class TokenizersTokenizer(Tokenizer):
     def _encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [encoding.ids for encoding in self._backend.encode_batch(texts, add_special_tokens=False)]
 
+    def _wrapped(self) -> tuple[int, int, int | None]:
+        return _around(self._backend.encode("a", add_special_tokens=False).ids, self._backend.encode("a", add_special_tokens=True).ids)
+
     def _decode(self, ids: list[int]) -> str:
         return self._backend.decode(ids, skip_special_tokens=False)
 
@@ -431,6 +453,10 @@ class TransformersTokenizer(Tokenizer):
     def _encode_batch(self, texts: list[str]) -> list[list[int]]:
         encoded = self._tokenizer(texts, add_special_tokens=False, truncation=False, return_attention_mask=False, verbose=False)
         return [list(ids) for ids in encoded["input_ids"]]
+
+    def _wrapped(self) -> tuple[int, int, int | None]:
+        plain, wrapped = (self._tokenizer("a", add_special_tokens=specials, verbose=False)["input_ids"] for specials in (False, True))
+        return _around(list(plain), list(wrapped))
 
     def _decode(self, ids: list[int]) -> str:
         return self._tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
@@ -484,6 +510,16 @@ class TransformersTokenizer(Tokenizer):
         # the fast tokenizer's own backend, as its __call__ uses it, without converting every offset to Python twice
         encodings = backend.encode_batch(texts, add_special_tokens=False)
         return [_counted(e, cut, len(text)) for e, cut, text in zip(encodings, cuts, texts)]
+
+
+def _around(plain: list[int], wrapped: list[int]) -> tuple[int, int, int | None]:
+    """(tokens before, tokens after, last id of ``wrapped``) for ``plain`` inside ``wrapped``: what a call with special
+    tokens adds around it; nothing when ``wrapped`` does not hold ``plain`` whole (a library that changes the text's
+    own tokens)."""
+    for start in range(len(wrapped) - len(plain) + 1):
+        if wrapped[start : start + len(plain)] == plain:
+            return start, len(wrapped) - start - len(plain), wrapped[-1]
+    return (0, 0, None)
 
 
 CUT_LOOKAHEAD = 16
