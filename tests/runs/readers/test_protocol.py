@@ -52,12 +52,12 @@ def test_a_row_says_what_its_module_does_beyond_a_single_file():
 
 def test_no_module_but_a_readers_own_imports_it():
     """Detection, discovery and the folder search go through READERS: a format is one module and one row. Only the
-    HF Trainer callback, which builds an HF run as the Trainer logs it, uses its reader's entries directly."""
+    live guard, which builds an HF run as a trainer logs it, uses its reader's entries directly."""
     import ast
 
     from tests.helpers import REPO
 
-    allowed = {("trainproof.integrations.hf", "trainproof.runs.readers.hf")}
+    allowed = {("trainproof.integrations.guard", "trainproof.runs.readers.hf")}
     readers = {f"trainproof.runs.readers.{name}" for name in READERS}
     found = set()
     for path in (REPO / "trainproof").rglob("*.py"):
