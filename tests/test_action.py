@@ -11,10 +11,12 @@ virtual environment, once per test session.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import subprocess
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -248,3 +250,55 @@ def test_args_take_options_only(workspace, runner_temp):
     assert result.code == 2
     assert result.failed_step == "Judge"
     assert "::error title=trainproof::args takes options only; give paths in the paths input" in result.stdout
+
+
+def test_data_on_parquet_shards_and_webdataset_tars(tmp_path_factory, runner_temp):
+    """`command: data` on the layouts the Hub and large corpora use: a folder of Parquet shards with a clipped clip and
+    a leak between its splits (FAIL), and a WebDataset `.tar` of clean clips given by a glob (judged, no FAIL). The
+    install step brings the data extra's libraries, pyarrow included."""
+    from tests.datasets.speech import FAULTS, clean_corpus
+
+    workspace = tmp_path_factory.mktemp("data-workspace")
+    hub = clean_corpus(workspace, n=8, layout="parquet", espeak=False)
+    FAULTS["clipped"](hub, hub.clips[1].id)
+    FAULTS["split_leak_audio"](hub)
+    clean = clean_corpus(tmp_path_factory.mktemp("clean"), n=4, layout="nemo", espeak=False)
+    shards = workspace / "shards"
+    shards.mkdir()
+    with tarfile.open(shards / "train-000000.tar", "w") as tar:
+        for clip in clean.clips:
+            key = clip.id.replace("-", "_")
+            tar.add(clip.audio, arcname=f"{key}.wav")
+            text = (clip.text or "").encode()
+            info = tarfile.TarInfo(f"{key}.txt")
+            info.size = len(text)
+            tar.addfile(info, io.BytesIO(text))
+    summary = workspace / "step-summary.md"
+    result = run_action(workspace, runner_temp, command="data", paths=f"{hub.path.relative_to(workspace)}\nshards/*.tar")
+    assert result.code == 1, result.stdout + result.stderr
+    assert result.failed_step == "Verdict"
+    report = json.loads(Path(result.outputs["report-file"]).read_text())
+    verdicts = {s["path"]: s["verdict"] for s in report["subjects"]}
+    assert verdicts == {str(hub.path.relative_to(workspace)): "FAIL", "shards/train-000000.tar": verdicts["shards/train-000000.tar"]}
+    assert verdicts["shards/train-000000.tar"] != "FAIL", result.stdout
+    found = {f["id"] for f in report["subjects"][0]["findings"]}
+    assert {"TP-DATA-CLIPPING", "TP-DATA-SPLIT-LEAK-AUDIO"} <= found
+    assert "TP-DATA-SPLIT-LEAK-AUDIO" in summary.read_text()
+    assert validation_errors(json.loads(Path(result.outputs["sarif-file"]).read_text())) == []
+
+
+def test_text_on_a_parquet_file_of_preference_rows(tmp_path, runner_temp):
+    """`command: text` on a Hub fine-tuning set kept as Parquet: the install step brings pyarrow, and a preference row
+    whose chosen and rejected answers are the same is found at its row (a WARN: judged, exit 0)."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    rows = [{"prompt": f"Question {i}: what is {i} plus {i}?", "chosen": f"It is {2 * i}.", "rejected": f"It is {2 * i + 1}."} for i in range(30)]
+    rows[3]["rejected"] = rows[3]["chosen"]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "train.parquet")
+    result = run_action(tmp_path, runner_temp, command="text", paths="*.parquet")
+    assert result.code == 0, result.stdout + result.stderr
+    assert result.outputs["verdict"] == "WARN"
+    report = json.loads(Path(result.outputs["report-file"]).read_text())
+    assert [(f["id"], f["level"]) for f in report["subjects"][0]["findings"]] == [("TP-TEXT-SAME-PAIR", "WARN")]
+    assert "Row 4" in result.summary
