@@ -59,6 +59,12 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--sarif", metavar="PATH", help="also write SARIF 2.1.0 for GitHub code scanning")
     group.add_argument("--junit", metavar="PATH", help="also write JUnit XML for test reporters")
     group.add_argument("--markdown", metavar="PATH", help="also write markdown for a pull-request comment")
+    group.add_argument(
+        "--markdown-charts",
+        choices=("on", "off"),
+        default="on",
+        help="Mermaid charts in the markdown and the job summary (loss curves, a dataset's histograms): on (default) or off",
+    )
     group.add_argument("--github", action="store_true", help="in GitHub Actions: append the markdown to the job summary and print annotations")
     group.add_argument("--no-color", action="store_true", help="no colour in the text report (also: NO_COLOR)")
 
@@ -199,14 +205,16 @@ def emit(report: Report, args: argparse.Namespace) -> int:
     for option, name in FILE_OUTPUTS:
         target = getattr(args, option)
         if target is not None:
-            options = {"base": base} if name == "sarif" else {}
+            options: dict[str, object] = {"base": base} if name == "sarif" else {}
+            if name == "markdown":
+                options["charts"] = args.markdown_charts == "on"
             try:
                 outputs.write(target, render(name, report, **options))
             except UsageError as exc:  # the other outputs and the report still go out
                 unwritten.append(str(exc))
     if args.github:
         try:
-            github(report, base, annotate=not args.json)
+            github(report, base, annotate=not args.json, charts=args.markdown_charts == "on")
         except UsageError as exc:
             unwritten.append(str(exc))
     if args.json:
@@ -226,7 +234,7 @@ def emit(report: Report, args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def github(report: Report, base: str, annotate: bool) -> None:
+def github(report: Report, base: str, annotate: bool, charts: bool = True) -> None:
     """The job summary and annotations, when running inside GitHub Actions."""
     from trainproof.render import render
     from trainproof.render.github import annotations
@@ -238,7 +246,7 @@ def github(report: Report, base: str, annotate: bool) -> None:
     from trainproof.io import outputs
 
     try:
-        outputs.append(summary, render("markdown", report) + "\n")
+        outputs.append(summary, render("markdown", report, charts=charts) + "\n")
     except OSError as exc:
         raise UsageError(f"{visible(summary)}: cannot append the job summary: {exc.strerror or exc}") from None
     if annotate:

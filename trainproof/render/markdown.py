@@ -9,6 +9,13 @@ link, and control and format characters are spelled out (``\\x1b``). A
 rule's findings on one input are one row, their places listed in its cell
 (see :mod:`trainproof.render.grouped`). The body never exceeds GitHub's
 65,536 characters; rows that do not fit are counted at the end.
+
+After the findings come the charts as Mermaid blocks, which GitHub draws
+(:mod:`trainproof.render.mermaid`): a run's loss and eval loss, a run against
+its baseline, a dataset's histograms, for the first MAX_CHARTED subjects
+(those with a FAIL first, then a WARN) and as many as fit in what the findings
+left of the size limit. ``charts=False`` (``--markdown-charts off``) leaves
+them out.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from trainproof.render.grouped import Block, blocks
 from trainproof.report import Finding, Report, Subject, Table, location
 
 MAX_CHARS = 65_536
+MAX_CHARTED = 4
+"""Subjects whose charts a comment carries, at most: enough for a run and its baseline, or a few datasets."""
 ZERO_WIDTH_SPACE = "&#8203;"
 _BACKSLASHED = re.compile(r"([\\`*_\[\]|~])")
 _WWW = re.compile(r"(www)\.", re.IGNORECASE)
@@ -120,7 +129,24 @@ def _inputs(report: Report) -> str:
     return "\n".join(lines)
 
 
-def render(report: Report, max_chars: int = MAX_CHARS) -> str:
+def _charts(report: Report, budget: int) -> str:
+    """The Mermaid blocks of the subjects most worth a look (FAIL first, then WARN, in report order), within ``budget``
+    characters."""
+    from trainproof.render.mermaid import subject_charts
+
+    ranked = sorted(report.subjects, key=lambda s: -max((f.level for f in s.findings), default=0))
+    out: list[str] = []
+    size = 0
+    for subject in [s for s in ranked if s.role != "baseline"][:MAX_CHARTED]:  # compare draws the baseline on its run's charts
+        for block in subject_charts(subject, report.command):
+            if size + len(block) + 2 > budget:
+                return "".join(out)
+            out.append(block + "\n\n")
+            size += len(block) + 2
+    return "".join(out)
+
+
+def render(report: Report, max_chars: int = MAX_CHARS, charts: bool = True) -> str:
     head = (
         f"{marker(report.command)}\n"
         f"### trainproof {report.command}: {report.verdict.value}\n\n"
@@ -147,6 +173,8 @@ def render(report: Report, max_chars: int = MAX_CHARS) -> str:
         kept += 1
     left_out = len(findings) - kept
     body += "\n"
+    if charts and not left_out:
+        body += _charts(report, max_chars - len(body) - len(details) - 200)
     if len(body) + len(details) + 120 <= max_chars:
         body += details
     if left_out:
