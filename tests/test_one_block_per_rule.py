@@ -62,7 +62,7 @@ def _assert_one_block_per_rule(argv: list[str], tmp_path, capsys, *, grouped: st
         assert all(rows[rule] <= n for rule, n in per_input.items()), argv
     else:
         assert rows == per_input, f"{argv}: markdown rows {rows - per_input} beyond one per rule and input"
-    sections = page.split("<section>")[1:]
+    sections = re.split(r"<section id=\"input-\d+\">", page)[1:]
     assert len(sections) == len(counts), argv
     for section, count in zip(sections, counts):
         heads = re.findall(r'<tr><td><span class="badge \w+">\w+</span></td><td><code>(\S+)</code>', section)

@@ -20,7 +20,7 @@ from trainproof.checks.base import Rule
 from trainproof.io.safe import visible
 from trainproof.render.grouped import blocks
 from trainproof.render.svg import chart, histogram
-from trainproof.report import Chart, Histogram, Report
+from trainproof.report import Chart, Histogram, Level, Report
 
 
 def _rule_doc_html(rule: Rule) -> str:
@@ -91,7 +91,13 @@ def render(report: Report) -> str:
     with np.errstate(all="ignore"):  # extreme logged values overflow to inf on the chart's scale, as they should
         summaries = {rule.id: rule.summary for rule in report.rules}
         subjects = [
-            {"subject": s, "blocks": blocks(s, summaries), "charts": [Markup(svg) for c in s.charts if (svg := _draw(c))]} for s in report.subjects
+            {
+                "subject": s,
+                "blocks": blocks(s, summaries),
+                "charts": [Markup(svg) for c in s.charts if (svg := _draw(c))],
+                "counts": [s.count(level) for level in (Level.FAIL, Level.WARN, Level.INFO)],
+            }
+            for s in report.subjects
         ]
     fired = {f.rule_id for s in report.subjects for f in s.findings}
     docs = [(rule.id, Markup(inline_code(rule.summary)), Markup(_rule_doc_html(rule))) for rule in sorted(report.rules, key=lambda r: r.id) if rule.id in fired]
