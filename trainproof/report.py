@@ -153,6 +153,19 @@ class Histogram:
     y_label: str = "clips"  # what the bars count
 
 
+@dataclass(frozen=True, eq=False)
+class Bars:
+    """Counts by name, the largest first (the characters a tokenizer cannot write alone), in the colour of the level
+    of the finding they explain; ``note`` says what is counted and how many more there are."""
+
+    title: str
+    labels: tuple[str, ...]
+    counts: tuple[int, ...]
+    level: str  # "FAIL", "WARN", "INFO"
+    note: str = ""
+    x_label: str = "occurrences"
+
+
 @dataclass(frozen=True)
 class Table:
     """A table of figures across subjects (compare's ratios), its cells already formatted."""
@@ -194,7 +207,7 @@ class Subject:
     metrics: Mapping[str, Number | None] = field(default_factory=dict)
     headline: str = ""
     notes: tuple[str, ...] = ()
-    charts: tuple[Chart | Histogram, ...] = field(default=(), compare=False, repr=False)
+    charts: tuple[Chart | Histogram | Bars, ...] = field(default=(), compare=False, repr=False)
     folder: str | None = None
     relative: str | None = None
 

@@ -218,6 +218,12 @@ def every_markdown(tmp_path: Path) -> dict[str, str]:
     for name, path in (("speech_faulty", "tests/data/speech_faulty"), ("ljspeech_tiny", "examples/speech/ljspeech_tiny")):
         out[f"data {name}"] = render("markdown", judge("data", [str(REPO / path)], no_cache=True, progress=False, jobs=1))
     out["text chat"] = render("markdown", judge("text", [str(REPO / "examples/text/chat.jsonl")]))
+    pytest.importorskip("sentencepiece")
+    pytest.importorskip("tokenizers")
+    text_tokenizer = str(REPO / "examples/text/tokenizer")
+    out["text chat measured"] = render("markdown", judge("text", [str(REPO / "examples/text/chat.jsonl")], tokenizer=text_tokenizer, max_len=96))
+    model, transcripts = str(REPO / "examples/tokenizer/tts_unigram.model"), str(REPO / "examples/tokenizer/transcripts.txt")
+    out["tokenizer example"] = render("markdown", judge("tokenizer", [transcripts], tokenizer=model, max_tokens=40))
     for i, name in enumerate(HOSTILE_NAMES):
         run = hot_run(tmp_path / f"hostile{i}" / name, eval_name=f"eval_{name}_loss")
         out[f"hostile {i}"] = render("markdown", judge_epoch([str(run)]))
@@ -228,7 +234,7 @@ def every_markdown(tmp_path: Path) -> dict[str, str]:
 def test_every_block_is_drawn_by_mermaid_with_its_titles_as_written(tmp_path):
     markdowns = every_markdown(tmp_path)
     named = [(source, block) for source, body in markdowns.items() for block in blocks_of(body)]
-    assert len(named) >= 20 and {source.split()[0] for source, _ in named} >= {"epoch", "compare", "data", "hostile"}
+    assert len(named) >= 20 and {source.split()[0] for source, _ in named} >= {"epoch", "compare", "data", "text", "tokenizer", "hostile"}
     results = render_in_chromium([block for _, block in named], tmp_path)
     failed = [f"{source}: {result['error']}\n{block[:300]}" for (source, block), result in zip(named, results) if not result["ok"]]
     assert not failed, "\n\n".join(failed)

@@ -202,6 +202,22 @@ class TokenizerContext:
     def byte_pieces(self) -> np.ndarray:
         return self.count_of(self.tokenizer.byte_ids)
 
+    @cached_property
+    def unknown_culprits(self) -> tuple[Counter, Counter]:
+        """The characters and words that become unknown tokens, with their counts (TP-TOK-UNKNOWN's, and the report's
+        chart of them); empty for a tokenizer with no unknown token."""
+        unk = self.tokenizer.specials.unk
+        if unk is None:
+            return Counter(), Counter()
+        return _culprits(self, np.flatnonzero(self.unknown).tolist(), frozenset({unk}), self.unk_literal)
+
+    @cached_property
+    def byte_culprits(self) -> tuple[Counter, Counter]:
+        """The characters and words spelled in byte-fallback pieces, with their counts (TP-TOK-BYTES's, and its chart)."""
+        if not self.tokenizer.byte_ids:
+            return Counter(), Counter()
+        return _culprits(self, np.flatnonzero(self.byte_pieces).tolist(), self.tokenizer.byte_ids)
+
 
 def _examples(ctx: TokenizerContext, where: Sequence[int], what: str, say: Callable[[int], tuple[str, str]], values: dict | None = None) -> Iterator[Hit]:
     """One hit for each of the first TOK_EXAMPLES transcripts (indices ``where``), the first counting them all."""
@@ -298,7 +314,7 @@ def unknown_tokens(ctx: TokenizerContext) -> Iterator[Hit]:
         return
     count = int(ctx.unknown.sum())
     share = count / max(ctx.total, 1)
-    chars, words = _culprits(ctx, where, frozenset({unk}), ctx.unk_literal)
+    chars, words = ctx.unknown_culprits
     unknown_chars = max(sum(chars.values()), count)  # an unknown token stands for one character at least
     char_share = unknown_chars / max(int(ctx.chars.sum()), 1)
     if char_share >= ctx.t.TOK_UNK_FAIL_SHARE:
@@ -335,7 +351,7 @@ def byte_fallback(ctx: TokenizerContext) -> Iterator[Hit]:
     if share < ctx.t.TOK_BYTE_WARN_SHARE:
         return
     where = np.flatnonzero(ctx.byte_pieces).tolist()
-    chars, words = _culprits(ctx, where, ctx.tokenizer.byte_ids)
+    chars, words = ctx.byte_culprits
     hits = _examples(
         ctx, where, "fall back to bytes",
         lambda i: (f"Line {ctx.text.lines[i]} spends {int(ctx.byte_pieces[i])} of its {figures.plural(int(ctx.lengths[i]), 'token')} "

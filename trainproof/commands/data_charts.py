@@ -13,46 +13,9 @@ import numpy as np
 
 from trainproof.checks.base import NotApplicable
 from trainproof.checks.data import DataContext, rate_levels
-from trainproof.checks.stats import MAD_TO_SIGMA
+from trainproof.commands.histograms import fired, flagged_at, histogram
 from trainproof.io import figures
-from trainproof.report import Finding, Histogram, Level
-
-MAX_BINS = 40
-"""Bins of a histogram at most (fewer for a small corpus: about the square root of its clips, at least MIN_BINS)."""
-
-MIN_BINS = 10
-
-SPAN_SIGMAS = 6.0
-"""The axis covers the median +- this many robust sigmas (MAD x 1.4826) of the values, or all of them if that is
-less; values beyond fall into the first or last bin, which is then marked open, so one 25 s clip does not squeeze
-a corpus of 2-6 s clips into a single bar."""
-
-
-def _bins(count: int) -> int:
-    return int(min(MAX_BINS, max(MIN_BINS, round(count**0.5))))
-
-
-def _span(values: np.ndarray) -> tuple[float, float]:
-    low, high = float(values.min()), float(values.max())
-    median = float(np.median(values))
-    sigma = MAD_TO_SIGMA * float(np.median(np.abs(values - median)))
-    if sigma > 0:
-        low, high = max(low, median - SPAN_SIGMAS * sigma), min(high, median + SPAN_SIGMAS * sigma)
-    return low, high
-
-
-def _histogram(title: str, unit: str, values: np.ndarray, levels: np.ndarray, limits: tuple[tuple[float, str], ...], note: str) -> Histogram:
-    """``levels`` per value: 0 passed, 1 flagged at WARN, 2 at FAIL."""
-    low, high = _span(values)
-    edges = np.histogram_bin_edges(values, bins=_bins(values.size), range=(low, high) if high > low else None)
-    kept = np.clip(values, edges[0], edges[-1])
-    passed, warned, failed = (np.histogram(kept[levels == level], bins=edges)[0] for level in (0, 1, 2))
-    return Histogram(title, unit, edges, passed, warned, failed, limits=limits, note=note, open_low=bool((values < edges[0]).any()),
-                     open_high=bool((values > edges[-1]).any()))  # fmt: skip
-
-
-def _fired(findings: Sequence[Finding], rule_id: str) -> set[Level]:
-    return {f.level for f in findings if f.rule_id == rule_id}
+from trainproof.report import Finding, Histogram
 
 
 def duration(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | None:
@@ -63,14 +26,12 @@ def duration(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | None:
         return None
     t = ctx.t
     outside = (values < t.DATA_MIN_DURATION_S) | (values > t.DATA_MAX_DURATION_S)
-    fired = _fired(findings, "TP-DATA-DURATION")
-    level = 2 if Level.FAIL in fired else 1
-    levels = np.where(outside, level, 0) if fired else np.zeros(values.size, dtype=int)
+    levels = flagged_at(findings, "TP-DATA-DURATION", outside)
     limits = ((t.DATA_MIN_DURATION_S, f"min {figures.num(t.DATA_MIN_DURATION_S)} s"), (t.DATA_MAX_DURATION_S, f"max {figures.num(t.DATA_MAX_DURATION_S)} s"))
     flagged = int(np.count_nonzero(levels))
     bounds = f"{figures.num(t.DATA_MIN_DURATION_S)}-{figures.num(t.DATA_MAX_DURATION_S)} s"
     note = f"{flagged:,} of {figures.plural(values.size, 'clip')} outside {bounds} (TP-DATA-DURATION)"
-    return _histogram("Clip duration", "s", values, levels, limits, note)
+    return histogram("Clip duration", "s", values, levels, limits, note)
 
 
 def speaking_rate(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | None:
@@ -82,7 +43,7 @@ def speaking_rate(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | 
     if values.size == 0:
         return None
     t = ctx.t
-    levels = rate_levels(rates, t) if _fired(findings, "TP-DATA-TEXT-RATE") else np.zeros(values.size, dtype=int)
+    levels = rate_levels(rates, t) if fired(findings, "TP-DATA-TEXT-RATE") else np.zeros(values.size, dtype=int)
     limits: tuple[tuple[float, str], ...] = ()
     if not by_speaker:
         median, sigma = float(rates["median_cps"].iloc[0]), float(rates["sigma_wide"].iloc[0])
@@ -95,7 +56,7 @@ def speaking_rate(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | 
     sigmas = figures.plural(t.DATA_CPS_WARN_Z, "robust sigma")
     allowing = "allowing for the measurement's error"
     note = f"{flagged:,} of {values.size:,} clips beyond {sigmas} of {scope} median, {allowing} (TP-DATA-TEXT-RATE)"
-    return _histogram("Characters per second of speech", "chars/s", values, levels, limits, note)
+    return histogram("Characters per second of speech", "chars/s", values, levels, limits, note)
 
 
 def charts(ctx: DataContext, findings: Sequence[Finding]) -> tuple[Histogram, ...]:

@@ -391,7 +391,11 @@ class TextCommand(Command):
         tokenizer = prepared.shared.get("tokenizer")
         summary = summarize(dataset, lengths, prepared.shared.get("max_len"), getattr(tokenizer, "chat_template_file", None))
         notes = (*dataset.notes, *(_unmeasured(dataset, lengths) if lengths is not None else ()), *_unapplied(dataset, tokenizer))
-        return replace(subject, path=dataset.path, format=dataset.format, summary=summary, headline=headline(dataset, summary), notes=notes)
+        from trainproof.checks.text import TextContext
+        from trainproof.commands.token_charts import text_charts
+
+        charts = text_charts(ctx, subject.findings) if isinstance(ctx, TextContext) else ()
+        return replace(subject, path=dataset.path, format=dataset.format, summary=summary, headline=headline(dataset, summary), notes=notes, charts=charts)
 
 
 def _unapplied(dataset: Any, tokenizer: Any) -> tuple[str, ...]:

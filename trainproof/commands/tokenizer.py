@@ -191,6 +191,8 @@ class TokenizerCommand(Command):
         from trainproof.checks.tokenizer import TokenizerContext
 
         assert isinstance(ctx, TokenizerContext), "a tokenizer stage's context, when it is no reason"
+        from trainproof.commands.token_charts import tokenizer_charts
+
         encoded = EncodedText(ctx.text, ctx.ids)
         summary = summarize(tokenizer, encoded, ctx)
         return replace(
@@ -200,6 +202,7 @@ class TokenizerCommand(Command):
             summary=summary,
             headline=headline(encoded, summary),
             notes=encoded.text.notes,
+            charts=tokenizer_charts(ctx, subject.findings),
         )
 
 

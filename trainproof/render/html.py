@@ -19,8 +19,8 @@ import numpy as np
 from trainproof.checks.base import Rule
 from trainproof.io.safe import visible
 from trainproof.render.grouped import blocks
-from trainproof.render.svg import chart, histogram
-from trainproof.report import Chart, Histogram, Level, Report
+from trainproof.render.svg import bars, chart, histogram
+from trainproof.report import Bars, Chart, Histogram, Level, Report
 
 
 def _rule_doc_html(rule: Rule) -> str:
@@ -70,9 +70,11 @@ def _environment():
     )
 
 
-def _draw(figure: Chart | Histogram) -> str:
+def _draw(figure: Chart | Histogram | Bars) -> str:
     if isinstance(figure, Histogram):
         return histogram(figure)
+    if isinstance(figure, Bars):
+        return bars(figure)
     return chart(
         figure.title,
         list(figure.lines),

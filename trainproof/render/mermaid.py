@@ -164,7 +164,8 @@ def _histogram_title(histogram: Histogram) -> str:
     flagged = int(histogram.warned.sum() + histogram.failed.sum())
     if not flagged:
         return histogram.title
-    return f"{histogram.title} ({figures.plural(flagged, 'flagged clip' if histogram.y_label == 'clips' else 'flagged item')} in the inner bars)"
+    noun = histogram.y_label[:-1] if histogram.y_label.endswith("s") else histogram.y_label
+    return f"{histogram.title} ({figures.plural(flagged, f'flagged {noun}')} in the inner bars)"
 
 
 PATH_CHARS = 60
@@ -190,7 +191,7 @@ def subject_charts(subject: Subject, command: str) -> Iterator[str]:
     for chart in subject.charts:
         if isinstance(chart, Histogram):
             block = bar_chart(chart)
-        elif chart.title in ("Loss", "Eval loss", "Loss: run against baseline", "Eval loss: run against baseline"):
+        elif isinstance(chart, Chart) and chart.title in ("Loss", "Eval loss", "Loss: run against baseline", "Eval loss: run against baseline"):
             block = _loss_blocks(f"{chart.title}, {where}", chart, command)
         else:
             continue

@@ -21,7 +21,7 @@ import numpy as np
 
 from trainproof.io import figures
 from trainproof.io.safe import visible
-from trainproof.report import Histogram, Line, Marker, Point, wants_log
+from trainproof.report import Bars, Histogram, Line, Marker, Point, wants_log
 
 WIDTH, HEIGHT = 760, 244
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 22, 44
@@ -454,6 +454,10 @@ def chart(
 _LEVELS = (("passed", "pass", "not flagged"), ("warned", "warn", "flagged at WARN"), ("failed", "fail", "flagged at FAIL"))
 
 
+def _singular(noun: str) -> str:
+    return noun[:-1] if noun.endswith("s") else noun
+
+
 def _span_label(h: Histogram, edges: np.ndarray, i: int) -> str:
     """What bin ``i`` holds, as its bars' tooltips say it."""
     span = f"{figures.num(edges[i])}-{figures.num(edges[i + 1])}"
@@ -502,7 +506,7 @@ def histogram(h: Histogram) -> str:
             top, bottom = float(frame.py(base + n)), float(frame.py(base))
             parts.append(
                 f'<rect class="bar {css}" x="{left + 0.5:.1f}" y="{top:.1f}" width="{width:.1f}" height="{bottom - top:.1f}">'
-                f"<title>{_text(span)}: {int(n):,} clip{'s' if n != 1 else ''} {meaning}</title></rect>"
+                f"<title>{_text(span)}: {figures.plural(int(n), _singular(h.y_label), h.y_label)} {meaning}</title></rect>"
             )
             base += n
         if (i == 0 and h.open_low) or (i == last and h.open_high):
@@ -523,5 +527,38 @@ def histogram(h: Histogram) -> str:
         if spot is not None:
             lx, ly, anchor = spot
             parts.append(f'<text class="legend limit-label" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}">{_text(label)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+BAR_ROW = 18
+BAR_LABEL_WIDTH = 190
+
+
+def bars(b: Bars) -> str:
+    """Counts by name as an ``<svg>`` element: a horizontal bar per name in its finding's colour, the name on the left,
+    the count at the bar's end, the note under the title; empty when it counts nothing."""
+    if not b.counts or not any(b.counts):
+        return ""
+    top = TOP + (14 if b.note else 0) + 4
+    height = top + BAR_ROW * len(b.counts) + 22
+    plot = WIDTH - RIGHT - BAR_LABEL_WIDTH - 60
+    most = max(b.counts)
+    css = b.level.lower()
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" '
+        f'aria-label="{_text(b.title)}" xmlns="http://www.w3.org/2000/svg">',
+        f'<text class="title" x="{LEFT}" y="14">{_text(b.title)}</text>',
+    ]
+    if b.note:
+        parts.append(f'<text class="legend" x="{LEFT}" y="{TOP + 6}">{_text(b.note)}</text>')
+    x0 = float(BAR_LABEL_WIDTH)
+    for row, (label, count) in enumerate(zip(b.labels, b.counts)):
+        y = top + row * BAR_ROW
+        width = max(plot * count / most, 1.0)
+        parts.append(f'<text class="tick" x="{x0 - 6:.1f}" y="{y + 12}" text-anchor="end">{_text(label)}</text>')
+        parts.append(f'<rect class="bar {css}" x="{x0:.1f}" y="{y + 2}" width="{width:.1f}" height="{BAR_ROW - 5}"><title>{_text(label)}: {count:,}</title></rect>')
+        parts.append(f'<text class="tick" x="{x0 + width + 4:.1f}" y="{y + 12}">{count:,}</text>')
+    parts.append(f'<text class="axis-label" x="{x0:.1f}" y="{height - 6}">{_text(b.x_label)}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
