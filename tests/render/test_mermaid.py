@@ -22,7 +22,7 @@ from tests.helpers import CORPUS, REPO, decaying, hf_entries, noisy, write_hf_st
 from trainproof.commands import judge, judge_compare, judge_epoch
 from trainproof.render import render
 from trainproof.render.markdown import MAX_CHARS
-from trainproof.render.mermaid import MAX_POINTS, quoted, resample, short_path
+from trainproof.render.mermaid import MAX_POINTS, quoted, resample
 
 BLOCK = re.compile(r"```mermaid\n(.*?)\n```", re.S)
 HOSTILE_NAMES = (
@@ -65,12 +65,13 @@ def test_a_run_gives_its_loss_and_its_eval_loss_as_charts_naming_its_finding(mon
     charts = blocks_of(body)
     assert len(charts) == 2
     loss, evals = charts
-    assert 'title "Loss, examples/gallery/lr_hot/seed0/trainer_state.json: FAIL TP-DIVERGE at step 1, 300"' in loss
+    assert 'title "Loss: FAIL TP-DIVERGE at steps 1, 300"' in loss
     assert 'y-axis "log10 loss"' in loss, "3.45 to 1,300 spans decades: log10 plotted, and said"
     assert 'x-axis "step" 1 --> 300' in loss
     values = re.search(r"line \"loss\" \[(.*)\]", loss)
     assert values is not None and len(values.group(1).split(", ")) == MAX_POINTS
-    assert "(steps 25-300, as logged)" in evals and 'line "eval_loss"' in evals
+    assert 'title "Eval loss (steps 25-300)"' in evals and 'line "eval_loss"' in evals
+    assert body.index("**Charts of examples/gallery/lr\\_hot/seed0/trainer\\_state.json**") < body.index("```mermaid")
     assert body.index("```mermaid") > body.index("| **FAIL** | `TP-DIVERGE`"), "the findings first"
     assert body.index("```mermaid") < body.index("<details>")
 
@@ -79,7 +80,7 @@ def test_a_loss_within_a_decade_keeps_a_linear_axis_and_a_healthy_run_names_no_f
     run = write_state(tmp_path / "ok" / "trainer_state.json", hf_entries(decaying(60, 3.0, 0.5).tolist()))
     loss = blocks_of(render("markdown", judge_epoch([str(run)])))[0]
     assert 'y-axis "loss"' in loss
-    assert loss.splitlines()[1] == f"    title {quoted(f'Loss, {short_path(str(run))}')}"
+    assert loss.splitlines()[2] == '    title "Loss"' 
 
 
 def test_compare_draws_run_and_baseline_over_the_steps_both_logged(tmp_path):
@@ -87,10 +88,11 @@ def test_compare_draws_run_and_baseline_over_the_steps_both_logged(tmp_path):
     base_entries = hf_entries(decaying(40, 3.5, 0.8).tolist())  # 200 steps: shorter than the run's 300
     base = write_state(tmp_path / "base" / "trainer_state.json", base_entries)
     charts = blocks_of(render("markdown", judge_compare([str(run)], str(base))))
-    loss = next(c for c in charts if c.splitlines()[1].startswith('    title "Loss: run against baseline'))
-    assert '(steps 5-200, where all were logged)' in loss
+    loss = next(c for c in charts if c.splitlines()[2].startswith('    title "Loss (steps'))
+    assert 'title "Loss (steps 5-200): FAIL' in loss
     assert 'line "run: loss"' in loss and 'line "baseline: loss"' in loss
-    assert not any("(baseline)" in c.splitlines()[1] for c in charts), "the baseline is drawn on its run's chart, not again"
+    body = render("markdown", judge_compare([str(run)], str(base)))
+    assert body.count("**Charts of ") == 1, "the baseline is drawn on its run's chart, not again"
 
 
 def test_a_dataset_gives_its_two_histograms_with_the_flagged_clips_as_inner_bars(monkeypatch):
@@ -98,7 +100,7 @@ def test_a_dataset_gives_its_two_histograms_with_the_flagged_clips_as_inner_bars
     monkeypatch.chdir(REPO)
     report = judge("data", ["tests/data/speech_faulty"], no_cache=True, progress=False, jobs=1)
     charts = blocks_of(render("markdown", report))
-    assert [c.splitlines()[1].split('"')[1].split(" (")[0] for c in charts] == [h.title for h in report.subjects[0].charts]
+    assert [c.splitlines()[2].split('"')[1].split(" (")[0] for c in charts] == [h.title for h in report.subjects[0].charts]
     for chart, histogram in zip(charts, report.subjects[0].charts):
         bars = [[int(n) for n in line[len("    bar [") : -1].split(", ")] for line in chart.splitlines() if line.startswith("    bar [")]
         assert bars[0] == (histogram.passed + histogram.warned + histogram.failed).tolist()
@@ -128,9 +130,9 @@ def test_many_runs_stay_within_the_size_limit_and_chart_the_failing_first(tmp_pa
         paths.append(str(folder))
     body = render("markdown", judge_epoch(paths))
     assert len(body) <= MAX_CHARS
-    titles = [c.splitlines()[1] for c in blocks_of(body)]
-    assert "run17" in titles[0]
-    assert len({t.split(", ")[1].split(":")[0].split(" (")[0] for t in titles}) == 4, "MAX_CHARTED subjects"
+    charted = re.findall(r"\*\*Charts of (.*)\*\*", body)
+    assert len(charted) == 4, "MAX_CHARTED subjects"
+    assert "run17" in charted[0], "the failing run first"
     small = render("markdown", judge_epoch(paths), max_chars=6000)
     assert len(small) <= 6000
 
@@ -241,7 +243,7 @@ def test_every_block_is_drawn_by_mermaid_with_its_titles_as_written(tmp_path):
     hostile = [(block, result) for (source, block), result in zip(named, results) if source.startswith("hostile")]
     assert len(hostile) >= 2 * len(HOSTILE_NAMES)
     for block, result in hostile:  # what mermaid draws is the text before it was spelled, each character as written
-        for spelled in re.findall(r'^    (?:title|line \S*) ?("[^"]*")', block, re.M):
+        for spelled in re.findall(r'^    (?:title|y-axis|line) ("[^"]*")', block, re.M):
             assert unspelled(spelled) in result["texts"], (spelled, result["texts"][:8])
 
 

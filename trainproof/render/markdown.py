@@ -138,11 +138,14 @@ def _charts(report: Report, budget: int) -> str:
     out: list[str] = []
     size = 0
     for subject in [s for s in ranked if s.role != "baseline"][:MAX_CHARTED]:  # compare draws the baseline on its run's charts
-        for block in subject_charts(subject, report.command):
-            if size + len(block) + 2 > budget:
-                return "".join(out)
-            out.append(block + "\n\n")
-            size += len(block) + 2
+        drawn = "\n\n".join(subject_charts(subject, report.command))
+        if not drawn:
+            continue
+        part = f"**Charts of {escape(subject.path)}**\n\n{drawn}\n\n"
+        if size + len(part) > budget:
+            break
+        out.append(part)
+        size += len(part)
     return "".join(out)
 
 
