@@ -166,6 +166,25 @@ class Bars:
     x_label: str = "occurrences"
 
 
+@dataclass(frozen=True, eq=False)
+class FlaggedClip:
+    """A clip the rules flagged, as a report shows it to be heard: where it is listed, its transcript, what was found
+    (level, rule, message), and an excerpt: ``seconds`` of it from ``start_s`` (of ``total_s``), its waveform as
+    ``low``/``high`` per column, and its audio (``mime`` bytes; None when left out or unreadable)."""
+
+    id: str
+    where: str
+    transcript: str | None
+    findings: tuple[tuple[str, str, str], ...]
+    start_s: float = 0.0
+    seconds: float = 0.0
+    total_s: float = 0.0
+    low: np.ndarray | None = None
+    high: np.ndarray | None = None
+    audio: bytes | None = None
+    mime: str = ""
+
+
 @dataclass(frozen=True)
 class Table:
     """A table of figures across subjects (compare's ratios), its cells already formatted."""
@@ -187,7 +206,7 @@ class Subject:
     What a subject shows is decided by its command, not by the renderers:
     ``summary`` and ``metrics`` are plain label/value pairs (the JSON report
     carries them as they are), ``headline`` is one line describing the input,
-    ``notes`` what its reader noticed, ``charts`` what to plot.
+    ``notes`` what its reader noticed, ``charts`` what to plot, ``clips`` the flagged clips to hear (a dataset's).
 
     A run found by searching a folder of runs names that folder, as given, in
     ``folder`` and its own path relative to it in ``relative`` (see
@@ -208,6 +227,7 @@ class Subject:
     headline: str = ""
     notes: tuple[str, ...] = ()
     charts: tuple[Chart | Histogram | Bars, ...] = field(default=(), compare=False, repr=False)
+    clips: tuple[FlaggedClip, ...] = field(default=(), compare=False, repr=False)
     folder: str | None = None
     relative: str | None = None
 

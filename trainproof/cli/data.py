@@ -81,6 +81,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="with --engine ray: the cluster to join (auto, host:port, or ray://host:port; default: start a local one)",
     )
     add_follow_links(group, "a manifest, a list, a transcript or a clip", "the dataset's folder (and the working directory, for NeMo, CSV and Kaldi)")
+    group.add_argument(
+        "--no-audio",
+        action="store_true",
+        help="with --html: show each flagged clip's waveform without embedding its audio (the report is then a few kB a clip)",
+    )
     group.add_argument("--no-cache", action="store_true", help="decode every clip; read and write no cache")
     group.add_argument("--cache-dir", type=_folder_name, metavar="DIR", help="where per-clip records are cached (default: .trainproof_cache)")
 
@@ -100,6 +105,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "cache_dir": args.cache_dir,
         "follow_links": args.follow_links,
         "progress": not args.json,
+        # the flagged clips' excerpts, read only for the report that shows them
+        "excerpts": None if args.html is None else "waveform" if args.no_audio else "audio",
     }
 
 

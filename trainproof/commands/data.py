@@ -258,9 +258,11 @@ class Data(Command):
     def present(self, dataset: Dataset, subject: Subject, stages: Sequence[Stage], prepared: Prepared) -> Subject:
         from trainproof.checks.data import DataContext
         from trainproof.commands.data_charts import charts
+        from trainproof.commands.data_clips import flagged_clips
 
         summary = summarize(dataset)
         context = stages[0].context if stages else None
+        judged = context if isinstance(context, DataContext) else None
         return replace(
             subject,
             path=dataset.manifest.path,
@@ -268,7 +270,8 @@ class Data(Command):
             summary=summary,
             headline=headline(dataset, summary),
             notes=dataset.manifest.notes,
-            charts=charts(context, subject.findings) if isinstance(context, DataContext) else (),
+            charts=charts(judged, subject.findings) if judged is not None else (),
+            clips=flagged_clips(judged, subject.findings, (prepared.shared or {}).get("excerpts")) if judged is not None else (),
         )
 
 

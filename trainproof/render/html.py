@@ -11,6 +11,7 @@ only draws it.
 
 from __future__ import annotations
 
+import base64
 import re
 from functools import lru_cache
 
@@ -19,8 +20,9 @@ import numpy as np
 from trainproof.checks.base import Rule
 from trainproof.io.safe import visible
 from trainproof.render.grouped import blocks
-from trainproof.render.svg import bars, chart, histogram
-from trainproof.report import Bars, Chart, Histogram, Level, Report
+from trainproof.io import figures
+from trainproof.render.svg import bars, chart, histogram, waveform
+from trainproof.report import Bars, Chart, FlaggedClip, Histogram, Level, Report
 
 
 def _rule_doc_html(rule: Rule) -> str:
@@ -87,6 +89,20 @@ def _draw(figure: Chart | Histogram | Bars) -> str:
     )
 
 
+def _clip(clip: FlaggedClip) -> dict:
+    """A flagged clip for the page: its waveform drawn, its audio as a data URI (Opus: a few kB a second)."""
+    from markupsafe import Markup
+
+    wave = waveform(clip.low, clip.high, clip.seconds) if clip.low is not None and clip.high is not None else ""
+    source = None
+    if clip.audio:
+        source = f"data:{clip.mime.replace(' ', '')};base64,{base64.b64encode(clip.audio).decode('ascii')}"
+    part = None
+    if clip.seconds and clip.total_s > clip.seconds + 0.05:
+        part = f"the first {figures.num(clip.seconds)} s of {figures.num(clip.total_s)} s"
+    return {"clip": clip, "wave": Markup(wave), "source": source, "part": part}
+
+
 def render(report: Report) -> str:
     from markupsafe import Markup
 
@@ -98,6 +114,7 @@ def render(report: Report) -> str:
                 "blocks": blocks(s, summaries),
                 "charts": [Markup(svg) for c in s.charts if (svg := _draw(c))],
                 "counts": [s.count(level) for level in (Level.FAIL, Level.WARN, Level.INFO)],
+                "clips": [_clip(c) for c in s.clips],
             }
             for s in report.subjects
         ]

@@ -562,3 +562,27 @@ def bars(b: Bars) -> str:
     parts.append(f'<text class="axis-label" x="{x0:.1f}" y="{height - 6}">{_text(b.x_label)}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+WAVE_WIDTH, WAVE_HEIGHT = 320, 64
+
+
+def waveform(low: np.ndarray, high: np.ndarray, seconds: float) -> str:
+    """An excerpt's waveform as an ``<svg>`` element: a vertical stroke per column from its minimum to its maximum, the
+    full-scale lines dashed (a clipped clip's strokes touch them), its length in seconds at the end."""
+    if low.size == 0 or low.size != high.size:
+        return ""
+    mid, half = WAVE_HEIGHT / 2, WAVE_HEIGHT / 2 - 3
+    step = WAVE_WIDTH / low.size
+    strokes = " ".join(
+        f"M{(i + 0.5) * step:.1f} {mid - half * float(h):.1f}V{max(mid - half * float(lo), mid - half * float(h) + 0.6):.1f}"
+        for i, (lo, h) in enumerate(zip(np.clip(low, -1, 1), np.clip(high, -1, 1)))
+    )
+    return (
+        f'<svg class="wave" viewBox="0 0 {WAVE_WIDTH + 44} {WAVE_HEIGHT}" width="{WAVE_WIDTH + 44}" height="{WAVE_HEIGHT}" role="img" '
+        f'aria-label="waveform of {figures.num(seconds)} s" xmlns="http://www.w3.org/2000/svg">'
+        f'<line class="full" x1="0" x2="{WAVE_WIDTH}" y1="{mid - half:.1f}" y2="{mid - half:.1f}"/>'
+        f'<line class="full" x1="0" x2="{WAVE_WIDTH}" y1="{mid + half:.1f}" y2="{mid + half:.1f}"/>'
+        f'<path class="wave-line" d="{strokes}"/>'
+        f'<text class="tick" x="{WAVE_WIDTH + 4}" y="{mid + 3:.1f}">{figures.num(seconds)} s</text></svg>'
+    )
