@@ -56,6 +56,14 @@ Three targets, each printed as one line (measured, target, OK/MISSED):
     reference out, its packed record back). Needs the [ray] extra; not in
     the default --parts.
 
+(h) the HTML report's size: --memory-large (20,000) clips (hard links to the
+    clips of (a)) whose manifest lines all have empty transcripts, so that
+    every clip is flagged (TP-DATA-EMPTY-TEXT, and the duplicate rules on the
+    links), judged by a whole ``trainproof data MANIFEST --html`` process.
+    Target: the page under HTML_BOUND_MB, the bound the README documents
+    (at most 24 flagged clips, each 6 s of Opus at about 2.6 kB a second).
+    Also printed: the page with --no-audio. Not in the default --parts.
+
 Each clip's manifest line carries a transcript of its own; manifests are
 written before the clock starts. The figures are ratios measured in this
 run; the machine's other load moves the absolute numbers.
@@ -84,6 +92,7 @@ SPEED_TARGET = 1.5
 MEMORY_TARGET = 1.3
 INCREMENTAL_TARGET = 0.10
 RAY_TARGET = 1.5
+HTML_BOUND_MB = 1.0
 RATE = 22050
 
 
@@ -346,8 +355,34 @@ def main() -> int:
             parquet_against_soundfile(args, work, lines)
         if "r" in args.parts:
             ray_against_local(args, work, paths, lines)
+        if "h" in args.parts:
+            report_size(args, work, paths, lines)
     print("\n".join(lines))
     return 0
+
+
+def report_size(args: argparse.Namespace, work: Path, paths: list[str], lines: list[str]) -> None:
+    """(h): the HTML report of a corpus whose every clip is flagged, as a user's process writes it."""
+    large = link_corpus(paths, work / "flagged", args.memory_large)
+    manifest = work / "flagged.jsonl"
+    with open(manifest, "w", encoding="utf-8") as out:
+        for path in large:
+            out.write(json.dumps({"audio_filepath": path, "text": ""}) + "\n")
+    sizes = {}
+    for label, extra in (("audio", []), ("no-audio", ["--no-audio"])):
+        page = work / f"report-{label}.html"
+        began = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "trainproof", "data", str(manifest), "--no-cache", "--jobs", str(args.jobs),
+                               "--html", str(page), "--json", *extra], capture_output=True, text=True)  # fmt: skip
+        assert done.returncode == 1, done.stderr[-2000:]
+        text = page.read_text(encoding="utf-8")
+        sizes[label] = len(text.encode())
+        players, waves = text.count("<audio"), text.count('<svg class="wave"')
+        print(f"(h) {label}: {sizes[label] / 1e6:.3f} MB, {players} players, {waves} waveforms, "
+              f"{time.perf_counter() - began:.1f} s", file=sys.stderr)  # fmt: skip
+    mb = sizes["audio"] / 1e6
+    lines.append(verdict(f"(h) HTML, {len(large):,} clips all flagged", f"{mb:.3f} MB (--no-audio {sizes['no-audio'] / 1e6:.3f} MB)",
+                         f"<= {HTML_BOUND_MB} MB", mb <= HTML_BOUND_MB))  # fmt: skip
 
 
 def speed_and_increment(args: argparse.Namespace, work: Path, paths: list[str], lines: list[str]) -> None:

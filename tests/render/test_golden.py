@@ -27,7 +27,7 @@ COMMANDS = ["epoch", "compare", "data", "tokenizer", "text"]
 
 def _data():
     pytest.importorskip("soundfile")
-    options = {"no_cache": True, "jobs": 1, "progress": False}
+    options = {"no_cache": True, "jobs": 1, "progress": False, "excerpts": "waveform"}  # the flagged clips with waveforms (audio: --html's own test)
     return judge("data", ["examples/speech/ljspeech_tiny", "tests/data/speech_faulty"], **options)
 
 

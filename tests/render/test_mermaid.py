@@ -252,3 +252,43 @@ ENTITIES = {"quot": '"', "lt": "<", "gt": ">"}
 
 def unspelled(spelled: str) -> str:
     return re.sub(r"#(\w+);", lambda m: ENTITIES.get(m.group(1)) or chr(int(m.group(1))), spelled[1:-1])
+
+
+# --- fuzz: any text a user's files can hold ----------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from trainproof.render.mermaid import line_chart  # noqa: E402
+from trainproof.report import Chart, FlaggedClip, Finding, Level, Line, Marker, Report, Subject  # noqa: E402
+
+ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=80) | st.sampled_from(HOSTILE_NAMES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=ANY_TEXT, metric=ANY_TEXT, rule=ANY_TEXT)
+def test_any_name_gives_a_block_of_our_own_lines_with_inert_strings(name, metric, rule):
+    steps = np.arange(1, 61)
+    chart = Chart("Loss", (Line(name, steps, np.linspace(3, 1, 60), "train"),), (Marker(30, rule, "FAIL", ""),), (1, 60), y_label=metric)
+    block = line_chart(f"Loss: {rule}", chart, chart.lines)
+    assert block is not None
+    lines = block.split("\n")
+    assert lines[0] == "```mermaid" and lines[-1] == "```" and lines[2] == "xychart-beta"
+    for line in lines[3:-1]:
+        found = re.fullmatch(r'    (title|x-axis|y-axis|line) "([^"]*)"( .*)?', line)
+        assert found is not None, line
+        inner = re.sub(r"#\w+;", "", found.group(2))  # Mermaid's entity codes, drawn as the characters they name
+        assert not set(inner) & set('"\n\r`%<>{};@\\[]#'), line
+    assert block.count("```") == 2
+
+
+@settings(max_examples=100, deadline=None)
+@given(transcript=ANY_TEXT, clip_id=ANY_TEXT, message=ANY_TEXT)
+def test_a_hostile_transcript_id_or_message_in_the_clips_table_stays_text(transcript, clip_id, message):
+    clip = FlaggedClip(clip_id, f"{clip_id}.csv:3", transcript, (("FAIL", "TP-DATA-EMPTY-TEXT", message),), 0.0, 1.0, 1.0,
+                       np.full(10, -0.5), np.full(10, 0.5), b"OggS", "audio/ogg; codecs=opus")  # fmt: skip
+    finding = Finding("TP-DATA-EMPTY-TEXT", Level.FAIL, message, "", {}, line=3)
+    page = render("html", Report("data", (Subject("x", findings=(finding,), clips=(clip,)),), "0"))
+    section = page[page.index("<h3>Flagged clips</h3>") : page.index("</table>", page.index("<h3>Flagged clips</h3>"))]
+    assert "<script" not in section.lower().replace("&lt;script", "")
+    assert section.count("<tr>") == 2 and section.count("<audio ") == 1
