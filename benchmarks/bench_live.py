@@ -1,10 +1,11 @@
-"""Cost of judging a run while it grows: the HF callback per record, and `watch` per tick.
+"""Cost of judging a run while it grows: the HF callback and the Guardian per record, and `watch` per tick.
 
     python benchmarks/bench_live.py [--callback-records 100000] [--watch-records 1000000]
 
 1. TrainproofCallback: the total time of N ``on_log`` calls against the time
    of the same loop with no callback, both measured here. Target: under 50
-   microseconds per record.
+   microseconds per record. The same for ``Guardian.log`` (plain floats, as a loop
+   passes ``loss.item()``).
 2. ``watch``: a JSONL log of M records growing by 100 records a tick. Each
    tick's cost is compared with the cost of reading those new bytes alone
    (open, seek, read), and with the tick cost on a log a tenth as long.
@@ -53,6 +54,30 @@ def bench_callback(n: int) -> None:
     per_record = (guarded - bare) / n * 1e6
     print(f"callback: {n:,} on_log calls: {guarded:.3f} s with the callback, {bare:.3f} s without")
     print(f"          {per_record:.1f} us per record ({callback.judge.judgements} judgements); target < {TARGET_US:.0f} us: "
+          f"{'OK' if per_record < TARGET_US else 'OVER TARGET'}")
+
+
+def bench_guardian(n: int) -> None:
+    """Guardian.log per record: N calls with plain floats against the same loop with no guardian."""
+    import io
+
+    from trainproof import Guardian
+
+    values = [(2.0 * 0.9999**i + 0.5, 0.5) for i in range(1, n + 1)]
+
+    def loop(guardian) -> float:
+        start = time.perf_counter()
+        for i, (loss, norm) in enumerate(values, start=1):
+            if guardian is not None:
+                guardian.log(i, loss=loss, lr=1e-4, grad_norm=norm)
+        return time.perf_counter() - start
+
+    bare = loop(None)
+    guardian = Guardian(policy="stop_on_fail", max_steps=n, stream=io.StringIO())
+    guarded = loop(guardian)
+    per_record = (guarded - bare) / n * 1e6
+    print(f"guardian: {n:,} log calls: {guarded:.3f} s with the Guardian, {bare:.3f} s without")
+    print(f"          {per_record:.1f} us per record ({guardian.guard.judge.judgements} judgements); target < {TARGET_US:.0f} us: "
           f"{'OK' if per_record < TARGET_US else 'OVER TARGET'}")
 
 
@@ -109,6 +134,7 @@ def main() -> int:
         bench_callback(args.callback_records)
     except ImportError as exc:
         print(f"callback: skipped ({exc})", file=sys.stderr)
+    bench_guardian(args.callback_records)
     bench_watch(args.watch_records, args.ticks)
     return 0
 

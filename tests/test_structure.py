@@ -16,8 +16,8 @@ from tests.helpers import REPO
 PACKAGE = REPO / "trainproof"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
-    # shared I/O: errors, bounded reading, output files, safe text, numbers as printed
-    ("trainproof", "trainproof.io"),
+    # shared I/O: errors, bounded reading, output files, safe text, numbers as printed, the version
+    ("trainproof.io",),
     # subjects: per subject its readers and its model
     ("trainproof.runs", "trainproof.data", "trainproof.tokenizer", "trainproof.text"),
     # rules, their statistics and thresholds
@@ -27,7 +27,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # commands above the judge; renderers beside the report
     ("trainproof.commands", "trainproof.render"),
     # entry points
-    ("trainproof.cli", "trainproof.integrations", "trainproof.__main__"),
+    # and the package itself, whose Guardian is an integration's
+    ("trainproof", "trainproof.cli", "trainproof.integrations", "trainproof.__main__"),
 )
 
 

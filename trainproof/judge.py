@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from trainproof import __version__
+from trainproof.io.about import __version__
 from trainproof.checks.base import Context, NotApplicable, Rule
 from trainproof.checks.registry import RULES
 from trainproof.config import DEFAULT_SETTINGS, Settings

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 # nearly every call numpy's import makes (about 900 munmap calls, 15 ms of a 110 ms `trainproof epoch`).
 import numpy  # noqa: F401
 
-from trainproof import __version__
+from trainproof.io.about import __version__
 from trainproof.io.errors import EXIT_ERROR, MissingDependencyError, TrainproofError
 from trainproof.io.safe import visible
 

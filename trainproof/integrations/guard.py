@@ -134,7 +134,7 @@ class Guard:
             try:  # after a stop the records still go in, for the final report, but are not judged
                 stop = self._record(step, entry, max_steps, main and not stopped)
             except Exception as exc:  # noqa: BLE001 - nothing the guard does may crash the training
-                self._fail(exc)
+                self.fail(exc)
         if stopped:
             return True
         if agree(stop):
@@ -143,7 +143,7 @@ class Guard:
                 try:
                     self._announce_stop(step, max_steps)
                 except Exception as exc:  # noqa: BLE001
-                    self._fail(exc)
+                    self.fail(exc)
         return self.stopped_at is not None
 
     def finish(self, step: int, max_steps: int | None = None, main: bool = True) -> Report | None:
@@ -154,7 +154,7 @@ class Guard:
         try:
             return self._finish(step, max_steps)
         except Exception as exc:  # noqa: BLE001
-            self._fail(exc)
+            self.fail(exc)
             return None
 
     @property
@@ -207,7 +207,8 @@ class Guard:
                 out[key] = value
         return out
 
-    def _fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException) -> None:
+        """Report an error of the guard's own, once, and stop judging; the training goes on."""
         self.error = f"{type(exc).__name__}: {exc}"
         self._say(f"trainproof: the guard stopped judging after an error of its own; the training goes on: {visible(self.error)}")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from trainproof import HOMEPAGE
+from trainproof.io.about import HOMEPAGE
 from trainproof.checks.base import Rule
 from trainproof.render.shared import json_number, json_text, relative
 from trainproof.report import Finding, Level, Report, Subject, location
