@@ -1,11 +1,13 @@
-"""Cost of judging a run while it grows: the HF callback and the Guardian per record, and `watch` per tick.
+"""Cost of judging a run while it grows: the HF callback, the Guardian and the Lightning callback per record, and
+`watch` per tick.
 
     python benchmarks/bench_live.py [--callback-records 100000] [--watch-records 1000000]
 
 1. TrainproofCallback: the total time of N ``on_log`` calls against the time
    of the same loop with no callback, both measured here. Target: under 50
    microseconds per record. The same for ``Guardian.log`` (plain floats, as a loop
-   passes ``loss.item()``).
+   passes ``loss.item()``) and the Lightning callback's ``on_train_batch_end``
+   (a stand-in trainer holding the logged tensors).
 2. ``watch``: a JSONL log of M records growing by 100 records a tick. Each
    tick's cost is compared with the cost of reading those new bytes alone
    (open, seek, read), and with the tick cost on a log a tenth as long.
@@ -81,6 +83,37 @@ def bench_guardian(n: int) -> None:
           f"{'OK' if per_record < TARGET_US else 'OVER TARGET'}")
 
 
+def bench_lightning(n: int) -> None:
+    """The Lightning callback per optimizer step: its on_train_batch_end with a stand-in trainer holding what a
+    LightningModule logged (tensors, as self.log keeps them), against the same loop with no callback."""
+    import torch
+
+    from trainproof.integrations.lightning import TrainproofCallback
+
+    values = [{"train_loss": torch.tensor(2.0 * 0.9999**i + 0.5), "lr": torch.tensor(1e-4), "grad_norm": torch.tensor(0.5)} for i in range(1, n + 1)]
+    trainer = SimpleNamespace(global_step=0, callback_metrics={}, max_steps=n, is_global_zero=True, world_size=1, should_stop=False,
+                              log_dir=None, default_root_dir=tempfile.mkdtemp(), sanity_checking=False)  # fmt: skip
+
+    def loop(callback) -> float:
+        if callback is not None:
+            callback.on_train_start(trainer, None)
+        start = time.perf_counter()
+        for i, logged in enumerate(values, start=1):
+            trainer.global_step = i
+            trainer.callback_metrics = logged
+            if callback is not None:
+                callback.on_train_batch_end(trainer, None, None, None, i)
+        return time.perf_counter() - start
+
+    bare = loop(None)
+    callback = TrainproofCallback(policy="stop_on_fail")
+    guarded = loop(callback)
+    per_record = (guarded - bare) / n * 1e6
+    print(f"lightning: {n:,} on_train_batch_end calls: {guarded:.3f} s with the callback, {bare:.3f} s without")
+    print(f"          {per_record:.1f} us per record ({callback.guard.judge.judgements} judgements); target < {TARGET_US:.0f} us: "
+          f"{'OK' if per_record < TARGET_US else 'OVER TARGET'}")
+
+
 def _record(step: int) -> str:
     return json.dumps({"step": step, "loss": round(2.0 * 0.99999**step + 0.5, 6), "learning_rate": 1e-4, "grad_norm": 0.5}) + "\n"
 
@@ -135,6 +168,10 @@ def main() -> int:
     except ImportError as exc:
         print(f"callback: skipped ({exc})", file=sys.stderr)
     bench_guardian(args.callback_records)
+    try:
+        bench_lightning(args.callback_records)
+    except ImportError as exc:
+        print(f"lightning: skipped ({exc})", file=sys.stderr)
     bench_watch(args.watch_records, args.ticks)
     return 0
 
