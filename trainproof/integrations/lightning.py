@@ -39,7 +39,7 @@ try:
     from lightning.pytorch.callbacks import Callback
 except ImportError:  # pragma: no cover - the older package name
     try:
-        from pytorch_lightning.callbacks import Callback  # type: ignore[no-redef]
+        from pytorch_lightning.callbacks import Callback  # type: ignore[assignment]
     except ImportError as exc:
         raise MissingDependencyError("lightning", "lightning", "trainproof.integrations.lightning (TrainproofCallback)") from exc
 
