@@ -1,13 +1,14 @@
-"""Cost of judging a run while it grows: the HF callback, the Guardian and the Lightning callback per record, and
-`watch` per tick.
+"""Cost of judging a run while it grows: the HF callback, the Guardian, the Lightning and Keras callbacks per record,
+and `watch` per tick.
 
     python benchmarks/bench_live.py [--callback-records 100000] [--watch-records 1000000]
 
 1. TrainproofCallback: the total time of N ``on_log`` calls against the time
    of the same loop with no callback, both measured here. Target: under 50
    microseconds per record. The same for ``Guardian.log`` (plain floats, as a loop
-   passes ``loss.item()``) and the Lightning callback's ``on_train_batch_end``
-   (a stand-in trainer holding the logged tensors).
+   passes ``loss.item()``), the Lightning callback's ``on_train_batch_end``
+   (a stand-in trainer holding the logged tensors) and the Keras callback's (the
+   running-mean logs Keras passes).
 2. ``watch``: a JSONL log of M records growing by 100 records a tick. Each
    tick's cost is compared with the cost of reading those new bytes alone
    (open, seek, read), and with the tick cost on a log a tenth as long.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -114,6 +116,41 @@ def bench_lightning(n: int) -> None:
           f"{'OK' if per_record < TARGET_US else 'OVER TARGET'}")
 
 
+def bench_keras(n: int) -> None:
+    """The Keras callback per batch: its on_train_batch_end with the running-mean logs Keras passes, against the same
+    loop with no callback (Keras on its torch backend)."""
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    from trainproof.integrations.keras import TrainproofCallback
+
+    steps = 1000  # batches an epoch, as params says
+    means, total = [], 0.0
+    for i in range(n):
+        total += 2.0 * 0.9999**i + 0.5
+        means.append({"loss": total / (i % steps + 1)})
+        if (i + 1) % steps == 0:
+            total = 0.0
+
+    def loop(callback) -> float:
+        if callback is not None:
+            callback.set_params({"epochs": n // steps, "steps": steps, "verbose": 0})
+            callback.on_train_begin()
+        start = time.perf_counter()
+        for i, logs in enumerate(means):
+            if callback is not None:
+                if i % steps == 0:
+                    callback.on_epoch_begin(i // steps)
+                callback.on_train_batch_end(i % steps, logs)
+        return time.perf_counter() - start
+
+    bare = loop(None)
+    callback = TrainproofCallback(policy="stop_on_fail")
+    guarded = loop(callback)
+    per_record = (guarded - bare) / n * 1e6
+    print(f"keras:    {n:,} on_train_batch_end calls: {guarded:.3f} s with the callback, {bare:.3f} s without")
+    print(f"          {per_record:.1f} us per record ({callback.guard.judge.judgements} judgements); target < {TARGET_US:.0f} us: "
+          f"{'OK' if per_record < TARGET_US else 'OVER TARGET'}")
+
+
 def _record(step: int) -> str:
     return json.dumps({"step": step, "loss": round(2.0 * 0.99999**step + 0.5, 6), "learning_rate": 1e-4, "grad_norm": 0.5}) + "\n"
 
@@ -168,10 +205,11 @@ def main() -> int:
     except ImportError as exc:
         print(f"callback: skipped ({exc})", file=sys.stderr)
     bench_guardian(args.callback_records)
-    try:
-        bench_lightning(args.callback_records)
-    except ImportError as exc:
-        print(f"lightning: skipped ({exc})", file=sys.stderr)
+    for name, bench in (("lightning", bench_lightning), ("keras", bench_keras)):
+        try:
+            bench(args.callback_records)
+        except ImportError as exc:
+            print(f"{name}: skipped ({exc})", file=sys.stderr)
     bench_watch(args.watch_records, args.ticks)
     return 0
 

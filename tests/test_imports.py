@@ -6,7 +6,7 @@ import sys
 
 from tests.helpers import REPO, hf_entries, write_hf_state
 
-HEAVY = ("torch", "transformers", "sentencepiece", "soundfile", "pandas", "xxhash", "jinja2", "markdown", "tensorflow", "ray", "pyarrow")
+HEAVY = ("torch", "transformers", "sentencepiece", "soundfile", "pandas", "xxhash", "jinja2", "markdown", "tensorflow", "ray", "pyarrow", "lightning", "pytorch_lightning", "keras", "trainer", "accelerate")
 
 PROBE = """
 import json, sys
