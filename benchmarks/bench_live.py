@@ -1,4 +1,4 @@
-"""Cost of judging a run while it grows: the HF callback, the Guardian, the Lightning and Keras callbacks per record,
+"""Cost of judging a run while it grows: the HF callback, the Guardian, the Lightning, Keras and Coqui callbacks per record,
 and `watch` per tick.
 
     python benchmarks/bench_live.py [--callback-records 100000] [--watch-records 1000000]
@@ -7,8 +7,9 @@ and `watch` per tick.
    of the same loop with no callback, both measured here. Target: under 50
    microseconds per record. The same for ``Guardian.log`` (plain floats, as a loop
    passes ``loss.item()``), the Lightning callback's ``on_train_batch_end``
-   (a stand-in trainer holding the logged tensors) and the Keras callback's (the
-   running-mean logs Keras passes).
+   (a stand-in trainer holding the logged tensors), the Keras callback's (the
+   running-mean logs Keras passes) and the Coqui callback's on_train_step_end
+   (a stand-in trainer holding Coqui's running means).
 2. ``watch``: a JSONL log of M records growing by 100 records a tick. Each
    tick's cost is compared with the cost of reading those new bytes alone
    (open, seek, read), and with the tick cost on a log a tenth as long.
@@ -151,6 +152,34 @@ def bench_keras(n: int) -> None:
           f"{'OK' if per_record < TARGET_US else 'OVER TARGET'}")
 
 
+def bench_coqui(n: int) -> None:
+    """The Coqui callback per step: its on_train_step_end with a stand-in trainer holding the running means Coqui's
+    KeepAverage keeps, against the same loop with no callback."""
+    from trainer.generic_utils import KeepAverage
+
+    from trainproof.integrations.coqui import TrainproofCallback
+
+    def loop(callback) -> float:
+        averages = KeepAverage()
+        trainer = SimpleNamespace(output_path=tempfile.mkdtemp(), keep_avg_train=averages, total_steps_done=0, train_loader=range(n),
+                                  config=SimpleNamespace(epochs=1), args=SimpleNamespace(rank=0), epochs_done=0)  # fmt: skip
+        start = time.perf_counter()
+        for i in range(1, n + 1):
+            averages.update_values({"avg_loss": 2.0 * 0.9999**i + 0.5, "avg_current_lr": 1e-4, "avg_grad_norm": 0.5})
+            trainer.total_steps_done = i
+            if callback is not None:
+                callback.on_train_step_end(trainer)
+        return time.perf_counter() - start
+
+    bare = loop(None)
+    callback = TrainproofCallback(policy="stop_on_fail")
+    guarded = loop(callback)
+    per_record = (guarded - bare) / n * 1e6
+    print(f"coqui:    {n:,} on_train_step_end calls: {guarded:.3f} s with the callback, {bare:.3f} s without")
+    print(f"          {per_record:.1f} us per record ({callback.guard.judge.judgements} judgements); target < {TARGET_US:.0f} us: "
+          f"{'OK' if per_record < TARGET_US else 'OVER TARGET'}")
+
+
 def _record(step: int) -> str:
     return json.dumps({"step": step, "loss": round(2.0 * 0.99999**step + 0.5, 6), "learning_rate": 1e-4, "grad_norm": 0.5}) + "\n"
 
@@ -205,7 +234,7 @@ def main() -> int:
     except ImportError as exc:
         print(f"callback: skipped ({exc})", file=sys.stderr)
     bench_guardian(args.callback_records)
-    for name, bench in (("lightning", bench_lightning), ("keras", bench_keras)):
+    for name, bench in (("lightning", bench_lightning), ("keras", bench_keras), ("coqui", bench_coqui)):
         try:
             bench(args.callback_records)
         except ImportError as exc:
