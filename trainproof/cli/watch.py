@@ -48,10 +48,8 @@ def _checked(args: argparse.Namespace) -> Path:
     path = Path(args.path)
     if not path.exists():
         raise InputError(path, "does not exist")
-    if path.is_dir():
-        raise InputError(path, "is a directory; watch follows one log file")
-    if not path.is_file():
-        raise InputError(path, "is not a regular file (a FIFO or a device); watch follows a log file")
+    if not path.is_file() and not path.is_dir():
+        raise InputError(path, "is not a regular file (a FIFO or a device); watch follows a log file or a run directory")
     return path
 
 
@@ -78,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             tick = watcher.tick()
             parts = [time.strftime("%H:%M:%S"), figures.plural(tick.points, "loss point"), str(tick.verdict)]
             if tick.restarted:
-                parts.append("(file truncated or replaced: read afresh)")
+                parts.append("(a new run in the folder: read afresh)" if path.is_dir() else "(file truncated or replaced: read afresh)")
             if tick.waiting:
                 parts.append(f"({tick.waiting})")
             print("  ".join(parts))

@@ -6,7 +6,10 @@ inode) is read afresh from the start. Line-oriented logs (JSONL, CSV, Coqui)
 are parsed incrementally, so a tick costs what its new bytes cost, plus the
 amortised share of the live judge (see :mod:`trainproof.commands.live`). A
 HuggingFace ``trainer_state.json`` is rewritten whole at every save, so it
-is re-read whole when it changes.
+is re-read whole when it changes. A run directory (an HF output folder, a
+TensorBoard or MLflow run, a Lightning version folder or ``lightning_logs``)
+is followed as a whole (:class:`~trainproof.runs.follow.RunFolder`): read
+again whole when any file of its run changes, waited for while it holds none.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from trainproof.io.errors import InputError
 from trainproof.io.safe import visible
 from trainproof.judge import Prepared, Stage
 from trainproof.report import Finding, Report, Subject, Verdict
-from trainproof.runs.follow import Chunk, Follower, _WholeFile
+from trainproof.runs.follow import Chunk, Follower, RunFolder, _WholeFile
 from trainproof.runs.model import Run
 from trainproof.runs.readers import READERS, detect, read_run
 from trainproof.runs.readers.base import LineParser
@@ -67,7 +70,8 @@ class Watcher:
         self.settings = settings
         self.stall_timeout = stall_timeout
         self.clock = clock
-        self.follower = Follower(path)
+        self.folder = self.path.is_dir()  # what it follows is fixed when it starts: a log file, or a run directory
+        self.follower: Follower = RunFolder(path, fmt) if self.folder else Follower(path)
         self.last_growth = clock()
         self._start()
 
@@ -80,6 +84,8 @@ class Watcher:
         self.run: Run | None = None
         self.stalled = False
         self.points = 0
+        if isinstance(self.follower, RunFolder):
+            self.whole_file = True  # a run directory is read whole when any file of its run changes
 
     @property
     def report(self) -> Report | None:
@@ -91,7 +97,7 @@ class Watcher:
         if chunk.missing:
             return Tick(0, self.last, (), False, False, waiting=f"{visible(self.path)} does not exist (yet)")
         if chunk.problem is not None:
-            self.follower = Follower(self.path)  # whatever comes back is a new log
+            self.follower = RunFolder(self.path, self.fmt) if self.folder else Follower(self.path)  # whatever comes back is new
             self._start()
             return Tick(0, None, (), True, False, waiting=f"{visible(self.path)} {chunk.problem}")
         restarted = grew = False
@@ -172,8 +178,11 @@ class Watcher:
             return None  # no loss yet: a header, or records without the columns so far
 
     def _read_whole(self) -> Run | None:
+        target = self.follower.target if isinstance(self.follower, RunFolder) else self.path
+        if target is None:
+            return None
         try:
-            return read_run(self.path, self.fmt, self.settings.names)
+            return read_run(target, self.fmt, self.settings.names)
         except InputError:
             return None  # caught mid-write: the next change is read again
 

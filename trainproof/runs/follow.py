@@ -8,6 +8,7 @@ every save, so it is followed whole (:class:`_WholeFile`).
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,3 +152,63 @@ class _WholeFile(Follower):
         grew = signature != self.signature
         self.signature = signature
         return Chunk(grew=grew)
+
+
+_VERSION = re.compile(r"version_(\d{1,18})")
+
+
+class RunFolder(Follower):
+    """A run directory, followed as a whole: an HF output folder (its newest ``checkpoint-*/trainer_state.json`` as
+    it appears), a TensorBoard or MLflow run directory (every event or metric file, new ones and appended records), a
+    Lightning ``version_N`` folder, or the ``lightning_logs`` folder above them (its newest version: a new one is a new
+    run). Each poll finds the run's log the way ``trainproof epoch`` does (``find_log``) and says the run changed
+    when any file of it did (name, size, modification time); the run is then read again whole, which is what a
+    checkpoint rewritten whole asks and what an event file costs to re-read. A folder with no run yet is waited for.
+    """
+
+    def __init__(self, path: str | Path, fmt: str | None = None) -> None:
+        super().__init__(path)
+        self.fmt = fmt
+        self.signature: tuple[tuple[str, int, int], ...] | None = None
+        self.target: Path | None = None
+        self.version: Path | None = None
+
+    def poll(self) -> Chunk:
+        from trainproof.io.errors import InputError
+        from trainproof.runs.readers import READERS, find_log, run_dir_format
+
+        if not self.path.is_dir():
+            return Chunk(missing=True) if not self.path.exists() else Chunk(problem="is no longer a directory")
+        folder = self._newest_version() or self.path
+        try:
+            target = find_log(folder, self.fmt)
+        except InputError:
+            return Chunk()  # no run in it yet: waited for
+        files = [target]
+        if target.is_dir():
+            fmt = self.fmt or run_dir_format(target)
+            files = READERS[fmt].run_files(target) if fmt is not None else []
+        signature = tuple(sorted(_stamp(p) for p in files))
+        restarted = self.version is not None and folder != self.version
+        grew = signature != self.signature
+        self.signature, self.target, self.version = signature, target, folder
+        return Chunk(grew=grew, restarted=restarted)
+
+    def _newest_version(self) -> Path | None:
+        """The highest ``version_N`` folder in a ``lightning_logs`` folder (None in any other folder)."""
+        try:
+            versions = [(int(m.group(1)), p) for p in self.path.iterdir() if p.is_dir() and (m := _VERSION.fullmatch(p.name))]
+        except OSError:
+            return None
+        return max(versions)[1] if versions else None
+
+    def head(self) -> str:
+        return ""
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return (str(path), -1, -1)
+    return (str(path), info.st_size, info.st_mtime_ns)
