@@ -26,7 +26,7 @@ from trainproof.checks.base import Hit, NotApplicable, amended, first_named, rul
 from trainproof.checks.findings import Finding, Level
 from trainproof.checks.stats import MAD_SE, MAD_TO_SIGMA
 from trainproof.checks.thresholds import Thresholds
-from trainproof.data.model import ClipRecord, Manifest, entry_column
+from trainproof.data.model import ClipRecord, Manifest, Problem, entry_column
 from trainproof.data.records import ClipRecords
 from trainproof.io import figures
 from trainproof.io.collector import collector_paused
@@ -234,7 +234,7 @@ def manifest_broken(ctx: DataContext) -> Iterator[Hit]:
         values = {"count": same}
         if len(shown) == 1:
             count = f" ({same:,} such lines)" if same > 1 else ""
-            yield Hit(message=f"{problem.message}{count}.", evidence=f"line {problem.line}: {problem.kind}", values=values, line=problem.line, file=problem.manifest)
+            yield Hit(message=f"{problem.message}{count}.", evidence=_where(problem), values=values, line=problem.line, file=problem.manifest)
             continue
         shared = ""
         if i == 0:  # several named: the count of them all once, by kind when they differ
@@ -242,7 +242,12 @@ def manifest_broken(ctx: DataContext) -> Iterator[Hit]:
             shared = f"{total:,} lines are not clip records{by_kind}; {first_named(len(shown), total)}."
         own = f" ({problem.lines:,} such lines)" if problem.lines > 1 else ""  # a not-UTF-8 problem stands for every such line
         message = f"{problem.message}{own}." + (f" {shared}" if shared else "")
-        yield Hit(message=message, evidence=f"line {problem.line}: {problem.kind}", values=values, line=problem.line, file=problem.manifest, shared=shared)
+        yield Hit(message=message, evidence=_where(problem), values=values, line=problem.line, file=problem.manifest, shared=shared)
+
+
+def _where(problem: Problem) -> str:
+    """Where a manifest problem is, as evidence: its line, or its file when it is about the whole file (a shard)."""
+    return f"{'the file' if problem.line is None else f'line {problem.line}'}: {problem.kind}"
 
 
 _BROKEN = {"unparsable": "unparsable", "no-audio-field": "naming no audio", "not-utf8": "not UTF-8"}

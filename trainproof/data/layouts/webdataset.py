@@ -31,10 +31,12 @@ import os
 import re
 import tarfile
 from collections.abc import Iterator
+from pathlib import Path
 
 from trainproof.data.layouts.hub import _split_order, split_of
 from trainproof.data.layouts.shared import _AUDIO, SPEAKER_KEYS, TEXT_KEYS, _Builder, _Context, _first_key, _quote
 from trainproof.data.model import Blob, Entry
+from trainproof.io.bounded import open_log
 from trainproof.io.errors import InputError
 
 TAR_SUFFIX = ".tar"
@@ -98,7 +100,7 @@ def read_webdataset(target: str, ctx: _Context, builder: _Builder) -> None:
 def _read_shard(shard: str, split: str, alone: bool, builder: _Builder) -> int:
     """Every sample of one shard as an entry; how many had a transcript."""
     try:
-        with open(shard, "rb") as handle:
+        with open_log(Path(shard)) as handle:  # a FIFO or a device is refused, not opened (an open that may never return)
             head = handle.read(6)
             size = os.fstat(handle.fileno()).st_size
             if any(head.startswith(magic) for magic in _COMPRESSED):
@@ -108,6 +110,8 @@ def _read_shard(shard: str, split: str, alone: bool, builder: _Builder) -> int:
             return _samples(shard, split, archive, size, builder)
     except tarfile.TarError as exc:
         return _refuse(shard, alone, builder, f"is not a tar file trainproof can read ({exc})")
+    except InputError as exc:
+        return _refuse(shard, alone, builder, exc.problem)
     except OSError as exc:
         return _refuse(shard, alone, builder, f"cannot be read: {exc.strerror or exc}")
 
