@@ -1,8 +1,8 @@
 """Property-based fuzz of the surfaces ``data``, ``tokenizer`` and ``text`` open to files from a pull request (issue 27).
 
 The same invariant as :mod:`tests.test_fuzz`, on the new surfaces: speech manifests of every layout (NeMo JSONL,
-CSV, LJSpeech, Kaldi, a folder of clips) with hostile values, deep nesting, many keys, URIs that try to choose an
-endpoint or a scheme, and transcripts, lists and clips that are symlinks to ``.git/config`` or ``/proc/self/environ``,
+CSV, LJSpeech, Kaldi, Lhotse, Lhotse Shar, a folder of clips) with hostile values, deep nesting, many keys, URIs that
+try to choose an endpoint or a scheme, and transcripts, lists and clips that are symlinks to ``.git/config`` or ``/proc/self/environ``,
 FIFOs or ``/dev/zero``; the per-clip cache's rows, forged; tokenizer folders whose files are FIFOs, links to
 ``/dev/zero``, sparse giants, broken JSON or hostile chat templates. Whatever the input:
 
@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import warnings
@@ -169,6 +170,38 @@ def lhotse_manifests(draw: st.DrawFn) -> dict[str, bytes]:
     return files
 
 
+@st.composite
+def shar_shards(draw: st.DrawFn) -> dict[str, bytes]:
+    """A Lhotse Shar shard as ``to_shar`` writes it (a cut shard and its recording tar of audio and metadata pairs),
+    with hostile cut ids and member names (``../``, absolute, control characters), members missing or out of order,
+    and either file cut short or corrupted."""
+    cuts, pairs = [], []
+    for i, name in enumerate(CLIPS):
+        ident = draw(st.sampled_from((f"c{i}", f"c{i}", "../../.git/config", "/etc/passwd", "a\x1b[2Jb", "::error::x", "")))
+        text = _line_value(draw, TEXTS[name], HOSTILE_TEXT)
+        supervision = {"id": f"s{i}", "recording_id": f"r{i}", "start": 0.0, "duration": 0.7, "channel": 0, "text": text}
+        recording = {"id": f"r{i}", "sources": [{"type": "shar", "channels": [0], "source": ""}], "sampling_rate": 16000, "num_samples": 11200, "duration": 0.7}
+        cuts.append(json.dumps({"id": ident, "start": 0, "duration": 0.7, "channel": 0, "supervisions": [supervision], "recording": recording, "type": "MonoCut"}))
+        data = (f"{ident}.nodata", b"") if draw(st.integers(0, 5)) == 0 else (f"{ident}.wav", CLIPS[name])
+        pairs.append([data, (f"{ident}.json", json.dumps(recording).encode())])
+    pairs = draw(st.permutations(pairs))
+    members = [member for pair in pairs for member in pair][: draw(st.sampled_from((None, None, -1, 1)))]
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        for member, data in members:
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    files = {"cuts.000000.jsonl.gz": gzip.compress("\n".join(cuts).encode() + b"\n", mtime=0), "recording.000000.tar": archive.getvalue()}
+    for name, data in list(files.items()):
+        how = draw(st.integers(0, 5))
+        if how == 0:
+            files[name] = data[: draw(st.integers(0, len(data)))]  # cut short (a gzip that ends early, a tar cut mid-member)
+        elif how == 1:
+            files[name] = draw(mutated_bytes(data))
+    return files
+
+
 def _loads_ok(text: str) -> bool:
     try:
         json.loads(text)
@@ -179,7 +212,7 @@ def _loads_ok(text: str) -> bool:
 
 @st.composite
 def datasets(draw: st.DrawFn) -> Dataset:
-    layout = draw(st.sampled_from(("nemo", "nemo", "csv", "ljspeech", "kaldi", "folder", "lhotse")))
+    layout = draw(st.sampled_from(("nemo", "nemo", "csv", "ljspeech", "kaldi", "folder", "lhotse", "shar")))
     data = Dataset(layout)
     clip_folder = "wavs/" if layout == "ljspeech" else ""
     for name, wav in CLIPS.items():
@@ -198,6 +231,10 @@ def datasets(draw: st.DrawFn) -> Dataset:
         manifests = draw(lhotse_manifests())
         data.files.update(manifests)
         data.target = "in/" + draw(st.sampled_from(sorted(manifests))) if draw(st.booleans()) else "in"
+    elif layout == "shar":
+        shards = draw(shar_shards())
+        data.files.update(shards)
+        data.target = "in/" + draw(st.sampled_from(sorted(shards))) if draw(st.booleans()) else "in"
     elif layout == "kaldi":
         lists = {
             "wav.scp": [f"u{i} {draw(audio_paths(n, layout))}" for i, n in enumerate(CLIPS)],

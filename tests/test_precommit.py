@@ -117,6 +117,33 @@ def test_the_lhotse_hook_judges_a_committed_recipe(tmp_path, pre_commit_home, co
     assert waves[2].stem in result.stdout
 
 
+def test_the_lhotse_hook_judges_committed_shar_shards(tmp_path, pre_commit_home, corpus):
+    """Lhotse Shar shards (``cuts.00000N.jsonl.gz`` with the ``recording.00000N.tar`` beside each), written by lhotse."""
+    pytest.importorskip("soundfile")
+    lhotse = pytest.importorskip("lhotse")
+    waves = sorted((corpus / "public" / "datasets" / "speech" / "jmolina116__kaldi-yesno-tutorial__yesno" / "waves_yesno").glob("*.wav"))[:4]
+    if not waves:
+        pytest.skip("the yesno recordings are not in the corpus")
+    recordings = lhotse.RecordingSet.from_recordings(lhotse.Recording.from_file(str(wave)) for wave in waves)
+    supervisions = lhotse.SupervisionSet.from_segments(
+        lhotse.SupervisionSegment(id=r.id, recording_id=r.id, start=0, duration=r.duration, text=r.id.replace("_", " ")) for r in recordings
+    )
+    shar = tmp_path / "data" / "shar"
+    shar.mkdir(parents=True)
+    lhotse.CutSet.from_manifests(recordings=recordings, supervisions=supervisions).to_shar(str(shar), fields={"recording": "flac"}, shard_size=2)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-lhotse")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("shar dataset; 2 clips (2 readable)") == 2  # each changed cut shard, with its recording tar
+    tar = shar / "recording.000001.tar"
+    tar.write_bytes(tar.read_bytes()[: tar.stat().st_size // 3])  # a tar cut short
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    result = try_data_hook(tmp_path, pre_commit_home, "trainproof-lhotse")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "TP-DATA-MANIFEST" in result.stdout and "cuts.000001.jsonl.gz" in result.stdout
+
+
 def _committed_copy(root):
     """This working tree, committed in a scratch repository: a rev that a .pre-commit-config.yaml can pin."""
     ignore = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".trainproof_cache", ".pytest_cache", ".ruff_cache")

@@ -28,6 +28,9 @@ The layout is detected from the path:
   supervision a clip, its recording's file relative to the working directory (see
   :mod:`trainproof.data.layouts.lhotse`). A JSONL or gzipped file of another name whose first record is a
   recording, a supervision or a cut is read as one too.
+- ``shar``: Lhotse Shar (``cuts.000000.jsonl.gz`` with ``recording.000000.tar`` beside it), a folder of them, a
+  folder of such folders (one a split), or one shard: each supervision a clip of its cut's audio member (see
+  :mod:`trainproof.data.layouts.shar`).
 - ``folder``: a folder of audio with sibling transcripts of the same stem
   (``.txt``, ``.lab``, ``.normalized.txt``, ``.original.txt``). One clip per
   audio file: of several transcripts beside it, the first holding text is
@@ -74,7 +77,7 @@ import os
 from pathlib import Path
 
 from trainproof.data.layouts.delimited import _read_csv
-from trainproof.data.layouts import hub, webdataset
+from trainproof.data.layouts import hub, shar, webdataset
 from trainproof.data.layouts.folder import _read_folder
 from trainproof.data.layouts.kaldi import _read_kaldi
 from trainproof.data.layouts.lhotse import _read_lhotse, is_gzip, is_lhotse_folder, lhotse_name, sniff_kind
@@ -147,6 +150,8 @@ def read_manifest(
         webdataset.read_webdataset(target, ctx, builder)
     elif layout == "lhotse":
         _read_lhotse(target, ctx, builder)
+    elif layout == "shar":
+        shar.read_shar(target, ctx, builder)
     else:
         _read_folder(target, ctx, builder)
     if ctx.audio_dir is not None and layout != "ljspeech":
@@ -196,10 +201,12 @@ def _detect(path: str) -> tuple[str, str]:
             return "ljspeech", metadata
         if _present(os.path.join(path, "wav.scp")):
             return "kaldi", path
+        if shar.is_shar_folder(path):
+            return "shar", path
         if is_lhotse_folder(path):
             return "lhotse", path
-        return hub.detect(path) or webdataset.detect(path) or ("folder", path)
-    found = hub.detect(path) or webdataset.detect(path)
+        return hub.detect(path) or shar.detect(path) or webdataset.detect(path) or ("folder", path)
+    found = shar.detect(path) or hub.detect(path) or webdataset.detect(path)
     if found is not None:
         return found
     name = os.path.basename(path)
