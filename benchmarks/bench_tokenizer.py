@@ -18,17 +18,36 @@ tokenizers are trained here by the test suite's builders
 (tests/tokenizer/build.py); the text is their English, made into lines and
 rows that differ from each other. Inputs are written before the clock starts.
 
-    python benchmarks/bench_tokenizer.py [--lines 100000] [--rows 100000] [--repeat 3] [--parts ab]
+(c) the user's view: whole processes on real 32,000-piece vocabularies.
+    ``trainproof tokenizer VOCAB TEXT --json`` as a user runs it (a new
+    interpreter: imports, loading, --lines (100,000) lines of English,
+    every rule, the report), against a new interpreter that loads the same
+    vocabulary with its own library and batch-encodes the same lines:
+    (c1) Mistral 7B's sentencepiece model (``tokenizer.model.v1``, 32,000
+    pieces, shipped in the ``mistral_common`` wheel, which is fetched once
+    from the package index into --cache), against
+    ``SentencePieceProcessor.encode(lines)``; (c2) the ``tokenizer.json``
+    transformers converts that model to (32,000 tokens, byte fallback),
+    against ``tokenizers.Tokenizer.encode_batch``; (c3) the folder holding
+    it, read through transformers, against ``AutoTokenizer`` called on the
+    lines. Target: within 1.5x each. Interleaved, median of --repeat runs.
+    Not in the default --parts.
+
+    python benchmarks/bench_tokenizer.py [--lines 100000] [--rows 100000] [--repeat 3] [--parts ab] [--parts c]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -132,12 +151,97 @@ def part_text(args: argparse.Namespace, work: Path) -> str:
     return verdict(f"(b) text, {args.rows:,} chat rows", f"{o / b:.2f}x ({o:.2f} s vs {b:.2f} s)", o / b <= TARGET)
 
 
+MISTRAL_WHEEL = "mistral_common==1.13.1"
+MISTRAL_MEMBER = "mistral_common/data/tokenizer.model.v1"
+"""Mistral 7B v0.1's sentencepiece model (32,000 pieces), as the mistral_common wheel ships it."""
+
+BASELINES = {
+    "sentencepiece": (
+        "import sys, sentencepiece\n"
+        "processor = sentencepiece.SentencePieceProcessor(model_file=sys.argv[1])\n"
+        "lines = open(sys.argv[2], encoding='utf-8').read().splitlines()\n"
+        "print(sum(map(len, processor.encode(lines))))\n"
+    ),
+    "tokenizers": (
+        "import sys\nfrom tokenizers import Tokenizer\n"
+        "tokenizer = Tokenizer.from_file(sys.argv[1])\n"
+        "lines = open(sys.argv[2], encoding='utf-8').read().splitlines()\n"
+        "print(sum(len(e.ids) for e in tokenizer.encode_batch(lines, add_special_tokens=False)))\n"
+    ),
+    "transformers": (
+        "import sys\nfrom transformers import AutoTokenizer\n"
+        "tokenizer = AutoTokenizer.from_pretrained(sys.argv[1], local_files_only=True)\n"
+        "lines = open(sys.argv[2], encoding='utf-8').read().splitlines()\n"
+        "print(sum(map(len, tokenizer(lines, add_special_tokens=False)['input_ids'])))\n"
+    ),
+}
+"""Each library alone, in a new interpreter: load the vocabulary, read the lines, batch-encode them."""
+
+
+def real_vocabularies(cache: Path) -> tuple[Path, Path]:
+    """Mistral 7B's sentencepiece model, and the folder of the tokenizer.json (and its config) transformers converts it
+    to; made once in ``cache``."""
+    model = cache / "mistral-7b-v0.1.model"
+    if not model.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="wheel") as tmp:
+            subprocess.run([sys.executable, "-m", "pip", "download", MISTRAL_WHEEL, "--no-deps", "--quiet", "-d", tmp], check=True)
+            (wheel,) = Path(tmp).glob("*.whl")
+            with zipfile.ZipFile(wheel) as archive:
+                model.write_bytes(archive.read(MISTRAL_MEMBER))
+    folder = cache / "mistral-7b-v0.1-hf"
+    if not (folder / "tokenizer.json").exists():
+        from transformers import AutoTokenizer
+
+        with tempfile.TemporaryDirectory(prefix="slow") as tmp:
+            shutil.copy(model, Path(tmp) / "tokenizer.model")
+            config = {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "legacy": False}
+            (Path(tmp) / "tokenizer_config.json").write_text(json.dumps(config))
+            AutoTokenizer.from_pretrained(tmp, local_files_only=True).save_pretrained(str(folder))
+    return model, folder
+
+
+def _process(argv: list[str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{argv[:4]} exited {done.returncode}: {done.stderr.strip()}")
+    return elapsed
+
+
+def part_real(args: argparse.Namespace, work: Path) -> list[str]:
+    model, folder = real_vocabularies(Path(args.cache))
+    text = work / "english.txt"
+    text.write_text("\n".join(transcripts(args.lines)) + "\n", encoding="utf-8")
+    cases = (
+        ("(c1) sentencepiece, Mistral 7B 32k", "sentencepiece", model),
+        ("(c2) tokenizer.json, Mistral 7B 32k", "tokenizers", folder / "tokenizer.json"),
+        ("(c3) folder via transformers, 32k", "transformers", folder),
+    )
+    out = []
+    for name, library, vocabulary in cases:
+        baseline = [sys.executable, "-c", BASELINES[library], str(vocabulary), str(text)]
+        ours = [sys.executable, "-m", "trainproof", "tokenizer", str(vocabulary), str(text), "--json"]
+        _process(baseline), _process(ours)  # the page cache warmed on both sides
+        base, mine = [], []
+        for _ in range(args.repeat):
+            base.append(_process(baseline))
+            mine.append(_process(ours))
+        b, o = statistics.median(base), statistics.median(mine)
+        print(f"{name}: {library} alone {b:.2f} s, trainproof tokenizer {o:.2f} s (runs {', '.join(f'{x:.2f}' for x in mine)}; "
+              f"baseline {', '.join(f'{x:.2f}' for x in base)})", file=sys.stderr)  # fmt: skip
+        out.append(verdict(f"{name}, {args.lines:,} lines", f"{o / b:.2f}x ({o:.2f} s vs {b:.2f} s)", o / b <= TARGET))
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--parts", default="ab")
+    parser.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "trainproof-bench"), help="where (c)'s vocabularies are kept")
     args = parser.parse_args()
     out = []
     with tempfile.TemporaryDirectory(prefix="bench_tokenizer") as tmp:
@@ -146,6 +250,8 @@ def main() -> int:
             out.append(part_tokenizer(args, work))
         if "b" in args.parts:
             out.append(part_text(args, work))
+        if "c" in args.parts:
+            out.extend(part_real(args, work))
     print("\n".join(out))
     return 0
 
