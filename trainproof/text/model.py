@@ -28,7 +28,7 @@ PROBLEM_KINDS = (
 recorded on a row that is still read, so a rule can count them."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """One turn of a conversation, its role as the chat template sees it (ShareGPT's ``human``/``gpt`` already mapped)."""
 
@@ -37,7 +37,7 @@ class Message:
     tool_calls: tuple[Any, ...] = ()  # an assistant turn's calls, as written (OpenAI's shape), for the chat template
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Row:
     """One JSONL line that is a training example.
 
