@@ -64,12 +64,27 @@ Three targets, each printed as one line (measured, target, OK/MISSED):
     (at most 24 flagged clips, each 6 s of Opus at about 2.6 kB a second).
     Also printed: the page with --no-audio. Not in the default --parts.
 
+(s) scale: the driver's memory and speed at --scale sizes (100,000,
+    300,000 and 1,000,000 clips) of distinct tiny clips (50 ms of 8 kHz
+    16-bit WAV, each of its own samples, so decoding stays cheap and no
+    two clips hash alike), each size a whole ``trainproof data MANIFEST
+    --json`` process on each of --scale-engines (local, ray): cold (a new
+    cache), then warm (the same cache, --added new clips appended to the
+    manifest). The driver's peak RSS is its own process's (psutil, every
+    50 ms), the workers not counted: they are bounded by their batches.
+    Targets: the driver's peak at the largest size <= SCALE_PEAK_MIB, its
+    projection to 10,000,000 clips (a straight line through the sizes'
+    peaks) <= SCALE_PROJECTED_MIB, and each warm run under
+    INCREMENTAL_TARGET of the cold run at its size. Not in the default
+    --parts (it writes 4 GB of clips at a million).
+
 Each clip's manifest line carries a transcript of its own; manifests are
 written before the clock starts. The figures are ratios measured in this
 run; the machine's other load moves the absolute numbers.
 ``run_trainproof`` is what is measured for "trainproof data" (see its doc).
 
     python benchmarks/bench_data.py [--clips 2000] [--jobs N] [--repeat 3] [--parts abc] [--parts p] [--parts r]
+    python benchmarks/bench_data.py --parts s [--scale 100000,300000,1000000] [--scale-engines local,ray]
 
 Below POOL_MIN_BYTES of audio the engine decodes inline, without workers:
 reduced sizes (--clips 300) exercise that path, not the pool.
@@ -93,6 +108,8 @@ MEMORY_TARGET = 1.3
 INCREMENTAL_TARGET = 0.10
 RAY_TARGET = 1.5
 HTML_BOUND_MB = 1.0
+SCALE_PEAK_MIB = 1024
+SCALE_PROJECTED_MIB = 2048
 RATE = 22050
 
 
@@ -326,6 +343,8 @@ def main() -> int:
     parser.add_argument("--parquet-large", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", default="abc", help="which of the measurements to run (default: abc)")
+    parser.add_argument("--scale", default="100000,300000,1000000", help="(s): the corpus sizes, comma-separated")
+    parser.add_argument("--scale-engines", default="local,ray", help="(s): the engines, comma-separated")
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
     parser.add_argument("--engine-child", help=argparse.SUPPRESS)
     parser.add_argument("--manifest", help=argparse.SUPPRESS)
@@ -357,6 +376,8 @@ def main() -> int:
             ray_against_local(args, work, paths, lines)
         if "h" in args.parts:
             report_size(args, work, paths, lines)
+        if "s" in args.parts:
+            scale(args, work, lines)
     print("\n".join(lines))
     return 0
 
@@ -572,6 +593,77 @@ def memory_and_large_increment(args: argparse.Namespace, work: Path, paths: list
 
 
 # --- (r) the Ray engine -----------------------------------------------------------
+
+
+def tiny_clips(folder: Path, count: int) -> list[str]:
+    """``count`` distinct WAV files of 50 ms at 8 kHz (a tone, its first two samples the clip's number), written fast."""
+    import struct
+
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rate, samples = 8000, (np.sin(2 * np.pi * 220 * np.arange(400) / 8000) * 8000).astype("<i2")
+    header = b"RIFF" + struct.pack("<I", 36 + samples.nbytes) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16)
+    header += b"data" + struct.pack("<I", samples.nbytes)
+    paths = []
+    for i in range(count):
+        samples[0], samples[1] = i % 30000, i // 30000
+        path = str(folder / f"t{i:08d}.wav")
+        with open(path, "wb") as out:
+            out.write(header + samples.tobytes())
+        paths.append(path)
+    return paths
+
+
+def driver_run(manifest: str, jobs: int, cache_dir: str, engine: str) -> tuple[float, float]:
+    """A whole ``trainproof data`` process: its seconds and its own peak RSS (MiB), sampled every 50 ms."""
+    import psutil
+
+    command = [sys.executable, "-m", "trainproof", "data", manifest, "--json", "--jobs", str(jobs), "--cache-dir", cache_dir, "--engine", engine]
+    began = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    watched, peak = psutil.Process(child.pid), 0
+    while child.poll() is None:
+        try:
+            peak = max(peak, watched.memory_info().rss)
+        except psutil.Error:
+            break
+        time.sleep(0.05)
+    seconds = time.perf_counter() - began
+    stderr = child.stderr.read() if child.stderr else ""
+    if child.returncode not in (0, 1):
+        raise SystemExit(f"(s) trainproof data exited {child.returncode}: {stderr.strip()}")
+    return seconds, peak / 2**20
+
+
+def scale(args: argparse.Namespace, work: Path, lines: list[str]) -> None:
+    sizes = sorted(int(size) for size in args.scale.split(","))
+    engines = [engine.strip() for engine in args.scale_engines.split(",") if engine.strip()]
+    began = time.perf_counter()
+    paths = tiny_clips(work / "tiny", sizes[-1] + args.added)
+    print(f"(s) {len(paths):,} tiny clips written in {time.perf_counter() - began:.0f} s", file=sys.stderr)
+    for engine in engines:
+        peaks = []
+        for size in sizes:
+            cold_manifest = write_manifest(paths[:size], work / f"scale{size}.jsonl")
+            warm_manifest = write_manifest(paths[:size] + paths[sizes[-1] : sizes[-1] + args.added], work / f"scale{size}_added.jsonl")
+            cache_dir = tempfile.mkdtemp(dir=work, prefix=f"scale_{engine}_{size}_")
+            cold_s, cold_mib = driver_run(cold_manifest, args.jobs, cache_dir, engine)
+            warm_s, warm_mib = driver_run(warm_manifest, args.jobs, cache_dir, engine)
+            shutil.rmtree(cache_dir, ignore_errors=True)
+            peaks.append(max(cold_mib, warm_mib))
+            print(f"(s) {engine} {size:>9,} clips: cold {cold_s:7.1f} s, driver peak {cold_mib:6.0f} MiB; warm (+{args.added}) {warm_s:6.1f} s, "
+                  f"driver peak {warm_mib:6.0f} MiB; {size / cold_s:,.0f} clips/s cold", file=sys.stderr)  # fmt: skip
+            lines.append(verdict(f"(s) {engine}, {size:,} clips, warm vs cold", f"{warm_s / cold_s:.2f}x ({warm_s:.1f} s vs {cold_s:.1f} s)",
+                                 f"< {INCREMENTAL_TARGET}x", warm_s / cold_s < INCREMENTAL_TARGET))  # fmt: skip
+        lines.append(verdict(f"(s) {engine}, driver peak at {sizes[-1]:,} clips", f"{peaks[-1]:.0f} MiB", f"<= {SCALE_PEAK_MIB} MiB", peaks[-1] <= SCALE_PEAK_MIB))
+        if len(sizes) > 1:
+            import numpy as np
+
+            slope, intercept = np.polyfit(sizes, peaks, 1)
+            projected = intercept + slope * 10_000_000
+            lines.append(verdict(f"(s) {engine}, driver peak projected to 10,000,000", f"{projected:.0f} MiB ({1024 * slope:.2f} kB a clip)",
+                                 f"<= {SCALE_PROJECTED_MIB} MiB", projected <= SCALE_PROJECTED_MIB))  # fmt: skip
 
 
 def engine_child(manifest: str, jobs: int, cache_dir: str, engine: str) -> None:
