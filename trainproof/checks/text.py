@@ -10,6 +10,7 @@ trained part is cut off entirely.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -81,10 +82,11 @@ class TextContext:
         return [p for p in self.dataset.problems if p.kind in kinds]
 
     @cached_property
-    def folded(self) -> tuple[tuple, ...]:
+    def folded(self) -> tuple[bytes, ...]:
         """Each row as what it teaches, with case, Unicode form and runs of whitespace folded (for near duplicates):
-        a conversation's turns with their roles, else its prompt and its target, kept apart."""
-        return tuple(_key(row, _fold) for row in self.dataset.rows)
+        a conversation's turns with their roles, else its prompt and its target, kept apart; as the digest of that
+        (:func:`_digest`), so that a million rows' keys are 16 bytes each, not a folded copy of the dataset."""
+        return tuple(_digest(_key(row, _fold)) for row in self.dataset.rows)
 
     @cached_property
     def row_index(self) -> dict[int, int]:
@@ -136,6 +138,12 @@ def _key(row: Row, fold: Callable[[str], str]) -> tuple:
     if row.messages:
         return (row.shape, row.completion_at, *((m.role, fold(m.content or "")) for m in row.messages), *rejected)
     return (row.shape, fold(row.prompt), fold(row.target), *rejected)
+
+
+def _digest(key: tuple) -> bytes:
+    """A row's key as 16 bytes: the BLAKE2b digest of its ``repr`` (which tells every tuple of strings and numbers from
+    every other); two keys alike by chance would need 2**64 rows."""
+    return hashlib.blake2b(repr(key).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -> Iterator[Hit]:
@@ -295,11 +303,11 @@ def duplicates(ctx: TextContext) -> Iterator[Hit]:
     Does not mean: which copy to keep.
     """
     rows = ctx.dataset.rows
-    first: dict[tuple, int] = {}  # folded key -> the first row with it
-    first_exact: dict[tuple, int] = {}  # exact key -> the first row with it
+    first: dict[bytes, int] = {}  # folded key's digest -> the first row with it
+    first_exact: dict[bytes, int] = {}  # exact key's digest -> the first row with it
     repeated: dict[int, tuple[int, bool]] = {}  # a repeating row's line -> (the row it repeats, whether byte for byte)
     for i, key in enumerate(ctx.folded):
-        exact = first_exact.setdefault(_key(rows[i], str), i)
+        exact = first_exact.setdefault(_digest(_key(rows[i], str)), i)
         if exact != i:  # identical to an earlier row: named with the first of them
             repeated[rows[i].line] = (exact, True)
         elif key in first:
@@ -336,10 +344,10 @@ def split_leak(ctx: TextContext) -> Iterator[Hit]:
         raise NotApplicable(ONE_SPLIT)
     if not dataset.earlier:
         raise NotApplicable(f"{dataset.split} is the dataset's first split: a row in two splits is named in the later one")
-    seen: dict[tuple, tuple[TextDataset, Row]] = {}
+    seen: dict[bytes, tuple[TextDataset, Row]] = {}
     for split in dataset.earlier:
         for row in split.rows:
-            seen.setdefault(_key(row, _fold), (split, row))
+            seen.setdefault(_digest(_key(row, _fold)), (split, row))
     leaked = {i: seen[key] for i, key in enumerate(ctx.folded) if key in seen}
     by_line = {dataset.rows[i].line: found for i, found in leaked.items()}
 

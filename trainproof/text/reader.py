@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -703,6 +704,7 @@ def _conversation(n: int, key: str, turns: object, found: list[RowProblem]) -> t
             raise _NotARow(
                 RowProblem("wrong-type", f"line {n}: the {role_key!r} of message {i} of {key!r} is {_a(role)}, not a string", n, key)
             )
+        role = sys.intern(role)  # one string per role name for the whole file, not one a message
         other_parts = False
         if isinstance(content, list) and role_key == "role":  # OpenAI's and TRL's content parts: its text, in order
             content, other_parts = _parts_text(content, f"line {n}: the 'content' of message {i} of {key!r}", n, key)
