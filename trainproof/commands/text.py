@@ -114,26 +114,18 @@ def _plain(row: Any) -> tuple[str, str]:
 def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] | None = None) -> Any:
     """Each row's tokens in all and before its trained part (see the module doc).
 
-    A conversation is rendered (all of them in one call), a second time with
-    its answer marked, and encoded once; its prompt is the tokens that start
-    before its answer's content. Other rows, and conversations whose answer
-    cannot be placed, are encoded as prompt and answer apart, plus eos.
+    A conversation is rendered, a second time with its answer marked, and
+    encoded once; its prompt is the tokens that start before its answer's
+    content. Other rows, and conversations whose answer cannot be placed,
+    are encoded as prompt and answer apart, plus eos. Rows are taken
+    ENCODE_CHUNK at a time, so that only one chunk's renderings are held:
+    a million conversations are never all in memory as text twice over.
     """
     from trainproof.checks.text import Lengths
     from trainproof.tokenizer.batches import Failed, each
 
     rows = dataset.rows
-    chats = [i for i, row in enumerate(rows) if row.is_chat] if tokenizer.chat_template is not None else []
-    results = _rendered(tokenizer, rows, chats, _Conversations(rows, chats))
-    refused = {i: got.reason for i, got in results.items() if isinstance(got, Failed)}
-    rendered = {i: got for i, got in results.items() if isinstance(got, str)}
-    first = {i: _first_answer(rows[i]) for i in rendered}
-    answered = [i for i, k in first.items() if k < len(rows[i].messages)]
-    marked = _rendered(tokenizer, rows, answered, _Conversations(rows, answered, first))
-    cuts = {i: _before_answer(text, _text(marked.get(i))) if i in marked else len(text) for i, text in rendered.items()}
-    whole = [i for i, cut in cuts.items() if cut is not None]
-    apart = [i for i in range(len(rows)) if cuts.get(i) is None and i not in refused]
-
+    templated_rows = tokenizer.chat_template is not None
     before, after = _wrapping(tokenizer)
 
     def counted_apart(pairs: list[Any]) -> Sequence[tuple[int, int] | Failed]:  # (prompt, answer) texts
@@ -146,23 +138,38 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
 
     total, prompt = [0] * len(rows), [0] * len(rows)
     failed: dict[int, str] = {}
-    done = 0
-    for indices, call, items in (
-        (whole, counted_whole, lambda i: (rendered[i], cuts[i])),
-        (apart, counted_apart, lambda i: _plain(rows[i])),
-    ):
-        for start in range(0, len(indices), ENCODE_CHUNK):
-            chunk = indices[start : start + ENCODE_CHUNK]
-            for i, got in zip(chunk, each(call, [items(i) for i in chunk])):
+    refused: dict[int, str] = {}
+    whole_rows: list[int] = []
+    apart_rows: list[int] = []
+    for start in range(0, len(rows), ENCODE_CHUNK):
+        span = range(start, min(len(rows), start + ENCODE_CHUNK))
+        chats = [i for i in span if rows[i].is_chat] if templated_rows else []
+        results = _rendered(tokenizer, rows, chats, _Conversations(rows, chats))
+        refused.update((i, got.reason) for i, got in results.items() if isinstance(got, Failed))
+        rendered = {i: got for i, got in results.items() if isinstance(got, str)}
+        first = {i: _first_answer(rows[i]) for i in rendered}
+        answered = [i for i, k in first.items() if k < len(rows[i].messages)]
+        marked = _rendered(tokenizer, rows, answered, _Conversations(rows, answered, first))
+        cuts = {i: _before_answer(text, _text(marked.get(i))) if i in marked else len(text) for i, text in rendered.items()}
+        whole = [i for i, cut in cuts.items() if cut is not None]
+        apart = [i for i in span if cuts.get(i) is None and i not in refused]
+        for indices, call, items in (
+            (whole, counted_whole, lambda i: (rendered[i], cuts[i])),
+            (apart, counted_apart, lambda i: _plain(rows[i])),
+        ):
+            if not indices:
+                continue
+            for i, got in zip(indices, each(call, [items(i) for i in indices])):
                 if isinstance(got, Failed):
                     failed[i] = got.reason
                 else:
                     total[i], prompt[i] = got
-            done += len(chunk)
-            if progress is not None:
-                progress(done, len(whole) + len(apart))
-    templated = frozenset(whole) - failed.keys()
-    rejected = _rejected(tokenizer, rows, [i for i in whole if i not in failed], [i for i in apart if i not in failed])
+        whole_rows += whole
+        apart_rows += apart
+        if progress is not None:
+            progress(span.stop, len(rows))
+    templated = frozenset(whole_rows) - failed.keys()
+    rejected = _rejected(tokenizer, rows, [i for i in whole_rows if i not in failed], [i for i in apart_rows if i not in failed])
     return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())), tuple(sorted(refused.items())), templated, rejected)
 
 
@@ -194,11 +201,11 @@ def _rejected(tokenizer: Any, rows: Sequence[Any], whole: list[int], apart: list
     chats = [i for i in whole if rows[i].rejected is not None and rows[i].rejected_messages]
     texts = [i for i in (*whole, *apart) if rows[i].rejected is not None and not rows[i].rejected_messages]
     out: dict[int, int] = {}
-    rendered = _rendered(tokenizer, rows, chats, _Conversations(rows, chats, rejected=True))
-    done = [(i, text) for i, text in rendered.items() if isinstance(text, str)]
-    for start in range(0, len(done), ENCODE_CHUNK):
-        chunk = done[start : start + ENCODE_CHUNK]
-        for (i, _), got in zip(chunk, each(tokenizer.encode_batch, [text for _, text in chunk])):
+    for start in range(0, len(chats), ENCODE_CHUNK):  # a chunk's renderings held at a time, as in measure
+        chunk = chats[start : start + ENCODE_CHUNK]
+        rendered = _rendered(tokenizer, rows, chunk, _Conversations(rows, chunk, rejected=True))
+        done = [(i, text) for i, text in rendered.items() if isinstance(text, str)]
+        for (i, _), got in zip(done, each(tokenizer.encode_batch, [text for _, text in done])):
             if not isinstance(got, Failed):
                 out[i] = len(got)
 
