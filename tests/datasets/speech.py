@@ -1188,7 +1188,11 @@ def split_leak_text(corpus: Corpus, id: str | None = None) -> Fault:
     if corpus.layout != "parquet":
         raise NotApplicableFault("only the Hub's Parquet layout has splits")
     clip = _pick(corpus, id, exclude=[c.id for c in corpus.clips if c.split != "test"])
-    others = [c.id for c in corpus.clips if c.split != "train" or c.speaker == clip.speaker]
+    from trainproof.checks.data import _is_sentence
+    from trainproof.checks.thresholds import Thresholds
+
+    # a train clip of another speaker whose transcript is long enough to be a sentence (a short one is a vocabulary)
+    others = [c.id for c in corpus.clips if c.split != "train" or c.speaker == clip.speaker or not _is_sentence(c.text or "", Thresholds())]
     source = _closest_letters(corpus, letters(clip.text), exclude=others)
     clip.text = source.text
     corpus.write()
