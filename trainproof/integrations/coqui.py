@@ -41,8 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the package o
     raise MissingDependencyError("coqui-tts-trainer", "coqui", "trainproof.integrations.coqui (TrainproofCallback)") from exc
 
 from trainproof.config import Settings
-from trainproof.integrations.guard import ABORT_FILE, POLICIES, Guard, agree_torch
-from trainproof.report import Report
+from trainproof.integrations.guard import ABORT_FILE, POLICIES, Guard, Guarded, agree_torch
 
 __all__ = ["ABORT_FILE", "POLICIES", "TrainproofCallback"]
 
@@ -50,7 +49,7 @@ TRAIN_VALUES = ("loss", "current_lr", "grad_norm")
 """The values of a training step read, as the trainer names them (its averages prefix them with ``avg_``)."""
 
 
-class TrainproofCallback:
+class TrainproofCallback(Guarded):
     """Judges a Coqui Trainer's steps as they run; give the Trainer ``callbacks=guard.callbacks``."""
 
     def __init__(
@@ -75,18 +74,6 @@ class TrainproofCallback:
             "on_epoch_end": self.on_epoch_end,
         }
 
-    @property
-    def policy(self) -> str:
-        return self.guard.policy
-
-    @property
-    def stopped_at(self) -> int | None:
-        return self.guard.stopped_at
-
-    @property
-    def report(self) -> Report | None:
-        """The final report, once the last epoch has ended (on rank 0)."""
-        return self.guard.report
 
     # --- Trainer events ----------------------------------------------------
 

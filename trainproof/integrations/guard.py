@@ -267,6 +267,26 @@ class Guard:
         logger.warning(text)
 
 
+class Guarded:
+    """What every framework's callback says of its :class:`Guard`: the policy, the step a stop came at, the final
+    report (each trainer's callback mixes this in and sets ``self.guard``)."""
+
+    guard: Guard
+
+    @property
+    def policy(self) -> str:
+        return self.guard.policy
+
+    @property
+    def stopped_at(self) -> int | None:
+        return self.guard.stopped_at
+
+    @property
+    def report(self) -> Report | None:
+        """The final report, once training has ended (on the main process, or rank 0)."""
+        return self.guard.report
+
+
 def agree_torch(decision: bool, device: Any = "cpu") -> bool:
     """The main process's (rank 0's) decision on every rank of an initialised torch.distributed group; unchanged on
     a single process, and without importing torch when the program has not."""

@@ -38,13 +38,12 @@ except ImportError as exc:  # pragma: no cover - exercised in a test without tra
     raise MissingDependencyError("transformers", "hf", "trainproof.integrations.hf (TrainproofCallback)") from exc
 
 from trainproof.config import Settings
-from trainproof.integrations.guard import ABORT_FILE, POLICIES, Guard, agree_torch
-from trainproof.report import Report
+from trainproof.integrations.guard import ABORT_FILE, POLICIES, Guard, Guarded, agree_torch
 
 __all__ = ["ABORT_FILE", "POLICIES", "TrainproofCallback"]
 
 
-class TrainproofCallback(TrainerCallback):
+class TrainproofCallback(Guarded, TrainerCallback):
     """Judges the Trainer's logs as they arrive; ``policy="stop_on_fail"`` stops a doomed run."""
 
     def __init__(
@@ -58,21 +57,8 @@ class TrainproofCallback(TrainerCallback):
         self.guard = Guard(policy, config, final_report, abort_file, stream, framework="hf")
 
     @property
-    def policy(self) -> str:
-        return self.guard.policy
-
-    @property
     def settings(self) -> Settings:
         return self.guard.settings
-
-    @property
-    def stopped_at(self) -> int | None:
-        return self.guard.stopped_at
-
-    @property
-    def report(self) -> Report | None:
-        """The final report, once training has ended (on the main process)."""
-        return self.guard.report
 
     @property
     def judge(self) -> Any:

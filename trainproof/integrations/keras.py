@@ -38,13 +38,12 @@ except ImportError as exc:  # pragma: no cover - exercised without keras on the 
     raise MissingDependencyError("keras", "keras", "trainproof.integrations.keras (TrainproofCallback)") from exc
 
 from trainproof.config import Settings
-from trainproof.integrations.guard import ABORT_FILE, POLICIES, Guard
-from trainproof.report import Report
+from trainproof.integrations.guard import ABORT_FILE, POLICIES, Guard, Guarded
 
 __all__ = ["ABORT_FILE", "POLICIES", "TrainproofCallback"]
 
 
-class TrainproofCallback(Callback):
+class TrainproofCallback(Guarded, Callback):
     """Judges ``model.fit`` as it runs; ``policy="stop_on_fail"`` stops a doomed run."""
 
     def __init__(
@@ -63,18 +62,6 @@ class TrainproofCallback(Callback):
         self._mean = 0.0  # the epoch's running mean loss after _batches batches
         self._batches = 0
 
-    @property
-    def policy(self) -> str:
-        return self.guard.policy
-
-    @property
-    def stopped_at(self) -> int | None:
-        return self.guard.stopped_at
-
-    @property
-    def report(self) -> Report | None:
-        """The final report, once training has ended."""
-        return self.guard.report
 
     # --- fit events --------------------------------------------------------------
 

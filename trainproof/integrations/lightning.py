@@ -44,8 +44,7 @@ except ImportError:  # pragma: no cover - the older package name
         raise MissingDependencyError("lightning", "lightning", "trainproof.integrations.lightning (TrainproofCallback)") from exc
 
 from trainproof.config import Settings
-from trainproof.integrations.guard import ABORT_FILE, POLICIES, Guard
-from trainproof.report import Report
+from trainproof.integrations.guard import ABORT_FILE, POLICIES, Guard, Guarded
 
 __all__ = ["ABORT_FILE", "POLICIES", "TrainproofCallback"]
 
@@ -70,7 +69,7 @@ def _scalars(metrics: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-class TrainproofCallback(Callback):
+class TrainproofCallback(Guarded, Callback):
     """Judges what the LightningModule logs as it trains; ``policy="stop_on_fail"`` stops a doomed run."""
 
     def __init__(
@@ -84,18 +83,6 @@ class TrainproofCallback(Callback):
         self.guard = Guard(policy, config, final_report, abort_file, stream, framework="lightning")
         self._recorded = -1
 
-    @property
-    def policy(self) -> str:
-        return self.guard.policy
-
-    @property
-    def stopped_at(self) -> int | None:
-        return self.guard.stopped_at
-
-    @property
-    def report(self) -> Report | None:
-        """The final report, once training has ended (on global rank 0)."""
-        return self.guard.report
 
     # --- Trainer events ----------------------------------------------------
 
