@@ -88,17 +88,19 @@ def test_a_shar_folder_is_judged_as_the_nemo_manifest_of_the_same_clips(faulty):
     expected = findings(nemo)
     rules = {rule for rule, _, _ in expected}
     assert {"TP-DATA-UNREADABLE", "TP-DATA-SAMPLE-RATE", "TP-DATA-CLIPPING", "TP-DATA-EMPTY-TEXT"} <= rules, expected
-    for given in (faulty["shar"], faulty["shar"] / "cuts.000000.jsonl.gz"):
-        subject = judged(given)
-        assert subject.format == "shar"
-        if given == faulty["shar"]:
-            assert subject.summary["clips"] == nemo.summary["clips"] == 12
-            assert subject.summary["readable"] == nemo.summary["readable"] == 11
-            assert findings(subject) == expected
-    unreadable = next(f for f in judged(faulty["shar"]).findings if f.rule_id == "TP-DATA-UNREADABLE")
+    subject = judged(faulty["shar"])
+    assert subject.format == "shar"
+    assert subject.summary["clips"] == nemo.summary["clips"] == 12
+    assert subject.summary["readable"] == nemo.summary["readable"] == 11
+    assert findings(subject) == expected
+    unreadable = next(f for f in subject.findings if f.rule_id == "TP-DATA-UNREADABLE")
     assert (Path(unreadable.file).name, unreadable.line) == ("cuts.000001.jsonl.gz", 1)  # the cut's line, in the shard one opens
-    one = judged(faulty["shar"] / "recording.000000.tar")  # a recording tar names its shard: the same four clips
-    assert one.summary["clips"] == judged(faulty["shar"] / "cuts.000000.jsonl.gz").summary["clips"] == 4
+    shard = judged(faulty["shar"] / "cuts.000000.jsonl.gz")  # one shard: its four clips, two of them faulty
+    by_tar = judged(faulty["shar"] / "recording.000000.tar")  # a recording tar names its shard
+    assert shard.format == by_tar.format == "shar"
+    assert shard.summary["clips"] == by_tar.summary["clips"] == 4
+    assert findings(shard) == findings(by_tar)
+    assert {"TP-DATA-SAMPLE-RATE", "TP-DATA-CLIPPING", "TP-DATA-EMPTY-TEXT"} <= {rule for rule, _, _ in findings(shard)}
 
 
 def test_a_shar_folder_gives_the_same_report_on_both_engines(ray_cluster, faulty, capsys):

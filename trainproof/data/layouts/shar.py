@@ -177,7 +177,6 @@ class _Tar:
     """A recording tar's members listed by their headers: each cut's (data, metadata) pair, by the cut's id."""
 
     def __init__(self, path: str, cuts: str, builder: _Builder) -> None:
-        self.path = path
         self.order: list[str] = []
         self.pairs: dict[str, tuple[_Member, _Member | None]] = {}
         self.size = 0
