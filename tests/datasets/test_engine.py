@@ -256,6 +256,21 @@ def test_a_cached_run_decodes_nothing(tmp_path):
     assert second == first
 
 
+def test_records_found_and_decoded_a_few_at_a_time_fill_their_own_rows(tmp_path, monkeypatch):
+    """Lookups and decoded records put into the columns 2 at a time (a million clips' are, LOOKUP_BATCH at a time, so
+    no batch's packed records are held beside the columns): half cached, half new, a missing file, in order."""
+    monkeypatch.setattr(engine, "LOOKUP_BATCH", 2)
+    paths = corpus(tmp_path / "c", 9)
+    refs = [ClipRef(p) for p in paths[::2]] + [ClipRef(str(tmp_path / "gone.wav"))]
+    with Cache(tmp_path / "cache") as cache:
+        analyze_all(refs, jobs=1, cache=cache)
+        mixed = [ClipRef(p) for p in reversed(paths)] + [ClipRef(str(tmp_path / "gone.wav"))]
+        records = analyze_all(mixed, jobs=1, cache=cache, analyze=counting)
+    assert len(CALLS) == 4 + 1  # the new clips, and the missing one asked about in the parent
+    assert [r.audio for r in records] == [r.audio for r in mixed]
+    assert list(records) == [analyze(ref) for ref in mixed]
+
+
 def test_a_cached_parallel_run_decodes_nothing(tmp_path, pooled):
     paths = corpus(tmp_path / "c", 10)
     refs = [ClipRef(p) for p in paths]

@@ -142,3 +142,23 @@ def test_a_column_of_values_its_type_cannot_hold_is_inferred_as_numpy_infers_it(
 def test_records_as_columns_equal_themselves_even_holding_nan():
     columns = ClipRecords.of(ODD)
     assert columns == columns
+
+
+def test_hashes_are_held_as_bytes_until_one_will_not_fit_and_read_as_strings_either_way():
+    """32 hex digits a clip are kept as ``S32`` bytes, not a string object each; a hash that will not fit (33
+    characters, not ASCII) makes the column strings, the hashes put before it kept."""
+    from trainproof.data.records import ascii_strings
+
+    builder = ClipRecords.builder(3)
+    packed = pack(PLAIN)[0]
+    builder.put_packed([0], ["x.wav"], unpack_many([packed]), [None])
+    held = builder.build()
+    assert held.column("audio_hash").dtype == np.dtype("S32")
+    assert held[0].audio_hash == PLAIN.audio_hash and held[1].audio_hash == ""
+    assert ascii_strings(held.column("audio_hash")).tolist() == [PLAIN.audio_hash, "", ""]
+    builder.put([1, 2], [ODD[-1], ClipRecord("g.wav", audio_hash="é")])
+    mixed = builder.build()
+    assert mixed.column("audio_hash").dtype == object
+    assert [r.audio_hash for r in mixed] == [PLAIN.audio_hash, "x" * 33, "é"]
+    builder.put_packed([0], ["x.wav"], unpack_many([packed]), [None])  # bytes again, into the column of strings
+    assert builder.build()[0].audio_hash == PLAIN.audio_hash

@@ -26,8 +26,8 @@ from trainproof.checks.base import Hit, NotApplicable, amended, first_named, rul
 from trainproof.checks.findings import Finding, Level
 from trainproof.checks.stats import MAD_SE, MAD_TO_SIGMA
 from trainproof.checks.thresholds import Thresholds
-from trainproof.data.model import ClipRecord, Manifest, Problem, entry_column
-from trainproof.data.records import ClipRecords
+from trainproof.data.model import ClipRecord, LineColumn, Manifest, Problem, TextColumn, entry_column
+from trainproof.data.records import ClipRecords, ascii_strings
 from trainproof.io import figures
 from trainproof.io.collector import collector_paused
 from trainproof.io.safe import QUOTE_CHARS, hidden, quoted
@@ -42,14 +42,20 @@ bytes that are not UTF-8, as Python decodes them; a JSON escape such as \\ud800)
 
 
 def _strings(values: Sequence[str | None]) -> pd.Series:
-    """A column of text: pandas' own (Arrow) strings, or Python strings when one of them has a lone surrogate, which
-    UTF-8, so Arrow, cannot hold (every rule reads either kind alike)."""
+    """A column of text: pandas' own (Arrow) strings (a :class:`TextColumn`'s array as it is), or Python strings when
+    one of them has a lone surrogate, which UTF-8, so Arrow, cannot hold (every rule reads either kind alike)."""
     import pandas as pd
 
+    if isinstance(values, TextColumn):
+        return pd.Series(pd.array(values.arrow, dtype="str"))
     try:
         return pd.Series(values, dtype="str")
     except UnicodeEncodeError:
         return pd.Series(values, dtype=object)
+
+
+TEXT_CHUNK = 65_536
+"""Transcripts taken at a time where a pass over the corpus's text builds something per character."""
 
 
 @dataclass(frozen=True)
@@ -84,11 +90,15 @@ class DataContext:
                       "nonfinite": "nonfinite_samples"}  # fmt: skip
         if entries:  # column by column (a dict per row was most of a warm run's table)
             columns: dict[str, Any] = {name: entry_column(entries, field) for name, field in of_entries.items()}
+            if isinstance(columns["line"], LineColumn):
+                columns["line"] = columns["line"].array
             clips = ClipRecords.of(records)
             columns.update((name, clips.column(field)) for name, field in of_records.items())
+            if columns["hash"].dtype.kind == "S":
+                columns["hash"] = ascii_strings(columns["hash"])
             for name in _USER_TEXT:
                 columns[name] = _strings(columns[name])
-            table = pd.DataFrame(columns)
+            table = pd.DataFrame(columns, copy=False)  # the records' arrays as they are (pandas copies on write)
         else:
             table = pd.DataFrame({name: pd.Series([], dtype=object) for name in [*of_entries, *of_records]})
         for name in ("claimed_s", "duration_s", "dc", "level_db", "lead_s", "trail_s", "first_db", "last_db"):
@@ -97,34 +107,56 @@ class DataContext:
         table["split"] = pd.Series(splits if splits else [""] * len(table), index=table.index, dtype=object)
         # for comparing transcripts: case and runs of whitespace folded (a list comprehension: Series.map costs twice as much)
         texts = cast("Sequence[str | None]", entry_column(entries, "text"))
-        table["folded"] = pd.Series([" ".join(text.casefold().split()) if text else "" for text in texts], index=table.index, dtype=object)
+        folded = [
+            _strings([" ".join(text.casefold().split()) if text else "" for text in texts[start : start + TEXT_CHUNK]])
+            for start in range(0, len(texts), TEXT_CHUNK)
+        ]  # a chunk at a time: the corpus's folded text is never held as Python strings at once
+        table["folded"] = pd.concat(folded, ignore_index=True) if folded else pd.Series([], dtype=object)  # the table's RangeIndex
         return table
 
     @cached_property
-    def _code_points(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every transcript's code points end to end, in manifest order (none for a clip without one), and how many each
-        transcript has. A lone surrogate stays its own code point."""
-        texts = [text or "" for text in cast("Sequence[str | None]", entry_column(self.manifest.entries, "text"))]
-        codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        return codes, np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    def _transcript_letters(self) -> tuple[frozenset[str], np.ndarray]:
+        """Every distinct character of the transcripts, and how many letters and digits each transcript holds.
+
+        One pass over the transcripts TEXT_CHUNK at a time, each chunk as its
+        code points (a lone surrogate its own): the corpus's text is never
+        held as code points at once (4 bytes a character), and each distinct
+        character is classified once, not once per occurrence (a
+        ``translate`` a transcript cost twice as much).
+        """
+        texts = cast("Sequence[str | None]", entry_column(self.manifest.entries, "text"))
+        seen = np.zeros(0x110000, dtype=bool)
+        alnum = np.zeros(0x110000, dtype=bool)
+        counts = np.zeros(len(texts), dtype=np.int64)
+        for start in range(0, len(texts), TEXT_CHUNK):
+            chunk = [text or "" for text in texts[start : start + TEXT_CHUNK]]
+            codes = np.frombuffer("".join(chunk).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+            new = np.flatnonzero(np.bincount(codes, minlength=0) > 0) if codes.size else np.zeros(0, dtype=np.intp)
+            new = new[~seen[new]]
+            seen[new] = True
+            alnum[[code for code in new.tolist() if chr(code).isalnum()]] = True
+            running = np.zeros(codes.size + 1, dtype=np.int32 if codes.size < 2**31 else np.int64)  # int32 sums twice as fast
+            np.cumsum(alnum[codes], dtype=running.dtype, out=running[1:])
+            lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
+            ends = np.cumsum(lengths)
+            counts[start : start + len(chunk)] = running[ends] - running[ends - lengths]
+        return frozenset(map(chr, np.flatnonzero(seen).tolist())), counts
 
     @cached_property
     def characters(self) -> frozenset[str]:
         """Every distinct character in the transcripts (rules classify each once, not once per occurrence)."""
-        codes, _ = self._code_points
-        return frozenset(map(chr, np.flatnonzero(np.bincount(codes)).tolist()))
+        return self._transcript_letters[0]
 
     @cached_property
     def letters(self) -> np.ndarray:
-        """How many letters and digits (``str.isalnum``) each clip's transcript holds, in manifest order: a count over
-        the code points, each distinct character classified once (a ``translate`` a transcript cost twice as much)."""
-        codes, lengths = self._code_points
-        alnum = np.zeros(0x110000, dtype=bool)
-        alnum[[ord(ch) for ch in self.characters if ch.isalnum()]] = True
-        running = np.zeros(codes.size + 1, dtype=np.int32 if codes.size < 2**31 else np.int64)  # int32 sums twice as fast
-        np.cumsum(alnum[codes], dtype=running.dtype, out=running[1:])
-        ends = np.cumsum(lengths)
-        return running[ends] - running[ends - lengths]
+        """How many letters and digits (``str.isalnum``) each clip's transcript holds, in manifest order."""
+        return self._transcript_letters[1]
+
+    @cached_property
+    def repeated_sentences(self) -> np.ndarray:
+        """Which clips' folded transcripts come more than once and are long enough to be a sentence
+        (:func:`_sentences_repeated`), worked out once for TP-DATA-DUPLICATE-TEXT and TP-DATA-SPLIT-LEAK-TEXT."""
+        return _sentences_repeated(self.table["folded"], self.t)
 
     @cached_property
     def rates(self) -> tuple[pd.DataFrame, bool]:
@@ -566,8 +598,8 @@ def silent(ctx: DataContext) -> Iterator[Hit]:
         ):  # fmt: skip
             yield replace(hit, level=Level.WARN)
         return
-    has_text = decoded["text"].fillna("").str.strip() != ""
-    rows = decoded[(decoded["level_db"] < ctx.t.DATA_SILENT_DB) & has_text]
+    quiet = decoded[decoded["level_db"] < ctx.t.DATA_SILENT_DB]  # the few quiet clips' transcripts read, not every clip's
+    rows = quiet[quiet["text"].fillna("").str.strip() != ""]
     yield from _examples(
         ctx, rows, "clips are silent",
         lambda r: (f"{_name(r)} is silent (speech level {figures.num(r.level_db)} dBFS) but its transcript has words.", f"level {figures.num(r.level_db)} dBFS; limit {figures.num(ctx.t.DATA_SILENT_DB)} dBFS"),
@@ -704,7 +736,8 @@ def empty_text(ctx: DataContext) -> Iterator[Hit]:
     """
     _need_transcripts(ctx)
     table = ctx.table
-    rows = table[table["text"].fillna("").str.strip() == ""]
+    texts = cast("Sequence[str | None]", entry_column(ctx.manifest.entries, "text"))  # as the manifest holds them: no copy
+    rows = table[np.fromiter((text is None or not text.strip() for text in texts), dtype=bool, count=len(texts))]
     yield from _examples(ctx, rows, "clips have an empty transcript", lambda r: (f"{_name(r)} has an empty transcript.", f"line {r.line}: no text"))
 
 
@@ -754,10 +787,14 @@ def rate_levels(rates: pd.DataFrame, t: Thresholds) -> np.ndarray:
         return np.where(bound > t.DATA_CPS_FAIL_Z, 2, np.where(bound > t.DATA_CPS_WARN_Z, 1, 0))
 
 
+RATE_COLUMNS = ("line", "manifest", "listed", "text", "speaker", "duration_s")
+"""The table's columns :func:`speech_rates` keeps beside its own: what TP-DATA-TEXT-RATE's findings quote."""
+
+
 def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     """The readable clips with a transcript, with their characters per second of speech and its robust z-score.
 
-    Columns added: ``cps``, ``median_cps`` and ``sigma_cps`` (MAD x 1.4826)
+    Columns: RATE_COLUMNS of the table, then ``cps``, ``median_cps`` and ``sigma_cps`` (MAD x 1.4826)
     of the clip's group, ``sigma_wide`` (that sigma widened by
     DATA_CPS_SIGMA_SE standard errors), ``z`` (NaN in a group with no spread), ``group_clips``
     (the clips of its group) and ``z_bound``: the z nearest the median that the
@@ -777,8 +814,11 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     speech = (decoded["duration_s"] - decoded["lead_s"] - decoded["trail_s"]).clip(lower=0.05)
     letters = pd.Series(ctx.letters[decoded.index.to_numpy()], index=decoded.index)  # the table's index: manifest order
     spoken = letters > 0
-    letters, speech = letters[spoken], speech[spoken]
-    frame = decoded[spoken].assign(cps=letters / speech)
+    if spoken.all():  # no filter, no copy: the table's own columns (pandas copies on write)
+        frame = decoded[list(RATE_COLUMNS)].assign(cps=letters / speech)
+    else:
+        letters, speech = letters[spoken], speech[spoken]
+        frame = decoded.loc[spoken, list(RATE_COLUMNS)].assign(cps=letters / speech)  # cached: the columns read, not the table
     speakers = frame["speaker"].fillna("")
     by_speaker = bool(speakers.nunique() > 1 and speakers.value_counts().min() >= t.DATA_CPS_MIN_CLIPS)
     cps = frame["cps"]
@@ -815,7 +855,9 @@ def unnormalized(ctx: DataContext) -> Iterator[Hit]:
     """
     _need_transcripts(ctx)
     table = ctx.table
-    rows = table[table["text"].fillna("").str.contains(_UNNORMALIZED)]
+    search = _UNNORMALIZED.search  # over the manifest's transcripts as it holds them: no copy of the column to search
+    texts = cast("Sequence[str | None]", entry_column(ctx.manifest.entries, "text"))
+    rows = table[np.fromiter((text is not None and search(text) is not None for text in texts), dtype=bool, count=len(texts))]
 
     def say(r: Any) -> tuple[str, str]:
         found = [m.group(0) for pattern in (_DIGIT, _SYMBOL, _ABBREVIATION) for m in pattern.finditer(r.text or "")]
@@ -847,7 +889,7 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
     """
     _need_transcripts(ctx)
     table = ctx.table
-    texts = table["text"].fillna("")
+    texts = cast("Sequence[str | None]", entry_column(ctx.manifest.entries, "text"))  # as the manifest holds them: no copy
     letters: dict[str, set[str]] = {}  # script -> the letters of it that the transcripts use
     for ch in ctx.characters:
         if ch.isalpha():
@@ -856,7 +898,8 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
     foreign: set[str] = set()
     if len(letters) > 1:  # one script cannot be foreign to itself
         for chars in letters.values():
-            users = int(texts.map(_any_of(chars)).sum())
+            uses = _any_of(chars)
+            users = sum(1 for text in texts if text and uses(text))
             if users / total < ctx.t.DATA_SCRIPT_SHARE:
                 foreign |= chars
     # what the text report spells out (controls, format characters, separators, lone surrogates), private use,
@@ -864,8 +907,9 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
     oddities = frozenset(ch for ch in ctx.characters if hidden(ch) or unicodedata.category(ch) in ("Co", "Cn") or ch == "\ufffd") | foreign
     if not oddities:
         return
-    marks = texts.map(lambda text: [ch for ch in text if ch in oddities])
-    rows = table.assign(odd=marks)[marks.map(bool)]
+    holds = _any_of(set(oddities))
+    rows = table[np.fromiter((bool(text) and holds(text) for text in texts), dtype=bool, count=total)]
+    rows = rows.assign(odd=[[ch for ch in text if ch in oddities] for text in rows["text"].tolist()])  # the few flagged
 
     def say(r: Any) -> tuple[str, str]:
         shown = _listed([f"U+{ord(ch):04X} {unicodedata.name(ch, unicodedata.category(ch))}" for ch in dict.fromkeys(r.odd)])
@@ -891,8 +935,8 @@ def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
     """
     _need_transcripts(ctx)
     table = ctx.table
-    judged = _sentences_repeated(table["folded"], ctx.t)
-    rows = table[judged]
+    judged = ctx.repeated_sentences
+    rows = table.loc[judged, ["line", "manifest", "listed", "text", "folded", "speaker", "audio", "hash"]]  # what it reads
     rows = rows.assign(said=rows["folded"] + "\x00" + rows["speaker"].fillna("").astype(object))  # a repeat is by one speaker
     found, count, firsts = _repeats(ctx, rows, "said", differing=("audio", "hash"))
     yield from _examples(ctx, found, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.said]}: {quoted(r.text)}.", f"line {r.line}: identical folded text"), total=count)
@@ -942,7 +986,9 @@ def split_leak_text(ctx: DataContext) -> Iterator[Hit]:
     """
     _need_transcripts(ctx)
     table = ctx.table
-    rows = table[_sentences_repeated(table["folded"], ctx.t)]
+    if not table.empty and not ctx.manifest.splits:
+        raise NotApplicable(ONE_SPLIT)  # before the transcripts are grouped, for nothing
+    rows = table[ctx.repeated_sentences]
     found, count, firsts = _leaks(ctx, rows, "folded")
     yield from _examples(
         ctx, found, "transcripts are those of a clip of another split",
@@ -958,9 +1004,37 @@ HAN_LETTERS = 2
 def _sentences_repeated(folded: pd.Series, t: Thresholds) -> np.ndarray:
     """Which rows' folded transcripts come more than once and are long enough to be a sentence (see
     :func:`_is_sentence`): each distinct repeated transcript is measured once, not each row."""
-    counts = folded.value_counts()
-    sentences = [text for text in counts.index[counts > 1] if text and _is_sentence(text, t)]
-    return folded.isin(sentences).to_numpy(dtype=bool)
+    import pandas as pd
+
+    maybe = _hash_repeats(folded)  # only these can repeat: the exact grouping below is of them, not of every transcript
+    codes, uniques = pd.factorize(folded[maybe])
+    repeated = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(uniques)) > 1)
+    judged = np.zeros(len(uniques) + 1, dtype=bool)  # the last: a missing text's code, -1
+    judged[[code for code in repeated.tolist() if uniques[code] and _is_sentence(uniques[code], t)]] = True
+    found = np.zeros(len(folded), dtype=bool)
+    found[maybe] = judged[codes]
+    return found
+
+
+def _hash_repeats(values: pd.Series) -> np.ndarray:
+    """Which rows' values may come more than once: those whose 64-bit hash does (every value that repeats, and the rare
+    value whose hash another shares, which exact grouping then tells apart). Read TEXT_CHUNK at a time and sorted as
+    integers: neither a copy of the column nor a table of its distinct values (a million distinct transcripts' was
+    the largest thing a rule built)."""
+    count = len(values)
+    hashes = np.empty(count, dtype=np.int64)
+    for start in range(0, count, TEXT_CHUNK):
+        chunk = values.iloc[start : start + TEXT_CHUNK].tolist()
+        hashes[start : start + len(chunk)] = [hash(value) for value in chunk]
+    order = np.argsort(hashes, kind="stable")
+    ordered = hashes[order]
+    same = ordered[1:] == ordered[:-1]
+    shared = np.zeros(count, dtype=bool)
+    shared[1:] |= same
+    shared[:-1] |= same
+    maybe = np.zeros(count, dtype=bool)
+    maybe[order] = shared
+    return maybe
 
 
 def _is_sentence(text: str, t: Thresholds) -> bool:

@@ -78,7 +78,7 @@ from trainproof.io.collector import collector_paused
 from trainproof.io.errors import InputError
 
 if TYPE_CHECKING:
-    from trainproof.data.cache import Cache, CacheKey, Hits
+    from trainproof.data.cache import Cache, CacheKey
     from trainproof.data.records import ClipRecords
     from trainproof.io.access import ReadPolicy
 
@@ -205,16 +205,29 @@ class Work:
         *,
         hash_first: bool = True,
     ) -> None:
+        import numpy as np
+
+        from trainproof.data.records import ClipRecords
+
         self.refs = refs
         self.cache = cache
         self.todo: list[int] = []
         self.todo_bytes = 0
         self._records: dict[int, ClipRecord] = {}  # records known as objects: missing files, and any that will not pack
-        self._hits: list[tuple[list[int], Hits]] = []  # the clips found in the cache, a lookup batch at a time
-        self._rows: list[int] = []  # the clips decoded this run, as their records arrived, and their packed records
-        self._packed: list[bytes] = []
+        # every clip's record, as columns: the clips found in the cache put in as each lookup batch finds them (a
+        # batch's packed rows are not kept beside the columns they go into)
+        self._columns = ClipRecords.builder(len(refs))
+        # the clips decoded this run not yet in the columns, as their records arrived, and their packed records end to
+        # end (put into the columns LOOKUP_BATCH at a time); and every clip decoded this run
+        self._rows: list[int] = []
+        self._packed = bytearray()
         self._texts: list[str | None] = []
-        self._keys: dict[int, CacheKey] = {}  # only the clips still to decode, and only with a cache
+        self._decoded = np.zeros(len(refs), dtype=bool)
+        # the cache keys of the clips still to decode (with a cache): a file's size and mtime at its row, -1 for none
+        # (its path and segment are its reference's), and any other key (a shard's clip, a relative path) as it is
+        self._key_sizes = np.full(len(refs), -1, dtype=np.int64) if cache is not None else None
+        self._key_mtimes = np.zeros(len(refs), dtype=np.int64) if cache is not None else None
+        self._other_keys: dict[int, CacheKey] = {}
         self._unhashed: set[int] = set()  # clips of shards to decode whose key waits for their digest (with a cache)
         self._pending: list[tuple[CacheKey, bytes, str | None]] = []
         hash_now = cache is not None and (hash_first or cache.holds_under(BLOB_KEY))
@@ -256,7 +269,8 @@ class Work:
             if hits is not None and hits.positions:
                 for k in hits.positions:
                     found[k] = 1
-                self._hits.append(([indices[k] for k in hits.positions], hits))
+                rows = [indices[k] for k in hits.positions]
+                self._columns.put_packed(rows, [refs[i].audio for i in rows], hits.block, hits.overridden)
             for k, i in enumerate(indices):
                 if found[k]:
                     continue
@@ -264,7 +278,7 @@ class Work:
                 blob = refs[i].blob
                 self.todo_bytes += keys[k].size if blob is None else blob.size
                 if cache is not None:
-                    self._keys[i] = keys[k]
+                    self._keep_key(i, keys[k])
         if refused:  # the dataset cannot be judged as its files stand without reading where the links lead: the user's call
             more = f"; so do {len(refused) - 1:,} more listed clips" if len(refused) > 1 else ""
             raise InputError(refused[0].audio, f"{refused[0].refusal}{more}")
@@ -274,7 +288,7 @@ class Work:
         (:func:`trainproof.data.records.pack`), or either :class:`Digested`, cached with the next batch."""
         from trainproof.data.records import try_pack
 
-        key = self._keys.pop(i, None)
+        key = self._take_key(i)
         if isinstance(record, Digested):
             if record.digest and i in self._unhashed:
                 key = _blob_key(record.digest, self.refs[i])
@@ -288,16 +302,50 @@ class Work:
             record = packed_record
         packed, texts = record
         self._rows.append(i)
-        self._packed.append(packed)
+        self._packed += packed
         self._texts.append(texts)
+        self._decoded[i] = True
+        if len(self._rows) >= LOOKUP_BATCH:
+            self._settle()
         if key is not None and not (is_uri(key.path) and _unreadable(key.path, packed, texts)):  # a store's refusal may pass
             self._pending.append((key, packed, texts))
             if len(self._pending) >= CACHE_BATCH:
                 self.flush()
 
+    def _keep_key(self, i: int, key: CacheKey) -> None:
+        ref = self.refs[i]
+        plain = key.path == ref.audio and key.offset is ref.offset and key.duration is ref.duration
+        if plain and type(key.size) is int and type(key.mtime_ns) is int and 0 <= key.size < 2**63 and -(2**63) <= key.mtime_ns < 2**63:
+            self._key_sizes[i] = key.size  # type: ignore[index]
+            self._key_mtimes[i] = key.mtime_ns  # type: ignore[index]
+        else:
+            self._other_keys[i] = key
+
+    def _take_key(self, i: int) -> CacheKey | None:
+        """Clip ``i``'s cache key, once (None without a cache, or for a clip that had none)."""
+        from trainproof.data.cache import CacheKey
+
+        key = self._other_keys.pop(i, None)
+        if key is not None or self._key_sizes is None or self._key_sizes[i] < 0:
+            return key
+        ref = self.refs[i]
+        size, self._key_sizes[i] = int(self._key_sizes[i]), -1
+        return CacheKey(ref.audio, size, int(self._key_mtimes[i]), ref.offset, ref.duration)  # type: ignore[index]
+
     def stored(self) -> set[int]:
         """The clips of :attr:`todo` whose records are stored (and the missing files')."""
-        return {*self._records, *self._rows}
+        return {*self._records, *self._decoded.nonzero()[0].tolist()}
+
+    def _settle(self) -> None:
+        """The records decoded since the last call, put into the columns (their packed bytes let go)."""
+        from trainproof.data.records import overrides, unpack_block
+
+        if not self._rows:
+            return
+        with collector_paused():
+            fresh = [None if texts is None else overrides(texts) for texts in self._texts]
+            self._columns.put_packed(self._rows, [self.refs[i].audio for i in self._rows], unpack_block(self._packed), fresh)
+        self._rows, self._packed, self._texts = [], bytearray(), []
 
     def flush(self) -> None:
         """Write the records stored since the last write to the cache."""
@@ -307,16 +355,10 @@ class Work:
 
     def result(self) -> ClipRecords:
         """Every clip's record, in order: the cached ones unpacked at once, a column per field."""
-        from trainproof.data.records import ClipRecords, overrides, unpack_many
-
-        builder = ClipRecords.builder(len(self.refs))
+        self._settle()
         with collector_paused():
-            for rows, hits in self._hits:
-                builder.put_packed(rows, [self.refs[i].audio for i in rows], hits.block, hits.overridden)
-            fresh = [None if texts is None else overrides(texts) for texts in self._texts]
-            builder.put_packed(self._rows, [self.refs[i].audio for i in self._rows], unpack_many(self._packed), fresh)
-            builder.put(list(self._records), list(self._records.values()))
-        return builder.build()
+            self._columns.put(list(self._records), list(self._records.values()))
+        return self._columns.build()
 
 
 class _NoWorkers(Exception):

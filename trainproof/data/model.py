@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 ANALYSIS_VERSION = 4
 """Bumped whenever :func:`trainproof.data.clip.analyze` would compute a record differently: cached records of
@@ -48,20 +49,119 @@ ENTRY_FIELDS = tuple(f.name for f in fields(Entry))
 """The fields of :class:`Entry`, in order."""
 
 
+COMPACT_FROM = 50_000
+"""Entries read as columns from which their text and line numbers are held compactly (:class:`TextColumn`,
+:class:`LineColumn`): a Python string an entry's id, path and transcript was most of a million-clip corpus's driver
+memory; under it, the lists a reader made are kept as they are."""
+
+_CHUNK = 65_536
+_COMPACT_TEXT = ("listed", "id", "audio", "text")
+_SHARED_TEXT = ("manifest", "speaker")
+
+
+class TextColumn(Sequence["str | None"]):
+    """One text field of every entry as one Arrow array (the characters end to end, an offset each), not a Python
+    string each; a value is made a string when it is read. ``arrow`` is the array (a ``large_string``), which the
+    corpus table takes as its column without a copy."""
+
+    __slots__ = ("arrow",)
+
+    def __init__(self, arrow: Any) -> None:
+        self.arrow = arrow
+
+    def __len__(self) -> int:
+        return len(self.arrow)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self.arrow))
+            if step == 1:
+                return self.arrow.slice(start, max(stop - start, 0)).to_pylist()
+            return [self[i] for i in range(start, stop, step)]
+        return self.arrow[range(len(self.arrow))[index]].as_py()  # IndexError, negative indices
+
+    def __iter__(self) -> Iterator[str | None]:
+        for start in range(0, len(self.arrow), _CHUNK):
+            yield from self.arrow.slice(start, _CHUNK).to_pylist()
+
+
+class LineColumn(Sequence[int]):
+    """Every entry's line as one int64 array, not a Python int each; read as Python ints."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self.array[index].tolist()
+        return int(self.array[range(len(self.array))[index]])
+
+    def __iter__(self) -> Iterator[int]:
+        for start in range(0, len(self.array), _CHUNK):
+            yield from self.array[start : start + _CHUNK].tolist()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self.array if dtype is None else self.array.astype(dtype)
+
+
+def _compacted(columns: Mapping[str, Sequence[object]]) -> dict[str, Sequence[object]]:
+    """The columns of a large manifest held compactly: ids, paths and transcripts as :class:`TextColumn` (one array
+    for columns of equal values, as a NeMo manifest's ids and paths are), line numbers as :class:`LineColumn`, and
+    the manifest's path and speakers as lists whose equal values are one string. A column with a value of another
+    type than its field's, or text Arrow cannot hold (a lone surrogate), is kept as it is."""
+    kept = {name: columns[name] for name in ENTRY_FIELDS}
+    if len(kept["line"]) < COMPACT_FROM:
+        return kept
+    try:
+        import numpy as np
+        import pyarrow as pa
+    except ImportError:
+        return kept
+    made: list[tuple[Sequence[object], TextColumn]] = []
+    for name in _COMPACT_TEXT:
+        values = kept[name]
+        if isinstance(values, TextColumn):  # a reader's own
+            continue
+        same = next((column for source, column in made if source == values), None)  # the same strings: one array
+        if same is not None:
+            kept[name] = same
+        elif set(map(type, values)) <= {str, type(None)}:
+            try:
+                kept[name] = column = TextColumn(pa.array(values, type=pa.large_string()))
+            except (UnicodeEncodeError, pa.ArrowException):
+                continue
+            made.append((values, column))
+    for name in _SHARED_TEXT:
+        one: dict[object, object] = {}
+        kept[name] = [one.setdefault(value, value) for value in kept[name]]
+    lines = kept["line"]
+    if isinstance(lines, range):
+        kept["line"] = LineColumn(np.arange(lines.start, lines.stop, lines.step, dtype=np.int64))
+    elif set(map(type, lines)) == {int}:
+        kept["line"] = LineColumn(np.fromiter(lines, dtype=np.int64, count=len(lines)))
+    return kept
+
+
 class Entries(Sequence[Entry]):
     """A manifest's entries, kept as a reader made them: :class:`Entry` objects one at a time, or columns (one list per
-    field) when a whole manifest was read at once. Either way a sequence of entries (one is built when it is asked
-    for), and :meth:`column` gives one field of all of them, which is how a corpus's table and references are made:
-    a 20,000-line manifest read as columns never builds 20,000 objects."""
+    field, held compactly from COMPACT_FROM entries) when a whole manifest was read at once. Either way a sequence of
+    entries (one is built when it is asked for), and :meth:`column` gives one field of all of them, which is how a
+    corpus's table and references are made: a 20,000-line manifest read as columns never builds 20,000 objects."""
 
     __slots__ = ("_rows", "_columns")
 
     def __init__(self, rows: Iterable[Entry] = (), columns: Mapping[str, Sequence[object]] | None = None) -> None:
         self._rows: tuple[Entry, ...] | None = None if columns is not None else tuple(rows)
-        self._columns: dict[str, Sequence[object]] = {} if columns is None else {name: columns[name] for name in ENTRY_FIELDS}
+        self._columns: dict[str, Sequence[object]] = {} if columns is None else _compacted(columns)
 
     def column(self, name: str) -> Sequence[object]:
-        """Every entry's value of the field ``name``, in order (the list kept here: read it, do not change it)."""
+        """Every entry's value of the field ``name``, in order (the sequence kept here: read it, do not change it): a
+        list, or a :class:`TextColumn` or :class:`LineColumn`."""
         found = self._columns.get(name)
         if found is None:
             found = self._columns[name] = [getattr(entry, name) for entry in self._rows or ()]
@@ -78,6 +178,9 @@ class Entries(Sequence[Entry]):
         return len(self._rows) if self._rows is not None else len(self._columns["line"])
 
     def __getitem__(self, index):
+        if self._rows is None and not isinstance(index, slice):  # one entry of columns: built alone, not all of them
+            at = range(len(self))[index]
+            return Entry.of_values(**{name: self._columns[name][at] for name in ENTRY_FIELDS})
         return self._entries()[index]
 
     def __iter__(self) -> Iterator[Entry]:
@@ -190,15 +293,19 @@ class Blob:
         return not self.estimated
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClipRef:
     """What the per-clip analysis needs to find and cut one clip; small enough to ship to a worker on another machine.
-    ``blob``: where its bytes are when they are held inside another file (then ``audio`` only names the clip)."""
+    ``blob``: where its bytes are when they are held inside another file (then ``audio`` only names the clip). Slotted:
+    a run holds one a listed clip while it decodes (a dict each was 90 MB of a million clips' driver)."""
 
     audio: str
     offset: float | None = None
     duration: float | None = None
     blob: Blob | None = None
+
+    def __reduce__(self) -> tuple:
+        return (ClipRef, (self.audio, self.offset, self.duration, self.blob))  # pickled alike on every Python with slots
 
 
 ERROR_KINDS = ("missing", "unreadable", "empty", "truncated", "too-long")

@@ -43,6 +43,9 @@ INTS = tuple(name for name in _FIELDS if _TYPES[name] == "int")
 FLOATS = tuple(name for name in _FIELDS if _TYPES[name] == "float")
 """The fields in the packed bytes, in order."""
 
+_EXTRA = _FIELDS.index("extra")
+HASH = "audio_hash"
+_HASH = _FIELDS.index(HASH)
 _STRUCT = struct.Struct("<" + "q" * len(INTS) + "d" * len(FLOATS) + "".join(f"{width}s" for width in FIXED_TEXT.values()))
 SIZE = _STRUCT.size
 """Bytes of a packed record."""
@@ -161,7 +164,13 @@ class ClipRecords(Sequence[ClipRecord]):
 
     Int fields are int64 arrays and float fields float64, unless a record
     holds a value they cannot (then that field's array holds objects);
-    string fields, ``error`` and ``extra`` are arrays of objects. Indexing
+    string fields, ``error`` and ``extra`` are arrays of objects, ``extra``
+    None for a record whose ``extra`` is empty (most: an empty dict a clip
+    was 72 bytes of a driver's every clip). ``audio_hash`` is held as ASCII
+    bytes (``S32``: a hash is 32 hex digits; a string object was 97 bytes a
+    clip), or as strings when a record's will not fit there
+    (:func:`ascii_strings` makes the bytes strings). ``audio`` may be the
+    manifest's own column of paths (:meth:`sharing_paths`). Indexing
     and iterating build :class:`ClipRecord` objects; :meth:`column` gives a
     field's array as it is (do not write to it).
     """
@@ -191,7 +200,7 @@ class ClipRecords(Sequence[ClipRecord]):
         return _Builder(total)
 
     def column(self, name: str) -> Any:
-        """The values of one field, for every clip, as a numpy array."""
+        """The values of one field, for every clip, as a numpy array (``audio_hash``'s may be bytes: see the class)."""
         return self._columns[name]
 
     def __len__(self) -> int:
@@ -212,8 +221,20 @@ class ClipRecords(Sequence[ClipRecord]):
     def __iter__(self) -> Iterator[ClipRecord]:
         return self._records(slice(None))
 
+    def sharing_paths(self, paths: Sequence[str]) -> ClipRecords:
+        """These records with ``paths`` as their ``audio`` column when it holds their paths, in order (the manifest's
+        own column, held compactly): the string each clip's path was made while it decoded is let go (100 MB of a
+        million clips). Themselves when it does not."""
+        held = self._columns["audio"]
+        if len(paths) != self._length or not all(a == b for a, b in zip(paths, held)):
+            return self
+        return ClipRecords({**self._columns, "audio": paths})
+
     def _records(self, rows: slice) -> Iterator[ClipRecord]:
-        lists = [self._columns[name][rows].tolist() for name in _FIELDS]
+        lists = [_values(self._columns[name], rows) for name in _FIELDS]
+        lists[_EXTRA] = [{} if extra is None else extra for extra in lists[_EXTRA]]
+        if self._columns[HASH].dtype.kind == "S":
+            lists[_HASH] = [value.decode("ascii") for value in lists[_HASH]]
         for values in zip(*lists):
             yield ClipRecord.of_values(zip(_FIELDS, values))
 
@@ -235,6 +256,12 @@ class ClipRecords(Sequence[ClipRecord]):
         return (ClipRecords, (self._columns,))
 
 
+def _values(column: Any, rows: slice) -> list:
+    """The values of a column (a numpy array, or a sequence such as the manifest's paths) at ``rows``, as a list."""
+    part = column[rows]
+    return part.tolist() if hasattr(part, "tolist") else list(part)
+
+
 class _Builder:
     """Fills a :class:`ClipRecords` of ``total`` rows: records put at their rows, packed blocks at theirs."""
 
@@ -247,6 +274,7 @@ class _Builder:
         self.columns.update({name: np.zeros(total, dtype=np.float64) for name in FLOATS})
         for name in ("audio", "error", *FIXED_TEXT, "extra"):
             self.columns[name] = np.full(total, _DEFAULTS.get(name), dtype=object)
+        self.columns[HASH] = np.zeros(total, dtype=f"S{FIXED_TEXT[HASH]}")  # "" until a record is put: see ClipRecords
 
     def put(self, rows: Sequence[int], records: Sequence[ClipRecord]) -> None:
         """``records[k]`` at row ``rows[k]``."""
@@ -255,6 +283,8 @@ class _Builder:
         index = self.np.asarray(rows, dtype=self.np.intp)
         for name in _FIELDS:
             values = [getattr(record, name) for record in records]
+            if name == "extra":
+                values = [None if type(extra) is dict and not extra else extra for extra in values]
             self._assign(name, index, values)
 
     def put_packed(self, rows: Any, audio: Sequence[str], block: Any, overridden: Sequence[dict[str, Any] | None]) -> None:
@@ -271,18 +301,17 @@ class _Builder:
             self.columns[name][rows] = block[name]
         for name in FIXED_TEXT:
             raw = block[name]
-            if name == "audio_hash":  # one a clip: decoded in C, not sorted into distinct values first
-                decoded = np.empty(rows.size, dtype=object)
-                decoded[:] = raw.astype(f"U{raw.dtype.itemsize}").tolist()
-                self.columns[name][rows] = decoded
+            if name == HASH:
+                if self.columns[HASH].dtype != object:  # one a clip: kept as the bytes they are
+                    self.columns[HASH][rows] = raw
+                else:
+                    self._assign(HASH, rows, [value.decode("ascii") for value in raw.tolist()])
                 continue
             distinct, inverse = np.unique(raw, return_inverse=True)  # one str object per distinct value
             decoded = np.empty(len(distinct), dtype=object)
             decoded[:] = [value.decode("ascii") if value or name != "error_kind" else None for value in distinct.tolist()]
             self.columns[name][rows] = decoded[inverse.reshape(-1)]
-        extra = np.empty(rows.size, dtype=object)
-        extra[:] = [{} for _ in range(rows.size)]
-        self.columns["extra"][rows] = extra
+        self.columns["extra"][rows] = None  # no extra: see ClipRecords
         by_field: dict[str, tuple[list[int], list[Any]]] = {}  # one assignment a field, not one a record
         for k, overrides_k in enumerate(overridden):
             if not overrides_k:
@@ -297,6 +326,12 @@ class _Builder:
     def _assign(self, name: str, index: Any, values: list) -> None:
         np = self.np
         column = self.columns[name]
+        if column.dtype.kind == "S":  # the hashes' bytes: an ASCII string that fits, else every hash as a string
+            width = column.dtype.itemsize
+            if all(type(value) is str and len(value) <= width and value.isascii() and "\x00" not in value for value in values):
+                column[index] = [value.encode("ascii") for value in values]
+                return
+            column = self.columns[name] = np.array([value.decode("ascii") for value in column.tolist()] or [], dtype=object)
         numeric = column.dtype != object
         if numeric:
             kind = int if name in INTS else float
@@ -319,11 +354,28 @@ class _Builder:
         return ClipRecords(self.columns)
 
 
+def ascii_strings(column: Any) -> Any:
+    """A numpy array of ASCII bytes (``S`` dtype) as a pandas Series of strings: Arrow's, made without a Python string
+    each, when pyarrow is there."""
+    import pandas as pd
+
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return pd.Series(column.astype(object)).str.decode("ascii")
+    return pd.Series(pd.array(pa.array(column).cast(pa.large_string()), dtype="str"))
+
+
 def unpack_many(packed: Sequence[bytes]) -> Any:
     """The packed records as one structured numpy array (a field per packed field); each must be SIZE bytes."""
+    return unpack_block(b"".join(packed))
+
+
+def unpack_block(packed: bytes | bytearray) -> Any:
+    """Packed records end to end (a multiple of SIZE bytes) as one structured numpy array over the same bytes."""
     import numpy as np
 
-    return np.frombuffer(b"".join(packed), dtype=_dtype())
+    return np.frombuffer(packed, dtype=_dtype())
 
 
 MAX_SECONDS = 2.0**63

@@ -1,0 +1,131 @@
+"""A large manifest's entries held compactly (text as Arrow arrays, lines as an int64 array): the same entries, and
+the same report, as the lists a reader made."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from tests.datasets.speech import FAULTS, Corpus, clean_corpus, has_espeak
+from trainproof.cli import main
+from trainproof.data import model
+from trainproof.data.manifest import read_manifest
+from trainproof.data.model import ENTRY_FIELDS, Entries, Entry, LineColumn, TextColumn, entry_column
+
+pytest.importorskip("pyarrow")
+
+ROWS = (
+    Entry(1, "a", "/d/a.wav", "a.wav", "one", "m", 1.5, None, "s"),
+    Entry(2, "b", "/d/b.wav", "b.wav", None, "m"),
+    Entry(30_000, "c", "/d/c.wav", "c.wav", "trois \u00e9t\u00e9", "m", None, 0.25, "s"),
+)
+
+
+def _columns(rows=ROWS) -> dict[str, list[object]]:
+    return {name: [getattr(entry, name) for entry in rows] for name in ENTRY_FIELDS}
+
+
+@pytest.fixture
+def compact_all(monkeypatch):
+    monkeypatch.setattr(model, "COMPACT_FROM", 0)
+
+
+def test_compact_columns_are_the_same_sequence_of_entries(compact_all):
+    entries = Entries(columns=_columns())
+    assert isinstance(entries.column("text"), TextColumn)
+    assert isinstance(entries.column("line"), LineColumn)
+    assert entries == ROWS and list(entries) == list(ROWS)
+    assert (entries[0], entries[-1], entries[1:], entries[::2]) == (ROWS[0], ROWS[-1], ROWS[1:], ROWS[::2])
+    with pytest.raises(IndexError):
+        entries[3]
+    assert pickle.loads(pickle.dumps(entries)) == ROWS
+    for name in ENTRY_FIELDS:
+        column = entries.column(name)
+        assert list(column) == list(entry_column(ROWS, name))
+        assert [column[i] for i in range(-3, 3)] == [getattr(ROWS[i], name) for i in range(-3, 3)]
+        assert column[1:] == [getattr(entry, name) for entry in ROWS[1:]]
+    assert all(type(line) is int for line in entries.column("line"))
+
+
+def test_equal_columns_share_one_array_and_shared_text_stays_one_string(compact_all):
+    columns = _columns()
+    columns["audio"] = list(columns["listed"])  # equal, not the same strings: one array all the same
+    columns["manifest"] = ["/data/train.json" + "" for _ in ROWS]
+    entries = Entries(columns=columns)
+    assert entries.column("id") is not entries.column("listed")
+    assert entries.column("audio") is entries.column("listed")
+    assert len({id(path) for path in entries.column("manifest")}) == 1
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("text", "half a pair \ud800"), ("id", 7), ("line", "12")],
+    ids=["lone-surrogate", "int-id", "text-line"],
+)
+def test_a_column_arrow_cannot_hold_as_its_type_is_kept_as_it_is(compact_all, field, value):
+    rows = (ROWS[0], Entry.of_values(**{**ROWS[1].__dict__, field: value}))
+    entries = Entries(columns=_columns(rows))
+    assert type(entries.column(field)) is list
+    assert entries == rows
+    assert entries.column("listed")[1] == "b.wav"
+
+
+def test_small_manifests_keep_their_lists():
+    assert type(Entries(columns=_columns()).column("text")) is list
+
+
+# --- the same report ----------------------------------------------------------------------------------------------
+
+FAULTS_COMPARED = (
+    "clipped", "missing_file", "not_audio", "duplicate_audio", "conflicting_text", "empty_transcript",
+    "unnormalized", "invisible_char", "other_script", "duplicate_transcript", "duration_claim", "duplicate_id",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory) -> Corpus:
+    return clean_corpus(tmp_path_factory.mktemp("compact"), n=12, layout="nemo", espeak=has_espeak())
+
+
+def _report(path: Path | str, capsys) -> str:
+    code = main(["data", str(path), "--json", "--no-cache", "--jobs", "1"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    return out
+
+
+@pytest.mark.parametrize("fault", FAULTS_COMPARED)
+def test_a_corpus_read_compactly_gets_the_report_it_gets_from_lists(clean, tmp_path, capsys, monkeypatch, fault):
+    corpus = clean.copy(tmp_path)
+    FAULTS[fault](corpus)
+    as_lists = _report(corpus.path, capsys)
+    monkeypatch.setattr(model, "COMPACT_FROM", 0)
+    entries = read_manifest(corpus.path).entries
+    read_as_columns = entries._rows is None  # a manifest the line reading takes (a repeated id, a bad line) has no columns
+    assert isinstance(entries.column("text"), TextColumn) is read_as_columns
+    assert _report(corpus.path, capsys) == as_lists
+    assert json.loads(as_lists)["subjects"][0]["findings"]
+
+
+def test_a_clean_manifest_is_read_as_columns_and_held_compactly(clean, monkeypatch):
+    monkeypatch.setattr(model, "COMPACT_FROM", 0)
+    entries = read_manifest(clean.path).entries
+    assert isinstance(entries.column("text"), TextColumn)
+    assert isinstance(entries.column("line"), LineColumn)
+
+
+def test_a_lone_surrogate_transcript_is_judged_alike_read_compactly_or_not(clean, tmp_path, capsys, monkeypatch):
+    corpus = clean.copy(tmp_path)
+    lines = corpus.path.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[3])
+    lines[3] = json.dumps({**record, "text": record["text"] + " \\ud800"}).replace("\\\\ud800", "\\ud800")
+    corpus.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    as_lists = _report(corpus.path, capsys)
+    monkeypatch.setattr(model, "COMPACT_FROM", 0)
+    assert type(read_manifest(corpus.path).entries.column("text")) is list
+    assert _report(corpus.path, capsys) == as_lists
+    assert "U+D800" in as_lists
+
