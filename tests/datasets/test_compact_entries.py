@@ -129,3 +129,56 @@ def test_a_lone_surrogate_transcript_is_judged_alike_read_compactly_or_not(clean
     assert _report(corpus.path, capsys) == as_lists
     assert "U+D800" in as_lists
 
+
+# --- a manifest larger than one block ---------------------------------------------------------------------------
+
+
+def _nemo_lines(count: int) -> list[dict]:
+    return [
+        {"audio_filepath": f"clips/{i}.wav" if i % 3 else f"/abs/{i}.wav", "text": f"sentence number {i} caf\u00e9",
+         "duration": i % 7 + (0.5 if i % 2 else 0), "speaker": ["", "ann", "bo"][i % 3], "id": f"u{i}" if i % 5 else ""}
+        for i in range(count)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("duplicate", [False, True], ids=["plain", "an-id-repeated-blocks-apart"])
+def test_a_manifest_read_a_block_at_a_time_is_what_the_line_reading_gives(tmp_path, monkeypatch, duplicate):
+    """Blocks of 1 KiB of whole lines: relative paths resolved block by block, ids, speakers, whole and fractional
+    durations; an id of the first block repeated in the last sends the file to the line reading, which says so."""
+    from trainproof.data.layouts import nemo
+
+    records = _nemo_lines(300)
+    if duplicate:
+        records[-1]["id"] = records[1]["id"]
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    (tmp_path / "clips").mkdir()
+    (tmp_path / "clips" / "1.wav").write_bytes(b"")  # found from the working directory; the rest beside the manifest
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(nemo, "COLUMNAR_MAX_BYTES", 1024)
+    taken = []
+    blockwise = nemo._read_nemo_blocks
+    monkeypatch.setattr(nemo, "_read_nemo_blocks", lambda *a: blockwise(*a) and not taken.append(True))
+    quick = read_manifest(path)
+    monkeypatch.setattr(nemo, "_read_nemo_columns", lambda *a: False)
+    lined = read_manifest(path)
+    assert (quick.entries, quick.problems, quick.notes) == (lined.entries, lined.problems, lined.notes)
+    assert bool(taken) is not duplicate
+    if not duplicate:
+        assert isinstance(quick.entries.column("text"), TextColumn)
+        assert quick.entries.column("text").arrow.num_chunks > 10
+    else:
+        assert any(p.kind == "duplicate-id" for p in lined.problems)
+
+
+def test_a_line_longer_than_a_block_sends_the_manifest_to_the_line_reading(tmp_path, monkeypatch):
+    from trainproof.data.layouts import nemo
+
+    records = _nemo_lines(20)
+    records[12]["text"] = "long " * 400
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    monkeypatch.setattr(nemo, "COLUMNAR_MAX_BYTES", 1024)
+    manifest = read_manifest(path)
+    assert manifest.entries._rows is not None  # read line by line
+    assert len(manifest.entries) == 20 and manifest.entries[12].text == records[12]["text"]

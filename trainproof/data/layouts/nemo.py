@@ -8,7 +8,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,20 +139,24 @@ def _read_nemo_columns(path: str, ctx: _Context, resolve: Callable[[str], str], 
     case, two names for a speaker or an id, a path or transcript that is
     missing, empty or not a string, a duration that is not a finite
     non-negative number, an id or speaker that is not a string, an offset,
-    an id listed twice; when pyarrow is not installed or the file is
-    larger than COLUMNAR_MAX_BYTES; and for a file that could make Arrow
+    an id listed twice; when pyarrow is not installed; and for a file that could make Arrow
     crash, stall or take GBs (deep nesting, a field of its own on a later
     line: see :func:`_arrow_table`, which screens it before Arrow parses
     it). The entries are those the line reading
-    gives (a test holds the two to that), without an object a line.
+    gives (a test holds the two to that), without an object a line. A file
+    larger than COLUMNAR_MAX_BYTES is read a block at a time
+    (:func:`_read_nemo_blocks`).
     """
     try:
-        if not 0 < os.path.getsize(path) <= COLUMNAR_MAX_BYTES:
+        size = os.path.getsize(path)
+        if size <= 0:
             return False
         import pyarrow as pa
         import pyarrow.json as pa_json
     except (OSError, ImportError):
         return False
+    if size > COLUMNAR_MAX_BYTES:
+        return _read_nemo_blocks(path, ctx, resolve, builder, pa, pa_json)
     with open_log(Path(path)) as handle:
         data = read_block(handle, COLUMNAR_MAX_BYTES + 1, path)
     if data.startswith(b"\xef\xbb\xbf") or 1 in data.translate(_CONTROL_BUT_NEWLINE) or (b"\\u" in data and _SURROGATE_ESCAPE.search(data)):
@@ -180,14 +184,15 @@ def _read_nemo_columns(path: str, ctx: _Context, resolve: Callable[[str], str], 
             release()  # the parsed file's buffers, a few times its size: returned, not kept by the pool
 
 
-def _arrow_table(data: bytes, lines: int, pa: Any, pa_json: Any) -> Any:
+def _arrow_table(data: bytes, lines: int, pa: Any, pa_json: Any, schema: Any = None) -> Any:
     """The manifest ``data`` (``lines`` lines) parsed by Arrow, or None where it is refused before Arrow sees it all:
     line ends and brackets denser than COLUMNAR_BYTES_PER_MARK, a line with more than COLUMNAR_MAX_OPENERS ``[`` or
     ``{``, a first line over COLUMNAR_SAMPLE_BYTES, or objects too wide for the file's size (COLUMNAR_BYTES_PER_FIELD).
     The first lines are parsed first; the rest is parsed with exactly their fields (a whole number widened to float,
     as inference does when a later line has a fraction): a line with another field, or a value of another type, is an
-    error, and the line reading takes the file. The screen is vectorised (numpy over the bytes): about 3 ms of the
-    20,000 lines of benchmarks/bench_data.py, whose columnar reading takes about 20."""
+    error, and the line reading takes the file. With ``schema`` (a later block of a large manifest: see
+    :func:`_read_nemo_blocks`), every line is parsed with exactly those fields. The screen is vectorised (numpy over
+    the bytes): about 3 ms of the 20,000 lines of benchmarks/bench_data.py, whose columnar reading takes about 20."""
     import numpy as np
 
     raw = np.frombuffer(data, dtype=np.uint8)
@@ -201,21 +206,30 @@ def _arrow_table(data: bytes, lines: int, pa: Any, pa_json: Any) -> Any:
         line = np.searchsorted(ends, openers)  # the line of each opener, in order
         if bool(np.any(line[COLUMNAR_MAX_OPENERS:] == line[:-COLUMNAR_MAX_OPENERS])):  # one more than the most on a line
             return None
-    sampled = min(COLUMNAR_SAMPLE_LINES, int(np.searchsorted(ends, COLUMNAR_SAMPLE_BYTES)))  # whole lines in the bytes
-    cut = int(ends[sampled - 1]) + 1 if sampled else len(data)
-    if cut > COLUMNAR_SAMPLE_BYTES:
-        return None  # a first line longer than the sample may be
     buffer = pa.py_buffer(data)
     options = pa_json.ReadOptions(block_size=MAX_LINE_BYTES)
-    sample = pa_json.read_json(pa.BufferReader(buffer.slice(0, cut)), read_options=options)
     objects = int(np.count_nonzero(raw[openers] == 0x7B))
-    if objects * _widest_object(sample.schema, pa) * COLUMNAR_BYTES_PER_FIELD > len(data):
+    if schema is None:
+        sampled = min(COLUMNAR_SAMPLE_LINES, int(np.searchsorted(ends, COLUMNAR_SAMPLE_BYTES)))  # whole lines in the bytes
+        cut = int(ends[sampled - 1]) + 1 if sampled else len(data)
+        if cut > COLUMNAR_SAMPLE_BYTES:
+            return None  # a first line longer than the sample may be
+        sample = pa_json.read_json(pa.BufferReader(buffer.slice(0, cut)), read_options=options)
+        if objects * _widest_object(sample.schema, pa) * COLUMNAR_BYTES_PER_FIELD > len(data):
+            return None
+        if cut == len(data):
+            return sample
+        schema = _widened(sample.schema, pa)
+    elif objects * _widest_object(schema, pa) * COLUMNAR_BYTES_PER_FIELD > len(data):
         return None
-    if cut == len(data):
-        return sample
-    schema = pa.schema([f.with_type(pa.float64()) if pa.types.is_integer(f.type) else f for f in sample.schema])
     parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
     return pa_json.read_json(pa.BufferReader(buffer), read_options=options, parse_options=parse)
+
+
+def _widened(schema: Any, pa: Any) -> Any:
+    """The fields of ``schema`` with every whole-number field a float (as inference makes it when a later line has a
+    fraction)."""
+    return pa.schema([f.with_type(pa.float64()) if pa.types.is_integer(f.type) else f for f in schema])
 
 
 def _widest_object(schema: Any, pa: Any) -> int:
@@ -288,6 +302,151 @@ def _columns_of_table(table: Any, lines: int, path: str, ctx: _Context, resolve:
         "duration": durations, "offset": [None] * rows, "speaker": [speaker or None for speaker in speakers],
     }  # fmt: skip
     return True
+
+
+def _read_nemo_blocks(path: str, ctx: _Context, resolve: Callable[[str], str], builder: _Builder, pa: Any, pa_json: Any) -> bool:
+    """A manifest over COLUMNAR_MAX_BYTES read as :func:`_read_nemo_columns` reads a smaller one, a block of whole lines
+    (COLUMNAR_MAX_BYTES at most) at a time: each block screened and judged plain as a whole small file is, the later
+    blocks parsed with exactly the first block's fields. Its ids, paths and transcripts stay Arrow arrays
+    (:class:`~trainproof.data.model.TextColumn`), so neither the file nor a Python string an entry is held: a
+    manifest of a million clips read line by line was 700 bytes a clip of the driver's memory. False, having changed
+    nothing, for whatever the whole reading refuses in any block, a line longer than a block, or ids listed twice
+    across blocks."""
+    import pyarrow.compute as pc
+
+    from trainproof.data.model import TextColumn
+
+    parts: dict[str, list[Any]] = {"listed": [], "absolute": [], "text": [], "key": [], "speaker": [], "duration": []}
+    names: list[str] | None = None
+    schema = None
+    rows = 0
+    speakers: dict[str, str] = {}  # one string a speaker, not one a line
+    for number, data in enumerate(_line_blocks(path, COLUMNAR_MAX_BYTES)):
+        if data is None or (number == 0 and data.startswith(b"\xef\xbb\xbf")):
+            return False
+        if 1 in data.translate(_CONTROL_BUT_NEWLINE) or (b"\\u" in data and _SURROGATE_ESCAPE.search(data)):
+            return False
+        if not data.isascii():
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+        lines = data.count(b"\n") + (not data.endswith(b"\n"))
+        try:
+            table = _arrow_table(data, lines, pa, pa_json, schema)
+        except (pa.ArrowException, ValueError):
+            return False
+        finally:
+            del data
+        if table is None:
+            return False
+        schema = _widened(table.schema, pa)
+        block = _block_columns(table, lines, path, ctx, resolve, pa, pc)
+        del table
+        if block is None:
+            return False
+        names = names or schema.names
+        for name, values in block.items():
+            if name == "speaker":
+                values = [None if not speaker else speakers.setdefault(speaker, speaker) for speaker in values]
+            parts[name].append(values)
+        rows += lines
+    if names is None:
+        return False
+    text_of = {name: TextColumn(pa.chunked_array(parts[name], type=pa.large_string())) for name in ("listed", "text", "key")}
+    if pc.count_distinct(text_of["key"].arrow).as_py() != rows:
+        return False  # a duplicate-id problem
+    same_keys = all(key is listed for key, listed in zip(parts["key"], parts["listed"]))
+    same_paths = all(parts["absolute"])
+    resolved = [  # judged plain: only now resolved (the resolver counts where paths were found)
+        listed if absolute else pa.array([resolve(path_) for path_ in listed.to_pylist()], type=pa.large_string())
+        for listed, absolute in zip(parts["listed"], parts["absolute"])
+    ]
+    builder.saw_names(names, ctx)
+    builder.columns = {
+        "line": range(1, rows + 1),
+        "id": text_of["listed"] if same_keys else text_of["key"],
+        "audio": text_of["listed"] if same_paths else TextColumn(pa.chunked_array(resolved, type=pa.large_string())),
+        "listed": text_of["listed"],
+        "text": text_of["text"],
+        "manifest": [path] * rows,
+        "duration": [duration for block in parts["duration"] for duration in block],
+        "offset": [None] * rows,
+        "speaker": [speaker for block in parts["speaker"] for speaker in block],
+    }
+    return True
+
+
+def _line_blocks(path: str, size: int) -> Iterator[bytes | None]:
+    """The file's bytes in blocks of whole lines of at most ``size`` bytes (the last may lack its newline); None for a
+    line longer than ``size``, after which nothing more is read."""
+    with open_log(Path(path)) as handle:
+        rest = b""
+        while True:
+            data = read_block(handle, size - len(rest), path)
+            if not data:
+                if rest:
+                    yield rest
+                return
+            data = rest + data
+            end = data.rfind(b"\n") + 1
+            if end == 0:
+                if len(data) >= size:
+                    yield None
+                    return
+                rest = data
+                continue
+            rest = data[end:]
+            yield data[:end]
+
+
+def _block_columns(
+    table: Any, lines: int, path: str, ctx: _Context, resolve: Callable[[str], str], pa: Any, pc: Any
+) -> dict[str, Any] | None:
+    """One block's entries as :func:`_columns_of_table` judges a whole file's, as Arrow string arrays (``listed``,
+    ``text``, ``key``: the id, or the path where there is none), lists (``speaker``, ``duration``) and whether every
+    path is absolute and normal already (``absolute``: the rest are resolved once every block is judged plain); None
+    for a block the line reading must take."""
+    names = table.column_names
+    if table.num_rows != lines or any(name != name.lower() for name in names):
+        return None
+    present = set(names)
+    if any(len(present.intersection(keys)) > 1 for keys in (SPEAKER_KEYS, ID_KEYS)):
+        return None
+    _require_named(path, ctx, names, "key")
+    columns = _Columns.of(names, ctx)
+    if columns.audio is None or columns.text is None or columns.offset is not None:
+        return None
+    rows = table.num_rows
+
+    def strings(name: str | None) -> Any:
+        if name is None:
+            return pa.nulls(rows, pa.large_string())
+        column = table.column(name)
+        if not (pa.types.is_string(column.type) or pa.types.is_null(column.type)):
+            return None
+        return column.combine_chunks().cast(pa.large_string()) if column.num_chunks != 1 else column.chunk(0).cast(pa.large_string())
+
+    listed, texts, speakers, ids = strings(columns.audio), strings(columns.text), strings(columns.speaker), strings(columns.id)
+    if listed is None or texts is None or speakers is None or ids is None or listed.null_count or texts.null_count:
+        return None
+    for values in (listed, texts):
+        for start in range(0, rows, 65_536):  # as the whole reading judges them: Python's idea of a space
+            chunk = values.slice(start, 65_536).to_pylist()
+            if "" in chunk or any(map(str.isspace, chunk)):
+                return None
+    durations: list[Any] = [None] * rows
+    if columns.duration is not None:
+        column = table.column(columns.duration)
+        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+            durations = [None if d is None else float(d) for d in column.to_pylist()]
+        elif not pa.types.is_null(column.type):
+            return None
+        if any(d is not None and not 0.0 <= d < math.inf for d in durations):  # NaN fails the comparison
+            return None
+    named = pc.fill_null(pc.not_equal(ids, ""), False)
+    keys = pc.if_else(named, ids, listed) if pc.any(named).as_py() else listed
+    return {"listed": listed, "text": texts, "key": keys, "speaker": speakers.to_pylist(), "duration": durations, "absolute": _all_absolute_normal(listed)}
 
 
 def _all_absolute_normal(paths: Any) -> bool:
