@@ -286,6 +286,19 @@ def test_auto_joins_the_running_cluster(ray_cluster, broken, capsys):
     assert (done.returncode, done.stdout, done.stderr) == (local[0], local[1], "")
 
 
+def test_a_few_clips_to_decode_start_no_local_cluster_and_get_the_local_report(broken, capsys):
+    """A fresh process with no cluster and no address, and less audio to decode than the local engine starts workers
+    for (a re-run's new clips): decoded in the process, the local report, and Ray never started."""
+    pytest.importorskip("ray")
+    local = cli(capsys, str(broken), "--json", "--no-cache")
+    script = "import sys, ray; from trainproof.cli import main; code = main(sys.argv[1:]); print(ray.is_initialized(), file=sys.stderr); sys.exit(code)"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("RAY_ADDRESS", None)
+    argv = ["data", str(broken), "--json", "--no-cache", "--engine", "ray"]
+    done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=120, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (local[0], local[1], "False\n")
+
+
 def test_a_missing_ray_is_one_line_naming_the_extra(tmp_path):
     manifest = tmp_path / "m.jsonl"
     manifest.write_text(json.dumps({"audio_filepath": "x.wav", "text": "hello"}) + "\n")

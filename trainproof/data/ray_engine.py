@@ -39,7 +39,11 @@ process") and the others their own records.
 
 The cluster (:func:`connect`): no address (nor RAY_ADDRESS) starts a new
 local one with ``jobs`` CPUs (every core when None) that lives until the
-process exits, even beside one that ``ray start`` runs here; ``auto``
+process exits, even beside one that ``ray start`` runs here, unless the
+misses hold less audio than the local engine starts worker processes for
+(POOL_MIN_BYTES: a re-run's few new clips), which are then decoded in
+this process as the local engine would (starting a local cluster took
+longer than judging a million cached clips); ``auto``
 or ``host:port`` joins a running cluster from one of its nodes, and
 ``ray://host:port`` through the Ray Client. An address is first probed
 with a plain TCP connection (CONNECT_TIMEOUT_S), because Ray itself waits
@@ -84,7 +88,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trainproof.data import model
-from trainproof.data.engine import Analyze, Work, _inline, crashed
+from trainproof.data.engine import POOL_MIN_BYTES, Analyze, Work, _analyzed, _inline, crashed
 from trainproof.data.model import Blob, ClipRef
 from trainproof.io.errors import ClusterError, MissingDependencyError
 
@@ -273,6 +277,11 @@ def analyze_all(
     work = Work(refs, cache, analyze, policy)
     if not work.todo:
         return work.result()
+    if not ray.is_initialized() and not (address or os.environ.get("RAY_ADDRESS")) and work.todo_bytes < POOL_MIN_BYTES:
+        for i in work.todo:  # too little to start a local cluster for (a re-run's new clips): decoded here, as the local engine would
+            work.store(i, _analyzed(refs[i], analyze))
+        work.flush()
+        return work.result()
     connect(address, jobs)
     saved = _configure(ray, progress)
     try:
@@ -333,13 +342,16 @@ def _run(ray: Any, work: Work, refs: Sequence[ClipRef], indices: list[int], per_
         batches = _through_client(ray, refs, indices, per_task, analyze)
     else:
         batches = _dataset(ray, _references(refs, indices), per_task, analyze).iter_batches(batch_size=None, batch_format="pyarrow")
-    pending = set(indices)
+    import numpy as np
+
+    pending = np.zeros(len(refs), dtype=bool)  # a flag a clip, not a set of a million ints
+    pending[indices] = True
     for batch in batches:
         for i, packed, texts, pickled in zip(*(batch.column(name).to_pylist() for name in ("i", "packed", "texts", "pickled"))):
-            if i in pending:  # once each, should a retried block ever deliver twice
-                pending.discard(i)
+            if pending[i]:  # once each, should a retried block ever deliver twice
+                pending[i] = False
                 work.store(i, (packed, texts) if packed is not None else pickle.loads(pickled))  # noqa: S301 -- our own task's record
-    return sorted(pending)
+    return pending.nonzero()[0].tolist()
 
 
 def _references(refs: Sequence[ClipRef], indices: list[int]) -> Any:
