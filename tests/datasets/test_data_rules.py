@@ -489,6 +489,41 @@ def test_repeats_are_what_a_loop_over_the_rows_finds(seed):
             assert (list(shown.index), count, names) == expected, (key, differing, unlike)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_repeats_of_the_audio_hash_as_the_records_hold_it_are_what_a_loop_finds(seed):
+    """The same, with each clip's hash as the records hold it (32 ASCII bytes a clip), from which the rows that may
+    repeat are picked before they are grouped: hashes alike in their first 16 digits or in the rest, empty ones."""
+    import random
+    import types
+
+    import pandas as pd
+
+    from trainproof.checks.data import _repeats
+    from trainproof.checks.thresholds import Thresholds
+    from trainproof.data.model import ClipRecord
+    from trainproof.data.records import ClipRecords
+
+    rng = random.Random(seed)
+    digests = ["0" * 32, "0" * 16 + "1" * 16, "1" * 16 + "0" * 16, "f" * 32, ""]
+    for _ in range(25):
+        n = rng.randint(0, 40)
+        hashes = [rng.choice(digests) for _ in range(n)]
+        rows = [{"hash": h, "audio": rng.choice(["x", "y", None]), "folded": "", "id": rng.choice(["i", "j", None]), "line": k + 1,
+                 "listed": f"clip{k}.wav"} for k, h in enumerate(hashes)]  # fmt: skip
+        records = ClipRecords.of([ClipRecord(f"clip{k}.wav", audio_hash=h) for k, h in enumerate(hashes)])
+        assert records.column("audio_hash").dtype.kind == "S"
+        table = pd.DataFrame({name: pd.Series([r[name] for r in rows], dtype="str" if name != "line" else "int64") for name in rows[0]}) if rows else pd.DataFrame(
+            {name: pd.Series([], dtype="str") for name in ("hash", "audio", "folded", "id", "listed")} | {"line": pd.Series([], dtype="int64")})
+        ctx = types.SimpleNamespace(t=Thresholds(), records=records, table=table)
+        for rows_of in (table, table.iloc[::2]):  # the table, and a subset of its rows (the readable clips)
+            kept = [rows[i] for i in rows_of.index]
+            for differing in ((), (("audio", "id"),)):
+                shown, count, names = _repeats(ctx, rows_of, "hash", differing=differing)
+                expected = _repeats_by_hand(kept, "hash", differing, ctx.t.DATA_EXAMPLES, None)
+                assert (list(shown.index), count, names) == (
+                    [rows_of.index[i] for i in expected[0]], expected[1], expected[2]), differing
+
+
 # --- what a duplicate and a conflict are (issue 27, item 8) ---------------------------------------------------------
 
 

@@ -626,6 +626,9 @@ def _repeats(
     """
     import pandas as pd
 
+    maybe = _may_repeat(ctx, rows, key)
+    if not maybe.all():  # the rows whose key no other row's hash shares cannot repeat: grouped exactly, the rest only
+        rows = rows[maybe]
     keys = rows[key]
     groups = pd.factorize(keys)[0]  # a missing key: -1
     member = (groups >= 0) & (keys != "").to_numpy(dtype=bool, na_value=False)
@@ -1016,6 +1019,17 @@ def _sentences_repeated(folded: pd.Series, t: Thresholds) -> np.ndarray:
     return found
 
 
+def _may_repeat(ctx: DataContext, rows: pd.DataFrame, key: str) -> np.ndarray:
+    """Which of ``rows`` may share their ``key`` with another row (see :func:`_shared`): for the audio's hash, the
+    first 16 of its digits as the records hold them (bytes, no string a clip); else the key's :func:`_hash_repeats`."""
+    records = getattr(ctx, "records", None)
+    held = records.column("audio_hash") if key == "hash" and isinstance(records, ClipRecords) else None
+    if held is None or held.dtype.kind != "S" or held.dtype.itemsize < 16 or len(held) != len(ctx.table):
+        return _hash_repeats(rows[key])
+    digits = np.ascontiguousarray(held[rows.index.to_numpy()]).view(np.uint8).reshape(len(rows), held.dtype.itemsize)
+    return _shared(digits[:, :16].copy().view(np.int64).reshape(len(rows), 2) @ np.array([1, 0x9E3779B1], dtype=np.int64))
+
+
 def _hash_repeats(values: pd.Series) -> np.ndarray:
     """Which rows' values may come more than once: those whose 64-bit hash does (every value that repeats, and the rare
     value whose hash another shares, which exact grouping then tells apart). Read TEXT_CHUNK at a time and sorted as
@@ -1026,6 +1040,12 @@ def _hash_repeats(values: pd.Series) -> np.ndarray:
     for start in range(0, count, TEXT_CHUNK):
         chunk = values.iloc[start : start + TEXT_CHUNK].tolist()
         hashes[start : start + len(chunk)] = [hash(value) for value in chunk]
+    return _shared(hashes)
+
+
+def _shared(hashes: np.ndarray) -> np.ndarray:
+    """Which of ``hashes`` another one equals."""
+    count = len(hashes)
     order = np.argsort(hashes, kind="stable")
     ordered = hashes[order]
     same = ordered[1:] == ordered[:-1]
