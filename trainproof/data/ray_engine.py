@@ -134,11 +134,25 @@ def _ray() -> Any:
 
 
 def check(address: str | None = None) -> None:
-    """Before any work: ray is installed, and an address given is reachable (MissingDependencyError, ClusterError)."""
-    ray = _ray()
+    """Before any work: ray is installed, and an address given is reachable (MissingDependencyError, ClusterError).
+    Ray is not imported here (85 MiB of the driver, for a run that may not need a cluster: see :func:`analyze_all`)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("ray")
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise MissingDependencyError("ray", "ray", "trainproof data --engine ray")
     address = address or os.environ.get("RAY_ADDRESS") or None
-    if address and address != "auto" and not ray.is_initialized():
+    if address and address != "auto" and not _connected():
         _probe_address(address)
+
+
+def _connected() -> bool:
+    """Whether this process has called ``ray.init`` (it cannot have, without having imported ray)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and bool(ray.is_initialized())
 
 
 def connect(address: str | None = None, jobs: int | None = None) -> None:
@@ -273,15 +287,15 @@ def analyze_all(
     when this process is not connected yet (see :func:`connect`); ``policy``: what the dataset may read, judged here
     on the driver as the local engine judges it (a clip refused is never sent to a worker).
     """
-    ray = _ray()
     work = Work(refs, cache, analyze, policy)
     if not work.todo:
         return work.result()
-    if not ray.is_initialized() and not (address or os.environ.get("RAY_ADDRESS")) and work.todo_bytes < POOL_MIN_BYTES:
+    if not _connected() and not (address or os.environ.get("RAY_ADDRESS")) and work.todo_bytes < POOL_MIN_BYTES:
         for i in work.todo:  # too little to start a local cluster for (a re-run's new clips): decoded here, as the local engine would
             work.store(i, _analyzed(refs[i], analyze))
         work.flush()
         return work.result()
+    ray = _ray()
     connect(address, jobs)
     saved = _configure(ray, progress)
     try:
