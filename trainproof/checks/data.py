@@ -860,7 +860,12 @@ def unnormalized(ctx: DataContext) -> Iterator[Hit]:
     table = ctx.table
     search = _UNNORMALIZED.search  # over the manifest's transcripts as it holds them: no copy of the column to search
     texts = cast("Sequence[str | None]", entry_column(ctx.manifest.entries, "text"))
-    rows = table[np.fromiter((text is not None and search(text) is not None for text in texts), dtype=bool, count=len(texts))]
+    # a match holds a digit, a symbol or an abbreviation's full stop: the transcripts with none of the corpus's such
+    # characters are not searched (a corpus with none at all, not one)
+    triggers = {ch for ch in ctx.characters if ch.isdecimal() or ch == "." or _SYMBOL.match(ch)}
+    holds = _any_of(triggers)
+    found = (bool(triggers) and text is not None and holds(text) and search(text) is not None for text in texts)
+    rows = table[np.fromiter(found, dtype=bool, count=len(texts))]
 
     def say(r: Any) -> tuple[str, str]:
         found = [m.group(0) for pattern in (_DIGIT, _SYMBOL, _ABBREVIATION) for m in pattern.finditer(r.text or "")]
@@ -1013,7 +1018,8 @@ def _sentences_repeated(folded: pd.Series, t: Thresholds) -> np.ndarray:
     codes, uniques = pd.factorize(folded[maybe])
     repeated = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(uniques)) > 1)
     judged = np.zeros(len(uniques) + 1, dtype=bool)  # the last: a missing text's code, -1
-    judged[[code for code in repeated.tolist() if uniques[code] and _is_sentence(uniques[code], t)]] = True
+    texts = uniques[repeated].tolist()  # the repeated texts at once, not an index lookup each
+    judged[[code for code, text in zip(repeated.tolist(), texts) if text and _is_sentence(text, t)]] = True
     found = np.zeros(len(folded), dtype=bool)
     found[maybe] = judged[codes]
     return found
