@@ -59,7 +59,32 @@ _COMPACT_TEXT = ("listed", "id", "audio", "text")
 _SHARED_TEXT = ("manifest", "speaker")
 
 
-class TextColumn(Sequence["str | None"]):
+class _HeldColumn(Sequence[Any]):
+    """One field of every entry held in one array, its values made Python objects when read: a value, a slice, or
+    _CHUNK at a time when iterated."""
+
+    __slots__ = ()
+
+    def _range(self, start: int, stop: int) -> list:
+        raise NotImplementedError
+
+    def _one(self, at: int) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step == 1:
+                return self._range(start, max(stop, start))
+            return [self._one(i) for i in range(start, stop, step)]
+        return self._one(range(len(self))[index])  # IndexError, negative indices
+
+    def __iter__(self) -> Iterator[Any]:
+        for start in range(0, len(self), _CHUNK):
+            yield from self._range(start, min(start + _CHUNK, len(self)))
+
+
+class TextColumn(_HeldColumn):
     """One text field of every entry as one Arrow array (the characters end to end, an offset each), not a Python
     string each; a value is made a string when it is read. ``arrow`` is the array (a ``large_string``), which the
     corpus table takes as its column without a copy."""
@@ -72,20 +97,14 @@ class TextColumn(Sequence["str | None"]):
     def __len__(self) -> int:
         return len(self.arrow)
 
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self.arrow))
-            if step == 1:
-                return self.arrow.slice(start, max(stop - start, 0)).to_pylist()
-            return [self[i] for i in range(start, stop, step)]
-        return self.arrow[range(len(self.arrow))[index]].as_py()  # IndexError, negative indices
+    def _range(self, start: int, stop: int) -> list:
+        return self.arrow.slice(start, stop - start).to_pylist()
 
-    def __iter__(self) -> Iterator[str | None]:
-        for start in range(0, len(self.arrow), _CHUNK):
-            yield from self.arrow.slice(start, _CHUNK).to_pylist()
+    def _one(self, at: int) -> Any:
+        return self.arrow[at].as_py()
 
 
-class LineColumn(Sequence[int]):
+class LineColumn(_HeldColumn):
     """Every entry's line as one int64 array, not a Python int each; read as Python ints."""
 
     __slots__ = ("array",)
@@ -96,14 +115,11 @@ class LineColumn(Sequence[int]):
     def __len__(self) -> int:
         return len(self.array)
 
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return self.array[index].tolist()
-        return int(self.array[range(len(self.array))[index]])
+    def _range(self, start: int, stop: int) -> list:
+        return self.array[start:stop].tolist()
 
-    def __iter__(self) -> Iterator[int]:
-        for start in range(0, len(self.array), _CHUNK):
-            yield from self.array[start : start + _CHUNK].tolist()
+    def _one(self, at: int) -> Any:
+        return int(self.array[at])
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         return self.array if dtype is None else self.array.astype(dtype)

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from trainproof.config import Settings
-from trainproof.integrations.guard import ABORT_FILE, POLICIES, Guard, agree_torch
+from trainproof.integrations.guard import ABORT_FILE, POLICIES, Guard, Guarded, agree_torch
 from trainproof.report import Report, Verdict
 
 __all__ = ["ABORT_FILE", "POLICIES", "Guardian"]
@@ -50,7 +50,7 @@ def _rank() -> int:
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
-class Guardian:
+class Guardian(Guarded):
     """Judges a training loop's values as they are logged; ``policy="stop_on_fail"`` turns ``should_stop`` True."""
 
     def __init__(
@@ -72,17 +72,9 @@ class Guardian:
         self.finished = False
 
     @property
-    def policy(self) -> str:
-        return self.guard.policy
-
-    @property
     def should_stop(self) -> bool:
         """True from the step the run was stopped at, under ``stop_on_fail``, on every rank; never under ``warn``."""
         return self.guard.should_stop
-
-    @property
-    def stopped_at(self) -> int | None:
-        return self.guard.stopped_at
 
     @property
     def verdict(self) -> Verdict | None:
@@ -109,7 +101,7 @@ class Guardian:
         self.guard.record(self.last_step, entry, self.max_steps, main=main, agree=self._agree)
         return self.verdict
 
-    def report(self) -> Report | None:
+    def report(self) -> Report | None:  # type: ignore[override]  # also the live judgement's, unlike a callback's
         """The last report: the final one after :meth:`finish`, else the latest live judgement's (None before any)."""
         return self.guard.report or self.guard.judge.report
 

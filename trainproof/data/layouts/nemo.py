@@ -159,22 +159,11 @@ def _read_nemo_columns(path: str, ctx: _Context, resolve: Callable[[str], str], 
         return _read_nemo_blocks(path, ctx, resolve, builder, pa, pa_json)
     with open_log(Path(path)) as handle:
         data = read_block(handle, COLUMNAR_MAX_BYTES + 1, path)
-    if data.startswith(b"\xef\xbb\xbf") or 1 in data.translate(_CONTROL_BUT_NEWLINE) or (b"\\u" in data and _SURROGATE_ESCAPE.search(data)):
+    parsed = _parsed(data, True, pa, pa_json)
+    del data
+    if parsed is None:
         return False
-    if not data.isascii():
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            return False
-    lines = data.count(b"\n") + (not data.endswith(b"\n"))
-    try:
-        table = _arrow_table(data, lines, pa, pa_json)
-    except (pa.ArrowException, ValueError):
-        return False
-    finally:
-        del data
-    if table is None:
-        return False
+    table, lines = parsed
     try:
         return _columns_of_table(table, lines, path, ctx, resolve, builder)
     finally:
@@ -253,22 +242,67 @@ def _widest_object(schema: Any, pa: Any) -> int:
     return widest
 
 
+def _parsed(data: bytes, first: bool, pa: Any, pa_json: Any, schema: Any = None) -> tuple[Any, int] | None:
+    """Lines of a manifest (the whole file, or a block of whole lines; ``first``: it starts the file) parsed by Arrow
+    (see :func:`_arrow_table`), and how many lines they are; None for bytes the line reading must take: a BOM, a raw
+    control character, an escaped surrogate, bytes that are not UTF-8, or what Arrow refuses."""
+    if (first and data.startswith(b"\xef\xbb\xbf")) or 1 in data.translate(_CONTROL_BUT_NEWLINE) or (b"\\u" in data and _SURROGATE_ESCAPE.search(data)):
+        return None
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    try:
+        table = _arrow_table(data, lines, pa, pa_json, schema)
+    except (pa.ArrowException, ValueError):
+        return None
+    return None if table is None else (table, lines)
+
+
+def _plain_columns(table: Any, lines: int, path: str, ctx: _Context) -> _Columns | None:
+    """Which of a parsed table's fields hold what, when its shape is plain (every line a row, keys in lower case, one
+    name for a speaker and an id, a path and a transcript, no offset); None for a table the line reading must take."""
+    names = table.column_names
+    # a blank or whitespace-only line is a row fewer (Arrow skips it); a line of two objects, one more
+    if table.num_rows != lines or any(name != name.lower() for name in names):
+        return None
+    present = set(names)
+    if any(len(present.intersection(keys)) > 1 for keys in (SPEAKER_KEYS, ID_KEYS)):
+        return None  # a record without the first name would be read under the second
+    _require_named(path, ctx, names, "key")  # every record's keys are columns of the table
+    columns = _Columns.of(names, ctx)
+    if columns.audio is None or columns.text is None or columns.offset is not None:
+        return None
+    return columns
+
+
+def _durations(table: Any, columns: _Columns, pa: Any) -> list[float | None] | None:
+    """Each row's claimed duration (None where none is); None when one is not a finite non-negative number."""
+    if columns.duration is None:
+        return [None] * table.num_rows
+    column = table.column(columns.duration)
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        durations = [None if d is None else float(d) for d in column.to_pylist()]
+    elif pa.types.is_null(column.type):
+        return [None] * table.num_rows
+    else:
+        return None
+    if any(d is not None and not 0.0 <= d < math.inf for d in durations):  # NaN fails the comparison
+        return None
+    return durations
+
+
 def _columns_of_table(table: Any, lines: int, path: str, ctx: _Context, resolve: Callable[[str], str], builder: _Builder) -> bool:
     """The entries of a manifest Arrow parsed (``lines`` lines long) as ``builder.columns``, when it is plain: see
     :func:`_read_nemo_columns`."""
     import pyarrow as pa
 
+    columns = _plain_columns(table, lines, path, ctx)
+    if columns is None:
+        return False
     names = table.column_names
-    # a blank or whitespace-only line is a row fewer (Arrow skips it); a line of two objects, one more
-    if table.num_rows != lines or any(name != name.lower() for name in names):
-        return False
-    present = set(names)
-    if any(len(present.intersection(keys)) > 1 for keys in (SPEAKER_KEYS, ID_KEYS)):
-        return False  # a record without the first name would be read under the second
-    _require_named(path, ctx, names, "key")  # every record's keys are columns of the table
-    columns = _Columns.of(names, ctx)
-    if columns.audio is None or columns.text is None or columns.offset is not None:
-        return False
     rows = table.num_rows
 
     def strings(name: str | None) -> list[Any] | None:
@@ -282,15 +316,9 @@ def _columns_of_table(table: Any, lines: int, path: str, ctx: _Context, resolve:
         return False
     if None in audio or None in texts or "" in audio or "" in texts or any(map(str.isspace, audio)) or any(map(str.isspace, texts)):
         return False
-    durations: list[Any] = [None] * rows
-    if columns.duration is not None:
-        column = table.column(columns.duration)
-        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
-            durations = [None if d is None else float(d) for d in column.to_pylist()]
-        elif not pa.types.is_null(column.type):
-            return False
-        if any(d is not None and not 0.0 <= d < math.inf for d in durations):  # NaN fails the comparison
-            return False
+    durations = _durations(table, columns, pa)
+    if durations is None:
+        return False
     keys = [ident or listed for ident, listed in zip(ids, audio)]
     if len(set(keys)) != rows:
         return False  # a duplicate-id problem
@@ -322,24 +350,11 @@ def _read_nemo_blocks(path: str, ctx: _Context, resolve: Callable[[str], str], b
     rows = 0
     speakers: dict[str, str] = {}  # one string a speaker, not one a line
     for number, data in enumerate(_line_blocks(path, COLUMNAR_MAX_BYTES)):
-        if data is None or (number == 0 and data.startswith(b"\xef\xbb\xbf")):
+        parsed = None if data is None else _parsed(data, number == 0, pa, pa_json, schema)
+        del data
+        if parsed is None:
             return False
-        if 1 in data.translate(_CONTROL_BUT_NEWLINE) or (b"\\u" in data and _SURROGATE_ESCAPE.search(data)):
-            return False
-        if not data.isascii():
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                return False
-        lines = data.count(b"\n") + (not data.endswith(b"\n"))
-        try:
-            table = _arrow_table(data, lines, pa, pa_json, schema)
-        except (pa.ArrowException, ValueError):
-            return False
-        finally:
-            del data
-        if table is None:
-            return False
+        table, lines = parsed
         schema = _widened(table.schema, pa)
         block = _block_columns(table, lines, path, ctx, resolve, pa, pc)
         del table
@@ -407,15 +422,8 @@ def _block_columns(
     ``text``, ``key``: the id, or the path where there is none), lists (``speaker``, ``duration``) and whether every
     path is absolute and normal already (``absolute``: the rest are resolved once every block is judged plain); None
     for a block the line reading must take."""
-    names = table.column_names
-    if table.num_rows != lines or any(name != name.lower() for name in names):
-        return None
-    present = set(names)
-    if any(len(present.intersection(keys)) > 1 for keys in (SPEAKER_KEYS, ID_KEYS)):
-        return None
-    _require_named(path, ctx, names, "key")
-    columns = _Columns.of(names, ctx)
-    if columns.audio is None or columns.text is None or columns.offset is not None:
+    columns = _plain_columns(table, lines, path, ctx)
+    if columns is None:
         return None
     rows = table.num_rows
 
@@ -425,7 +433,7 @@ def _block_columns(
         column = table.column(name)
         if not (pa.types.is_string(column.type) or pa.types.is_null(column.type)):
             return None
-        return column.combine_chunks().cast(pa.large_string()) if column.num_chunks != 1 else column.chunk(0).cast(pa.large_string())
+        return column.combine_chunks().cast(pa.large_string())
 
     listed, texts, speakers, ids = strings(columns.audio), strings(columns.text), strings(columns.speaker), strings(columns.id)
     if listed is None or texts is None or speakers is None or ids is None or listed.null_count or texts.null_count:
@@ -435,15 +443,9 @@ def _block_columns(
             chunk = values.slice(start, 65_536).to_pylist()
             if "" in chunk or any(map(str.isspace, chunk)):
                 return None
-    durations: list[Any] = [None] * rows
-    if columns.duration is not None:
-        column = table.column(columns.duration)
-        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
-            durations = [None if d is None else float(d) for d in column.to_pylist()]
-        elif not pa.types.is_null(column.type):
-            return None
-        if any(d is not None and not 0.0 <= d < math.inf for d in durations):  # NaN fails the comparison
-            return None
+    durations = _durations(table, columns, pa)
+    if durations is None:
+        return None
     named = pc.fill_null(pc.not_equal(ids, ""), False)
     keys = pc.if_else(named, ids, listed) if pc.any(named).as_py() else listed
     return {"listed": listed, "text": texts, "key": keys, "speaker": speakers.to_pylist(), "duration": durations, "absolute": _all_absolute_normal(listed)}
