@@ -51,7 +51,7 @@ def test_conversational_preference_rows_have_the_lengths_dpo_trainer_gives_them(
     folder = built("hf")
     lengths = measure(read_text_dataset(jsonl(tmp_path, *rows)), load_tokenizer(folder))
     theirs = _trl_lengths(folder, rows, tmp_path)
-    assert lengths.templated == frozenset(range(len(rows)))
+    assert lengths.templated == bytes([1] * len(rows))
     assert [(lengths.total[i], lengths.rejected[i]) for i in range(len(rows))] == theirs
     assert theirs[0][1] > theirs[0][0] and theirs[1][0] > theirs[1][1]  # the long side is the longer: nothing was cut
 
@@ -67,5 +67,5 @@ def test_standard_preference_rows_have_the_lengths_dpo_trainer_gives_them(built,
     folder = built("hf")
     lengths = measure(read_text_dataset(jsonl(tmp_path, *rows)), load_tokenizer(folder))
     theirs = _trl_lengths(folder, rows, tmp_path)
-    assert lengths.templated == frozenset()
+    assert not any(lengths.templated)
     assert [(lengths.total[i], lengths.rejected[i]) for i in range(len(rows))] == theirs

@@ -38,17 +38,22 @@ class Lengths:
 
     ``unmeasured`` are the rows (indices) the tokenizer could not encode, ``unrendered`` the conversations the chat
     template refused, each with why; their counts are 0, so no length rule names them, and no share counts them.
-    ``templated`` are the rows counted with the chat template applied (the rest were counted as their text).
+    ``templated`` flags the rows counted with the chat template applied (the rest were counted as their text).
     """
 
-    total: tuple[int, ...]
-    prompt: tuple[int, ...]
+    total: Sequence[int]  # an array of int64, a million rows' 8 MB, not a tuple of int objects
+    prompt: Sequence[int]
     unmeasured: tuple[tuple[int, str], ...] = ()
     unrendered: tuple[tuple[int, str], ...] = ()
-    templated: frozenset[int] = frozenset()
+    templated: bytes = b""  # templated[i] is 1 for a row counted with the chat template applied, else 0
     rejected: Mapping[int, int] = field(default_factory=dict)  # a preference row's prompt and rejected answer, in tokens
 
-    @property
+    def measured(self) -> np.ndarray:
+        """The totals of the rows measured (those left out dropped), in row order."""
+        totals = np.asarray(self.total, dtype=np.int64)
+        return np.delete(totals, sorted(self.left_out)) if self.left_out else totals
+
+    @cached_property
     def left_out(self) -> frozenset[int]:
         """The rows not measured, for either reason."""
         return frozenset(i for i, _ in (*self.unmeasured, *self.unrendered))
@@ -82,16 +87,21 @@ class TextContext:
         return [p for p in self.dataset.problems if p.kind in kinds]
 
     @cached_property
-    def folded(self) -> tuple[bytes, ...]:
+    def folded(self) -> np.ndarray:
         """Each row as what it teaches, with case, Unicode form and runs of whitespace folded (for near duplicates):
         a conversation's turns with their roles, else its prompt and its target, kept apart; as the digest of that
-        (:func:`_digest`), so that a million rows' keys are 16 bytes each, not a folded copy of the dataset."""
-        return tuple(_digest(_key(row, _fold)) for row in self.dataset.rows)
+        (:func:`_digests`), so that a million rows' keys are an array of 16 bytes each, not a folded copy of the
+        dataset, nor a million bytes objects."""
+        return _digests(self.dataset.rows, _fold)
 
     @cached_property
-    def row_index(self) -> dict[int, int]:
-        """A row's line -> its index in the dataset's rows (a line holds one row at most)."""
-        return {row.line: i for i, row in enumerate(self.dataset.rows)}
+    def row_index(self) -> Callable[[int], int]:
+        """A row's line -> its index in the dataset's rows (a line holds one row at most): found in the rows' lines, which
+        the readers give in order, rather than a dict of every row (a million rows' dict is 100 MB)."""
+        lines = np.fromiter((row.line for row in self.dataset.rows), dtype=np.int64, count=len(self.dataset.rows))
+        if len(lines) > 1 and not bool(np.all(lines[1:] > lines[:-1])):
+            return {int(line): i for i, line in enumerate(lines)}.__getitem__
+        return lambda line: int(np.searchsorted(lines, line))
 
     @cached_property
     def repeats(self) -> dict[int, tuple[str, str, Run]]:
@@ -125,9 +135,9 @@ def _answers_of(row: Row) -> list[tuple[str, str]]:
     chosen answer: its rejected one is what the model is taught not to write)."""
     if row.completion_at is not None:  # counted from where the answer starts (an implicit prompt's is inside 'chosen')
         answer = "its 'completion'" if row.shape == "prompt_completion" else "its chosen answer"
-        return [(f"message {k} of {answer}", m.content or "") for k, m in enumerate(row.messages[row.completion_at :], 1)]
+        return [(f"message {k} of {answer}", content or "") for k, (_, content) in enumerate(list(row.pairs())[row.completion_at :], 1)]
     if row.shape == "messages":
-        return [(f"message {k} (the assistant's)", m.content or "") for k, m in enumerate(row.messages, 1) if m.role == "assistant"]
+        return [(f"message {k} (the assistant's)", content or "") for k, (role, content) in enumerate(row.pairs(), 1) if role == "assistant"]
     return [(f"its {_TARGET_FIELD[row.shape]!r}", row.target)]
 
 
@@ -135,8 +145,8 @@ def _key(row: Row, fold: Callable[[str], str]) -> tuple:
     """What a row teaches: its turns with their roles, or its prompt and answer (a preference row's rejected answer too:
     two pairs that share a prompt and a chosen answer but not the rejected one teach different things)."""
     rejected = () if row.rejected is None else (fold(row.rejected),)
-    if row.messages:
-        return (row.shape, row.completion_at, *((m.role, fold(m.content or "")) for m in row.messages), *rejected)
+    if row.turn_count:
+        return (row.shape, row.completion_at, *((role, fold(content or "")) for role, content in row.pairs()), *rejected)
     return (row.shape, fold(row.prompt), fold(row.target), *rejected)
 
 
@@ -144,6 +154,35 @@ def _digest(key: tuple) -> bytes:
     """A row's key as 16 bytes: the BLAKE2b digest of its ``repr`` (which tells every tuple of strings and numbers from
     every other); two keys alike by chance would need 2**64 rows."""
     return hashlib.blake2b(repr(key).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _digests(rows: Sequence[Row], fold: Callable[[str], str]) -> np.ndarray:
+    """Each row's key digest (:func:`_digest`), folded by ``fold``, in one array of 16-byte strings."""
+    packed = bytearray(16 * len(rows))
+    for i, row in enumerate(rows):
+        packed[16 * i : 16 * i + 16] = _digest(_key(row, fold))
+    return np.frombuffer(packed, dtype="S16")
+
+
+def _repeating(keys: np.ndarray) -> dict[int, int]:
+    """Each row whose key an earlier row has -> the first row with that key. Only the rows whose key's first 8 bytes
+    another row shares are grouped, by the whole key: a million distinct rows sort 8 MB of prefixes and group none."""
+    if len(keys) < 2:
+        return {}
+    prefixes = keys.view(np.uint64)[0::2]
+    order = np.argsort(prefixes, kind="stable")
+    ranked = prefixes[order]
+    same = np.flatnonzero(ranked[1:] == ranked[:-1])
+    del ranked
+    shared = np.zeros(len(keys), dtype=bool)
+    shared[order[same]] = shared[order[same + 1]] = True
+    first: dict[bytes, int] = {}
+    out: dict[int, int] = {}
+    for i in np.flatnonzero(shared).tolist():
+        earliest = first.setdefault(keys[i], i)  # a 16-byte key, its trailing zero bytes dropped: still one per key
+        if earliest != i:
+            out[i] = earliest
+    return out
 
 
 def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -> Iterator[Hit]:
@@ -303,16 +342,11 @@ def duplicates(ctx: TextContext) -> Iterator[Hit]:
     Does not mean: which copy to keep.
     """
     rows = ctx.dataset.rows
-    first: dict[bytes, int] = {}  # folded key's digest -> the first row with it
-    first_exact: dict[bytes, int] = {}  # exact key's digest -> the first row with it
+    first = _repeating(ctx.folded)  # a row equal to an earlier one after folding -> the first of them
+    first_exact = _repeating(_digests(rows, str))  # a row identical to an earlier one -> the first of them
     repeated: dict[int, tuple[int, bool]] = {}  # a repeating row's line -> (the row it repeats, whether byte for byte)
-    for i, key in enumerate(ctx.folded):
-        exact = first_exact.setdefault(_digest(_key(rows[i], str)), i)
-        if exact != i:  # identical to an earlier row: named with the first of them
-            repeated[rows[i].line] = (exact, True)
-        elif key in first:
-            repeated[rows[i].line] = (first[key], False)
-        first.setdefault(key, i)
+    for i, earlier in sorted(first.items()):  # identical to an earlier row: named with the first of them
+        repeated[rows[i].line] = (first_exact[i], True) if i in first_exact else (earlier, False)
     identical = sum(same for _, same in repeated.values())
     folded = len(repeated) - identical
 
@@ -344,11 +378,14 @@ def split_leak(ctx: TextContext) -> Iterator[Hit]:
         raise NotApplicable(ONE_SPLIT)
     if not dataset.earlier:
         raise NotApplicable(f"{dataset.split} is the dataset's first split: a row in two splits is named in the later one")
-    seen: dict[bytes, tuple[TextDataset, Row]] = {}
-    for split in dataset.earlier:
-        for row in split.rows:
-            seen.setdefault(_digest(_key(row, _fold)), (split, row))
-    leaked = {i: seen[key] for i, key in enumerate(ctx.folded) if key in seen}
+    splits = [split for split in dataset.earlier for _ in split.rows]
+    rows = [row for split in dataset.earlier for row in split.rows]
+    earlier = _digests(rows, _fold)
+    keys, first = np.unique(earlier, return_index=True)  # each key of the earlier splits, at its first row
+    folded = ctx.folded
+    at = np.minimum(np.searchsorted(keys, folded), max(len(keys) - 1, 0))
+    found = np.flatnonzero(keys[at] == folded) if len(keys) else np.zeros(0, dtype=np.int64)
+    leaked = {i: (splits[first[at[i]]], rows[first[at[i]]]) for i in found.tolist()}
     by_line = {dataset.rows[i].line: found for i, found in leaked.items()}
 
     def say(r: Row) -> tuple[str, str]:
@@ -396,7 +433,7 @@ def tool_orphan(ctx: TextContext) -> Iterator[Hit]:
 
 
 def _index(ctx: TextContext, row: Row) -> int:
-    return ctx.row_index[row.line]
+    return ctx.row_index(row.line)
 
 
 # --- answers ---------------------------------------------------------------------------
@@ -432,10 +469,12 @@ def length_outlier(ctx: TextContext) -> Iterator[Hit]:
     Does not mean: the row is wrong; read it.
     """
     t = ctx.t
-    lengths = {i: max(len(text) for _, text in _answers_of(row)) for i, row in enumerate(ctx.dataset.rows) if row.target}
-    if len(lengths) < t.TEXT_LENGTH_MIN_ROWS:
-        raise NotApplicable(f"only {figures.plural(len(lengths), 'row')} with an answer to compare lengths across (needs {t.TEXT_LENGTH_MIN_ROWS})")
-    counts = np.fromiter(lengths.values(), dtype=np.float64)
+    rows = ctx.dataset.rows
+    longest = np.fromiter((max(len(text) for _, text in _answers_of(row)) if row.target else 0 for row in rows), dtype=np.int64, count=len(rows))
+    answered = np.flatnonzero(np.fromiter((bool(row.target) for row in rows), dtype=bool, count=len(rows)))
+    if len(answered) < t.TEXT_LENGTH_MIN_ROWS:
+        raise NotApplicable(f"only {figures.plural(len(answered), 'row')} with an answer to compare lengths across (needs {t.TEXT_LENGTH_MIN_ROWS})")
+    counts = longest[answered].astype(np.float64)
     logs = np.log(counts)
     center = float(median(logs))
     sigma = MAD_TO_SIGMA * float(median(np.abs(logs - center)))
@@ -445,15 +484,16 @@ def length_outlier(ctx: TextContext) -> Iterator[Hit]:
         above = math.log(n) - center
         return above / sigma if sigma > 0 else (math.inf if above > 0 else 0.0)
 
-    far = [i for i, n in lengths.items() if n >= t.TEXT_LENGTH_RATIO * middle and z(n) >= t.TEXT_LENGTH_Z and i not in ctx.repeats]
+    candidates = answered[longest[answered] >= t.TEXT_LENGTH_RATIO * middle].tolist()
+    far = [i for i in candidates if z(int(longest[i])) >= t.TEXT_LENGTH_Z and i not in ctx.repeats]
 
     def say(r: Row) -> tuple[str, str]:
-        n = lengths[_index(ctx, r)]
+        n = int(longest[_index(ctx, r)])
         where = next(w for w, text in _answers_of(r) if len(text) == n)
         spread = f"{z(n):.1f} robust sigmas above it on a log scale" if sigma > 0 else "over half the answers are of that length"
         return (f"{ctx.at(r)}: {where} has {figures.plural(n, 'character')}, {figures.num(n / middle)} times the median answer "
                 f"({figures.plural(middle, 'character')}).",
-                f"median of {figures.plural(len(lengths), 'answer')} {figures.plural(middle, 'character')}; {spread}")
+                f"median of {figures.plural(len(answered), 'answer')} {figures.plural(middle, 'character')}; {spread}")
 
     yield from _row_hits(ctx, sorted(far), "have an answer far longer than the rest", say)
 
@@ -471,7 +511,7 @@ def _need_lengths(ctx: TextContext) -> Lengths:
 
 def _answers(row: Row) -> bool:
     """Whether the row has a part to train on: a conversation with no assistant turn has none (TP-TEXT-NO-ASSISTANT names it)."""
-    return row.shape != "messages" or any(m.role == "assistant" for m in row.messages)
+    return row.shape != "messages" or any(role == "assistant" for role, _ in row.pairs())
 
 
 def too_long(ctx: TextContext) -> Iterator[Hit]:

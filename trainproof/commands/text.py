@@ -28,6 +28,7 @@ InputError naming the line it was rendering: the tokenizer cannot be used.
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -40,8 +41,10 @@ from trainproof.io.progress import terminal_progress
 from trainproof.judge import Command, Input, Inputs, Outcome, Prepared, Stage, nothing_ran
 from trainproof.report import Subject
 
-ENCODE_CHUNK = 4096
-"""Strings encoded per batch call (the progress line moves once per chunk)."""
+ENCODE_CHUNK = 512
+"""Rows rendered and encoded per batch call (the progress line moves once per chunk). The library's encodings of a
+batch hold some 80 bytes a token until the lengths are taken from them: 4,096 rows of 300 tokens held 100 MiB, 512
+hold 30 MiB, and encode as fast (a million chat rows, benchmarks/bench_data.py's text case)."""
 
 ANSWER_MARK = "7391046285502846193"
 """What stands in for a conversation's first answer in its second rendering, to find where the template puts the
@@ -62,7 +65,7 @@ def _first_answer(row: Any) -> int:
     """Where a conversation's trained part starts: its completion or chosen answer, else its first assistant turn."""
     if row.completion_at is not None:
         return row.completion_at
-    return next((k for k, m in enumerate(row.messages) if m.role == "assistant"), len(row.messages))
+    return next((k for k, (role, _) in enumerate(row.pairs()) if role == "assistant"), row.turn_count)
 
 
 def _marked(turns: list[dict], first: int) -> list[dict]:
@@ -107,8 +110,8 @@ def _plain(row: Any) -> tuple[str, str]:
     """A row's prompt and answer as plain text: a conversation split where its trained part starts."""
     if not row.is_chat:
         return row.prompt, row.target
-    first = _first_answer(row)
-    return "\n\n".join(m.content or "" for m in row.messages[:first]), "\n\n".join(m.content or "" for m in row.messages[first:])
+    first, messages = _first_answer(row), row.messages
+    return "\n\n".join(m.content or "" for m in messages[:first]), "\n\n".join(m.content or "" for m in messages[first:])
 
 
 def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] | None = None) -> Any:
@@ -136,11 +139,11 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
     def counted_whole(pairs: list[Any]) -> Sequence[tuple[int, int] | Failed]:  # (rendered text, where its answer starts)
         return tokenizer.count_before([text for text, _ in pairs], [cut for _, cut in pairs])
 
-    total, prompt = [0] * len(rows), [0] * len(rows)
+    total, prompt = array("q", bytes(8 * len(rows))), array("q", bytes(8 * len(rows)))
     failed: dict[int, str] = {}
     refused: dict[int, str] = {}
-    whole_rows: list[int] = []
-    apart_rows: list[int] = []
+    templated = bytearray(len(rows))  # 1 where the row was counted whole, through the chat template
+    preference_rows: list[int] = []  # the rows with a rejected answer to measure too
     for start in range(0, len(rows), ENCODE_CHUNK):
         span = range(start, min(len(rows), start + ENCODE_CHUNK))
         chats = [i for i in span if rows[i].is_chat] if templated_rows else []
@@ -148,7 +151,7 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
         refused.update((i, got.reason) for i, got in results.items() if isinstance(got, Failed))
         rendered = {i: got for i, got in results.items() if isinstance(got, str)}
         first = {i: _first_answer(rows[i]) for i in rendered}
-        answered = [i for i, k in first.items() if k < len(rows[i].messages)]
+        answered = [i for i, k in first.items() if k < rows[i].turn_count]
         marked = _rendered(tokenizer, rows, answered, _Conversations(rows, answered, first))
         cuts = {i: _before_answer(text, _text(marked.get(i))) if i in marked else len(text) for i, text in rendered.items()}
         whole = [i for i, cut in cuts.items() if cut is not None]
@@ -164,13 +167,13 @@ def measure(dataset: Any, tokenizer: Any, progress: Callable[[int, int], None] |
                     failed[i] = got.reason
                 else:
                     total[i], prompt[i] = got
-        whole_rows += whole
-        apart_rows += apart
+        for i in whole:
+            templated[i] = i not in failed
+        preference_rows += (i for i in (*whole, *apart) if rows[i].rejected is not None and i not in failed)
         if progress is not None:
             progress(span.stop, len(rows))
-    templated = frozenset(whole_rows) - failed.keys()
-    rejected = _rejected(tokenizer, rows, [i for i in whole_rows if i not in failed], [i for i in apart_rows if i not in failed])
-    return Lengths(tuple(total), tuple(prompt), tuple(sorted(failed.items())), tuple(sorted(refused.items())), templated, rejected)
+    rejected = _rejected(tokenizer, rows, [i for i in preference_rows if templated[i]], [i for i in preference_rows if not templated[i]])
+    return Lengths(total, prompt, tuple(sorted(failed.items())), tuple(sorted(refused.items())), bytes(templated), rejected)
 
 
 def _wrapping(tokenizer: Any) -> tuple[int, int]:
@@ -268,20 +271,22 @@ def _unmeasured(dataset: Any, lengths: Any) -> tuple[str, ...]:
 def summarize(dataset: Any, lengths: Any, max_len: int | None, template: str | None = None) -> dict:
     """The dataset's figures; with lengths, how they were counted too: ``chat_template`` is the file the tokenizer's
     chat template was read from ("none" without one), ``rows_chat_template`` the rows measured with it applied."""
+    import numpy as np
+
     out: dict = {"lines": dataset.lines, "rows": len(dataset.rows), "problems": len(dataset.problems)}
     out.update({f"rows_{shape}": n for shape, n in dataset.shapes.items() if n})
     unmeasured = lengths.left_out if lengths is not None else frozenset()
     if lengths is not None and len(lengths.total) > len(unmeasured):
-        ordered = sorted(n for i, n in enumerate(lengths.total) if i not in unmeasured)
-        out["tokens"] = sum(ordered)
-        out["tokens_p50"] = ordered[len(ordered) // 2]
-        out["tokens_max"] = ordered[-1]
+        ordered = np.sort(lengths.measured())
+        out["tokens"] = int(ordered.sum())
+        out["tokens_p50"] = int(ordered[len(ordered) // 2])
+        out["tokens_max"] = int(ordered[-1])
         out["rows_measured"] = len(ordered)
         out["chat_template"] = template or "none"
-        out["rows_chat_template"] = len(lengths.templated - unmeasured)
+        out["rows_chat_template"] = lengths.templated.count(1)
         if max_len is not None:
             out["max_len"] = max_len
-            out["rows_over_max_len"] = sum(n > max_len for n in ordered)
+            out["rows_over_max_len"] = int(np.count_nonzero(ordered > max_len))
     return out
 
 

@@ -44,8 +44,7 @@ def tokens_per_row(ctx: TextContext, findings: Sequence[Finding]) -> Histogram |
     lengths = ctx.lengths
     if lengths is None:
         return None
-    left_out = lengths.left_out
-    values = np.array([n for i, n in enumerate(lengths.total) if i not in left_out], dtype=float)
+    values = lengths.measured().astype(float)
     if values.size == 0:
         return None
     limit = ctx.max_len

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import FrozenInstanceError, dataclass
+from typing import Any, NamedTuple
 
 SHAPES = ("text", "prompt_completion", "instruction", "messages", "preference")
 """The shapes of a training example. A row that has the fields of several is read as the first of messages,
@@ -28,16 +28,16 @@ PROBLEM_KINDS = (
 recorded on a row that is still read, so a rule can count them."""
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One turn of a conversation, its role as the chat template sees it (ShareGPT's ``human``/``gpt`` already mapped)."""
+class Message(NamedTuple):
+    """One turn of a conversation, its role as the chat template sees it (ShareGPT's ``human``/``gpt`` already mapped).
+    A named tuple: a row makes its Messages each time they are asked for (see :class:`Row`), and a tuple is made in a
+    fifth of a frozen dataclass's time."""
 
     role: str
     content: str | None  # None when the field is missing or null
     tool_calls: tuple[Any, ...] = ()  # an assistant turn's calls, as written (OpenAI's shape), for the chat template
 
 
-@dataclass(frozen=True, slots=True)
 class Row:
     """One JSONL line that is a training example.
 
@@ -67,22 +67,126 @@ class Row:
     trainer will; ``completion_at`` is where in it the completion or chosen
     answer starts (None for a ``messages`` row, whose every assistant turn is
     trained). A null field reads as ``""`` here (its problem is recorded).
+
+    A million rows are held at once, so a row is kept small: a conversation
+    whose turns carry no tool calls keeps them as one flat tuple of roles and
+    contents (``messages`` makes the Message objects when asked), and the
+    fields of the rarer shapes share one slot. It is otherwise a frozen
+    record: compared, hashed and pickled by its fields.
     """
+
+    __slots__ = ("line", "shape", "prompt", "target", "_turns", "_rare")
 
     line: int  # 1-based line number in the file
     shape: str  # one of SHAPES
     prompt: str
     target: str
-    messages: tuple[Message, ...] = ()
-    completion_at: int | None = None
-    rejected: str | None = None  # a preference row's rejected answer; None for every other shape
-    rejected_messages: tuple[Message, ...] = ()  # a conversational preference row's rejected conversation (its prompt's turns first)
-    tools: tuple[Any, ...] = ()  # the row's ``tools`` (function schemas), passed to a chat template as transformers does
+
+    def __init__(
+        self,
+        line: int,
+        shape: str,
+        prompt: str,
+        target: str,
+        messages: tuple[Message, ...] = (),
+        completion_at: int | None = None,
+        rejected: str | None = None,  # a preference row's rejected answer; None for every other shape
+        rejected_messages: tuple[Message, ...] = (),  # a conversational preference row's rejected conversation (its prompt's turns first)
+        tools: tuple[Any, ...] = (),  # the row's ``tools`` (function schemas), passed to a chat template as transformers does
+    ) -> None:
+        put = object.__setattr__
+        put(self, "line", line)
+        put(self, "shape", shape)
+        put(self, "prompt", prompt)
+        put(self, "target", target)
+        put(self, "_turns", _packed(messages) if messages else ())
+        rare = (completion_at, rejected, rejected_messages, tools)
+        put(self, "_rare", None if rare == _COMMON else rare)
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        turns = self._turns
+        if not turns or isinstance(turns[0], Message):
+            return turns
+        made = tuple.__new__  # Message's own __new__ is a Python function: a third of the time again
+        return tuple([made(Message, (turns[k], turns[k + 1], ())) for k in range(0, len(turns), 2)])
+
+    def pairs(self) -> Iterable[tuple[str, str | None]]:
+        """Each turn's role and content, in order: ``messages`` without making the Message objects."""
+        turns = self._turns
+        if turns and isinstance(turns[0], Message):
+            return [(m.role, m.content) for m in turns]
+        return zip(turns[0::2], turns[1::2])
+
+    @property
+    def turn_count(self) -> int:
+        """``len(self.messages)``, without making them."""
+        turns = self._turns
+        return len(turns) if not turns or isinstance(turns[0], Message) else len(turns) // 2
+
+    @property
+    def completion_at(self) -> int | None:
+        return None if self._rare is None else self._rare[0]
+
+    @property
+    def rejected(self) -> str | None:
+        return None if self._rare is None else self._rare[1]
+
+    @property
+    def rejected_messages(self) -> tuple[Message, ...]:
+        return () if self._rare is None else self._rare[2]
+
+    @property
+    def tools(self) -> tuple[Any, ...]:
+        return () if self._rare is None else self._rare[3]
 
     @property
     def is_chat(self) -> bool:
         """Whether the row is a conversation, for a chat template to render."""
-        return self.shape == "messages" or bool(self.messages)
+        return self.shape == "messages" or bool(self._turns)
+
+    def _fields(self) -> tuple:
+        return (self.line, self.shape, self.prompt, self.target, self.messages, self.completion_at, self.rejected, self.rejected_messages, self.tools)
+
+    def replaced(self, **changes: Any) -> Row:
+        """The row with the fields named changed (as ``dataclasses.replace``)."""
+        return Row(**{**dict(zip(_FIELDS, self._fields())), **changes})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return self._fields() == other._fields() if isinstance(other, Row) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __reduce__(self) -> tuple:
+        return (Row, self._fields())
+
+    def __repr__(self) -> str:
+        return f"Row({', '.join(f'{name}={value!r}' for name, value in zip(_FIELDS, self._fields()))})"
+
+
+_FIELDS = ("line", "shape", "prompt", "target", "messages", "completion_at", "rejected", "rejected_messages", "tools")
+
+
+_COMMON = (None, None, (), ())
+"""The fields of the rarer shapes as most rows have them: held as None."""
+
+
+def _packed(messages: tuple[Message, ...]) -> tuple:
+    """A conversation's turns as a row holds them: roles and contents in one flat tuple, when no turn has tool calls
+    (two turns in a tuple of four, not a tuple of two Message objects: 96 bytes a row less); else the Messages."""
+    flat: list = []
+    for role, content, calls in messages:
+        if calls:
+            return tuple(messages)
+        flat += (role, content)
+    return tuple(flat)
 
 
 @dataclass(frozen=True)

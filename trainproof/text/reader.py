@@ -389,7 +389,7 @@ class _Reader:
             return
         self.sharegpt += sharegpt
         if "tools" in record and row.is_chat:
-            row = replace(row, tools=_tools(record))
+            row = row.replaced(tools=_tools(record))
         self.rows.append(row)
         self.problems.extend(map(self._named, found))
 
@@ -628,7 +628,7 @@ def _conversational_preference(n: int, record: Mapping[str, object], explicit: b
     other = tuple(m for _, part in rejected for m in part)
     if not any(p.kind in _ROLE_KINDS for p in found):
         _check_answered(n, other, _Spans.of(rejected), at, found)
-    return replace(row, rejected=_joined([m.content for m in other[at:]]), rejected_messages=other), sharegpt
+    return row.replaced(rejected=_joined([m.content for m in other[at:]]), rejected_messages=other), sharegpt
 
 
 def _shared_prefix(chosen: Sequence[object], rejected: Sequence[object]) -> int:
