@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from trainproof.checks.text import _repeating
-from trainproof.text.model import Message, Row
+from trainproof.text.model import JOINED, Message, Row
+from trainproof.text.reader import read_text_dataset
 
 CONVERSATION = (Message("system", "Be brief."), Message("user", "Hi"), Message("assistant", None))
 CALLING = (Message("user", "Weather?"), Message("assistant", "", ({"type": "function", "function": {"name": "w"}},)), Message("tool", "sunny"))
@@ -74,10 +75,37 @@ def test_rows_repeating_a_key_are_found_as_a_dict_of_every_key_finds_them(seed: 
     pool = [rng.choice(prefixes) + rng.randbytes(8) for _ in range(12)]  # keys alike in their first 8 bytes only
     pool += [pool[0][:15] + b"\x00", pool[0][:15] + b"\x01", b"\x00" * 16, b"\x00" * 15 + b"\x01"]  # zero bytes at the end
     keys = [rng.choice(pool) if rng.random() < 0.6 else rng.randbytes(16) for _ in range(400)]
-    assert _repeating(np.frombuffer(b"".join(keys), dtype="S16")) == _reference(keys)
+    rows, firsts = _repeating(np.frombuffer(b"".join(keys), dtype="S16"))
+    assert dict(zip(rows.tolist(), firsts.tolist())) == _reference(keys)
+    assert rows.tolist() == sorted(rows.tolist())
 
 
 def test_distinct_keys_repeat_nothing() -> None:
     keys = [i.to_bytes(16, "little") for i in range(1000)]  # alike in their last 14 bytes, all zero
-    assert _repeating(np.frombuffer(b"".join(keys), dtype="S16")) == {}
-    assert _repeating(np.frombuffer(b"", dtype="S16")) == {}
+    for packed in (b"".join(keys), b""):
+        rows, firsts = _repeating(np.frombuffer(packed, dtype="S16"))
+        assert rows.size == firsts.size == 0
+
+
+def test_thousands_of_copies_of_a_few_rows_are_grouped_to_their_first() -> None:
+    keys = [bytes([k]) * 16 for k in range(3)] * 2000
+    rows, firsts = _repeating(np.frombuffer(b"".join(keys), dtype="S16"))
+    assert rows.tolist() == list(range(3, 6000)) and firsts.tolist() == [i % 3 for i in range(3, 6000)]
+
+
+def test_a_prompt_joined_from_several_turns_is_joined_when_asked_for(tmp_path) -> None:
+    given = Row(2, "messages", JOINED, JOINED, CONVERSATION)
+    assert (given.prompt, given.target) == ("Be brief.\n\nHi", "")
+    assert given == Row(2, "messages", "Be brief.\n\nHi", "", CONVERSATION)
+    assert given.replaced(tools=({"type": "function"},))._prompt is JOINED  # not held joined by a change of another field
+    path = tmp_path / "chat.jsonl"
+    lines = [
+        '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}',
+        '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "A"},'
+        ' {"role": "user", "content": "More"}, {"role": "assistant", "content": "B"}]}',
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    first, second = read_text_dataset(path).rows
+    assert (first.prompt, first.target, second.prompt, second.target) == ("Be brief.\n\nHi", "Hello", "Be brief.\n\nHi\n\nA\n\nMore", "A\n\nB")
+    assert first._prompt is JOINED and first.target is first.messages[2].content  # one turn's text is held as that turn's
+    assert first.messages[0].content is second.messages[0].content  # one system prompt, shared by the rows that open with it

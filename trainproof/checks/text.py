@@ -164,11 +164,13 @@ def _digests(rows: Sequence[Row], fold: Callable[[str], str]) -> np.ndarray:
     return np.frombuffer(packed, dtype="S16")
 
 
-def _repeating(keys: np.ndarray) -> dict[int, int]:
-    """Each row whose key an earlier row has -> the first row with that key. Only the rows whose key's first 8 bytes
-    another row shares are grouped, by the whole key: a million distinct rows sort 8 MB of prefixes and group none."""
+def _repeating(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose key an earlier row has (ascending), and for each the first row with that key. Only the rows whose
+    key's first 8 bytes another row shares are grouped, by the whole key: a million distinct rows sort 8 MB of prefixes
+    and group none; a million copies of a few rows are grouped in arrays, not in a dict a row."""
+    none = np.zeros(0, dtype=np.int64)
     if len(keys) < 2:
-        return {}
+        return none, none
     prefixes = keys.view(np.uint64)[0::2]
     order = np.argsort(prefixes, kind="stable")
     ranked = prefixes[order]
@@ -176,13 +178,20 @@ def _repeating(keys: np.ndarray) -> dict[int, int]:
     del ranked
     shared = np.zeros(len(keys), dtype=bool)
     shared[order[same]] = shared[order[same + 1]] = True
-    first: dict[bytes, int] = {}
-    out: dict[int, int] = {}
-    for i in np.flatnonzero(shared).tolist():
-        earliest = first.setdefault(keys[i], i)  # a 16-byte key, its trailing zero bytes dropped: still one per key
-        if earliest != i:
-            out[i] = earliest
-    return out
+    del order, same
+    candidates = np.flatnonzero(shared)  # ascending: a stable sort of their keys keeps each group's first row first
+    if not len(candidates):
+        return none, none
+    by_key = np.argsort(keys[candidates], kind="stable")
+    ranked_keys = keys[candidates[by_key]]
+    starts = np.ones(len(by_key), dtype=bool)
+    starts[1:] = ranked_keys[1:] != ranked_keys[:-1]
+    del ranked_keys
+    group_start = np.maximum.accumulate(np.where(starts, np.arange(len(by_key)), 0))
+    firsts = np.empty(len(candidates), dtype=np.int64)
+    firsts[by_key] = candidates[by_key][group_start]
+    later = firsts != candidates
+    return candidates[later], firsts[later]
 
 
 def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -> Iterator[Hit]:
@@ -199,7 +208,7 @@ def _problem_hits(ctx: TextContext, problems: Sequence[RowProblem], what: str) -
 
 
 def _row_hits(
-    ctx: TextContext, rows: Sequence[int], what: str, say: Callable[[Row], tuple[str, str]], values: dict | None = None, *, measured: bool = False
+    ctx: TextContext, rows: Sequence[int] | np.ndarray, what: str, say: Callable[[Row], tuple[str, str]], values: dict | None = None, *, measured: bool = False
 ) -> Iterator[Hit]:
     """One hit for each of the first TEXT_EXAMPLES rows (indices into the dataset's rows), the first counting them all
     (``measured``: out of the rows the tokenizer measured, not those it could not encode)."""
@@ -342,13 +351,15 @@ def duplicates(ctx: TextContext) -> Iterator[Hit]:
     Does not mean: which copy to keep.
     """
     rows = ctx.dataset.rows
-    first = _repeating(ctx.folded)  # a row equal to an earlier one after folding -> the first of them
-    first_exact = _repeating(_digests(rows, str))  # a row identical to an earlier one -> the first of them
-    repeated: dict[int, tuple[int, bool]] = {}  # a repeating row's line -> (the row it repeats, whether byte for byte)
-    for i, earlier in sorted(first.items()):  # identical to an earlier row: named with the first of them
-        repeated[rows[i].line] = (first_exact[i], True) if i in first_exact else (earlier, False)
-    identical = sum(same for _, same in repeated.values())
-    folded = len(repeated) - identical
+    repeating, first = _repeating(ctx.folded)  # rows equal to an earlier one after folding, and the first of each
+    identical_rows, first_identical = _repeating(_digests(rows, str))  # rows identical to an earlier one (among those)
+    identical = len(identical_rows)
+    folded = len(repeating) - identical
+    repeated: dict[int, tuple[int, bool]] = {}  # a named row's line -> (the row it repeats, whether byte for byte)
+    for i, earlier in zip(repeating[: ctx.t.TEXT_EXAMPLES].tolist(), first[: ctx.t.TEXT_EXAMPLES].tolist()):
+        at = int(np.searchsorted(identical_rows, i))  # identical to an earlier row: named with the first of them
+        exact = at < identical and identical_rows[at] == i
+        repeated[rows[i].line] = (int(first_identical[at]), True) if exact else (earlier, False)
 
     def say(r: Row) -> tuple[str, str]:
         earlier, same = repeated[r.line]
@@ -356,8 +367,7 @@ def duplicates(ctx: TextContext) -> Iterator[Hit]:
         return (f"{ctx.at(r)} repeats {ctx.dataset.where(rows[earlier].line)}{how}.",
                 f"{identical:,} identical to an earlier row, {folded:,} equal to one only after folding case, Unicode form and whitespace")
 
-    indices = [i for i, row in enumerate(rows) if row.line in repeated]
-    yield from _row_hits(ctx, indices, "repeat an earlier row", say)
+    yield from _row_hits(ctx, repeating, "repeat an earlier row", say)
 
 
 ONE_SPLIT = "the dataset has one split"

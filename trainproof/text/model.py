@@ -70,24 +70,27 @@ class Row:
 
     A million rows are held at once, so a row is kept small: a conversation
     whose turns carry no tool calls keeps them as one flat tuple of roles and
-    contents (``messages`` makes the Message objects when asked), and the
-    fields of the rarer shapes share one slot. It is otherwise a frozen
-    record: compared, hashed and pickled by its fields.
+    contents (``messages`` makes the Message objects when asked), a prompt or
+    target given as JOINED (None) is joined from them when asked rather than
+    held beside them, and the fields of the rarer shapes share one slot. It is
+    otherwise a frozen record: compared, hashed and pickled by its fields.
     """
 
-    __slots__ = ("line", "shape", "prompt", "target", "_turns", "_rare")
+    __slots__ = ("line", "shape", "_prompt", "_target", "_turns", "_rare")
 
     line: int  # 1-based line number in the file
     shape: str  # one of SHAPES
-    prompt: str
-    target: str
+    _prompt: str | None  # None: JOINED
+    _target: str | None
+    _turns: tuple[Any, ...]  # roles and contents in turn, or the Messages when a turn has tool calls
+    _rare: tuple[Any, ...] | None  # completion_at, rejected, rejected_messages, tools; None when all are as _COMMON
 
     def __init__(
         self,
         line: int,
         shape: str,
-        prompt: str,
-        target: str,
+        prompt: str | None,  # None: joined from the messages when asked (see JOINED)
+        target: str | None,
         messages: tuple[Message, ...] = (),
         completion_at: int | None = None,
         rejected: str | None = None,  # a preference row's rejected answer; None for every other shape
@@ -97,11 +100,21 @@ class Row:
         put = object.__setattr__
         put(self, "line", line)
         put(self, "shape", shape)
-        put(self, "prompt", prompt)
-        put(self, "target", target)
         put(self, "_turns", _packed(messages) if messages else ())
         rare = (completion_at, rejected, rejected_messages, tools)
         put(self, "_rare", None if rare == _COMMON else rare)
+        put(self, "_prompt", prompt if prompt is not None or messages else "")
+        put(self, "_target", target if target is not None or messages else "")
+
+    @property
+    def prompt(self) -> str:
+        held = self._prompt
+        return held if held is not None else _split(self.pairs(), self.completion_at)[0]
+
+    @property
+    def target(self) -> str:
+        held = self._target
+        return held if held is not None else _split(self.pairs(), self.completion_at)[1]
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -150,7 +163,7 @@ class Row:
 
     def replaced(self, **changes: Any) -> Row:
         """The row with the fields named changed (as ``dataclasses.replace``)."""
-        return Row(**{**dict(zip(_FIELDS, self._fields())), **changes})
+        return Row(**{**dict(zip(_FIELDS, self._fields())), "prompt": self._prompt, "target": self._target, **changes})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -176,6 +189,34 @@ _FIELDS = ("line", "shape", "prompt", "target", "messages", "completion_at", "re
 
 _COMMON = (None, None, (), ())
 """The fields of the rarer shapes as most rows have them: held as None."""
+
+
+JOINED = None
+"""A conversation's prompt or target given so to :class:`Row`: joined from its turns each time it is asked for (a text
+joined from several turns would otherwise be held twice, in the turns and joined)."""
+
+
+def held(contents: list[str | None]) -> str | None:
+    """What a row is given for the text these contents join to: the one non-empty content itself (or "") where there is
+    no more than one, which costs nothing to hold; else JOINED."""
+    filled = [content for content in contents if content]
+    return JOINED if len(filled) > 1 else (filled[0] if filled else "")
+
+
+def joined(contents: Iterable[str | None]) -> str:
+    """The contents of turns as one text: the non-empty ones, a blank line between them."""
+    return "\n\n".join([content for content in contents if content])
+
+
+def _split(pairs: Iterable[tuple[str, str | None]], completion_at: int | None) -> tuple[str, str]:
+    """A conversation's prompt and target as the reader joins them (see :class:`Row`): split where its completion or
+    chosen answer starts; else every turn before its last assistant turn, and every assistant turn."""
+    turns = list(pairs)
+    contents = [content for _, content in turns]
+    if completion_at is not None:
+        return joined(contents[:completion_at]), joined(contents[completion_at:])
+    answers = [k for k, (role, _) in enumerate(turns) if role == "assistant"]
+    return joined(contents[: answers[-1] if answers else len(turns)]), joined(contents[k] for k in answers)
 
 
 def _packed(messages: tuple[Message, ...]) -> tuple:

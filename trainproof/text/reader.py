@@ -55,7 +55,7 @@ from trainproof.io.bounded import BLOCK_BYTES, mostly_binary, open_log, read_blo
 from trainproof.io.collector import collector_paused
 from trainproof.io.errors import InputError
 from trainproof.io.safe import quoted
-from trainproof.text.model import ROLES, SHAPES, SYSTEM_ROLES, Message, Row, RowProblem, TextDataset
+from trainproof.text.model import ROLES, SHAPES, SYSTEM_ROLES, Message, Row, RowProblem, TextDataset, held, joined
 
 MAX_TEXT_LINE_BYTES = 16 * 1024 * 1024
 """The longest line kept as a row. Long-context fine-tuning rows run to 100k+ characters, and JSON escapes of non-Latin
@@ -117,6 +117,8 @@ _OTHER_BOMS = (
 _PREFIX_BYTES = 64
 _MAX_KEYS_EXAMINED = 50
 _MAX_KEY_SETS = 1024
+_MAX_SHARED_PROMPTS = 1024  # distinct system prompts a file's rows share one string of (most files have one)
+_SHARED_PROMPT_CHARS = 8192  # longer ones are kept per row: the strings shared stay a few MiB at most
 _ROLES_SHOWN = 6  # a conversation with no assistant turn is named with its roles, each once (so a misspelt one shows)
 
 
@@ -286,6 +288,7 @@ class _Reader:
         self.not_utf8 = 0
         self.first_not_utf8: int | None = None
         self.diagnosed: dict[tuple[str, ...], tuple[str, str | None]] = {}
+        self.system_prompts: dict[str, str] = {}
         self.sharegpt = 0
         self.several = 0
         self.first_several: int | None = None
@@ -381,6 +384,7 @@ class _Reader:
             self.several += 1
             self.first_several = self.first_several or n
         shape, keys = forms[0]
+        self._share_system_prompt(record, keys)
         found: list[RowProblem] = []
         try:
             row, sharegpt = _row(n, shape, keys[0], record, found)
@@ -392,6 +396,24 @@ class _Reader:
             row = row.replaced(tools=_tools(record))
         self.rows.append(row)
         self.problems.extend(map(self._named, found))
+
+    def _share_system_prompt(self, record: dict[str, object], keys: tuple[str, ...]) -> None:
+        """The system prompt opening a conversation, as the one string every row with that prompt shares: a million
+        rows that open with the same 100-character prompt hold it once, not a million times (100 MiB)."""
+        for key in ("prompt", *keys) if keys[0] == "chosen" else keys[:1]:
+            turns = record.get(key)
+            if not isinstance(turns, list) or not turns or not isinstance(turns[0], dict):
+                continue
+            turn = turns[0]
+            content_key = "content" if "role" in turn else "value"
+            content = turn.get(content_key)
+            if turn.get("role", turn.get("from")) not in SYSTEM_ROLES or not isinstance(content, str) or len(content) > _SHARED_PROMPT_CHARS:
+                continue
+            shared = self.system_prompts.get(content)
+            if shared is not None:
+                turn[content_key] = shared
+            elif len(self.system_prompts) < _MAX_SHARED_PROMPTS:
+                self.system_prompts[content] = content
 
     def build(self) -> TextDataset:
         if not self.content:
@@ -470,9 +492,8 @@ def _row(n: int, shape: str, key: str, record: Mapping[str, object], found: list
         found.extend(_missing_turns(n, messages, answers, spans))
         if not sharegpt:  # ShareGPT's function_call turns carry the call in their text
             found.extend(_orphan_tools(n, messages, spans))
-    prompt = _joined([message.content for message in messages[: answers[-1] if answers else len(messages)]])
-    target = _joined([messages[i].content for i in answers])
-    return Row(n, shape, prompt, target, messages), sharegpt
+    before = held([message.content for message in messages[: answers[-1] if answers else len(messages)]])
+    return Row(n, shape, before, held([messages[i].content for i in answers]), messages), sharegpt
 
 
 def _tools(record: Mapping[str, object]) -> tuple[object, ...]:
@@ -552,7 +573,7 @@ def _chat_row(n: int, shape: str, turns: _Turns, at: int, found: list[RowProblem
     _check_answered(n, messages, _Spans.of(turns), at, found)
     if not sharegpt:  # ShareGPT's function_call turns carry the call in their text
         found.extend(_orphan_tools(n, messages, _Spans.of(turns)))
-    return Row(n, shape, _joined([m.content for m in messages[:at]]), _joined([m.content for m in messages[at:]]), messages, at)
+    return Row(n, shape, held([m.content for m in messages[:at]]), held([m.content for m in messages[at:]]), messages, at)
 
 
 _ROLE_KINDS = ("role-order", "no-assistant", "no-user", "unanswered")
@@ -628,7 +649,7 @@ def _conversational_preference(n: int, record: Mapping[str, object], explicit: b
     other = tuple(m for _, part in rejected for m in part)
     if not any(p.kind in _ROLE_KINDS for p in found):
         _check_answered(n, other, _Spans.of(rejected), at, found)
-    return row.replaced(rejected=_joined([m.content for m in other[at:]]), rejected_messages=other), sharegpt
+    return row.replaced(rejected=joined([m.content for m in other[at:]]), rejected_messages=other), sharegpt
 
 
 def _shared_prefix(chosen: Sequence[object], rejected: Sequence[object]) -> int:
@@ -660,8 +681,6 @@ def _missing_turns(n: int, messages: tuple[Message, ...], answers: list[int], sp
     return []
 
 
-def _joined(contents: list[str | None]) -> str:
-    return "\n\n".join([content for content in contents if content])
 
 
 def _string(n: int, record: Mapping[str, object], key: str, found: list[RowProblem], optional: bool = False) -> str:
