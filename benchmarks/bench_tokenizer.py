@@ -33,7 +33,17 @@ rows that differ from each other. Inputs are written before the clock starts.
     lines. Target: within 1.5x each. Interleaved, median of --repeat runs.
     Not in the default --parts.
 
+(m) memory: ``trainproof text FILE --json`` on --memory-rows (1,000,000)
+    chat rows (part (b)'s rows: system, user and assistant turns), as whole
+    processes, without a tokenizer and with part (b)'s tokenizer folder
+    (``--tokenizer FOLDER --max-len 512``). Each process's own peak RSS is
+    sampled every 50 ms. Target: at most 1 GiB each. For scale, the line
+    also gives a new interpreter that only holds the file's rows as parsed
+    JSON (``json.loads`` of each line, kept in a list). Not in the default
+    --parts (it writes 500 MB of rows).
+
     python benchmarks/bench_tokenizer.py [--lines 100000] [--rows 100000] [--repeat 3] [--parts ab] [--parts c]
+    python benchmarks/bench_tokenizer.py --parts m [--memory-rows 1000000]
 """
 
 from __future__ import annotations
@@ -65,7 +75,7 @@ def transcripts(count: int) -> list[str]:
     return [f"{english[i % n]} {english[(i * 7 + 3) % n]}" for i in range(count)]
 
 
-def chat_rows(count: int) -> list[dict]:
+def chat_rows(count: int, start: int = 0) -> list[dict]:
     from tests.tokenizer import build
 
     english = build.english_lines()
@@ -76,7 +86,7 @@ def chat_rows(count: int) -> list[dict]:
             {"role": "user", "content": f"Explain this: {english[i % n]}"},
             {"role": "assistant", "content": f"{english[(i * 7 + 3) % n]} {english[(i * 11 + 5) % n]}"},
         ]}
-        for i in range(count)
+        for i in range(start, start + count)
     ]  # fmt: skip
 
 
@@ -235,11 +245,60 @@ def part_real(args: argparse.Namespace, work: Path) -> list[str]:
     return out
 
 
+MEMORY_TARGET_MIB = 1024
+
+HOLD_ROWS = "import json, sys\nrows = [json.loads(line) for line in open(sys.argv[1], encoding='utf-8')]\nprint(len(rows))\n"
+"""The scale (m) is given against: a new interpreter holding the file's rows as parsed JSON."""
+
+
+def peak_run(argv: list[str]) -> tuple[float, float]:
+    """A whole process: its seconds and its own peak RSS (MiB), sampled every 50 ms."""
+    import psutil
+
+    began = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    watched, peak = psutil.Process(child.pid), 0
+    while child.poll() is None:
+        try:
+            peak = max(peak, watched.memory_info().rss)
+        except psutil.Error:
+            break
+        time.sleep(0.05)
+    seconds = time.perf_counter() - began
+    stderr = child.stderr.read() if child.stderr else ""
+    if child.returncode not in (0, 1):
+        raise SystemExit(f"{argv[:4]} exited {child.returncode}: {stderr.strip()}")
+    return seconds, peak / 2**20
+
+
+def part_memory(args: argparse.Namespace, work: Path) -> list[str]:
+    from tests.tokenizer import build
+
+    folder = build.hf_folder(work / "hf")
+    dataset = work / "chat-memory.jsonl"
+    with dataset.open("w", encoding="utf-8") as out:
+        for start in range(0, args.memory_rows, 100_000):
+            rows = chat_rows(min(100_000, args.memory_rows - start), start)
+            out.write("".join(json.dumps(row) + "\n" for row in rows))
+    held_seconds, held = peak_run([sys.executable, "-c", HOLD_ROWS, str(dataset)])
+    print(f"(m) {args.memory_rows:,} rows ({dataset.stat().st_size / 2**20:,.0f} MiB of JSON Lines) held as parsed JSON: {held:,.0f} MiB, "
+          f"{held_seconds:.1f} s", file=sys.stderr)  # fmt: skip
+    out = []
+    text = [sys.executable, "-m", "trainproof", "text", str(dataset), "--json"]
+    for name, argv in (("without a tokenizer", text), ("with --tokenizer", [*text, "--tokenizer", str(folder), "--max-len", "512"])):
+        seconds, peak = peak_run(argv)
+        measured = f"{peak:,.0f} MiB ({peak / held:.2f}x the rows as JSON), {seconds:.0f} s"
+        out.append(f"{f'(m) text, {args.memory_rows:,} rows, {name}':<48} {measured:<34} target <= {MEMORY_TARGET_MIB:,} MiB   "
+                   f"{'OK' if peak <= MEMORY_TARGET_MIB else 'MISSED'}")  # fmt: skip
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--memory-rows", type=int, default=1_000_000, help="the rows of (m)")
     parser.add_argument("--parts", default="ab")
     parser.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "trainproof-bench"), help="where (c)'s vocabularies are kept")
     args = parser.parse_args()
@@ -252,6 +311,8 @@ def main() -> int:
             out.append(part_text(args, work))
         if "c" in args.parts:
             out.extend(part_real(args, work))
+        if "m" in args.parts:
+            out.extend(part_memory(args, work))
     print("\n".join(out))
     return 0
 
