@@ -299,6 +299,23 @@ def test_a_few_clips_to_decode_start_no_local_cluster_and_get_the_local_report(b
     assert (done.returncode, done.stdout, done.stderr) == (local[0], local[1], "False\n")
 
 
+def test_a_cluster_started_for_the_run_is_left_before_the_rules_and_gives_the_local_report(broken, capsys):
+    """A fresh process with no cluster and enough audio to decode (the bound set to 0 here) starts a local cluster,
+    decodes there, and leaves it once the records are in: its memory is not held through the rules."""
+    pytest.importorskip("ray")
+    local = cli(capsys, str(broken), "--json", "--no-cache")
+    script = (
+        "import sys, ray; import trainproof.data.ray_engine as engine; engine.POOL_MIN_BYTES = 0; left = []; real = engine._leave\n"
+        "engine._leave = lambda r: (left.append(r.is_initialized()), real(r))\n"
+        "from trainproof.cli import main; code = main(sys.argv[1:]); print(left, ray.is_initialized(), file=sys.stderr); sys.exit(code)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("RAY_ADDRESS", None)
+    argv = ["data", str(broken), "--json", "--no-cache", "--engine", "ray", "--jobs", "2"]
+    done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=300, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (local[0], local[1], "[True] False\n")
+
+
 def test_a_missing_ray_is_one_line_naming_the_extra(tmp_path):
     manifest = tmp_path / "m.jsonl"
     manifest.write_text(json.dumps({"audio_filepath": "x.wav", "text": "hello"}) + "\n")
