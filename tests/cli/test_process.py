@@ -76,10 +76,12 @@ def test_the_console_script_and_python_m_run_the_process_entry():
     assert "keep_freed_memory was called" in _probe("-m", "rules").stderr
 
 
-def test_the_process_sets_the_allocator_but_not_for_watch_and_not_for_a_library_caller():
+def test_the_process_sets_the_allocator_but_not_for_watch_data_or_a_library_caller():
     assert "keep_freed_memory was called" in _probe("rules").stderr
     watch = _probe("watch", "--help")
     assert watch.returncode == 0, watch.stderr
+    data = _probe("data", "--help")  # a corpus's driver: its peak, not a few page faults, is what bounds it
+    assert data.returncode == 0, data.stderr
     library = _probe("library")
     assert library.returncode == 0, library.stderr
 

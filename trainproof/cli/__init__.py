@@ -83,7 +83,8 @@ def process_main() -> int:
     for a short command (:mod:`trainproof.cli.process`; not for ``watch``)."""
     from trainproof.cli import process
 
-    return process.run_tuned(main, short=_command_in(sys.argv[1:]) != "watch")
+    command = _command_in(sys.argv[1:])
+    return process.run_tuned(main, short=command != "watch", corpus=command == "data")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
