@@ -37,6 +37,9 @@ import trainproof.cli.process as process
 def refuse():
     raise SystemExit("keep_freed_memory was called")
 process.keep_freed_memory = refuse
+def refuse_data():
+    raise SystemExit("return_large_arrays was called")
+process.return_large_arrays = refuse_data
 sys.argv = ["trainproof", *sys.argv[1:]]
 if sys.argv[1] == "library":
     sys.exit(cli.main(["rules"]))
@@ -46,7 +49,8 @@ if sys.argv[1] == "-m":  # python -m trainproof, as the process runs it
     runpy.run_module("trainproof", run_name="__main__")
 sys.exit(cli.process_main())
 """
-"""Runs a command with keep_freed_memory replaced by one that ends the process, to tell where it is called."""
+"""Runs a command with keep_freed_memory and return_large_arrays replaced by ones that end the process, to tell where
+each is called."""
 
 
 def _clean_env() -> dict[str, str]:
@@ -81,7 +85,8 @@ def test_the_process_sets_the_allocator_but_not_for_watch_data_or_a_library_call
     watch = _probe("watch", "--help")
     assert watch.returncode == 0, watch.stderr
     data = _probe("data", "--help")  # a corpus's driver: its peak, not a few page faults, is what bounds it
-    assert data.returncode == 0, data.stderr
+    assert "return_large_arrays was called" in data.stderr and "keep_freed_memory" not in data.stderr
+    assert "return_large_arrays" not in _probe("rules").stderr
     library = _probe("library")
     assert library.returncode == 0, library.stderr
 

@@ -4,7 +4,8 @@ One switch, :func:`run_tuned`, sets all of it, and only for the CLI's own
 process (the console script and ``python -m trainproof``), never for
 ``watch`` (which runs beside a training job for as long as it does), a
 library caller or the HF callback: the allocator keeps what it frees
-(:func:`keep_freed_memory`), and so does Arrow
+(:func:`keep_freed_memory`; ``trainproof data`` gives large arrays back
+instead, :func:`return_large_arrays`), Arrow does not keep what it frees
 (:func:`arrow_returns_freed_memory`), arrays take ordinary pages
 (:func:`ordinary_pages`), a parsed document's million objects are kept to
 the end rather than freed one by one
@@ -31,12 +32,15 @@ def run_tuned(main: Callable[[], int], short: bool, corpus: bool = False) -> int
     """``main()`` in the tuned process when ``short`` (every command but ``watch``) and PLAIN is not set. A short
     command's process ends here with its code, so this returns only for ``watch``, with PLAIN set, or under a
     profiler or a debugger (``python -m cProfile -m trainproof ...`` writes its profile when this returns).
-    ``corpus`` (``trainproof data``): glibc keeps its own way with freed memory (see :func:`keep_freed_memory`)."""
+    ``corpus`` (``trainproof data``): large arrays are given back when freed (:func:`return_large_arrays`) rather than
+    kept (:func:`keep_freed_memory`)."""
     import os
 
     tuned = short and os.environ.get(PLAIN, "") in ("", "0")
     if tuned:
-        if not corpus:
+        if corpus:
+            return_large_arrays()
+        else:
             keep_freed_memory()
         ordinary_pages()
         arrow_returns_freed_memory()
@@ -94,13 +98,37 @@ def keep_freed_memory() -> None:
     elsewhere than glibc, or when the user set the allocator themselves. It
     is an optimisation: whatever fails, the command runs as it would have.
 
-    Not for ``trainproof data``, whose peak is the bound that matters at a
-    million clips: it holds a corpus's columns to the end while its rules
-    build and drop others, and a heap that keeps every freed array grows
-    past what glibc's own mapping of large arrays gives back. At 300,000
-    clips cold the driver peaked at 375 MiB so and 324 MiB without; warm
-    it took 4.7 s against 5.5 s.
+    Not for ``trainproof data``: :func:`return_large_arrays` instead.
     """
+    _mallopt(((_M_TRIM_THRESHOLD, KEPT_FREED_BYTES), (_M_MMAP_MAX, 0)))
+
+
+MAPPED_FROM_BYTES = 128 * 1024
+"""Allocations this large or larger are mapped on their own for ``trainproof data`` (glibc's default threshold, fixed)."""
+
+
+def return_large_arrays() -> None:
+    """For ``trainproof data``: every allocation of MAPPED_FROM_BYTES or more is mapped on its own and unmapped when
+    freed, whatever was freed before.
+
+    A corpus's driver holds its columns to the end while its rules build and
+    drop others, and its peak is the bound at a million clips. glibc by
+    default raises its mapping threshold to the size of each mapped block
+    freed (up to 32 MiB), so the next columns of that size come from the
+    heap, where freed ones stay behind the columns kept; a fixed threshold
+    gives every column back. At 300,000 clips cold the driver peaked at
+    378 MiB by default (375 kept as :func:`keep_freed_memory` keeps it) and
+    324 MiB so, in the same time; warm, 5.5 s against 4.7 s kept.
+    """
+    _mallopt(((_M_MMAP_THRESHOLD, MAPPED_FROM_BYTES),))
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
+
+
+def _mallopt(settings: tuple[tuple[int, int], ...]) -> None:
+    """glibc's ``mallopt`` of each (parameter, value), on Linux and when the user set no allocator parameter; whatever
+    fails (no ctypes, another libc, a refused value), the allocator stays as it was: it is an optimisation."""
     import os
 
     if not sys.platform.startswith("linux") or any(name in os.environ for name in _USERS_OWN):
@@ -112,10 +140,9 @@ def keep_freed_memory() -> None:
         libc.gnu_get_libc_version  # noqa: B018 -- glibc, whose mallopt these parameters are
         mallopt = libc.mallopt
         mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-        m_trim_threshold, m_mmap_max = -1, -4
-        mallopt(m_trim_threshold, KEPT_FREED_BYTES)
-        mallopt(m_mmap_max, 0)
-    except Exception:  # noqa: BLE001 -- no ctypes, another libc, a refused value: the allocator stays as it was
+        for parameter, value in settings:
+            mallopt(parameter, value)
+    except Exception:  # noqa: BLE001 -- the allocator stays as it was
         return
 
 
