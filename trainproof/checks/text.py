@@ -355,14 +355,12 @@ def duplicates(ctx: TextContext) -> Iterator[Hit]:
     identical_rows, first_identical = _repeating(_digests(rows, str))  # rows identical to an earlier one (among those)
     identical = len(identical_rows)
     folded = len(repeating) - identical
-    repeated: dict[int, tuple[int, bool]] = {}  # a named row's line -> (the row it repeats, whether byte for byte)
-    for i, earlier in zip(repeating[: ctx.t.TEXT_EXAMPLES].tolist(), first[: ctx.t.TEXT_EXAMPLES].tolist()):
-        at = int(np.searchsorted(identical_rows, i))  # identical to an earlier row: named with the first of them
-        exact = at < identical and identical_rows[at] == i
-        repeated[rows[i].line] = (int(first_identical[at]), True) if exact else (earlier, False)
 
     def say(r: Row) -> tuple[str, str]:
-        earlier, same = repeated[r.line]
+        i = _index(ctx, r)
+        at = int(np.searchsorted(identical_rows, i))  # identical to an earlier row: named with the first of them
+        same = at < identical and identical_rows[at] == i
+        earlier = int(first_identical[at]) if same else int(first[np.searchsorted(repeating, i)])
         how = "" if same else " after folding case, Unicode form and whitespace"
         return (f"{ctx.at(r)} repeats {ctx.dataset.where(rows[earlier].line)}{how}.",
                 f"{identical:,} identical to an earlier row, {folded:,} equal to one only after folding case, Unicode form and whitespace")
