@@ -39,6 +39,7 @@ import signal
 import string
 import threading
 import time
+from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
@@ -82,6 +83,9 @@ class TemplateOverrun(Exception):
         self.reason = reason
 
 
+_ONE_OVERTIME = f"runs past {TEMPLATE_SECONDS:g} s on one conversation"
+
+
 class _Stop(BaseException):
     """A bound reached inside the template. A BaseException, so that no ``except Exception`` on the way (jinja2's
     constant folding at compile time, a filter's own) takes it for the template's error."""
@@ -98,9 +102,10 @@ class _Budget:
         self.chars = TEMPLATE_BASE_CHARS
         self.deadline = math.inf
         self.overtime = "runs past its time"
+        self.by_alarm = False  # a SIGALRM timer reads the clock (see _alarm_clock): tick need not
 
     def tick(self) -> None:
-        if time.monotonic() > self.deadline:
+        if not self.by_alarm and time.monotonic() > self.deadline:
             raise _Stop(self.overtime)
 
     def fits(self, value: object) -> object:
@@ -174,14 +179,14 @@ class BoundedTemplate:
         total = TEMPLATE_BASE_SECONDS + TEMPLATE_SECONDS_PER_RENDER * len(conversations)
         end = time.monotonic() + total
         out: list[str | Failed] = []
-        with _alarm_clock(self._budget) as alarm:
-            compiled = self._compile(alarm, end, total)
+        with _alarm_clock(self._budget):
+            compiled = self._compile(end, total)
             if isinstance(compiled, Failed):
                 return [compiled] * len(conversations)
             for index, messages in enumerate(conversations):
                 try:
                     offered = tools[index] if tools is not None else None
-                    out.append(self._render(compiled, [dict(m) for m in messages], alarm, end, total, list(offered) if offered else None))
+                    out.append(self._render(compiled, [m if type(m) is dict else dict(m) for m in messages], end, total, list(offered) if offered else None))
                 except _Stop as stop:
                     raise TemplateOverrun(index, stop.reason) from None
                 except MemoryError:
@@ -190,7 +195,7 @@ class BoundedTemplate:
                     out.append(Failed(one_line(f"{type(exc).__name__}: {exc}", MAX_REASON_CHARS)))
         return out
 
-    def _compile(self, alarm: Callable[[float], object] | None, end: float, total: float) -> Any:
+    def _compile(self, end: float, total: float) -> Any:
         """The compiled template, or :class:`Failed` saying why it does not compile; TemplateOverrun past the bounds
         (its length, or the batch's time: jinja2 folds constant expressions while compiling)."""
         if self._compiled is not None:
@@ -202,8 +207,14 @@ class BoundedTemplate:
         self._budget.chars, self._budget.deadline = TEMPLATE_BASE_CHARS, end
         self._budget.overtime = f"runs past {total:,.0f} s while being compiled"
         try:
-            with _armed(alarm, end - time.monotonic(), self._budget):
-                self._compiled = self._environment.from_string(self.source)
+            with _armed(self._budget):
+                compiled = self._environment.from_string(self.source)
+            # jinja2 makes each rendering's variables a dict of the template's globals, which it keeps as a ChainMap
+            # over the environment's: read through Python, key by key, that was a quarter of a rendering. This
+            # environment is the template's own and never changes, so one dict of them is the same.
+            if isinstance(getattr(compiled, "globals", None), ChainMap):
+                compiled.globals = dict(compiled.globals)
+            self._compiled = compiled
         except _Stop as stop:
             raise TemplateOverrun(None, stop.reason) from None
         except MemoryError:
@@ -213,26 +224,30 @@ class BoundedTemplate:
         return self._compiled
 
     def _render(
-        self, compiled: Any, messages: list[dict], alarm: Callable[[float], object] | None, end: float, total: float, tools: list | None = None
+        self, compiled: Any, messages: list[dict], end: float, total: float, tools: list | None = None
     ) -> str:
         """One conversation as ``Template.render`` writes it (the same pieces, joined), within its bounds."""
         budget = self._budget
         now = time.monotonic()
         if end - now <= TEMPLATE_SECONDS:
-            budget.deadline, budget.overtime = end, f"runs past {total:,.0f} s in all (the bound for this batch of conversations)"
+            deadline, budget.overtime = end, f"runs past {total:,.0f} s in all (the bound for this batch of conversations)"
         else:
-            budget.deadline, budget.overtime = now + TEMPLATE_SECONDS, f"runs past {TEMPLATE_SECONDS:g} s on one conversation"
-        given = sum(len(str(v)) for m in messages for v in m.values()) + (_size(tools, MAX_TOOLS_CHARS) if tools else 0)
-        budget.chars = TEMPLATE_BASE_CHARS + TEMPLATE_CHARS_PER_CHAR * given
+            deadline, budget.overtime = now + TEMPLATE_SECONDS, _ONE_OVERTIME
+        given = sum([len(str(v)) for m in messages for v in m.values()]) + (_size(tools, MAX_TOOLS_CHARS) if tools else 0)
+        budget.chars = bound = TEMPLATE_BASE_CHARS + TEMPLATE_CHARS_PER_CHAR * given
+        variables = self._variables if tools is None else {**self._variables, "tools": tools}
         pieces: list[str] = []
         written = 0
-        with _armed(alarm, budget.deadline - now, budget):
-            for piece in compiled.generate(**{**self._variables, "tools": tools}, messages=messages):
+        _arm(budget, deadline, now)  # not a context manager: a rendering takes some 20 µs, and one was 2
+        try:
+            for piece in compiled.generate(variables, messages=messages):
                 written += len(piece)
-                if written > budget.chars:
-                    raise _Stop(f"writes more than {budget.chars:,} characters (the bound for this conversation)")
+                if written > bound:
+                    raise _Stop(f"writes more than {bound:,} characters (the bound for this conversation)")
                 pieces.append(piece)
                 budget.tick()
+        finally:
+            budget.deadline = math.inf
         return "".join(pieces)
 
 
@@ -266,10 +281,13 @@ def _bounded(reference: Any, budget: _Budget) -> Any:
     plain_add = type(reference).call_binop is SandboxedEnvironment.call_binop  # "+" of two strings is only that
 
     def call_binop(context: Any, operator: str, left: Any, right: Any) -> Any:
-        budget.tick()
         if plain_add and operator == "+" and type(left) is str and type(right) is str:  # most of a chat template's work
-            budget.within(len(left) + len(right))
+            if len(left) + len(right) > budget.chars:
+                budget.within(len(left) + len(right))
+            if not budget.by_alarm:
+                budget.tick()
             return left + right
+        budget.tick()
         _before_binop(budget, operator, left, right)
         return budget.fits(base_binop(context, operator, left, right))
 
@@ -492,24 +510,35 @@ separator)."""
 # --- the clock -------------------------------------------------------------------------------------------------------
 
 
+ALARM_EVERY = 0.05
+"""Seconds between two readings of the clock by the SIGALRM timer: a template past its deadline is stopped within this."""
+
+
 @contextmanager
-def _alarm_clock(budget: _Budget) -> Iterator[Callable[[float], object] | None]:
-    """A function that sets a SIGALRM timer to stop the template in so many seconds (0: stops the timer), with the
-    budget's overtime as the reason, while this context lasts; None outside the main thread (where Python runs signal
-    handlers) or without setitimer. The handler and any timer set before are put back afterwards."""
+def _alarm_clock(budget: _Budget) -> Iterator[None]:
+    """While this context lasts, a SIGALRM timer every ALARM_EVERY seconds that stops the template once the clock is
+    past the budget's deadline (math.inf between renderings), with its overtime as the reason: one timer for a batch,
+    not one set and stopped around each rendering. Nothing outside the main thread (where Python runs signal
+    handlers) or without setitimer: :meth:`_Budget.tick` reads the clock there. The handler and any timer set before
+    are put back afterwards."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield None
+        yield
         return
 
     def ring(signum: int, frame: Any) -> None:
-        raise _Stop(budget.overtime)
+        if time.monotonic() > budget.deadline:
+            raise _Stop(budget.overtime)
 
     started = time.monotonic()
+    budget.deadline = math.inf
     previous = signal.signal(signal.SIGALRM, ring)
-    outer = signal.setitimer(signal.ITIMER_REAL, 0)
+    outer = signal.setitimer(signal.ITIMER_REAL, ALARM_EVERY, ALARM_EVERY)
+    budget.by_alarm = True
     try:
-        yield lambda seconds: signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.0))
+        yield
     finally:
+        budget.by_alarm = False
+        budget.deadline = math.inf
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
         if outer[0] > 0:
@@ -517,14 +546,17 @@ def _alarm_clock(budget: _Budget) -> Iterator[Callable[[float], object] | None]:
 
 
 @contextmanager
-def _armed(alarm: Callable[[float], object] | None, seconds: float, budget: _Budget) -> Iterator[None]:
-    """The alarm set to ring in ``seconds`` while the template runs; past its time already, the budget's overtime."""
-    if seconds <= 0:
-        raise _Stop(budget.overtime)
-    if alarm is not None:
-        alarm(seconds)
+def _armed(budget: _Budget) -> Iterator[None]:
+    """The budget's deadline in force while the template runs (it is set already); past it already, its overtime."""
+    _arm(budget, budget.deadline, time.monotonic())
     try:
         yield
     finally:
-        if alarm is not None:
-            alarm(0)
+        budget.deadline = math.inf
+
+
+def _arm(budget: _Budget, deadline: float, now: float) -> None:
+    """``deadline`` in force from ``now`` on, or the budget's overtime when it has passed already."""
+    if deadline <= now:
+        raise _Stop(budget.overtime)
+    budget.deadline = deadline
