@@ -54,6 +54,8 @@ answer: digits, which a template that trims, escapes or changes the case of cont
 def _turns(row: Any, rejected: bool = False) -> list[dict]:
     """A conversation's turns as transformers hands them to a chat template: role and content, and an assistant turn's
     ``tool_calls`` as written (``rejected``: a preference row's prompt and rejected answer)."""
+    if not rejected and row.plain_turns:  # no tool calls: the dicts made from the roles and contents, not Messages
+        return [{"role": role, "content": content or ""} for role, content in row.pairs()]
     messages = row.rejected_messages if rejected else row.messages
     return [
         {"role": m.role, "content": m.content or "", "tool_calls": list(m.tool_calls)} if m.tool_calls else {"role": m.role, "content": m.content or ""}
@@ -65,7 +67,8 @@ def _first_answer(row: Any) -> int:
     """Where a conversation's trained part starts: its completion or chosen answer, else its first assistant turn."""
     if row.completion_at is not None:
         return row.completion_at
-    return next((k for k, (role, _) in enumerate(row.pairs()) if role == "assistant"), row.turn_count)
+    roles = row.roles
+    return roles.index("assistant") if "assistant" in roles else len(roles)
 
 
 def _marked(turns: list[dict], first: int) -> list[dict]:

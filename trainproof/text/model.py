@@ -132,6 +132,20 @@ class Row:
         return zip(turns[0::2], turns[1::2])
 
     @property
+    def roles(self) -> tuple[str, ...]:
+        """Each turn's role, in order."""
+        turns = self._turns
+        if turns and isinstance(turns[0], Message):
+            return tuple([m.role for m in turns])
+        return turns[0::2]
+
+    @property
+    def plain_turns(self) -> bool:
+        """Whether no turn has tool calls (then :meth:`pairs` says all there is of the turns)."""
+        turns = self._turns
+        return not turns or not isinstance(turns[0], Message)
+
+    @property
     def turn_count(self) -> int:
         """``len(self.messages)``, without making them."""
         turns = self._turns
