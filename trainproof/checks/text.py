@@ -109,12 +109,12 @@ class TextContext:
         t = self.t
         found = {}
         for i, row in enumerate(self.dataset.rows):
-            for where, text in _answers_of(row):
+            for k, text in enumerate(_answer_texts(row)):
                 if len(text) < t.TEXT_REPEAT_MIN_CHARS:
                     continue
                 run = repeated_run(text, t.TEXT_REPEAT_SHARE, t.TEXT_REPEAT_TIMES, t.TEXT_REPEAT_MAX_UNIT)
                 if run is not None:
-                    found[i] = (where, text, run)
+                    found[i] = (_answers_of(row)[k][0], text, run)
                     break
         return found
 
@@ -141,6 +141,15 @@ def _answers_of(row: Row) -> list[tuple[str, str]]:
     return [(f"its {_TARGET_FIELD[row.shape]!r}", row.target)]
 
 
+def _answer_texts(row: Row) -> list[str]:
+    """The texts of :func:`_answers_of`, in order, without saying where each is."""
+    if row.completion_at is not None:
+        return [content or "" for _, content in list(row.pairs())[row.completion_at :]]
+    if row.shape == "messages":
+        return [content or "" for role, content in row.pairs() if role == "assistant"]
+    return [row.target]
+
+
 def _key(row: Row, fold: Callable[[str], str]) -> tuple:
     """What a row teaches: its turns with their roles, or its prompt and answer (a preference row's rejected answer too:
     two pairs that share a prompt and a chosen answer but not the rejected one teach different things)."""
@@ -150,17 +159,36 @@ def _key(row: Row, fold: Callable[[str], str]) -> tuple:
     return (row.shape, fold(row.prompt), fold(row.target), *rejected)
 
 
-def _digest(key: tuple) -> bytes:
-    """A row's key as 16 bytes: the BLAKE2b digest of its ``repr`` (which tells every tuple of strings and numbers from
-    every other); two keys alike by chance would need 2**64 rows."""
-    return hashlib.blake2b(repr(key).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+def _key_bytes(row: Row, fold: Callable[[str], str]) -> bytes:
+    """A row's :func:`_key` as bytes that are equal for two rows exactly when their keys are: a header naming the key's
+    shape (the row's shape, completion_at, its number of turns, whether it has a rejected answer), then its strings,
+    NUL between them; the key's ``repr`` (five times the cost) when a string holds a NUL itself."""
+    rejected = row.rejected
+    turns = row.turn_count
+    if turns:
+        parts = [f"{row.shape} {row.completion_at} {turns} {rejected is not None}"]
+        for role, content in row.pairs():
+            parts += (role, fold(content or ""))
+    else:
+        parts = [f"{row.shape} - 0 {rejected is not None}", fold(row.prompt), fold(row.target)]
+    if rejected is not None:
+        parts.append(fold(rejected))
+    text = "\x00".join(parts)
+    if text.count("\x00") != len(parts) - 1:
+        text = "\x01" + repr(_key(row, fold))
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _digest(key: bytes) -> bytes:
+    """A row's key (:func:`_key_bytes`) as 16 bytes: its BLAKE2b digest; two keys alike by chance would need 2**64 rows."""
+    return hashlib.blake2b(key, digest_size=16).digest()
 
 
 def _digests(rows: Sequence[Row], fold: Callable[[str], str]) -> np.ndarray:
     """Each row's key digest (:func:`_digest`), folded by ``fold``, in one array of 16-byte strings."""
     packed = bytearray(16 * len(rows))
     for i, row in enumerate(rows):
-        packed[16 * i : 16 * i + 16] = _digest(_key(row, fold))
+        packed[16 * i : 16 * i + 16] = _digest(_key_bytes(row, fold))
     return np.frombuffer(packed, dtype="S16")
 
 
@@ -352,7 +380,9 @@ def duplicates(ctx: TextContext) -> Iterator[Hit]:
     """
     rows = ctx.dataset.rows
     repeating, first = _repeating(ctx.folded)  # rows equal to an earlier one after folding, and the first of each
-    identical_rows, first_identical = _repeating(_digests(rows, str))  # rows identical to an earlier one (among those)
+    grouped = np.union1d(repeating, first)  # a row identical to another is equal to it after folding: only these can be
+    within, first_within = _repeating(_digests([rows[i] for i in grouped.tolist()], str))
+    identical_rows, first_identical = grouped[within], grouped[first_within]  # rows identical to an earlier one
     identical = len(identical_rows)
     folded = len(repeating) - identical
 
@@ -478,8 +508,9 @@ def length_outlier(ctx: TextContext) -> Iterator[Hit]:
     """
     t = ctx.t
     rows = ctx.dataset.rows
-    longest = np.fromiter((max(len(text) for _, text in _answers_of(row)) if row.target else 0 for row in rows), dtype=np.int64, count=len(rows))
-    answered = np.flatnonzero(np.fromiter((bool(row.target) for row in rows), dtype=bool, count=len(rows)))
+    # a row has an answer when its target is not empty, and then one of its answers is not either: longest > 0
+    longest = np.fromiter((max(map(len, _answer_texts(row))) if row.target else 0 for row in rows), dtype=np.int64, count=len(rows))
+    answered = np.flatnonzero(longest)
     if len(answered) < t.TEXT_LENGTH_MIN_ROWS:
         raise NotApplicable(f"only {figures.plural(len(answered), 'row')} with an answer to compare lengths across (needs {t.TEXT_LENGTH_MIN_ROWS})")
     counts = longest[answered].astype(np.float64)
