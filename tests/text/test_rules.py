@@ -1000,3 +1000,26 @@ def test_the_document_finding_says_what_is_one_document(tmp_path):
 def test_mixed_shapes_names_an_instruction_row_in_english(tmp_path):
     (finding,) = judged(jsonl(tmp_path, pc(1), pc(2), {"instruction": "i", "output": "o"})).findings
     assert "a instruction row" not in finding.message
+
+
+def test_duplicate_keys_hold_apart_texts_that_a_nul_between_them_would_join(tmp_path):
+    """Keys are compared as their strings joined by NUL: a string holding a NUL itself is compared by its key's repr, so
+    moving a NUL across a field's boundary makes another row, and the same NUL-holding row twice is still one."""
+    rows = (
+        {"prompt": "a\u0000b", "completion": "c"},
+        {"prompt": "a", "completion": "b\u0000c"},
+        {"prompt": "a\u0000b", "completion": "c"},
+        chat(user("x\u0000"), assistant("y")),
+        chat(user("x"), assistant("\u0000y")),
+    )
+    subject = judged(jsonl(tmp_path, *rows))
+    assert lines_of(findings_of(subject, "TP-TEXT-DUPLICATE")) == [3]
+
+
+def test_exact_duplicates_are_told_from_folded_ones_among_many_groups(tmp_path):
+    """The exact check runs only within groups equal after folding: each row is still named with the row it repeats."""
+    rows = [pc(k % 3) for k in range(6)] + [{"prompt": "WHAT is 0   plus 0?", "completion": " 0."}]
+    by_line = {f.line: f.message for f in findings_of(judged(jsonl(tmp_path, *rows)), "TP-TEXT-DUPLICATE")}
+    assert sorted(by_line) == [4, 5, 6, 7]
+    assert "repeats line 1." in by_line[4] and "after folding" not in by_line[4]
+    assert "repeats line 1 after folding" in by_line[7]
