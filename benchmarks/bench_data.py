@@ -616,24 +616,10 @@ def tiny_clips(folder: Path, count: int) -> list[str]:
 
 
 def driver_run(manifest: str, jobs: int, cache_dir: str, engine: str) -> tuple[float, float]:
-    """A whole ``trainproof data`` process: its seconds and its own peak RSS (MiB), sampled every 50 ms."""
-    import psutil
+    """A whole ``trainproof data`` process: its seconds and its own peak RSS (MiB)."""
+    from processes import peak_run
 
-    command = [sys.executable, "-m", "trainproof", "data", manifest, "--json", "--jobs", str(jobs), "--cache-dir", cache_dir, "--engine", engine]
-    began = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    watched, peak = psutil.Process(child.pid), 0
-    while child.poll() is None:
-        try:
-            peak = max(peak, watched.memory_info().rss)
-        except psutil.Error:
-            break
-        time.sleep(0.05)
-    seconds = time.perf_counter() - began
-    stderr = child.stderr.read() if child.stderr else ""
-    if child.returncode not in (0, 1):
-        raise SystemExit(f"(s) trainproof data exited {child.returncode}: {stderr.strip()}")
-    return seconds, peak / 2**20
+    return peak_run([sys.executable, "-m", "trainproof", "data", manifest, "--json", "--jobs", str(jobs), "--cache-dir", cache_dir, "--engine", engine])
 
 
 def scale(args: argparse.Namespace, work: Path, lines: list[str]) -> None:

@@ -251,27 +251,8 @@ HOLD_ROWS = "import json, sys\nrows = [json.loads(line) for line in open(sys.arg
 """The scale (m) is given against: a new interpreter holding the file's rows as parsed JSON."""
 
 
-def peak_run(argv: list[str]) -> tuple[float, float]:
-    """A whole process: its seconds and its own peak RSS (MiB), sampled every 50 ms."""
-    import psutil
-
-    began = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    watched, peak = psutil.Process(child.pid), 0
-    while child.poll() is None:
-        try:
-            peak = max(peak, watched.memory_info().rss)
-        except psutil.Error:
-            break
-        time.sleep(0.05)
-    seconds = time.perf_counter() - began
-    stderr = child.stderr.read() if child.stderr else ""
-    if child.returncode not in (0, 1):
-        raise SystemExit(f"{argv[:4]} exited {child.returncode}: {stderr.strip()}")
-    return seconds, peak / 2**20
-
-
 def part_memory(args: argparse.Namespace, work: Path) -> list[str]:
+    from processes import peak_run
     from tests.tokenizer import build
 
     folder = build.hf_folder(work / "hf")
