@@ -309,3 +309,28 @@ def test_the_process_has_arrow_allocate_through_the_c_library_unless_the_user_ch
     assert _arrow_pool("rules", env=env) == "system"
     assert _arrow_pool("rules", env=env | {"TRAINPROOF_PLAIN_PROCESS": "1"}) != "system"
     assert _arrow_pool("rules", env=env | {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}) == "jemalloc"
+
+
+PAGES_PROBE = """
+import sys
+import trainproof.cli as cli
+import trainproof.cli.process as process
+process.keep_freed_memory = process.return_large_arrays = lambda: None
+def refuse():
+    raise SystemExit("ordinary_pages was called")
+process.ordinary_pages = refuse
+sys.argv = ["trainproof", *sys.argv[1:]]
+sys.exit(cli.process_main())
+"""
+
+
+def test_data_leaves_numpy_its_huge_pages_and_other_commands_do_not():
+    """trainproof data maps its large arrays afresh (return_large_arrays): huge pages make fewer faults of them."""
+
+    def probe(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", PAGES_PROBE, *argv], capture_output=True, text=True, cwd=REPO, env=_clean_env())
+
+    assert "ordinary_pages was called" in probe("rules").stderr
+    data = probe("data", "--help")
+    assert data.returncode == 0, data.stderr
+    assert "ordinary_pages" not in data.stderr
