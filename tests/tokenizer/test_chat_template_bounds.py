@@ -127,6 +127,54 @@ def test_off_the_main_thread_a_loop_is_stopped_by_the_clock_it_reads(hf):
     assert "runs past 2 s on one conversation" in exc.reason
 
 
+SLOW_ON_ITS_MARK = (
+    "{% for m in messages %}{% if m.content == 'slow' %}{% for i in range(100000) %}{% for j in range(100000) %}{{ '' }}"
+    "{% endfor %}{% endfor %}{% endif %}{{ m.content }}{% endfor %}"
+)
+
+
+def test_in_the_main_thread_the_one_timer_stops_the_conversation_past_its_time_and_no_other(hf):
+    """One SIGALRM timer for the batch reads the clock every ALARM_EVERY: the conversations before the slow one render
+    (between two renderings there is no deadline to pass), and the slow one is named by its index."""
+    import signal
+
+    from trainproof.tokenizer.templates import TemplateOverrun
+
+    before = signal.getsignal(signal.SIGALRM)
+    conversations = [*CONVERSATIONS[:2], [{"role": "user", "content": "slow"}]]
+    template = bounded(hf, SLOW_ON_ITS_MARK)
+    assert template.render_all(CONVERSATIONS[:2]) == ["".join(m["content"] for m in turns) for turns in CONVERSATIONS[:2]]
+    with pytest.raises(TemplateOverrun) as stopped:
+        template.render_all(conversations)
+    assert stopped.value.index == 2
+    assert "runs past 2 s on one conversation" in stopped.value.reason
+    assert signal.getsignal(signal.SIGALRM) is before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_callers_own_alarm_and_its_timer_are_put_back(hf):
+    import signal
+    import time
+
+    rang: list[int] = []
+
+    def callers(signum, frame):
+        rang.append(signum)
+
+    previous = signal.signal(signal.SIGALRM, callers)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30.0)
+        started = time.monotonic()
+        assert len(bounded(hf, NORMAL_TEMPLATES["chatml"]).render_all(CONVERSATIONS * 50)) == 150
+        left, interval = signal.getitimer(signal.ITIMER_REAL)
+        assert signal.getsignal(signal.SIGALRM) is callers
+        assert 0 < left <= 30.0 - (time.monotonic() - started) + 0.01 and interval == 0.0
+        assert rang == []
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 HOSTILE = {
     "nested range loops": ("{% for i in range(100000) %}{% for j in range(100000) %}{{ '' }}{% endfor %}{% endfor %}", "runs past 2 s"),
     "loops that do nothing": ("{% set r = range(100000)|list %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}", "runs past 2 s"),
