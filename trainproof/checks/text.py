@@ -187,17 +187,10 @@ def _digest(key: bytes) -> bytes:
 def _digests(rows: Sequence[Row], fold: Callable[[str], str], among: np.ndarray | None = None) -> np.ndarray:
     """Each row's key digest (:func:`_digest`), folded by ``fold``, in one array of 16-byte strings; with ``among`` (row
     indices), those rows' only, in that order (taken a chunk at a time: a million indices as a list are 36 MB)."""
-    if among is None:
-        packed = bytearray(16 * len(rows))
-        for i, row in enumerate(rows):
-            packed[16 * i : 16 * i + 16] = _digest(_key_bytes(row, fold))
-        return np.frombuffer(packed, dtype="S16")
-    packed = bytearray(16 * len(among))
-    at = 0
-    for start in range(0, len(among), _CHUNK):
-        for i in among[start : start + _CHUNK].tolist():
-            packed[at : at + 16] = _digest(_key_bytes(rows[i], fold))
-            at += 16
+    picked = rows if among is None else (rows[i] for start in range(0, len(among), _CHUNK) for i in among[start : start + _CHUNK].tolist())
+    packed = bytearray(16 * (len(rows) if among is None else len(among)))
+    for k, row in enumerate(picked):
+        packed[16 * k : 16 * k + 16] = _digest(_key_bytes(row, fold))
     return np.frombuffer(packed, dtype="S16")
 
 
