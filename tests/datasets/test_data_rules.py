@@ -514,7 +514,7 @@ def test_repeats_of_the_audio_hash_as_the_records_hold_it_are_what_a_loop_finds(
         assert records.column("audio_hash").dtype.kind == "S"
         table = pd.DataFrame({name: pd.Series([r[name] for r in rows], dtype="str" if name != "line" else "int64") for name in rows[0]}) if rows else pd.DataFrame(
             {name: pd.Series([], dtype="str") for name in ("hash", "audio", "folded", "id", "listed")} | {"line": pd.Series([], dtype="int64")})
-        ctx = types.SimpleNamespace(t=Thresholds(), records=records, table=table)
+        ctx = types.SimpleNamespace(t=Thresholds(), records=records, listed=len(table))
         for rows_of in (table, table.iloc[::2]):  # the table, and a subset of its rows (the readable clips)
             kept = [rows[i] for i in rows_of.index]
             for differing in ((), (("audio", "id"),)):

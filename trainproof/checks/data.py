@@ -12,10 +12,11 @@ rules about transcripts are skipped, saying why, and its clips have no line.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, cast
@@ -41,13 +42,16 @@ _USER_TEXT = ("id", "audio", "listed", "text", "manifest", "speaker", "error")
 bytes that are not UTF-8, as Python decodes them; a JSON escape such as \\ud800)."""
 
 
-def _strings(values: Sequence[str | None]) -> pd.Series:
-    """A column of text: pandas' own (Arrow) strings (a :class:`TextColumn`'s array as it is), or Python strings when
-    one of them has a lone surrogate, which UTF-8, so Arrow, cannot hold (every rule reads either kind alike)."""
+def _strings(values: Sequence[str | None], rows: np.ndarray | None = None) -> pd.Series:
+    """A column of text (at ``rows``, or all of it): pandas' own (Arrow) strings (a :class:`TextColumn`'s array as it
+    is, or the rows taken from it), or Python strings when one of them has a lone surrogate, which UTF-8, so Arrow,
+    cannot hold (every rule reads either kind alike)."""
     import pandas as pd
 
     if isinstance(values, TextColumn):
-        return pd.Series(pd.array(values.arrow, dtype="str"))
+        return pd.Series(pd.array(values.arrow if rows is None else values.arrow.take(rows), dtype="str"))
+    if rows is not None:
+        values = _at_rows(values, rows)
     try:
         return pd.Series(values, dtype="str")
     except UnicodeEncodeError:
@@ -57,10 +61,56 @@ def _strings(values: Sequence[str | None]) -> pd.Series:
 TEXT_CHUNK = 65_536
 """Transcripts taken at a time where a pass over the corpus's text builds something per character."""
 
+_OF_ENTRIES = {"line": "line", "id": "id", "audio": "audio", "listed": "listed", "text": "text", "manifest": "manifest",
+               "speaker": "speaker", "claimed_s": "duration"}  # fmt: skip
+_OF_RECORDS = {"error_kind": "error_kind", "error": "error", "sample_rate": "sample_rate", "channels": "channels",
+               "subtype": "subtype", "duration_s": "duration_s", "frames": "frames", "clipped": "clipped_samples",
+               "clip_run": "longest_clipped_run", "dc": "dc_offset", "level_db": "level_db", "lead_s": "lead_silence_s",
+               "trail_s": "trail_silence_s", "first_db": "first_frame_db", "last_db": "last_frame_db", "hash": "audio_hash",
+               "nonfinite": "nonfinite_samples"}  # fmt: skip
+_FLOATS = ("claimed_s", "duration_s", "dc", "level_db", "lead_s", "trail_s", "first_db", "last_db")
+COLUMNS = (*_OF_ENTRIES, *_OF_RECORDS, "split", "folded")
+"""The columns of a clip a rule may read (:meth:`DataContext.frame`): the entry's claims, the record's numbers, the
+clip's split and its transcript folded for comparing (case and runs of whitespace)."""
+
+
+def _at_rows(values: Sequence[Any], at: np.ndarray) -> list:
+    """The values at the positions ``at`` (a :class:`TextColumn`'s taken at once, not made a string one by one)."""
+    if isinstance(values, TextColumn):
+        return values.arrow.take(at).to_pylist()
+    return [values[i] for i in at.tolist()]
+
+
+def _folded(texts: Iterable[str | None]) -> list[str]:
+    """Transcripts with case and runs of whitespace folded, for comparing ("" for none; a list comprehension:
+    Series.map costs twice as much)."""
+    return [" ".join(text.casefold().split()) if text else "" for text in texts]
+
+
+@dataclass(frozen=True)
+class Rates:
+    """A corpus's speaking rates as TP-DATA-TEXT-RATE and the report's histogram read them (:func:`speech_rates`): each
+    judged clip's characters per second and level (:func:`rate_levels`), the rows of the clips flagged, and the
+    corpus's median and widened sigma (those of its first clip: the corpus's own unless ``by_speaker``)."""
+
+    cps: np.ndarray
+    levels: np.ndarray
+    by_speaker: bool
+    flagged: pd.DataFrame
+    flagged_levels: np.ndarray
+    median: float
+    sigma_wide: float
+
 
 @dataclass(frozen=True)
 class DataContext:
-    """A dataset: its manifest, each listed clip's record (aligned with the entries), and the targets asked for."""
+    """A dataset: its manifest, each listed clip's record (aligned with the entries), and the targets asked for.
+
+    The rules read it a few columns at a time (:meth:`frame`), never as one
+    table of every column of every clip: a million clips' paths, transcripts
+    and hashes as one table were 160 MiB on top of the manifest and records
+    they come from.
+    """
 
     manifest: Manifest
     records: Sequence[ClipRecord]  # a ClipRecords (columns) from the engines; any sequence will do
@@ -75,44 +125,96 @@ class DataContext:
         return finding
 
     @cached_property
-    @collector_paused()  # a tuple per column of every clip's values, no cycles among them
-    def table(self) -> pd.DataFrame:
-        """One row per listed clip, in manifest order: the entry's claims and the record's numbers."""
+    def listed(self) -> int:
+        """How many clips the manifest lists."""
+        return len(self.manifest.entries)
+
+    @cached_property
+    def _clips(self) -> ClipRecords:
+        return ClipRecords.of(self.records)
+
+    @cached_property
+    def readable(self) -> np.ndarray:
+        """Which clips' audio was read (no error recorded), in manifest order."""
         import pandas as pd
 
-        entries, records = self.manifest.entries, self.records
-        of_entries = {"line": "line", "id": "id", "audio": "audio", "listed": "listed", "text": "text", "manifest": "manifest",
-                      "speaker": "speaker", "claimed_s": "duration"}  # fmt: skip
-        of_records = {"error_kind": "error_kind", "error": "error", "sample_rate": "sample_rate", "channels": "channels",
-                      "subtype": "subtype", "duration_s": "duration_s", "frames": "frames", "clipped": "clipped_samples",
-                      "clip_run": "longest_clipped_run", "dc": "dc_offset", "level_db": "level_db", "lead_s": "lead_silence_s",
-                      "trail_s": "trail_silence_s", "first_db": "first_frame_db", "last_db": "last_frame_db", "hash": "audio_hash",
-                      "nonfinite": "nonfinite_samples"}  # fmt: skip
-        if entries:  # column by column (a dict per row was most of a warm run's table)
-            columns: dict[str, Any] = {name: entry_column(entries, field) for name, field in of_entries.items()}
-            if isinstance(columns["line"], LineColumn):
-                columns["line"] = columns["line"].array
-            clips = ClipRecords.of(records)
-            columns.update((name, clips.column(field)) for name, field in of_records.items())
-            if columns["hash"].dtype.kind == "S":
-                columns["hash"] = ascii_strings(columns["hash"])
-            for name in _USER_TEXT:
-                columns[name] = _strings(columns[name])
-            table = pd.DataFrame(columns, copy=False)  # the records' arrays as they are (pandas copies on write)
+        if not self.listed:
+            return np.zeros(0, dtype=bool)
+        return np.asarray(pd.isna(self._clips.column("error_kind")), dtype=bool)
+
+    def frame(self, *names: str, rows: Any = None) -> pd.DataFrame:
+        """The clips at ``rows`` (manifest positions, in the order given; None: every clip) with the columns ``names``
+        (of :data:`COLUMNS`), indexed by their positions. A column is made afresh from the manifest's and the records'
+        own arrays for each call, taken at the rows asked for, so a rule holds only what it reads."""
+        import pandas as pd
+
+        at = None if rows is None else np.asarray(rows, dtype=np.int64)
+        index = pd.RangeIndex(self.listed) if at is None else pd.Index(at)
+        if not self.listed:  # no clip: empty columns, of objects (the float ones as floats)
+            return pd.DataFrame({name: pd.Series([], dtype="float64" if name in _FLOATS else object) for name in names})
+        with collector_paused():  # a column of strings is a tuple of values, no cycles among them
+            columns = {name: self._column(name, at) for name in names}
+        frame = pd.DataFrame(columns, copy=False)  # the arrays as they are (pandas copies on write)
+        frame.index = index
+        return frame
+
+    def with_columns(self, rows: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
+        """``rows`` (a :meth:`frame`, or rows of one) with those of ``names`` it does not hold yet added."""
+        import pandas as pd
+
+        wanted = [name for name in dict.fromkeys(names) if name not in rows.columns]
+        if not wanted:
+            return rows
+        added = self.frame(*wanted, rows=rows.index.to_numpy())
+        added.index = rows.index
+        return pd.concat([rows, added], axis=1)
+
+    def _column(self, name: str, at: np.ndarray | None) -> Any:
+        """One column of :meth:`frame`, at ``at`` (None: every clip)."""
+        import pandas as pd
+
+        if name == "split":
+            splits = self.manifest.splits
+            if not splits:
+                return pd.Series([""] * (self.listed if at is None else len(at)), dtype=object)
+            return pd.Series(splits if at is None else _at_rows(splits, at), dtype=object)
+        texts = cast("Sequence[str | None]", entry_column(self.manifest.entries, "text"))
+        if name == "folded" and at is not None:
+            return _strings(_folded(_at_rows(texts, at)))
+        if name == "folded":  # a chunk at a time: never the whole corpus as Python strings
+            return pd.concat([_strings(_folded(texts[start : start + TEXT_CHUNK])) for start in range(0, len(texts), TEXT_CHUNK)], ignore_index=True)
+        if name in _OF_RECORDS:
+            column = self._clips.column(_OF_RECORDS[name])
+            column = column if at is None else column[at]
+            if name == "hash" and column.dtype.kind == "S":
+                return ascii_strings(column)
         else:
-            table = pd.DataFrame({name: pd.Series([], dtype=object) for name in [*of_entries, *of_records]})
-        for name in ("claimed_s", "duration_s", "dc", "level_db", "lead_s", "trail_s", "first_db", "last_db"):
-            table[name] = table[name].astype("float64")
-        splits = self.manifest.splits
-        table["split"] = pd.Series(splits if splits else [""] * len(table), index=table.index, dtype=object)
-        # for comparing transcripts: case and runs of whitespace folded (a list comprehension: Series.map costs twice as much)
-        texts = cast("Sequence[str | None]", entry_column(entries, "text"))
-        folded = [
-            _strings([" ".join(text.casefold().split()) if text else "" for text in texts[start : start + TEXT_CHUNK]])
-            for start in range(0, len(texts), TEXT_CHUNK)
-        ]  # a chunk at a time: the corpus's folded text is never held as Python strings at once
-        table["folded"] = pd.concat(folded, ignore_index=True) if folded else pd.Series([], dtype=object)  # the table's RangeIndex
-        return table
+            held = entry_column(self.manifest.entries, _OF_ENTRIES[name])
+            if name in _USER_TEXT:
+                return _strings(cast("Sequence[str | None]", held), at)
+            column = held.array if isinstance(held, LineColumn) else np.asarray(pd.Series(held))  # ints or floats, None as NaN
+            column = column if at is None else column[at]
+        if name in _USER_TEXT:
+            return _strings(column)
+        return pd.Series(column).astype("float64") if name in _FLOATS else column
+
+    @cached_property
+    def _folded_digests(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each clip's folded transcript's 64-bit hash, and whether it is not empty: the corpus's folded text a chunk
+        at a time, never held (the exact texts are made again for the few clips whose hash another shares)."""
+        texts = cast("Sequence[str | None]", entry_column(self.manifest.entries, "text"))
+        hashes = np.empty(len(texts), dtype=np.int64)
+        spoken = np.empty(len(texts), dtype=bool)
+        for start in range(0, len(texts), TEXT_CHUNK):
+            chunk = _folded(texts[start : start + TEXT_CHUNK])
+            hashes[start : start + len(chunk)] = [hash(text) for text in chunk]
+            spoken[start : start + len(chunk)] = [text != "" for text in chunk]
+        return hashes, spoken
+
+    @property
+    def spoken(self) -> np.ndarray:
+        """Which clips' transcripts hold more than whitespace, in manifest order."""
+        return self._folded_digests[1]
 
     @cached_property
     def _transcript_letters(self) -> tuple[frozenset[str], np.ndarray]:
@@ -156,26 +258,29 @@ class DataContext:
     def repeated_sentences(self) -> np.ndarray:
         """Which clips' folded transcripts come more than once and are long enough to be a sentence
         (:func:`_sentences_repeated`), worked out once for TP-DATA-DUPLICATE-TEXT and TP-DATA-SPLIT-LEAK-TEXT."""
-        return _sentences_repeated(self.table["folded"], self.t)
+        return _sentences_repeated(self)
 
     @cached_property
-    def rates(self) -> tuple[pd.DataFrame, bool]:
-        """:func:`speech_rates` of this corpus, worked out once for the rule and the report's histogram."""
-        return speech_rates(self)
+    def rates(self) -> Rates:
+        """:func:`speech_rates` of this corpus, worked out once for the rule and the report's histogram, and kept as
+        they read it (:class:`Rates`)."""
+        rates, by_speaker = speech_rates(self)
+        levels = rate_levels(rates, self.t)
+        flagged = levels > 0
+        first = rates.iloc[:1]
+        return Rates(
+            cps=rates["cps"].to_numpy(), levels=levels, by_speaker=by_speaker, flagged=rates[flagged], flagged_levels=levels[flagged],
+            median=float(first["median_cps"].iloc[0]) if len(first) else math.nan, sigma_wide=float(first["sigma_wide"].iloc[0]) if len(first) else math.nan,
+        )  # fmt: skip
 
-    @cached_property
-    def decoded(self) -> pd.DataFrame:
-        """The rows whose audio was read (the table itself when every clip was: a filter copies every column)."""
-        table = self.table
-        readable = table["error_kind"].isna()
-        return table if readable.all() else table[readable]
 
-
-def _need_clips(ctx: DataContext) -> pd.DataFrame:
-    decoded = ctx.decoded
-    if decoded.empty:
+def _need_clips(ctx: DataContext, *names: str) -> pd.DataFrame:
+    """The clips whose audio was read, with the columns ``names`` (every clip's, when each was read: no filter);
+    NotApplicable when none was."""
+    readable = ctx.readable
+    if not readable.any():
         raise NotApplicable(_no_clip(ctx))
-    return decoded
+    return ctx.frame(*names, rows=None if readable.all() else np.flatnonzero(readable))
 
 
 AUDIO_ONLY = "no transcripts: an audio-only corpus"
@@ -196,7 +301,7 @@ def _at(row: Any) -> str:
 
 def _no_clip(ctx: DataContext) -> str:
     """Why a rule about the clips' audio has nothing to judge."""
-    return "the manifest lists no clip" if ctx.table.empty else "no clip could be read"
+    return "the manifest lists no clip" if not ctx.listed else "no clip could be read"
 
 
 def _examples(
@@ -204,15 +309,17 @@ def _examples(
 ) -> Iterator[Hit]:
     """One hit per clip for the first DATA_EXAMPLES of ``rows``, each at its manifest line, the first counting all.
 
-    ``say(row)`` gives (message, evidence) for one clip; ``what`` names the
+    ``rows`` are indexed by their manifest positions (:meth:`DataContext.frame`);
+    ``say(row)`` gives (message, evidence) for one clip, from every column of
+    :data:`COLUMNS` and those of ``rows``' own; ``what`` names the
     problem in the plural for the count ("clips are clipped"). ``total``: how
     many clips have it, when ``rows`` holds only the first of them.
     """
     total = len(rows) if total is None else total
     if total == 0:
         return
-    listed = len(ctx.table)
-    shown = rows.head(ctx.t.DATA_EXAMPLES)
+    listed = ctx.listed
+    shown = _whole(ctx, rows.head(ctx.t.DATA_EXAMPLES))
     for i, row in enumerate(shown.itertuples(index=False)):
         message, evidence = say(row)
         shared = ""
@@ -220,6 +327,11 @@ def _examples(
             shared = f"{total:,} of {listed:,} listed {what} ({figures.pct(total / listed)}); {first_named(len(shown), total)}."
             message += f" {shared}"
         yield Hit(message=message, evidence=evidence, values={"count": total, "listed": listed, **(values or {})}, line=int(row.line) or None, file=row.manifest, shared=shared)
+
+
+def _whole(ctx: DataContext, rows: pd.DataFrame) -> pd.DataFrame:
+    """A few ``rows`` with every column of :data:`COLUMNS` (theirs kept), to quote."""
+    return ctx.with_columns(rows, COLUMNS)
 
 
 def _name(row: Any) -> str:
@@ -334,7 +446,7 @@ def unlisted(ctx: DataContext) -> Iterator[Hit]:
     more = f" and {len(problems) - ctx.t.DATA_EXAMPLES:,} more" if len(problems) > ctx.t.DATA_EXAMPLES else ""
     yield Hit(
         message=f"{len(problems):,} audio file{'s are' if len(problems) != 1 else ' is'} in the dataset's folder but on no manifest line: {names}{more}.",
-        evidence=f"{len(problems):,} unlisted beside {len(ctx.table):,} listed",
+        evidence=f"{len(problems):,} unlisted beside {ctx.listed:,} listed",
         values={"count": len(problems)},
         file=problems[0].file,
     )
@@ -354,7 +466,7 @@ def missing(ctx: DataContext) -> Iterator[Hit]:
     """
     from trainproof.data.layouts.shared import tried_paths
 
-    table = ctx.table
+    table = ctx.frame("error_kind")
     rows = table[table["error_kind"] == "missing"]
 
     def say(r: Any) -> tuple[str, str]:
@@ -374,7 +486,7 @@ def unreadable(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: any file libsndfile reads whole.
     Does not mean: the recording is lost; the original may be fine.
     """
-    table = ctx.table
+    table = ctx.frame("error_kind")
     rows = table[table["error_kind"].isin(["unreadable", "empty", "truncated"])]
     yield from _examples(ctx, rows, "clips cannot be read", lambda r: (f"{_name(r)} cannot be read: {_shown(r.error)}.", f"{_at(r)}{r.error_kind}"))
 
@@ -388,7 +500,7 @@ def nonfinite(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: integer formats (16- and 24-bit PCM cannot hold NaN), or float files whose samples are all finite.
     Does not mean: the rest of the clip is bad; trainproof reads those samples as 0 for its other numbers.
     """
-    decoded = _need_clips(ctx)
+    decoded = _need_clips(ctx, "nonfinite")
     rows = decoded[decoded["nonfinite"] > 0]
     yield from _examples(
         ctx, rows, "clips hold NaN or infinite samples",
@@ -398,7 +510,7 @@ def nonfinite(ctx: DataContext) -> Iterator[Hit]:
 
 
 def _mixed(ctx: DataContext, column: str, target: Any, noun: str, show: Any) -> Iterator[Hit]:
-    decoded = _need_clips(ctx)
+    decoded = _need_clips(ctx, column)
     counts = decoded[column].value_counts()
     if target is None:
         if len(counts) < 2:
@@ -466,7 +578,7 @@ def duration(ctx: DataContext) -> Iterator[Hit]:
     """
     from trainproof.data.clip import TOO_LONG
 
-    table, t = ctx.table, ctx.t
+    table, t = ctx.frame("error_kind", "duration_s"), ctx.t
     kinds = table["error_kind"]
     readable, past = kinds.isna(), kinds == TOO_LONG
     if not (readable.any() or past.any()):
@@ -492,7 +604,7 @@ def duration_claim(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: a manifest without durations, or durations rounded to 10 ms.
     Does not mean: the audio is wrong; regenerate the manifest's durations.
     """
-    decoded = _need_clips(ctx)
+    decoded = _need_clips(ctx, "claimed_s", "duration_s")
     claimed = decoded[decoded["claimed_s"].notna()]
     if claimed.empty:
         raise NotApplicable("the manifest states no durations")
@@ -514,7 +626,7 @@ def clipping(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: speech peak-normalised to 0.99, or touching full scale for a sample or two.
     Does not mean: the clip is unusable; a few clipped peaks are mild.
     """
-    decoded = _need_clips(ctx)
+    decoded = _need_clips(ctx, "frames", "channels", "clipped", "clip_run")
     t = ctx.t
     frames = decoded["frames"] * decoded["channels"].clip(lower=1)
     share = decoded["clipped"] / frames.where(frames > 0, 1)
@@ -537,7 +649,7 @@ def edge_silence(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: a short pause inside the clip, or a few hundred milliseconds at the ends.
     Does not mean: the speech is bad; trim the ends.
     """
-    decoded = _need_clips(ctx)
+    decoded = _need_clips(ctx, "lead_s", "trail_s")
     limit = ctx.t.DATA_EDGE_SILENCE_S
     rows = decoded[(decoded["lead_s"] > limit) | (decoded["trail_s"] > limit)]
     yield from _examples(
@@ -555,7 +667,7 @@ def cut_off(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: clips that begin and end in (even short) silence.
     Does not mean: the word is gone entirely; listen to the edge.
     """
-    decoded = _need_clips(ctx)
+    decoded = _need_clips(ctx, "level_db", "first_db", "last_db")
     edge = -ctx.t.DATA_CUT_EDGE_DB
     loud = decoded[decoded["level_db"] > ctx.t.DATA_SILENT_DB]
     rows = loud[(loud["first_db"] >= edge) | (loud["last_db"] >= edge)]
@@ -574,7 +686,7 @@ def dc_offset(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: speech centred on 0.
     Does not mean: the recording is unusable; a high-pass filter removes it.
     """
-    decoded = _need_clips(ctx)
+    decoded = _need_clips(ctx, "dc")
     rows = decoded[decoded["dc"].abs() >= ctx.t.DATA_DC_OFFSET]
     yield from _examples(ctx, rows, "clips have a DC offset", lambda r: (f"{_name(r)} has a DC offset of {figures.num(r.dc)}.", f"mean sample {figures.num(r.dc)} (full scale 1); limit {figures.num(ctx.t.DATA_DC_OFFSET)}"))
 
@@ -588,7 +700,7 @@ def silent(ctx: DataContext) -> Iterator[Hit]:
     Does not fire on: quiet but clear speech (its level is above DATA_SILENT_DB).
     Does not mean: nothing was recorded; the right file may be elsewhere.
     """
-    decoded = _need_clips(ctx)
+    decoded = _need_clips(ctx, "level_db")
     if ctx.manifest.audio_only:
         quiet = decoded[decoded["level_db"] < ctx.t.DATA_SILENT_DB]
         for hit in _examples(
@@ -598,7 +710,7 @@ def silent(ctx: DataContext) -> Iterator[Hit]:
         ):  # fmt: skip
             yield replace(hit, level=Level.WARN)
         return
-    quiet = decoded[decoded["level_db"] < ctx.t.DATA_SILENT_DB]  # the few quiet clips' transcripts read, not every clip's
+    quiet = ctx.with_columns(decoded[decoded["level_db"] < ctx.t.DATA_SILENT_DB], ["text"])  # the few quiet clips' transcripts
     rows = quiet[quiet["text"].fillna("").str.strip() != ""]
     yield from _examples(
         ctx, rows, "clips are silent",
@@ -629,6 +741,8 @@ def _repeats(
     maybe = _may_repeat(ctx, rows, key)
     if not maybe.all():  # the rows whose key no other row's hash shares cannot repeat: grouped exactly, the rest only
         rows = rows[maybe]
+    items = [column for item in differing for column in ((item,) if isinstance(item, str) else item)]
+    rows = _holding(ctx, rows, [key, *items, *([unlike_first] if unlike_first else []), "line", "listed"])
     keys = rows[key]
     groups = pd.factorize(keys)[0]  # a missing key: -1
     member = (groups >= 0) & (keys != "").to_numpy(dtype=bool, na_value=False)
@@ -657,6 +771,11 @@ def _repeats(
     firsts = np.unique(first[groups[shown]]).tolist()
     names = {keys.iloc[i]: _shown(listed.iloc[i]) + (f" (line {int(lines[i])})" if lines[i] else "") for i in firsts}  # line 0: none
     return rows.iloc[shown], len(repeat), names
+
+
+def _holding(ctx: DataContext, rows: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
+    """``rows`` with the columns ``names``, those it lacks read for its rows alone."""
+    return rows if all(name in rows.columns for name in names) else ctx.with_columns(rows, names)
 
 
 def _codes(rows: pd.DataFrame, columns: str | tuple[str, ...]) -> np.ndarray:
@@ -689,13 +808,13 @@ def duplicate_audio(ctx: DataContext) -> Iterator[Hit]:
     rows, count, firsts = _repeats(ctx, decoded, "hash", differing=(("audio", "id"),))
     if not count:
         return
-    hashes = decoded["hash"]
-    groups = {h: decoded[hashes == h] for h in dict.fromkeys(rows["hash"])}  # the few groups shown: a filter each
+    hashes = ctx.with_columns(decoded, ["hash"])["hash"]
+    groups = {h: decoded.index[(hashes == h).to_numpy(dtype=bool, na_value=False)] for h in dict.fromkeys(rows["hash"])}  # the few shown
+    first_audio = {h: ctx.frame("audio", rows=group[:1])["audio"].iloc[0] for h, group in groups.items()}
 
     def say(r: Any) -> tuple[str, str]:
-        group = groups[r.hash]
-        times = len(group)
-        if r.audio == group["audio"].iloc[0]:
+        times = len(groups[r.hash])
+        if r.audio == first_audio[r.hash]:
             return (
                 f"{_name(r)} is listed again under the id {quoted(r.id)}: the same clip as {firsts[r.hash]}, listed {times:,} times in all, "
                 f"so it weighs {times:,} times in training.", f"the same file, listed {times:,} times (hash {r.hash[:12]})",
@@ -716,7 +835,7 @@ def conflicting_text(ctx: DataContext) -> Iterator[Hit]:
     """
     _need_transcripts(ctx)
     decoded = _need_clips(ctx)
-    spoken = decoded["folded"] != ""
+    spoken = ctx.spoken[decoded.index.to_numpy()]
     rows, count, firsts = _repeats(ctx, decoded if spoken.all() else decoded[spoken], "hash", unlike_first="folded")
     yield from _examples(
         ctx, rows, "clips have the audio of another line with another transcript",
@@ -738,9 +857,8 @@ def empty_text(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the audio is bad.
     """
     _need_transcripts(ctx)
-    table = ctx.table
     texts = cast("Sequence[str | None]", entry_column(ctx.manifest.entries, "text"))  # as the manifest holds them: no copy
-    rows = table[np.fromiter((text is None or not text.strip() for text in texts), dtype=bool, count=len(texts))]
+    rows = ctx.frame(rows=np.flatnonzero(np.fromiter((text is None or not text.strip() for text in texts), dtype=bool, count=len(texts))))
     yield from _examples(ctx, rows, "clips have an empty transcript", lambda r: (f"{_name(r)} has an empty transcript.", f"line {r.line}: no text"))
 
 
@@ -754,9 +872,8 @@ def text_rate(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: which of a swapped pair is wrong; both lines are worth a look.
     """
     t = ctx.t
-    rates, _ = ctx.rates
-    levels = rate_levels(rates, t)
-    rows = rates[levels > 0]
+    rates = ctx.rates
+    rows = rates.flagged
     for hit, row, level in zip(
         _examples(
             ctx, rows, "transcripts do not fit their audio",
@@ -766,7 +883,7 @@ def text_rate(ctx: DataContext) -> Iterator[Hit]:
                        f"{figures.plural(len(r.text or ''), 'character')} over {figures.num(r.duration_s)} s"),
         ),
         rows.itertuples(index=False),
-        levels[levels > 0],
+        rates.flagged_levels,
     ):  # fmt: skip
         if level == 2:
             yield hit  # the rule's own level, FAIL
@@ -790,14 +907,10 @@ def rate_levels(rates: pd.DataFrame, t: Thresholds) -> np.ndarray:
         return np.where(bound > t.DATA_CPS_FAIL_Z, 2, np.where(bound > t.DATA_CPS_WARN_Z, 1, 0))
 
 
-RATE_COLUMNS = ("line", "manifest", "listed", "text", "speaker", "duration_s")
-"""The table's columns :func:`speech_rates` keeps beside its own: what TP-DATA-TEXT-RATE's findings quote."""
-
-
 def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     """The readable clips with a transcript, with their characters per second of speech and its robust z-score.
 
-    Columns: RATE_COLUMNS of the table, then ``cps``, ``median_cps`` and ``sigma_cps`` (MAD x 1.4826)
+    Indexed by manifest position. Columns: ``cps``, ``median_cps`` and ``sigma_cps`` (MAD x 1.4826)
     of the clip's group, ``sigma_wide`` (that sigma widened by
     DATA_CPS_SIGMA_SE standard errors), ``z`` (NaN in a group with no spread), ``group_clips``
     (the clips of its group) and ``z_bound``: the z nearest the median that the
@@ -810,34 +923,47 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     import pandas as pd
 
     _need_transcripts(ctx)
-    decoded = _need_clips(ctx)
+    decoded = _need_clips(ctx, "duration_s", "lead_s", "trail_s")
     t = ctx.t
     if len(decoded) < t.DATA_CPS_MIN_CLIPS:
         raise NotApplicable(f"only {figures.plural(len(decoded), 'readable clip')} (needs {t.DATA_CPS_MIN_CLIPS})")
-    speech = (decoded["duration_s"] - decoded["lead_s"] - decoded["trail_s"]).clip(lower=0.05)
-    letters = pd.Series(ctx.letters[decoded.index.to_numpy()], index=decoded.index)  # the table's index: manifest order
+    # numpy arrays, each let go when it is used up: as a frame of Series, a million clips' rates were 15 columns at once
+    positions = decoded.index.to_numpy()
+    speech = decoded["duration_s"].to_numpy(dtype=float) - decoded["lead_s"].to_numpy(dtype=float)
+    speech -= decoded["trail_s"].to_numpy(dtype=float)
+    np.maximum(speech, 0.05, out=speech)  # NaN stays NaN, as with Series.clip
+    del decoded
+    letters = ctx.letters[positions]
     spoken = letters > 0
-    if spoken.all():  # no filter, no copy: the table's own columns (pandas copies on write)
-        frame = decoded[list(RATE_COLUMNS)].assign(cps=letters / speech)
-    else:
-        letters, speech = letters[spoken], speech[spoken]
-        frame = decoded.loc[spoken, list(RATE_COLUMNS)].assign(cps=letters / speech)  # cached: the columns read, not the table
-    speakers = frame["speaker"].fillna("")
+    if not spoken.all():
+        positions, letters, speech = positions[spoken], letters[spoken], speech[spoken]
+    cps = letters / speech
+    speakers = ctx.frame("speaker", rows=positions)["speaker"].fillna("")
     by_speaker = bool(speakers.nunique() > 1 and speakers.value_counts().min() >= t.DATA_CPS_MIN_CLIPS)
-    cps = frame["cps"]
     if by_speaker:
-        median = cps.groupby(speakers, sort=False).transform("median")
-        sigma = MAD_TO_SIGMA * (cps - median).abs().groupby(speakers, sort=False).transform("median")
+        series = pd.Series(cps)
+        median = series.groupby(speakers.to_numpy(), sort=False).transform("median").to_numpy()
+        sigma = MAD_TO_SIGMA * pd.Series(np.abs(cps - median)).groupby(speakers.to_numpy(), sort=False).transform("median").to_numpy()
+        clips: np.ndarray = speakers.groupby(speakers, sort=False).transform("size").to_numpy()
     else:
-        median = cps * 0 + cps.median()
-        sigma = cps * 0 + MAD_TO_SIGMA * (cps - cps.median()).abs().median()
-    z = ((cps - median) / sigma).where(sigma > 0)
-    clips = speakers.groupby(speakers, sort=False).transform("size") if by_speaker else cps * 0 + len(cps)
-    nearer = (speech + t.DATA_CPS_EDGE_S).where(cps > median, (speech - t.DATA_CPS_EDGE_S).clip(lower=0.05))
-    wide = sigma * (1 + t.DATA_CPS_SIGMA_SE * MAD_SE / np.sqrt(clips))
-    bound = (letters / nearer - median) / wide
-    bound = bound.where(np.sign(bound) == np.sign(z), 0.0).where(sigma > 0)  # moved past the median: no deviation it can prove
-    return frame.assign(median_cps=median, sigma_cps=sigma, sigma_wide=wide, z=z, group_clips=clips, z_bound=bound), by_speaker
+        middle = pd.Series(cps).median()
+        median = cps * 0 + middle
+        sigma = cps * 0 + MAD_TO_SIGMA * pd.Series(np.abs(cps - middle)).median()
+        clips = cps * 0 + len(cps)
+    del speakers
+    spread = ~(sigma > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (cps - median) / sigma
+        z[spread] = np.nan
+        nearer = np.where(cps > median, speech + t.DATA_CPS_EDGE_S, np.maximum(speech - t.DATA_CPS_EDGE_S, 0.05))
+        del speech
+        wide = sigma * (1 + t.DATA_CPS_SIGMA_SE * MAD_SE / np.sqrt(clips))
+        bound = (letters / nearer - median) / wide
+        del nearer
+        bound = np.where(np.sign(bound) == np.sign(z), bound, 0.0)  # moved past the median: no deviation it can prove
+        bound[spread] = np.nan
+    columns = {"cps": cps, "median_cps": median, "sigma_cps": sigma, "sigma_wide": wide, "z": z, "group_clips": clips, "z_bound": bound}
+    return pd.DataFrame(columns, index=pd.Index(positions), copy=False), by_speaker
 
 
 _DIGIT = re.compile(r"\d+")
@@ -857,7 +983,6 @@ def unnormalized(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the corpus must be normalised by hand; run your TTS front end's normaliser before training.
     """
     _need_transcripts(ctx)
-    table = ctx.table
     search = _UNNORMALIZED.search  # over the manifest's transcripts as it holds them: no copy of the column to search
     texts = cast("Sequence[str | None]", entry_column(ctx.manifest.entries, "text"))
     # a match holds a digit, a symbol or an abbreviation's full stop: the transcripts with none of the corpus's such
@@ -865,7 +990,7 @@ def unnormalized(ctx: DataContext) -> Iterator[Hit]:
     triggers = {ch for ch in ctx.characters if ch.isdecimal() or ch == "." or _SYMBOL.match(ch)}
     holds = _any_of(triggers)
     found = (bool(triggers) and text is not None and holds(text) and search(text) is not None for text in texts)
-    rows = table[np.fromiter(found, dtype=bool, count=len(texts))]
+    rows = ctx.frame(rows=np.flatnonzero(np.fromiter(found, dtype=bool, count=len(texts))))
 
     def say(r: Any) -> tuple[str, str]:
         found = [m.group(0) for pattern in (_DIGIT, _SYMBOL, _ABBREVIATION) for m in pattern.finditer(r.text or "")]
@@ -896,7 +1021,6 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the text is wrong; a homoglyph (Cyrillic "а" for Latin "a") looks identical.
     """
     _need_transcripts(ctx)
-    table = ctx.table
     texts = cast("Sequence[str | None]", entry_column(ctx.manifest.entries, "text"))  # as the manifest holds them: no copy
     letters: dict[str, set[str]] = {}  # script -> the letters of it that the transcripts use
     for ch in ctx.characters:
@@ -916,12 +1040,12 @@ def odd_characters(ctx: DataContext) -> Iterator[Hit]:
     if not oddities:
         return
     holds = _any_of(set(oddities))
-    rows = table[np.fromiter((bool(text) and holds(text) for text in texts), dtype=bool, count=total)]
-    rows = rows.assign(odd=[[ch for ch in text if ch in oddities] for text in rows["text"].tolist()])  # the few flagged
+    rows = ctx.frame(rows=np.flatnonzero(np.fromiter((bool(text) and holds(text) for text in texts), dtype=bool, count=total)))
 
     def say(r: Any) -> tuple[str, str]:
-        shown = _listed([f"U+{ord(ch):04X} {unicodedata.name(ch, unicodedata.category(ch))}" for ch in dict.fromkeys(r.odd)])
-        return f"{_name(r)} has characters foreign to the corpus: {shown}.", f"line {r.line}: {len(r.odd)} character{'s' if len(r.odd) != 1 else ''}"
+        odd = [ch for ch in r.text if ch in oddities]
+        shown = _listed([f"U+{ord(ch):04X} {unicodedata.name(ch, unicodedata.category(ch))}" for ch in dict.fromkeys(odd)])
+        return f"{_name(r)} has characters foreign to the corpus: {shown}.", f"line {r.line}: {len(odd)} character{'s' if len(odd) != 1 else ''}"
 
     yield from _examples(ctx, rows, "transcripts have odd characters", say)
 
@@ -942,9 +1066,7 @@ def duplicate_text(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the pairing is wrong; some corpora record prompts twice on purpose.
     """
     _need_transcripts(ctx)
-    table = ctx.table
-    judged = ctx.repeated_sentences
-    rows = table.loc[judged, ["line", "manifest", "listed", "text", "folded", "speaker", "audio", "hash"]]  # what it reads
+    rows = ctx.frame("folded", "speaker", rows=np.flatnonzero(ctx.repeated_sentences))
     rows = rows.assign(said=rows["folded"] + "\x00" + rows["speaker"].fillna("").astype(object))  # a repeat is by one speaker
     found, count, firsts = _repeats(ctx, rows, "said", differing=("audio", "hash"))
     yield from _examples(ctx, found, "transcripts repeat another line's", lambda r: (f"{_name(r)} has the same transcript as {firsts[r.said]}: {quoted(r.text)}.", f"line {r.line}: identical folded text"), total=count)
@@ -957,7 +1079,7 @@ ONE_SPLIT = "the dataset has one split"
 def _leaks(ctx: DataContext, rows: pd.DataFrame, key: str) -> tuple[pd.DataFrame, int, dict[Any, str]]:
     """The rows whose ``key`` an earlier row of another split has (see :func:`_repeats`), each group's first named with
     its split."""
-    if ctx.table.empty:
+    if not ctx.listed:
         raise NotApplicable(_no_clip(ctx))
     if not ctx.manifest.splits:
         raise NotApplicable(ONE_SPLIT)
@@ -993,10 +1115,9 @@ def split_leak_text(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the split is wrong for every purpose: corpora that read one prompt list with many speakers split by speaker on purpose.
     """
     _need_transcripts(ctx)
-    table = ctx.table
-    if not table.empty and not ctx.manifest.splits:
+    if ctx.listed and not ctx.manifest.splits:
         raise NotApplicable(ONE_SPLIT)  # before the transcripts are grouped, for nothing
-    rows = table[ctx.repeated_sentences]
+    rows = ctx.frame("folded", rows=np.flatnonzero(ctx.repeated_sentences))
     found, count, firsts = _leaks(ctx, rows, "folded")
     yield from _examples(
         ctx, found, "transcripts are those of a clip of another split",
@@ -1009,18 +1130,19 @@ HAN_LETTERS = 2
 """How many letters a Chinese character counts as towards DATA_DUPLICATE_MIN_LETTERS: one carries about a short word."""
 
 
-def _sentences_repeated(folded: pd.Series, t: Thresholds) -> np.ndarray:
-    """Which rows' folded transcripts come more than once and are long enough to be a sentence (see
+def _sentences_repeated(ctx: DataContext) -> np.ndarray:
+    """Which clips' folded transcripts come more than once and are long enough to be a sentence (see
     :func:`_is_sentence`): each distinct repeated transcript is measured once, not each row."""
     import pandas as pd
 
-    maybe = _hash_repeats(folded)  # only these can repeat: the exact grouping below is of them, not of every transcript
-    codes, uniques = pd.factorize(folded[maybe])
+    t = ctx.t
+    maybe = _shared(ctx._folded_digests[0])  # only these can repeat: the exact grouping below is of them, not of every transcript
+    codes, uniques = pd.factorize(ctx.frame("folded", rows=np.flatnonzero(maybe))["folded"])
     repeated = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(uniques)) > 1)
     judged = np.zeros(len(uniques) + 1, dtype=bool)  # the last: a missing text's code, -1
     texts = uniques[repeated].tolist()  # the repeated texts at once, not an index lookup each
     judged[[code for code, text in zip(repeated.tolist(), texts) if text and _is_sentence(text, t)]] = True
-    found = np.zeros(len(folded), dtype=bool)
+    found = np.zeros(len(maybe), dtype=bool)
     found[maybe] = judged[codes]
     return found
 
@@ -1030,8 +1152,8 @@ def _may_repeat(ctx: DataContext, rows: pd.DataFrame, key: str) -> np.ndarray:
     first 16 of its digits as the records hold them (bytes, no string a clip); else the key's :func:`_hash_repeats`."""
     records = getattr(ctx, "records", None)
     held = records.column("audio_hash") if key == "hash" and isinstance(records, ClipRecords) else None
-    if held is None or held.dtype.kind != "S" or held.dtype.itemsize < 16 or len(held) != len(ctx.table):
-        return _hash_repeats(rows[key])
+    if held is None or held.dtype.kind != "S" or held.dtype.itemsize < 16 or len(held) != ctx.listed:
+        return _hash_repeats(_holding(ctx, rows, [key])[key])
     digits = np.ascontiguousarray(held[rows.index.to_numpy()]).view(np.uint8).reshape(len(rows), held.dtype.itemsize)
     return _shared(digits[:, :16].copy().view(np.int64).reshape(len(rows), 2) @ np.array([1, 0x9E3779B1], dtype=np.int64))
 

@@ -12,15 +12,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from trainproof.checks.base import NotApplicable
-from trainproof.checks.data import DataContext, rate_levels
+from trainproof.checks.data import DataContext
 from trainproof.commands.histograms import fired, flagged_at, histogram
 from trainproof.io import figures
 from trainproof.report import Finding, Histogram
 
 
 def duration(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | None:
-    decoded = ctx.decoded
-    values = decoded["duration_s"].to_numpy(dtype=float)
+    values = ctx.frame("duration_s", rows=np.flatnonzero(ctx.readable))["duration_s"].to_numpy(dtype=float)
     values = values[np.isfinite(values)]
     if values.size == 0:
         return None
@@ -36,17 +35,18 @@ def duration(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | None:
 
 def speaking_rate(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | None:
     try:
-        rates, by_speaker = ctx.rates
+        rates = ctx.rates
     except NotApplicable:
         return None
-    values = rates["cps"].to_numpy(dtype=float)
+    values = rates.cps
     if values.size == 0:
         return None
     t = ctx.t
-    levels = rate_levels(rates, t) if fired(findings, "TP-DATA-TEXT-RATE") else np.zeros(values.size, dtype=int)
+    levels = rates.levels if fired(findings, "TP-DATA-TEXT-RATE") else np.zeros(values.size, dtype=int)
     limits: tuple[tuple[float, str], ...] = ()
+    by_speaker = rates.by_speaker
     if not by_speaker:
-        median, sigma = float(rates["median_cps"].iloc[0]), float(rates["sigma_wide"].iloc[0])
+        median, sigma = rates.median, rates.sigma_wide
         limits = ((median, f"median {figures.num(median)}"),)
         if sigma > 0:
             fence = t.DATA_CPS_WARN_Z * sigma  # the sigma the rule allows for: the clips past it are flagged (to 20 ms of edge error)
@@ -61,6 +61,6 @@ def speaking_rate(ctx: DataContext, findings: Sequence[Finding]) -> Histogram | 
 
 def charts(ctx: DataContext, findings: Sequence[Finding]) -> tuple[Histogram, ...]:
     """The dataset's histograms, those that have something to show."""
-    if ctx.manifest.entries and not ctx.decoded.empty:
+    if ctx.manifest.entries and ctx.readable.any():
         return tuple(h for h in (duration(ctx, findings), speaking_rate(ctx, findings)) if h is not None)
     return ()

@@ -37,7 +37,7 @@ def flagged_clips(ctx: DataContext, findings: Sequence[Finding], excerpts: str |
         if i is not None:
             found.setdefault(i, []).append(finding)
     ranked = sorted(found, key=lambda i: (-max(f.level for f in found[i]), i))[:MAX_FLAGGED]
-    errors = ctx.table["error_kind"].tolist()
+    errors = ctx.frame("error_kind")["error_kind"].tolist()
     out = []
     for i in ranked:
         entry = entries[i]
