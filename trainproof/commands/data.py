@@ -18,7 +18,7 @@ from typing import Any, cast
 from trainproof.checks.registry import RULES
 from trainproof.config import Settings
 from trainproof.data import ENGINES
-from trainproof.data.model import ClipRecord, ClipRef, Manifest, entry_column
+from trainproof.data.model import ClipRecord, ClipRefs, Manifest, entry_column
 from trainproof.data.records import ClipRecords
 from trainproof.data.uri import is_uri
 from trainproof.io import figures
@@ -55,14 +55,9 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
 
     with collector_paused():
         manifest = manifest_of(source, options)
-        entries = manifest.entries
-        refs = [
-            ClipRef(audio, offset, duration if offset is not None else None)
-            for audio, offset, duration in zip(*(entry_column(entries, name) for name in ("audio", "offset", "duration")))
-        ]
-        if manifest.blobs:  # clips held inside shards
-            refs = [ref if blob is None else replace(ref, blob=blob) for ref, blob in zip(refs, manifest.blobs)]
-    remote = [ref.audio for ref in refs if "://" in ref.audio and is_uri(ref.audio)]
+        paths, offsets, durations = (entry_column(manifest.entries, name) for name in ("audio", "offset", "duration"))
+        refs = ClipRefs(cast("Sequence[str]", paths), cast("Sequence[float | None]", offsets), cast("Sequence[float | None]", durations), manifest.blobs)
+    remote = [audio for audio in refs.paths if "://" in audio and is_uri(audio)]
     if remote:
         _require_uri_support()
         from trainproof.data import uri
@@ -117,7 +112,7 @@ def _reading(options: Mapping[str, Any]) -> dict[str, Any]:
     return {**_roots(options), "audio_column": options.get("audio_column"), "text_column": options.get("text_column")}
 
 
-def _decode(refs: list[ClipRef], cache: Any, options: Mapping[str, Any], policy: Any = None) -> ClipRecords:
+def _decode(refs: ClipRefs, cache: Any, options: Mapping[str, Any], policy: Any = None) -> ClipRecords:
     """Every clip's record, in order, on the engine asked for; a clip ``policy`` refuses is never opened."""
     progress = terminal_progress(options, "data", "clips decoded")
     if _engine(options) == "ray":

@@ -72,7 +72,7 @@ from contextlib import AbstractContextManager, closing, contextmanager, nullcont
 from typing import TYPE_CHECKING, NamedTuple
 
 from trainproof.data.blobs import digest_of, release
-from trainproof.data.model import ClipRecord, ClipRef
+from trainproof.data.model import ClipRecord, ClipRef, ClipRefs
 from trainproof.data.uri import is_uri
 from trainproof.io.collector import collector_paused
 from trainproof.io.errors import InputError
@@ -270,7 +270,7 @@ class Work:
                 for k in hits.positions:
                     found[k] = 1
                 rows = [indices[k] for k in hits.positions]
-                self._columns.put_packed(rows, [refs[i].audio for i in rows], hits.block, hits.overridden)
+                self._columns.put_packed(rows, self._paths_of(rows), hits.block, hits.overridden)
             for k, i in enumerate(indices):
                 if found[k]:
                     continue
@@ -336,6 +336,11 @@ class Work:
         """The clips of :attr:`todo` whose records are stored (and the missing files')."""
         return {*self._records, *self._decoded.nonzero()[0].tolist()}
 
+    def _paths_of(self, rows: list[int]) -> list[str] | None:
+        """The paths of the clips at ``rows``, for their records; None when the references give them all at the end
+        (:class:`~trainproof.data.model.ClipRefs`)."""
+        return None if isinstance(self.refs, ClipRefs) else [self.refs[i].audio for i in rows]
+
     def _settle(self) -> None:
         """The records decoded since the last call, put into the columns (their packed bytes let go)."""
         from trainproof.data.records import overrides, unpack_block
@@ -344,7 +349,7 @@ class Work:
             return
         with collector_paused():
             fresh = [None if texts is None else overrides(texts) for texts in self._texts]
-            self._columns.put_packed(self._rows, [self.refs[i].audio for i in self._rows], unpack_block(self._packed), fresh)
+            self._columns.put_packed(self._rows, self._paths_of(self._rows), unpack_block(self._packed), fresh)
         self._rows, self._packed, self._texts = [], bytearray(), []
 
     def flush(self) -> None:
@@ -358,7 +363,8 @@ class Work:
         self._settle()
         with collector_paused():
             self._columns.put(list(self._records), list(self._records.values()))
-        return self._columns.build()
+            records = self._columns.build()
+            return records.with_paths(self.refs.paths) if isinstance(self.refs, ClipRefs) else records
 
 
 class _NoWorkers(Exception):

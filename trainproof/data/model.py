@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 ANALYSIS_VERSION = 4
@@ -322,6 +322,53 @@ class ClipRef:
 
     def __reduce__(self) -> tuple:
         return (ClipRef, (self.audio, self.offset, self.duration, self.blob))  # pickled alike on every Python with slots
+
+
+REFS_BLOCK = 4096
+"""The references :class:`ClipRefs` makes at a time, and keeps (a few such blocks) for the next asked for."""
+
+
+class ClipRefs(Sequence[ClipRef]):
+    """Every listed clip's reference, made from the manifest's columns when it is asked for, a block at a time: the
+    engines read them nearly in order, and a :class:`ClipRef` with its path as a Python string for each of a million
+    clips was 160 MiB of the driver. ``paths`` is the manifest's own column of paths, which the records take as theirs
+    (:meth:`trainproof.data.engine.Work.result`)."""
+
+    __slots__ = ("paths", "_offsets", "_durations", "_blobs", "_blocks")
+
+    def __init__(self, paths: Sequence[str], offsets: Sequence[float | None], durations: Sequence[float | None], blobs: Sequence[Blob | None] = ()) -> None:
+        self.paths = paths
+        self._offsets, self._durations, self._blobs = offsets, durations, blobs
+        self._blocks: dict[int, list[ClipRef]] = {}
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def _block(self, number: int) -> list[ClipRef]:
+        found = self._blocks.get(number)
+        if found is None:
+            if len(self._blocks) >= 4:  # the oldest made goes
+                del self._blocks[next(iter(self._blocks))]
+            start, stop = number * REFS_BLOCK, min(len(self.paths), (number + 1) * REFS_BLOCK)
+            offsets = self._offsets[start:stop]
+            found = [
+                ClipRef(audio, offset, duration if offset is not None else None)
+                for audio, offset, duration in zip(self.paths[start:stop], offsets, self._durations[start:stop])
+            ]
+            if self._blobs:  # clips held inside shards
+                found = [ref if blob is None else replace(ref, blob=blob) for ref, blob in zip(found, self._blobs[start:stop])]
+            self._blocks[number] = found
+        return found
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        at = range(len(self))[index]  # IndexError, negative indices
+        return self._block(at // REFS_BLOCK)[at % REFS_BLOCK]
+
+    def __iter__(self) -> Iterator[ClipRef]:
+        for number in range(-(-len(self) // REFS_BLOCK)):
+            yield from self._block(number)
 
 
 ERROR_KINDS = ("missing", "unreadable", "empty", "truncated", "too-long")

@@ -30,7 +30,7 @@ import operator
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from trainproof.data.model import ERROR_KINDS, ClipRecord
 
@@ -226,9 +226,26 @@ class ClipRecords(Sequence[ClipRecord]):
         own column, held compactly): the string each clip's path was made while it decoded is let go (100 MB of a
         million clips). Themselves when it does not."""
         held = self._columns["audio"]
-        if len(paths) != self._length or not all(a == b for a, b in zip(paths, held)):
+        if held is paths or len(paths) != self._length or not all(a == b for a, b in zip(paths, held)):
             return self
         return ClipRecords({**self._columns, "audio": paths})
+
+    def with_paths(self, paths: Sequence[str]) -> ClipRecords:
+        """These records with ``paths`` (the references' own column, in order) as the paths of those put without one
+        (:meth:`_Builder.put_packed`): the column itself when every path that was put is the same, so no clip's path
+        is made a string of its own."""
+        import numpy as np
+
+        held = self._columns["audio"]
+        if len(paths) != self._length:
+            raise ValueError("paths of another length")
+        put = np.flatnonzero(np.not_equal(held, cast(Any, None)))  # elementwise: the records put with their path
+        if all(held[i] == paths[i] for i in put.tolist()):
+            return ClipRecords({**self._columns, "audio": paths})
+        filled = held.copy()
+        for i in np.flatnonzero(np.equal(held, cast(Any, None))).tolist():
+            filled[i] = paths[i]
+        return ClipRecords({**self._columns, "audio": filled})
 
     def _records(self, rows: slice) -> Iterator[ClipRecord]:
         lists = [_values(self._columns[name], rows) for name in _FIELDS]
@@ -287,16 +304,18 @@ class _Builder:
                 values = [None if type(extra) is dict and not extra else extra for extra in values]
             self._assign(name, index, values)
 
-    def put_packed(self, rows: Any, audio: Sequence[str], block: Any, overridden: Sequence[dict[str, Any] | None]) -> None:
+    def put_packed(self, rows: Any, audio: Sequence[str] | None, block: Any, overridden: Sequence[dict[str, Any] | None]) -> None:
         """At ``rows``: the records of ``audio`` whose packed bytes are the rows of ``block`` (:func:`unpack_many`) and
-        whose texts, parsed by :func:`overrides`, are ``overridden`` (None where a record has none)."""
+        whose texts, parsed by :func:`overrides`, are ``overridden`` (None where a record has none). ``audio`` None:
+        the paths are given at the end (:meth:`ClipRecords.with_paths`)."""
         np = self.np
         rows = np.asarray(rows, dtype=np.intp)
         if rows.size == 0:
             return
-        holder = np.empty(rows.size, dtype=object)
-        holder[:] = list(audio)  # through an object array: a list of strings would first become a numpy string array
-        self.columns["audio"][rows] = holder
+        if audio is not None:
+            holder = np.empty(rows.size, dtype=object)
+            holder[:] = list(audio)  # through an object array: a list of strings would first become a numpy string array
+            self.columns["audio"][rows] = holder
         for name in (*INTS, *FLOATS):
             self.columns[name][rows] = block[name]
         for name in FIXED_TEXT:
