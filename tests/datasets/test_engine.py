@@ -125,6 +125,47 @@ def test_parallel_records_equal_inline_records(tmp_path, pooled):
     assert parallel[-1].frames == int(0.5 * 22050)
 
 
+def test_references_made_a_block_at_a_time_are_the_list_they_stand_for(monkeypatch):
+    """ClipRefs (the references read_dataset hands the engines) give the ClipRef the manifest's columns make, however
+    they are asked for: one at a time, out of order, by slice, negative index, iterated; clips of shards carry their
+    blob; a segment's duration only with its offset. A few blocks are kept, not every reference."""
+    from trainproof.data import model
+    from trainproof.data.model import Blob, ClipRefs
+
+    monkeypatch.setattr(model, "REFS_BLOCK", 4)
+    paths = [f"c{i}.wav" for i in range(23)]
+    offsets = [None if i % 3 else 0.5 * i for i in range(23)]
+    durations = [1.0 + i for i in range(23)]
+    blobs = [Blob(kind="tar", container="s.tar", group=0, row=i, column="", size=1) if i % 5 == 0 else None for i in range(23)]
+    expected = [ClipRef(p, o, d if o is not None else None, b) for p, o, d, b in zip(paths, offsets, durations, blobs)]
+    refs = ClipRefs(paths, offsets, durations, blobs)
+    assert len(refs) == 23 and refs.paths is paths
+    for i in (0, 22, 5, 4, 21, 3, 13, -1, -23, 8):
+        assert refs[i] == expected[i], i
+        assert len(refs._blocks) <= 4
+    assert refs[2:19:3] == expected[2:19:3] and refs[::-1] == expected[::-1]
+    assert list(refs) == expected
+    with pytest.raises(IndexError):
+        refs[23]
+    plain = ClipRefs(paths, offsets, durations)
+    assert [ref.blob for ref in plain] == [None] * 23
+
+
+def test_records_of_references_made_a_block_at_a_time_equal_those_of_a_list(tmp_path, pooled):
+    """The engine given ClipRefs puts each record without its path and gives them the references' column: the same
+    records as for a list of ClipRef, cached or not, with missing files in place."""
+    from trainproof.data.model import ClipRefs
+
+    paths = [*corpus(tmp_path / "c", 9), str(tmp_path / "gone.wav")]
+    listed = [ClipRef(p) for p in paths]
+    made = ClipRefs(paths, [None] * len(paths), [None] * len(paths))
+    with Cache(tmp_path / "cache") as cache:
+        cold = analyze_all(made, jobs=2, cache=cache)
+        warm = analyze_all(made, jobs=2, cache=cache)
+    assert cold == analyze_all(listed, jobs=2) == warm
+    assert cold.column("audio") is paths and warm.column("audio") is paths
+
+
 def test_missing_files_never_reach_a_worker(tmp_path, pooled, monkeypatch):
     def no_pool(*args):
         raise AssertionError("a pool was started")

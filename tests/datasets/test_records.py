@@ -162,3 +162,61 @@ def test_hashes_are_held_as_bytes_until_one_will_not_fit_and_read_as_strings_eit
     assert [r.audio_hash for r in mixed] == [PLAIN.audio_hash, "x" * 33, "é"]
     builder.put_packed([0], ["x.wav"], unpack_many([packed]), [None])  # bytes again, into the column of strings
     assert builder.build()[0].audio_hash == PLAIN.audio_hash
+
+
+def _spilled(monkeypatch, build):
+    """What ``build()`` makes with every builder's numbers and hashes in a spill file, and with them in memory."""
+    from trainproof.data import records as module
+
+    monkeypatch.setattr(module, "SPILL_FROM", 1)
+    spilled = build()
+    monkeypatch.setattr(module, "SPILL_FROM", 10**9)
+    return spilled, build()
+
+
+def test_records_spilled_to_a_file_come_back_as_those_held_in_memory(monkeypatch):
+    """From SPILL_FROM clips the numbers and hashes are written to a spill file as they are put and mapped when a
+    column is read: the same records, odd ones too (a size past 64 bits makes its column objects, in memory)."""
+    records = [PLAIN, *ODD, PLAIN]
+    spilled, held = _spilled(monkeypatch, lambda: ClipRecords.of(records))
+    assert type(spilled._columns["duration_s"]).__name__ == "_Spilled"
+    assert type(held._columns["duration_s"]).__name__ == "ndarray"
+    assert isinstance(spilled.column("duration_s"), np.memmap)
+    assert spilled.column("size").dtype == object  # 2**70: taken out of the file, as numpy infers it
+    assert all(same(a, b) for a, b in zip(spilled, held))
+    assert all(same(a, b) for a, b in zip(spilled, records))
+    assert all(same(a, b) for a, b in zip(pickle.loads(pickle.dumps(spilled)), records))
+
+
+def test_packed_blocks_spilled_to_a_file_come_back_as_they_went(monkeypatch):
+    records = [PLAIN, *ODD[:3], PLAIN]
+    packs = [pack(r) for r in records]
+
+    def build():
+        builder = ClipRecords.builder(len(records) + 2)
+        builder.put_packed([4, 0, 2, 1, 3], [r.audio for r in records], unpack_many([p for p, _ in packs]),
+                           [None if t is None else overrides(t) for _, t in packs])  # fmt: skip
+        return builder.build()
+
+    spilled, held = _spilled(monkeypatch, build)
+    assert type(spilled._columns["audio_hash"]).__name__ == "_Spilled"
+    assert spilled.column("audio_hash").tolist() == held.column("audio_hash").tolist()
+    assert all(same(a, b) for a, b in zip(spilled, held))
+    assert [spilled[k].audio for k in (4, 0, 2, 1, 3)] == [r.audio for r in records]
+    assert spilled[5].duration_s == 0.0 and spilled[5].audio_hash == ""  # a row never put: the defaults, as in memory
+
+
+def test_records_put_without_their_paths_take_the_references_column():
+    """Packed records put without a path (the engines') take the references' column of paths itself when every path
+    that was put is the same; a record put with another path keeps it, and the rest are filled in."""
+    paths = ["a.wav", "b.wav", "c.wav"]
+    packed = unpack_many([pack(PLAIN)[0]] * 2)
+    builder = ClipRecords.builder(3)
+    builder.put_packed([0, 2], None, packed, [None, None])
+    builder.put([1], [ClipRecord("b.wav", error="gone", error_kind="missing")])
+    assert builder.build().with_paths(paths).column("audio") is paths
+    builder.put([1], [ClipRecord("elsewhere/b.wav", error="gone", error_kind="missing")])
+    filled = builder.build().with_paths(paths)
+    assert filled.column("audio").tolist() == ["a.wav", "elsewhere/b.wav", "c.wav"]
+    with pytest.raises(ValueError):
+        builder.build().with_paths(paths[:2])

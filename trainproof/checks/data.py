@@ -1,7 +1,8 @@
 """Rules that judge a speech dataset: its manifest, the numbers each clip reduced to, and its transcripts.
 
-Every rule reads the corpus table (one row per listed clip: the manifest's
-claims beside the per-clip record), never the samples. A rule that finds
+Every rule reads the few columns it needs of the listed clips (the
+manifest's claims beside the per-clip record: :meth:`DataContext.frame`),
+never the samples. A rule that finds
 many clips names the first DATA_EXAMPLES in manifest order, each at its
 manifest line, and counts the rest, so a corpus with 40,000 broken clips
 gives a short report. FAIL is kept for what breaks training or silently
@@ -933,34 +934,49 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
     speech -= decoded["trail_s"].to_numpy(dtype=float)
     np.maximum(speech, 0.05, out=speech)  # NaN stays NaN, as with Series.clip
     del decoded
-    letters = ctx.letters[positions]
+    letters = ctx.letters if len(positions) == ctx.listed else ctx.letters[positions]  # every clip: no copy
     spoken = letters > 0
     if not spoken.all():
         positions, letters, speech = positions[spoken], letters[spoken], speech[spoken]
     cps = letters / speech
-    speakers = ctx.frame("speaker", rows=positions)["speaker"].fillna("")
+    speakers = pd.Series([], dtype=object)
+    if any(cast("Sequence[str | None]", entry_column(ctx.manifest.entries, "speaker"))):  # else one group: no speaker named
+        speakers = ctx.frame("speaker", rows=positions)["speaker"].fillna("")
     by_speaker = bool(speakers.nunique() > 1 and speakers.value_counts().min() >= t.DATA_CPS_MIN_CLIPS)
     if by_speaker:
         series = pd.Series(cps)
         median = series.groupby(speakers.to_numpy(), sort=False).transform("median").to_numpy()
         sigma = MAD_TO_SIGMA * pd.Series(np.abs(cps - median)).groupby(speakers.to_numpy(), sort=False).transform("median").to_numpy()
         clips: np.ndarray = speakers.groupby(speakers, sort=False).transform("size").to_numpy()
-    else:
+    else:  # the corpus's: in place, as cps * 0 + x gives them (NaN where cps is)
         middle = pd.Series(cps).median()
-        median = cps * 0 + middle
-        sigma = cps * 0 + MAD_TO_SIGMA * pd.Series(np.abs(cps - middle)).median()
-        clips = cps * 0 + len(cps)
+        deviation = cps - middle
+        np.abs(deviation, out=deviation)
+        median, sigma, clips = cps * 0, cps * 0, cps * 0
+        median += middle
+        sigma += MAD_TO_SIGMA * pd.Series(deviation).median()
+        clips += len(cps)
+        del deviation
     del speakers
     spread = ~(sigma > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = (cps - median) / sigma
+    with np.errstate(divide="ignore", invalid="ignore"):  # each in place, in the order of (cps - median) / sigma and the rest
+        z = cps - median
+        z /= sigma
         z[spread] = np.nan
-        nearer = np.where(cps > median, speech + t.DATA_CPS_EDGE_S, np.maximum(speech - t.DATA_CPS_EDGE_S, 0.05))
-        del speech
-        wide = sigma * (1 + t.DATA_CPS_SIGMA_SE * MAD_SE / np.sqrt(clips))
-        bound = (letters / nearer - median) / wide
-        del nearer
-        bound = np.where(np.sign(bound) == np.sign(z), bound, 0.0)  # moved past the median: no deviation it can prove
+        nearer = speech - t.DATA_CPS_EDGE_S
+        np.maximum(nearer, 0.05, out=nearer)
+        faster = cps > median
+        nearer[faster] = speech[faster] + t.DATA_CPS_EDGE_S
+        del speech, faster
+        wide = np.sqrt(clips)
+        np.divide(t.DATA_CPS_SIGMA_SE * MAD_SE, wide, out=wide)
+        wide += 1
+        wide *= sigma
+        bound = letters / nearer
+        del nearer, letters
+        bound -= median
+        bound /= wide
+        bound[np.sign(bound) != np.sign(z)] = 0.0  # moved past the median: no deviation it can prove (NaN included)
         bound[spread] = np.nan
     columns = {"cps": cps, "median_cps": median, "sigma_cps": sigma, "sigma_wide": wide, "z": z, "group_clips": clips, "z_bound": bound}
     return pd.DataFrame(columns, index=pd.Index(positions), copy=False), by_speaker
@@ -1154,8 +1170,15 @@ def _may_repeat(ctx: DataContext, rows: pd.DataFrame, key: str) -> np.ndarray:
     held = records.column("audio_hash") if key == "hash" and isinstance(records, ClipRecords) else None
     if held is None or held.dtype.kind != "S" or held.dtype.itemsize < 16 or len(held) != ctx.listed:
         return _hash_repeats(_holding(ctx, rows, [key])[key])
-    digits = np.ascontiguousarray(held[rows.index.to_numpy()]).view(np.uint8).reshape(len(rows), held.dtype.itemsize)
-    return _shared(digits[:, :16].copy().view(np.int64).reshape(len(rows), 2) @ np.array([1, 0x9E3779B1], dtype=np.int64))
+    positions = rows.index.to_numpy()
+    keys = np.empty(len(positions), dtype=np.int64)
+    mix = np.array([1, 0x9E3779B1], dtype=np.int64)
+    for start in range(0, len(positions), TEXT_CHUNK):  # a chunk's digits copied at a time, not every clip's
+        part = positions[start : start + TEXT_CHUNK]
+        digits = held[part].view(np.uint8).reshape(len(part), held.dtype.itemsize)
+        keys[start : start + len(part)] = digits[:, :16].copy().view(np.int64).reshape(len(part), 2) @ mix
+    del held
+    return _shared(keys)
 
 
 def _hash_repeats(values: pd.Series) -> np.ndarray:

@@ -87,7 +87,7 @@ class _HeldColumn(Sequence[Any]):
 class TextColumn(_HeldColumn):
     """One text field of every entry as one Arrow array (the characters end to end, an offset each), not a Python
     string each; a value is made a string when it is read. ``arrow`` is the array (a ``large_string``), which the
-    corpus table takes as its column without a copy."""
+    data rules' columns take without a copy."""
 
     __slots__ = ("arrow",)
 

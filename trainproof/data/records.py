@@ -6,8 +6,9 @@ again column by column: most of the run. Here a record travels as one
 fixed-size run of bytes (:func:`pack`), so the records of many clips are
 read back with one ``numpy.frombuffer`` (:func:`unpack_many`), and
 :class:`ClipRecords` holds a corpus's records as one array per field,
-which the corpus table takes as they are. A :class:`ClipRecord` is built
-only for whoever asks for one (indexing, iterating).
+which the data rules read as they are (from SPILL_FROM clips, the numbers
+and hashes from a spill file: :class:`_Spill`). A :class:`ClipRecord` is
+built only for whoever asks for one (indexing, iterating).
 
 The packed layout (:data:`PACKED`, little-endian, no padding): every int
 field as a signed 64-bit integer and every float field as a 64-bit float
@@ -200,8 +201,10 @@ class ClipRecords(Sequence[ClipRecord]):
         return _Builder(total)
 
     def column(self, name: str) -> Any:
-        """The values of one field, for every clip, as a numpy array (``audio_hash``'s may be bytes: see the class)."""
-        return self._columns[name]
+        """The values of one field, for every clip, as a numpy array (``audio_hash``'s may be bytes: see the class); a
+        field held in a spill file (:class:`_Spill`) is mapped afresh, for as long as the array returned is kept."""
+        held = self._columns[name]
+        return held.read() if type(held) is _Spilled else held
 
     def __len__(self) -> int:
         return self._length
@@ -248,7 +251,7 @@ class ClipRecords(Sequence[ClipRecord]):
         return ClipRecords({**self._columns, "audio": filled})
 
     def _records(self, rows: slice) -> Iterator[ClipRecord]:
-        lists = [_values(self._columns[name], rows) for name in _FIELDS]
+        lists = [_values(self.column(name), rows) for name in _FIELDS]
         lists[_EXTRA] = [{} if extra is None else extra for extra in lists[_EXTRA]]
         if self._columns[HASH].dtype.kind == "S":
             lists[_HASH] = [value.decode("ascii") for value in lists[_HASH]]
@@ -270,7 +273,9 @@ class ClipRecords(Sequence[ClipRecord]):
         return f"ClipRecords({len(self)} clips)"
 
     def __reduce__(self) -> tuple:
-        return (ClipRecords, (self._columns,))
+        import numpy as np
+
+        return (ClipRecords, ({name: np.array(self.column(name)) if type(held) is _Spilled else held for name, held in self._columns.items()},))
 
 
 def _values(column: Any, rows: slice) -> list:
@@ -279,19 +284,82 @@ def _values(column: Any, rows: slice) -> list:
     return part.tolist() if hasattr(part, "tolist") else list(part)
 
 
+SPILL_FROM = 50_000
+"""Records of at least this many clips keep their numbers and hashes in a spill file (:class:`_Spill`), not in memory."""
+
+
+class _Spill:
+    """Fixed-width columns of many clips' records in one unnamed temporary file, which the system deletes when it is
+    closed (with the records that read it, or the process). A column is mapped while it is read or written and
+    let go after, so the driver holds the columns a rule is reading, not every number of every clip for the whole
+    run (a million clips' were 184 MB; the file's pages are the system's cache, given back when memory is short)."""
+
+    def __init__(self, total: int, dtypes: Mapping[str, Any]) -> None:
+        import tempfile
+
+        import numpy as np
+
+        self.np = np
+        self.total = total
+        self.dtypes = dict(dtypes)
+        self.offsets: dict[str, int] = {}
+        size = 0
+        for name, dtype in self.dtypes.items():
+            self.offsets[name] = size
+            size += total * dtype.itemsize
+        self.file = tempfile.TemporaryFile(prefix="trainproof-records-")  # noqa: SIM115 (closed with the records)
+        self.file.truncate(size)  # zeros, as np.zeros: 0, 0.0 and b""
+
+    def map(self, name: str, writable: bool = False) -> Any:
+        """The column ``name`` as an array over the file's bytes (written through when ``writable``)."""
+        return self.np.memmap(self.file, dtype=self.dtypes[name], mode="r+" if writable else "r", offset=self.offsets[name], shape=(self.total,))
+
+
+class _Spilled:
+    """A column of :class:`ClipRecords` held in a :class:`_Spill`."""
+
+    __slots__ = ("spill", "name")
+
+    def __init__(self, spill: _Spill, name: str) -> None:
+        self.spill, self.name = spill, name
+
+    def __len__(self) -> int:
+        return self.spill.total
+
+    @property
+    def dtype(self) -> Any:
+        return self.spill.dtypes[self.name]
+
+    def read(self) -> Any:
+        return self.spill.map(self.name)
+
+
 class _Builder:
-    """Fills a :class:`ClipRecords` of ``total`` rows: records put at their rows, packed blocks at theirs."""
+    """Fills a :class:`ClipRecords` of ``total`` rows: records put at their rows, packed blocks at theirs. From
+    SPILL_FROM rows, the numbers and hashes go to a spill file as they are put."""
 
     def __init__(self, total: int) -> None:
         import numpy as np
 
         self.np = np
         self.total = total
-        self.columns: dict[str, Any] = {name: np.zeros(total, dtype=np.int64) for name in INTS}
-        self.columns.update({name: np.zeros(total, dtype=np.float64) for name in FLOATS})
-        for name in ("audio", "error", *FIXED_TEXT, "extra"):
+        fixed = {**{name: np.dtype(np.int64) for name in INTS}, **{name: np.dtype(np.float64) for name in FLOATS}, HASH: np.dtype(f"S{FIXED_TEXT[HASH]}")}
+        self.columns: dict[str, Any] = {}
+        spill = None
+        if total >= max(SPILL_FROM, 1):
+            try:
+                spill = _Spill(total, fixed)
+            except OSError:  # no temporary folder to write to: held in memory, as a smaller corpus is
+                spill = None
+        for name, dtype in fixed.items():  # the hashes "" until a record is put: see ClipRecords
+            self.columns[name] = _Spilled(spill, name) if spill is not None else np.zeros(total, dtype=dtype)
+        for name in ("audio", "error", *(name for name in FIXED_TEXT if name != HASH), "extra"):
             self.columns[name] = np.full(total, _DEFAULTS.get(name), dtype=object)
-        self.columns[HASH] = np.zeros(total, dtype=f"S{FIXED_TEXT[HASH]}")  # "" until a record is put: see ClipRecords
+
+    def _writable(self, name: str) -> Any:
+        """The column ``name`` to write to: its array, or its spill file's bytes mapped for the write."""
+        held = self.columns[name]
+        return held.spill.map(name, writable=True) if type(held) is _Spilled else held
 
     def put(self, rows: Sequence[int], records: Sequence[ClipRecord]) -> None:
         """``records[k]`` at row ``rows[k]``."""
@@ -317,12 +385,12 @@ class _Builder:
             holder[:] = list(audio)  # through an object array: a list of strings would first become a numpy string array
             self.columns["audio"][rows] = holder
         for name in (*INTS, *FLOATS):
-            self.columns[name][rows] = block[name]
+            self._writable(name)[rows] = block[name]
         for name in FIXED_TEXT:
             raw = block[name]
             if name == HASH:
                 if self.columns[HASH].dtype != object:  # one a clip: kept as the bytes they are
-                    self.columns[HASH][rows] = raw
+                    self._writable(HASH)[rows] = raw
                 else:
                     self._assign(HASH, rows, [value.decode("ascii") for value in raw.tolist()])
                 continue
@@ -344,7 +412,7 @@ class _Builder:
 
     def _assign(self, name: str, index: Any, values: list) -> None:
         np = self.np
-        column = self.columns[name]
+        column = self._writable(name)
         if column.dtype.kind == "S":  # the hashes' bytes: an ASCII string that fits, else every hash as a string
             width = column.dtype.itemsize
             if all(type(value) is str and len(value) <= width and value.isascii() and "\x00" not in value for value in values):
@@ -360,7 +428,7 @@ class _Builder:
                     return
                 except OverflowError:
                     pass
-            column = column.astype(object)
+            column = np.array(column, dtype=object)  # in memory from now on: a value its bytes cannot hold
         holder = np.empty(len(values), dtype=object)  # a list or dict value stays one object
         holder[:] = values
         column[index] = holder
