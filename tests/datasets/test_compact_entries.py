@@ -182,3 +182,24 @@ def test_a_line_longer_than_a_block_sends_the_manifest_to_the_line_reading(tmp_p
     manifest = read_manifest(path)
     assert manifest.entries._rows is not None  # read line by line
     assert len(manifest.entries) == 20 and manifest.entries[12].text == records[12]["text"]
+
+
+def test_values_taken_from_a_chunked_text_column_are_those_at_the_positions():
+    """TextColumn.take gives the values at any positions, in the order asked, repeated or not, from a chunked array
+    (a NeMo reader's, a block a chunk) without joining its chunks first: empty chunks, one chunk, none asked for."""
+    import random
+
+    import numpy as np
+    import pyarrow as pa
+
+    from trainproof.data.model import TextColumn
+
+    rng = random.Random(7)
+    for chunks in ([["a", "b"], ["c"], ["d", None, "f"]], [["x"]], [[], ["p", "q"], []], [["é", "日本"], ["\U0001f600"]]):
+        column = TextColumn(pa.chunked_array(chunks, type=pa.large_string()))
+        flat = [value for chunk in chunks for value in chunk]
+        for _ in range(40):
+            at = np.array([rng.randrange(len(flat)) for _ in range(rng.randrange(0, 9))], dtype=np.int64)
+            assert column.take(at).to_pylist() == [flat[i] for i in at], (chunks, at)
+    plain = TextColumn(pa.array(["u", "v", "w"], type=pa.large_string()))
+    assert plain.take(np.array([2, 0, 2])).to_pylist() == ["w", "u", "w"]

@@ -334,6 +334,68 @@ def _rates_corpus(outlier_cps: float, n: int = 20):
     return DataContext(Manifest(path="m", layout="nemo", entries=entries), records, Thresholds())
 
 
+def _rates_as_series(ctx):
+    """TP-DATA-TEXT-RATE's numbers as pandas Series formulas, one step each (the reference the in-place numpy of
+    speech_rates is held to, bit for bit)."""
+    import numpy as np
+    import pandas as pd
+
+    from trainproof.checks.stats import MAD_SE, MAD_TO_SIGMA
+
+    t = ctx.t
+    frame = ctx.frame("duration_s", "lead_s", "trail_s", "speaker", rows=np.flatnonzero(ctx.readable))
+    speech = (frame["duration_s"] - frame["lead_s"] - frame["trail_s"]).clip(lower=0.05)
+    letters = pd.Series(ctx.letters[frame.index.to_numpy()], index=frame.index)
+    spoken = letters > 0
+    letters, speech, frame = letters[spoken], speech[spoken], frame[spoken]
+    cps = letters / speech
+    speakers = frame["speaker"].fillna("")
+    if speakers.nunique() > 1 and speakers.value_counts().min() >= t.DATA_CPS_MIN_CLIPS:
+        median = cps.groupby(speakers, sort=False).transform("median")
+        sigma = MAD_TO_SIGMA * (cps - median).abs().groupby(speakers, sort=False).transform("median")
+        clips = speakers.groupby(speakers, sort=False).transform("size")
+    else:
+        median = cps * 0 + cps.median()
+        sigma = cps * 0 + MAD_TO_SIGMA * (cps - cps.median()).abs().median()
+        clips = cps * 0 + len(cps)
+    z = ((cps - median) / sigma).where(sigma > 0)
+    nearer = (speech + t.DATA_CPS_EDGE_S).where(cps > median, (speech - t.DATA_CPS_EDGE_S).clip(lower=0.05))
+    wide = sigma * (1 + t.DATA_CPS_SIGMA_SE * MAD_SE / np.sqrt(clips))
+    bound = (letters / nearer - median) / wide
+    bound = bound.where(np.sign(bound) == np.sign(z), 0.0).where(sigma > 0)
+    return pd.DataFrame({"cps": cps, "median_cps": median, "sigma_cps": sigma, "sigma_wide": wide, "z": z, "group_clips": clips, "z_bound": bound})
+
+
+@pytest.mark.parametrize("case", ["even", "outlier", "nan duration", "speakers", "no spread"])
+def test_speaking_rates_are_the_series_formulas_bit_for_bit(case):
+    """speech_rates computes in place with numpy, a corpus's median, sigma and size held once: the same numbers as
+    the Series formulas, NaN where they give NaN (a clip whose duration is NaN), by speaker or for the corpus."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from trainproof.checks.data import DataContext, speech_rates
+
+    ctx = _rates_corpus(10.0 if case != "outlier" else 25.0)
+    if case == "nan duration":
+        ctx = DataContext(ctx.manifest, [*ctx.records[:-1], replace(ctx.records[-1], duration_s=float("nan"))], ctx.t)
+    if case == "speakers":
+        entries = [replace(e, speaker="ab"[i % 2]) for i, e in enumerate(ctx.manifest.entries)]
+        ctx = DataContext(replace(ctx.manifest, entries=tuple(entries)), ctx.records, ctx.t.with_overrides({"DATA_CPS_MIN_CLIPS": 5}))
+    if case == "no spread":
+        ctx = DataContext(ctx.manifest, [replace(r, duration_s=4.0) for r in ctx.records], ctx.t)
+    rates, by_speaker = speech_rates(ctx)
+    assert by_speaker == (case == "speakers")
+    expected = _rates_as_series(ctx)
+    assert list(rates.index) == list(expected.index)
+    for name in expected.columns:
+        assert np.array_equal(rates[name].to_numpy(dtype=float), expected[name].to_numpy(dtype=float), equal_nan=True), name
+    if case == "nan duration":
+        assert np.isnan(rates["z"].iloc[-1]) and np.isnan(rates["median_cps"].iloc[-1])
+    if case == "no spread":
+        assert rates["z"].isna().all() and rates["z_bound"].isna().all()
+
+
 def test_a_rate_past_the_warn_line_only_by_an_uncertain_sigma_is_no_warn():
     """Burden of proof for the WARN too: a clip 4.6 robust sigmas out as measured, where the sigma of 20 evenly read
     clips is known only to within 26% a standard error, is not beyond DATA_CPS_WARN_Z allowing for it; at 7 sigmas it

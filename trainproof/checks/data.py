@@ -50,7 +50,7 @@ def _strings(values: Sequence[str | None], rows: np.ndarray | None = None) -> pd
     import pandas as pd
 
     if isinstance(values, TextColumn):
-        return pd.Series(pd.array(values.arrow if rows is None else values.arrow.take(rows), dtype="str"))
+        return pd.Series(pd.array(values.arrow if rows is None else values.take(rows), dtype="str"))
     if rows is not None:
         values = _at_rows(values, rows)
     try:
@@ -78,7 +78,7 @@ clip's split and its transcript folded for comparing (case and runs of whitespac
 def _at_rows(values: Sequence[Any], at: np.ndarray) -> list:
     """The values at the positions ``at`` (a :class:`TextColumn`'s taken at once, not made a string one by one)."""
     if isinstance(values, TextColumn):
-        return values.arrow.take(at).to_pylist()
+        return values.take(at).to_pylist()
     return [values[i] for i in at.tolist()]
 
 
@@ -193,11 +193,15 @@ class DataContext:
             held = entry_column(self.manifest.entries, _OF_ENTRIES[name])
             if name in _USER_TEXT:
                 return _strings(cast("Sequence[str | None]", held), at)
-            column = held.array if isinstance(held, LineColumn) else np.asarray(pd.Series(held))  # ints or floats, None as NaN
-            column = column if at is None else column[at]
+            if isinstance(held, LineColumn):
+                column = held.array if at is None else held.array[at]
+            else:  # ints or floats, None as NaN: the rows asked for alone made an array
+                column = np.asarray(pd.Series(held if at is None else _at_rows(held, at)))
         if name in _USER_TEXT:
             return _strings(column)
-        return pd.Series(column).astype("float64") if name in _FLOATS else column
+        if name == "error_kind":  # a kind or None, compared and tested for None: as the objects they are (no strings made)
+            return pd.Series(column, dtype=object, copy=False)
+        return pd.Series(column).astype("float64") if name in _FLOATS and column.dtype != np.float64 else column
 
     @cached_property
     def _folded_digests(self) -> tuple[np.ndarray, np.ndarray]:
@@ -606,12 +610,15 @@ def duration_claim(ctx: DataContext) -> Iterator[Hit]:
     Does not mean: the audio is wrong; regenerate the manifest's durations.
     """
     decoded = _need_clips(ctx, "claimed_s", "duration_s")
-    claimed = decoded[decoded["claimed_s"].notna()]
-    if claimed.empty:
+    claimed, seconds = decoded["claimed_s"].to_numpy(), decoded["duration_s"].to_numpy()
+    stated = ~np.isnan(claimed)
+    if not stated.any():
         raise NotApplicable("the manifest states no durations")
     t = ctx.t
-    gap = (claimed["claimed_s"] - claimed["duration_s"]).abs()
-    rows = claimed[(gap > t.DATA_DURATION_TOLERANCE_S) & (gap > t.DATA_DURATION_TOLERANCE_SHARE * claimed["duration_s"])]
+    gap = np.abs(claimed - seconds)
+    with np.errstate(invalid="ignore"):  # NaN (no duration stated) is no gap
+        wrong = stated & (gap > t.DATA_DURATION_TOLERANCE_S) & (gap > t.DATA_DURATION_TOLERANCE_SHARE * seconds)
+    rows = decoded.iloc[np.flatnonzero(wrong)]
     yield from _examples(
         ctx, rows, "clips have a wrong duration in the manifest",
         lambda r: (f"{_name(r)} lasts {figures.num(r.duration_s)} s; the manifest says {figures.num(r.claimed_s)} s.", f"manifest {figures.num(r.claimed_s)} s, audio {figures.num(r.duration_s)} s"),
@@ -670,8 +677,10 @@ def cut_off(ctx: DataContext) -> Iterator[Hit]:
     """
     decoded = _need_clips(ctx, "level_db", "first_db", "last_db")
     edge = -ctx.t.DATA_CUT_EDGE_DB
-    loud = decoded[decoded["level_db"] > ctx.t.DATA_SILENT_DB]
-    rows = loud[(loud["first_db"] >= edge) | (loud["last_db"] >= edge)]
+    level, first, last = (decoded[name].to_numpy() for name in ("level_db", "first_db", "last_db"))
+    with np.errstate(invalid="ignore"):  # NaN is no level: not loud, no edge
+        flagged = (level > ctx.t.DATA_SILENT_DB) & ((first >= edge) | (last >= edge))
+    rows = decoded.iloc[np.flatnonzero(flagged)]  # the flagged rows' columns copied, not every loud clip's
     yield from _examples(
         ctx, rows, "clips are cut off at an edge",
         lambda r: (f"{_name(r)} is cut off at its {'end' if r.last_db >= edge else 'start'}: the {'last' if r.last_db >= edge else 'first'} 10 ms are at speech level.", f"first frame {figures.num(r.first_db)} dB, last frame {figures.num(r.last_db)} dB relative to the clip's level"),
@@ -948,15 +957,13 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
         median = series.groupby(speakers.to_numpy(), sort=False).transform("median").to_numpy()
         sigma = MAD_TO_SIGMA * pd.Series(np.abs(cps - median)).groupby(speakers.to_numpy(), sort=False).transform("median").to_numpy()
         clips: np.ndarray = speakers.groupby(speakers, sort=False).transform("size").to_numpy()
-    else:  # the corpus's: in place, as cps * 0 + x gives them (NaN where cps is)
+    else:  # the corpus's: one value each, as cps * 0 + x gives them (NaN where cps is)
         middle = pd.Series(cps).median()
         deviation = cps - middle
         np.abs(deviation, out=deviation)
-        median, sigma, clips = cps * 0, cps * 0, cps * 0
-        median += middle
-        sigma += MAD_TO_SIGMA * pd.Series(deviation).median()
-        clips += len(cps)
+        mad = MAD_TO_SIGMA * pd.Series(deviation).median()
         del deviation
+        median, sigma, clips = (_alike(cps, value) for value in (middle, mad, float(len(cps))))
     del speakers
     spread = ~(sigma > 0)
     with np.errstate(divide="ignore", invalid="ignore"):  # each in place, in the order of (cps - median) / sigma and the rest
@@ -968,10 +975,7 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
         faster = cps > median
         nearer[faster] = speech[faster] + t.DATA_CPS_EDGE_S
         del speech, faster
-        wide = np.sqrt(clips)
-        np.divide(t.DATA_CPS_SIGMA_SE * MAD_SE, wide, out=wide)
-        wide += 1
-        wide *= sigma
+        wide = _widened(sigma, clips, t.DATA_CPS_SIGMA_SE * MAD_SE)
         bound = letters / nearer
         del nearer, letters
         bound -= median
@@ -980,6 +984,32 @@ def speech_rates(ctx: DataContext) -> tuple[pd.DataFrame, bool]:
         bound[spread] = np.nan
     columns = {"cps": cps, "median_cps": median, "sigma_cps": sigma, "sigma_wide": wide, "z": z, "group_clips": clips, "z_bound": bound}
     return pd.DataFrame(columns, index=pd.Index(positions), copy=False), by_speaker
+
+
+def _alike(cps: np.ndarray, value: float) -> np.ndarray:
+    """``cps * 0 + value``: NaN where cps is, else ``value``; one value seen at every row (no array a clip) when no cps
+    is NaN, as a corpus's median, sigma and size are."""
+    if np.isnan(cps).any():
+        alike = cps * 0
+        alike += value
+        return alike
+    return np.broadcast_to(np.float64(value), cps.shape)
+
+
+def _widened(sigma: np.ndarray, clips: np.ndarray, standard_errors: float) -> np.ndarray:
+    """``sigma * (1 + standard_errors / sqrt(clips))``: a group's sigma widened by its standard error, in that order;
+    one value seen at every row when both are (a corpus's)."""
+    if sigma.size and sigma.strides == clips.strides == (0,):
+        one = np.sqrt(clips[:1])
+        np.divide(standard_errors, one, out=one)
+        one += 1
+        one *= sigma[:1]
+        return np.broadcast_to(one[0], sigma.shape)
+    wide = np.sqrt(clips)
+    np.divide(standard_errors, wide, out=wide)
+    wide += 1
+    wide *= sigma
+    return wide
 
 
 _DIGIT = re.compile(r"\d+")

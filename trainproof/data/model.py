@@ -103,6 +103,25 @@ class TextColumn(_HeldColumn):
     def _one(self, at: int) -> Any:
         return self.arrow[at].as_py()
 
+    def take(self, at: Any) -> Any:
+        """The values at the positions ``at`` (a numpy array of ints), in that order, as one Arrow array: each chunk
+        taken from on its own (a chunked array's ``take`` first joins every chunk, a copy of the whole column)."""
+        import numpy as np
+        import pyarrow as pa
+
+        arrow = self.arrow
+        if not isinstance(arrow, pa.ChunkedArray):
+            return arrow.take(at)
+        if arrow.num_chunks == 1:
+            return arrow.chunk(0).take(at)
+        at = np.asarray(at, dtype=np.int64)
+        starts = np.cumsum([0, *(len(chunk) for chunk in arrow.chunks)])
+        within = np.searchsorted(starts, at, side="right") - 1
+        order = np.argsort(within, kind="stable")
+        parts = [arrow.chunk(k).take(at[order][within[order] == k] - starts[k]) for k in np.unique(within).tolist()]
+        joined = pa.concat_arrays(parts) if parts else pa.array([], type=arrow.type)
+        return joined.take(np.argsort(order, kind="stable"))
+
 
 class LineColumn(_HeldColumn):
     """Every entry's line as one int64 array, not a Python int each; read as Python ints."""
