@@ -335,3 +335,22 @@ def test_a_ray_address_without_the_ray_engine_is_a_usage_error(tmp_path, capsys)
     assert code == 2
     assert out == ""
     assert err == "trainproof: error: --ray-address needs --engine ray\n"
+
+
+def test_references_made_a_chunk_at_a_time_are_one_table_of_them(monkeypatch):
+    """The references sent to the cluster are made REFERENCES_CHUNK clips at a time: the same rows, in the order of
+    the indices asked for, as one table made at once; no index, no row."""
+    from trainproof.data import ray_engine
+    from trainproof.data.model import Blob, ClipRefs
+
+    paths = [f"c{i}.wav" for i in range(11)]
+    blobs = [Blob(kind="tar", container="s.tar", group=0, row=i, column="", size=3) if i % 4 == 0 else None for i in range(11)]
+    refs = ClipRefs(paths, [None if i % 3 else 0.25 * i for i in range(11)], [1.0 + i for i in range(11)], blobs)
+    indices = [10, 0, 3, 4, 5, 7, 9, 1]
+    whole = ray_engine._references(refs, indices)
+    monkeypatch.setattr(ray_engine, "REFERENCES_CHUNK", 3)
+    chunked = ray_engine._references(refs, indices)
+    assert chunked.num_rows == len(indices) and chunked.column("audio").num_chunks == 3
+    assert chunked.to_pylist() == whole.to_pylist()
+    assert chunked.column("i").to_pylist() == indices
+    assert ray_engine._references(refs, []).num_rows == 0

@@ -385,9 +385,22 @@ def _run(ray: Any, work: Work, refs: Sequence[ClipRef], indices: list[int], per_
     return pending.nonzero()[0].tolist()
 
 
+REFERENCES_CHUNK = 65_536
+"""Clips whose references are made into Arrow columns at a time (a Python string a path of a million clips at once
+was 100 MB of the driver)."""
+
+
 def _references(refs: Sequence[ClipRef], indices: list[int]) -> Any:
     """The clips' references as one Arrow table: index, path, offset, duration, and where the bytes of a clip held
-    inside a shard are (its :class:`~trainproof.data.model.Blob`'s fields as JSON; null for a file's)."""
+    inside a shard are (its :class:`~trainproof.data.model.Blob`'s fields as JSON; null for a file's). Made
+    REFERENCES_CHUNK clips at a time, each chunk a chunk of the table's columns."""
+    import pyarrow as pa
+
+    parts = [_reference_table(refs, indices[start : start + REFERENCES_CHUNK]) for start in range(0, len(indices), REFERENCES_CHUNK)]
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0] if parts else _reference_table(refs, [])
+
+
+def _reference_table(refs: Sequence[ClipRef], indices: list[int]) -> Any:
     import json
 
     import pyarrow as pa
