@@ -353,22 +353,23 @@ class ClipRefs(Sequence[ClipRef]):
     clips was 160 MiB of the driver. ``paths`` is the manifest's own column of paths, which the records take as theirs
     (:meth:`trainproof.data.engine.Work.result`)."""
 
-    __slots__ = ("paths", "_offsets", "_durations", "_blobs", "_blocks")
+    __slots__ = ("paths", "_offsets", "_durations", "_blobs", "_blocks", "_length")
 
     def __init__(self, paths: Sequence[str], offsets: Sequence[float | None], durations: Sequence[float | None], blobs: Sequence[Blob | None] = ()) -> None:
         self.paths = paths
         self._offsets, self._durations, self._blobs = offsets, durations, blobs
         self._blocks: dict[int, list[ClipRef]] = {}
+        self._length = len(paths)
 
     def __len__(self) -> int:
-        return len(self.paths)
+        return self._length
 
     def _block(self, number: int) -> list[ClipRef]:
         found = self._blocks.get(number)
         if found is None:
             if len(self._blocks) >= 4:  # the oldest made goes
                 del self._blocks[next(iter(self._blocks))]
-            start, stop = number * REFS_BLOCK, min(len(self.paths), (number + 1) * REFS_BLOCK)
+            start, stop = number * REFS_BLOCK, min(self._length, (number + 1) * REFS_BLOCK)
             offsets = self._offsets[start:stop]
             found = [
                 ClipRef(audio, offset, duration if offset is not None else None)
@@ -380,13 +381,17 @@ class ClipRefs(Sequence[ClipRef]):
         return found
 
     def __getitem__(self, index):
+        if type(index) is int and 0 <= index < self._length:  # the engines' every call: a few times a clip
+            number, within = divmod(index, REFS_BLOCK)
+            found = self._blocks.get(number)
+            return (found if found is not None else self._block(number))[within]
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        at = range(len(self))[index]  # IndexError, negative indices
+            return [self[i] for i in range(*index.indices(self._length))]
+        at = range(self._length)[index]  # IndexError, negative indices
         return self._block(at // REFS_BLOCK)[at % REFS_BLOCK]
 
     def __iter__(self) -> Iterator[ClipRef]:
-        for number in range(-(-len(self) // REFS_BLOCK)):
+        for number in range(-(-self._length // REFS_BLOCK)):
             yield from self._block(number)
 
 
