@@ -292,7 +292,7 @@ class _Spill:
     """Fixed-width columns of many clips' records in one unnamed temporary file, which the system deletes when it is
     closed (with the records that read it, or the process). A column is mapped while it is read or written and
     let go after, so the driver holds the columns a rule is reading, not every number of every clip for the whole
-    run (a million clips' were 184 MB; the file's pages are the system's cache, given back when memory is short)."""
+    run (a million clips' were 160 MB; the file's pages are the system's cache, given back when memory is short)."""
 
     def __init__(self, total: int, dtypes: Mapping[str, Any]) -> None:
         import tempfile
