@@ -179,11 +179,10 @@ class DataContext:
             if not splits:
                 return pd.Series([""] * (self.listed if at is None else len(at)), dtype=object)
             return pd.Series(splits if at is None else _at_rows(splits, at), dtype=object)
-        texts = cast("Sequence[str | None]", entry_column(self.manifest.entries, "text"))
-        if name == "folded" and at is not None:
-            return _strings(_folded(_at_rows(texts, at)))
-        if name == "folded":  # a chunk at a time: never the whole corpus as Python strings
-            return pd.concat([_strings(_folded(texts[start : start + TEXT_CHUNK])) for start in range(0, len(texts), TEXT_CHUNK)], ignore_index=True)
+        if name == "folded":  # only of the rows asked for: the corpus's folded text is never held whole
+            if at is None:
+                raise ValueError("the folded transcripts are read for some rows only")
+            return _strings(_folded(_at_rows(cast("Sequence[str | None]", entry_column(self.manifest.entries, "text")), at)))
         if name in _OF_RECORDS:
             column = self._clips.column(_OF_RECORDS[name])
             column = column if at is None else column[at]

@@ -75,7 +75,7 @@ def read_dataset(source: Any, options: Mapping[str, Any]) -> Dataset:
             manifest = replace(manifest, notes=manifest.notes + tuple(cache.notes))
     if remote:
         _require_reachable(source, uri.unreachable(remote))  # a store that stopped answering while its clips were read
-    return Dataset(manifest, records.sharing_paths(cast("Sequence[str]", entry_column(manifest.entries, "audio"))))
+    return Dataset(manifest, records)
 
 
 def _require_reachable(source: Any, problems: Sequence[tuple[str, str]]) -> None:

@@ -171,7 +171,7 @@ class ClipRecords(Sequence[ClipRecord]):
     bytes (``S32``: a hash is 32 hex digits; a string object was 97 bytes a
     clip), or as strings when a record's will not fit there
     (:func:`ascii_strings` makes the bytes strings). ``audio`` may be the
-    manifest's own column of paths (:meth:`sharing_paths`). Indexing
+    manifest's own column of paths (:meth:`with_paths`). Indexing
     and iterating build :class:`ClipRecord` objects; :meth:`column` gives a
     field's array as it is (do not write to it).
     """
@@ -223,15 +223,6 @@ class ClipRecords(Sequence[ClipRecord]):
 
     def __iter__(self) -> Iterator[ClipRecord]:
         return self._records(slice(None))
-
-    def sharing_paths(self, paths: Sequence[str]) -> ClipRecords:
-        """These records with ``paths`` as their ``audio`` column when it holds their paths, in order (the manifest's
-        own column, held compactly): the string each clip's path was made while it decoded is let go (100 MB of a
-        million clips). Themselves when it does not."""
-        held = self._columns["audio"]
-        if held is paths or len(paths) != self._length or not all(a == b for a, b in zip(paths, held)):
-            return self
-        return ClipRecords({**self._columns, "audio": paths})
 
     def with_paths(self, paths: Sequence[str]) -> ClipRecords:
         """These records with ``paths`` (the references' own column, in order) as the paths of those put without one
