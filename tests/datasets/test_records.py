@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
-from dataclasses import astuple
+from dataclasses import astuple, replace
 
 import numpy as np
 import pytest
@@ -220,3 +220,23 @@ def test_records_put_without_their_paths_take_the_references_column():
     assert filled.column("audio").tolist() == ["a.wav", "elsewhere/b.wav", "c.wav"]
     with pytest.raises(ValueError):
         builder.build().with_paths(paths[:2])
+
+
+def test_object_columns_are_held_as_codes_and_read_as_the_objects_they_were():
+    """A kind, format and subtype are a few strings across a corpus and an error or extra is None for most clips: held
+    as a small int a clip, read back as the same objects, odd ones too (a record that would not pack can hold None or
+    NaN where text belongs; each extra stays its own dict)."""
+    odd = ClipRecord("g.wav", format=None, subtype=math.nan, extra={"a": 1})  # type: ignore[arg-type]
+    records = [PLAIN, *ODD, odd, PLAIN, replace(ODD[1], extra=dict(ODD[1].extra))]
+    built = ClipRecords.of(records)
+    coded = built._columns["format"]
+    assert type(coded).__name__ == "_Coded" and coded.codes.dtype == np.uint8
+    assert built.column("format").tolist() == [r.format for r in records]
+    assert built.column("error").tolist() == [r.error for r in records]
+    subtypes = built.column("subtype").tolist()
+    assert math.isnan(subtypes[6]) and subtypes[:6] + subtypes[7:] == [r.subtype for r in records[:6] + records[7:]]
+    extras = built.column("extra").tolist()
+    assert extras == [r.extra or None for r in records]
+    assert extras[2] is not extras[8]  # each row its own dict
+    assert all(same(a, b) for a, b in zip(built, records))
+    assert all(same(a, b) for a, b in zip(pickle.loads(pickle.dumps(built)), records))

@@ -165,15 +165,16 @@ class ClipRecords(Sequence[ClipRecord]):
 
     Int fields are int64 arrays and float fields float64, unless a record
     holds a value they cannot (then that field's array holds objects);
-    string fields, ``error`` and ``extra`` are arrays of objects, ``extra``
-    None for a record whose ``extra`` is empty (most: an empty dict a clip
-    was 72 bytes of a driver's every clip). ``audio_hash`` is held as ASCII
+    string fields, ``error`` and ``extra`` are arrays of objects when read,
+    held as codes when built (:class:`_Coded`), ``extra`` None for a record
+    whose ``extra`` is empty (most: an empty dict a clip was 72 bytes of a
+    driver's every clip). ``audio_hash`` is held as ASCII
     bytes (``S32``: a hash is 32 hex digits; a string object was 97 bytes a
     clip), or as strings when a record's will not fit there
     (:func:`ascii_strings` makes the bytes strings). ``audio`` may be the
     manifest's own column of paths (:meth:`with_paths`). Indexing
     and iterating build :class:`ClipRecord` objects; :meth:`column` gives a
-    field's array as it is (do not write to it).
+    field's array (do not write to it).
     """
 
     __slots__ = ("_columns", "_length")
@@ -204,7 +205,7 @@ class ClipRecords(Sequence[ClipRecord]):
         """The values of one field, for every clip, as a numpy array (``audio_hash``'s may be bytes: see the class); a
         field held in a spill file (:class:`_Spill`) is mapped afresh, for as long as the array returned is kept."""
         held = self._columns[name]
-        return held.read() if type(held) is _Spilled else held
+        return held.read() if type(held) in _ELSEWHERE else held
 
     def __len__(self) -> int:
         return self._length
@@ -266,7 +267,7 @@ class ClipRecords(Sequence[ClipRecord]):
     def __reduce__(self) -> tuple:
         import numpy as np
 
-        return (ClipRecords, ({name: np.array(self.column(name)) if type(held) is _Spilled else held for name, held in self._columns.items()},))
+        return (ClipRecords, ({name: np.array(self.column(name)) if type(held) in _ELSEWHERE else held for name, held in self._columns.items()},))
 
 
 def _values(column: Any, rows: slice) -> list:
@@ -323,6 +324,52 @@ class _Spilled:
 
     def read(self) -> Any:
         return self.spill.map(self.name)
+
+
+_CODED = ("error", *(name for name in FIXED_TEXT if name != HASH), "extra")
+"""The object columns held as codes (:class:`_Coded`): a kind, format and subtype are a few strings across a corpus,
+and an error or an ``extra`` is None for most clips."""
+
+
+class _Coded:
+    """An object column of :class:`ClipRecords` held as a small int a clip and its distinct values (None among them):
+    a million clips' pointers were 8 MB a column held for the whole run, their codes 1 MB. Read, the objects are an
+    array again, made afresh for whoever reads it, as a spilled column is mapped afresh."""
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self, codes: Any, values: Any) -> None:
+        self.codes, self.values = codes, values
+
+    @classmethod
+    def of(cls, column: Any) -> _Coded:
+        """``column`` (an array of objects) coded: strings and None by their value, anything else (a dict, a number a
+        record that would not pack holds) one value a clip that holds one, None shared."""
+        import numpy as np
+        import pandas as pd
+
+        if set(map(type, column.tolist())) <= {str, type(None)}:
+            codes, distinct = pd.factorize(column, use_na_sentinel=True)  # None is -1
+            codes = codes + 1
+            listed = [None, *distinct.tolist()]
+        else:
+            held = np.flatnonzero(np.not_equal(column, cast(Any, None)))  # elementwise
+            codes = np.zeros(len(column), dtype=np.int64)
+            codes[held] = np.arange(1, held.size + 1)
+            listed = [None, *column[held].tolist()]
+        values = np.empty(len(listed), dtype=object)
+        values[:] = listed  # a list or dict value stays one object
+        return cls(codes.astype(np.min_scalar_type(len(listed))), values)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @property
+    def dtype(self) -> Any:
+        return self.values.dtype
+
+    def read(self) -> Any:
+        return self.values[self.codes]
 
 
 class _Builder:
@@ -429,7 +476,11 @@ class _Builder:
         self.columns[name] = column
 
     def build(self) -> ClipRecords:
-        return ClipRecords(self.columns)
+        return ClipRecords({name: _Coded.of(column) if name in _CODED else column for name, column in self.columns.items()})
+
+
+_ELSEWHERE = (_Spilled, _Coded)
+"""Columns not held as the array they are read as: :meth:`ClipRecords.column` reads them."""
 
 
 def ascii_strings(column: Any) -> Any:
