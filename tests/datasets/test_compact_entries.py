@@ -13,7 +13,7 @@ from tests.datasets.speech import FAULTS, Corpus, clean_corpus, has_espeak
 from trainproof.cli import main
 from trainproof.data import model
 from trainproof.data.manifest import read_manifest
-from trainproof.data.model import ENTRY_FIELDS, Entries, Entry, LineColumn, TextColumn, entry_column
+from trainproof.data.model import ENTRY_FIELDS, CodedColumn, Entries, Entry, FloatColumn, LineColumn, TextColumn, entry_column
 
 pytest.importorskip("pyarrow")
 
@@ -37,6 +37,8 @@ def test_compact_columns_are_the_same_sequence_of_entries(compact_all):
     entries = Entries(columns=_columns())
     assert isinstance(entries.column("text"), TextColumn)
     assert isinstance(entries.column("line"), LineColumn)
+    assert isinstance(entries.column("duration"), FloatColumn) and isinstance(entries.column("offset"), FloatColumn)
+    assert isinstance(entries.column("speaker"), CodedColumn) and isinstance(entries.column("manifest"), CodedColumn)
     assert entries == ROWS and list(entries) == list(ROWS)
     assert (entries[0], entries[-1], entries[1:], entries[::2]) == (ROWS[0], ROWS[-1], ROWS[1:], ROWS[::2])
     with pytest.raises(IndexError):
@@ -71,6 +73,20 @@ def test_a_column_arrow_cannot_hold_as_its_type_is_kept_as_it_is(compact_all, fi
     assert type(entries.column(field)) is list
     assert entries == rows
     assert entries.column("listed")[1] == "b.wav"
+
+
+@pytest.mark.parametrize(
+    "durations, held",
+    [((None, None, None), CodedColumn), ((1.5, 2, None), list), ((1.5, float("nan"), None), list), ((0.0, -1.0, 1e300), FloatColumn)],
+    ids=["none-claimed", "an-int", "a-nan", "floats"],
+)
+def test_claimed_numbers_are_held_as_floats_only_when_they_read_back_as_they_were(compact_all, durations, held):
+    """None is NaN in a FloatColumn: a column holding NaN itself, or an int, stays the list it was."""
+    rows = tuple(Entry.of_values(**{**entry.__dict__, "duration": duration}) for entry, duration in zip(ROWS, durations))
+    column = Entries(columns=_columns(rows)).column("duration")
+    assert type(column) is held
+    assert [type(value) for value in column] == [type(value) for value in durations]
+    assert [repr(value) for value in column] == [repr(value) for value in durations]
 
 
 def test_small_manifests_keep_their_lists():

@@ -28,7 +28,7 @@ from trainproof.checks.base import Hit, NotApplicable, amended, first_named, rul
 from trainproof.checks.findings import Finding, Level
 from trainproof.checks.stats import MAD_SE, MAD_TO_SIGMA
 from trainproof.checks.thresholds import Thresholds
-from trainproof.data.model import ClipRecord, LineColumn, Manifest, Problem, TextColumn, entry_column
+from trainproof.data.model import ClipRecord, CodedColumn, FloatColumn, LineColumn, Manifest, Problem, TextColumn, entry_column
 from trainproof.data.records import ClipRecords, ascii_strings
 from trainproof.io import figures
 from trainproof.io.collector import collector_paused
@@ -190,9 +190,11 @@ class DataContext:
                 return ascii_strings(column)
         else:
             held = entry_column(self.manifest.entries, _OF_ENTRIES[name])
+            if isinstance(held, CodedColumn):  # the objects themselves, at the rows asked for
+                held, at = held.values[held.codes if at is None else held.codes[at]], None
             if name in _USER_TEXT:
                 return _strings(cast("Sequence[str | None]", held), at)
-            if isinstance(held, LineColumn):
+            if isinstance(held, (LineColumn, FloatColumn)):
                 column = held.array if at is None else held.array[at]
             else:  # ints or floats, None as NaN: the rows asked for alone made an array
                 column = np.asarray(pd.Series(held if at is None else _at_rows(held, at)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -57,6 +58,7 @@ memory; under it, the lists a reader made are kept as they are."""
 _CHUNK = 65_536
 _COMPACT_TEXT = ("listed", "id", "audio", "text")
 _SHARED_TEXT = ("manifest", "speaker")
+_NUMBERS = ("duration", "offset")
 
 
 class _HeldColumn(Sequence[Any]):
@@ -144,10 +146,68 @@ class LineColumn(_HeldColumn):
         return self.array if dtype is None else self.array.astype(dtype)
 
 
+class CodedColumn(_HeldColumn):
+    """One field of every entry whose values repeat (the manifest a line is in, its speaker, a duration no line claims)
+    as a small int each and the distinct values, None among them: a list's pointer an entry was 8 MB of a million."""
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self, codes: Any, values: Any) -> None:
+        self.codes, self.values = codes, values
+
+    @classmethod
+    def of(cls, values: Sequence[object]) -> CodedColumn:
+        """``values`` (hashable: strings, None) coded in the order each first appears."""
+        import numpy as np
+
+        index: dict[object, int] = {}
+        codes = np.fromiter((index.setdefault(value, len(index)) for value in values), dtype=np.int64, count=len(values))
+        distinct = np.empty(len(index), dtype=object)
+        distinct[:] = list(index)
+        return cls(codes.astype(np.min_scalar_type(max(len(index) - 1, 0))), distinct)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def _range(self, start: int, stop: int) -> list:
+        return self.values[self.codes[start:stop]].tolist()
+
+    def _one(self, at: int) -> Any:
+        return self.values[self.codes[at]]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        held = self.values[self.codes]
+        return held if dtype is None else held.astype(dtype)
+
+
+class FloatColumn(_HeldColumn):
+    """Every entry's number or None (a claimed duration) as one float64 array, None as NaN (made only of columns with no
+    NaN of their own); read as Python floats and None."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def _range(self, start: int, stop: int) -> list:
+        return [None if value != value else value for value in self.array[start:stop].tolist()]
+
+    def _one(self, at: int) -> Any:
+        value = float(self.array[at])
+        return None if value != value else value
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self.array if dtype is None else self.array.astype(dtype)
+
+
 def _compacted(columns: Mapping[str, Sequence[object]]) -> dict[str, Sequence[object]]:
     """The columns of a large manifest held compactly: ids, paths and transcripts as :class:`TextColumn` (one array
-    for columns of equal values, as a NeMo manifest's ids and paths are), line numbers as :class:`LineColumn`, and
-    the manifest's path and speakers as lists whose equal values are one string. A column with a value of another
+    for columns of equal values, as a NeMo manifest's ids and paths are), line numbers as :class:`LineColumn`, the
+    manifest's path and speakers as :class:`CodedColumn`, claimed durations and offsets as :class:`FloatColumn` (or
+    coded, when no line claims one). A column with a value of another
     type than its field's, or text Arrow cannot hold (a lone surrogate), is kept as it is."""
     kept = {name: columns[name] for name in ENTRY_FIELDS}
     if len(kept["line"]) < COMPACT_FROM:
@@ -172,8 +232,15 @@ def _compacted(columns: Mapping[str, Sequence[object]]) -> dict[str, Sequence[ob
                 continue
             made.append((values, column))
     for name in _SHARED_TEXT:
-        one: dict[object, object] = {}
-        kept[name] = [one.setdefault(value, value) for value in kept[name]]
+        if set(map(type, kept[name])) <= {str, type(None)}:
+            kept[name] = CodedColumn.of(kept[name])
+    for name in _NUMBERS:
+        values = kept[name]
+        types = set(map(type, values))
+        if types == {type(None)}:
+            kept[name] = CodedColumn.of(values)
+        elif types <= {float, type(None)} and not any(value != value for value in values if value is not None):
+            kept[name] = FloatColumn(np.fromiter((math.nan if value is None else value for value in values), dtype=np.float64, count=len(values)))
     lines = kept["line"]
     if isinstance(lines, range):
         kept["line"] = LineColumn(np.arange(lines.start, lines.stop, lines.step, dtype=np.int64))
@@ -196,7 +263,7 @@ class Entries(Sequence[Entry]):
 
     def column(self, name: str) -> Sequence[object]:
         """Every entry's value of the field ``name``, in order (the sequence kept here: read it, do not change it): a
-        list, or a :class:`TextColumn` or :class:`LineColumn`."""
+        list, or a :class:`TextColumn`, :class:`LineColumn`, :class:`CodedColumn` or :class:`FloatColumn`."""
         found = self._columns.get(name)
         if found is None:
             found = self._columns[name] = [getattr(entry, name) for entry in self._rows or ()]
