@@ -225,7 +225,7 @@ def test_a_first_run_hashes_in_the_workers_and_a_re_run_decodes_nothing(clean, t
     assert stored == {f"{engine.BLOB_KEY}{digest_of(blob)}" for blob in manifest.blobs}
     with Cache(str(tmp_path / "cache")) as cache:
         work = engine.Work(refs, cache, hash_first=False)  # the cache holds clips of shards: hashed first, and found
-        assert work.todo == [] and work.found == len(refs)
+        assert not work.todo and work.found == len(refs)
         warm = engine.analyze_all(refs, jobs=2, cache=cache)
     assert list(warm) == list(cold)
 

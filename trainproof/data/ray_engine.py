@@ -366,7 +366,7 @@ def _client(ray: Any) -> bool:
         return False
 
 
-def _run(ray: Any, work: Work, refs: Sequence[ClipRef], indices: list[int], per_task: int, analyze: Analyze | None) -> list[int]:
+def _run(ray: Any, work: Work, refs: Sequence[ClipRef], indices: Sequence[int], per_task: int, analyze: Analyze | None) -> list[int]:
     """Decode ``indices`` on the cluster, ``per_task`` clips a task, storing each record as it arrives; the indices of
     the clips whose block was dropped (its task died every time)."""
     if _client(ray):
@@ -390,7 +390,7 @@ REFERENCES_CHUNK = 65_536
 was 100 MB of the driver)."""
 
 
-def _references(refs: Sequence[ClipRef], indices: list[int]) -> Any:
+def _references(refs: Sequence[ClipRef], indices: Sequence[int]) -> Any:
     """The clips' references as one Arrow table: index, path, offset, duration, and where the bytes of a clip held
     inside a shard are (its :class:`~trainproof.data.model.Blob`'s fields as JSON; null for a file's). Made
     REFERENCES_CHUNK clips at a time, each chunk a chunk of the table's columns."""
@@ -400,7 +400,7 @@ def _references(refs: Sequence[ClipRef], indices: list[int]) -> Any:
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0] if parts else _reference_table(refs, [])
 
 
-def _reference_table(refs: Sequence[ClipRef], indices: list[int]) -> Any:
+def _reference_table(refs: Sequence[ClipRef], indices: Sequence[int]) -> Any:
     import json
 
     import pyarrow as pa
@@ -433,7 +433,7 @@ def _dataset(ray: Any, references: Any, per_task: int, analyze: Analyze | None) 
         )
 
 
-def _through_client(ray: Any, refs: Sequence[ClipRef], indices: list[int], per_task: int, analyze: Analyze | None) -> Any:
+def _through_client(ray: Any, refs: Sequence[ClipRef], indices: Sequence[int], per_task: int, analyze: Analyze | None) -> Any:
     """Record tables of ``indices`` through the Ray Client, which cannot run Ray Data's executor itself: a task on the
     cluster runs the Dataset for CLIENT_CHUNK clips at a time (two chunks in flight), and returns their records. Each
     chunk's table is built on its own (the client pickles a slice of a table with the whole table's buffers)."""

@@ -231,7 +231,7 @@ class ClipRecords(Sequence[ClipRecord]):
         is made a string of its own."""
         import numpy as np
 
-        held = self._columns["audio"]
+        held = self.column("audio")
         if len(paths) != self._length:
             raise ValueError("paths of another length")
         put = np.flatnonzero(np.not_equal(held, cast(Any, None)))  # elementwise: the records put with their path
@@ -243,7 +243,7 @@ class ClipRecords(Sequence[ClipRecord]):
         return ClipRecords({**self._columns, "audio": filled})
 
     def _records(self, rows: slice) -> Iterator[ClipRecord]:
-        lists = [_values(self.column(name), rows) for name in _FIELDS]
+        lists = [_values(self._columns[name], rows) for name in _FIELDS]
         lists[_EXTRA] = [{} if extra is None else extra for extra in lists[_EXTRA]]
         if self._columns[HASH].dtype.kind == "S":
             lists[_HASH] = [value.decode("ascii") for value in lists[_HASH]]
@@ -271,8 +271,11 @@ class ClipRecords(Sequence[ClipRecord]):
 
 
 def _values(column: Any, rows: slice) -> list:
-    """The values of a column (a numpy array, or a sequence such as the manifest's paths) at ``rows``, as a list."""
-    part = column[rows]
+    """The values of a column as held (an array, coded or spilled, or a sequence such as the manifest's paths) at
+    ``rows``, as a list: a coded column's values made for those rows alone."""
+    if type(column) is _Coded:
+        return column.values[column.codes[rows]].tolist()
+    part = (column.read() if type(column) is _Spilled else column)[rows]
     return part.tolist() if hasattr(part, "tolist") else list(part)
 
 
@@ -327,8 +330,9 @@ class _Spilled:
 
 
 _CODED = ("error", *(name for name in FIXED_TEXT if name != HASH), "extra")
-"""The object columns held as codes (:class:`_Coded`): a kind, format and subtype are a few strings across a corpus,
-and an error or an ``extra`` is None for most clips."""
+"""The object columns held as codes (:class:`_Coded`), filled as codes (:class:`_Codes`): a kind, format and subtype
+are a few strings across a corpus, and an error or an ``extra`` is None for most clips (so is a path the engines put
+without one: :meth:`ClipRecords.with_paths`)."""
 
 
 class _Coded:
@@ -341,26 +345,6 @@ class _Coded:
     def __init__(self, codes: Any, values: Any) -> None:
         self.codes, self.values = codes, values
 
-    @classmethod
-    def of(cls, column: Any) -> _Coded:
-        """``column`` (an array of objects) coded: strings and None by their value, anything else (a dict, a number a
-        record that would not pack holds) one value a clip that holds one, None shared."""
-        import numpy as np
-        import pandas as pd
-
-        if set(map(type, column.tolist())) <= {str, type(None)}:
-            codes, distinct = pd.factorize(column, use_na_sentinel=True)  # None is -1
-            codes = codes + 1
-            listed = [None, *distinct.tolist()]
-        else:
-            held = np.flatnonzero(np.not_equal(column, cast(Any, None)))  # elementwise
-            codes = np.zeros(len(column), dtype=np.int64)
-            codes[held] = np.arange(1, held.size + 1)
-            listed = [None, *column[held].tolist()]
-        values = np.empty(len(listed), dtype=object)
-        values[:] = listed  # a list or dict value stays one object
-        return cls(codes.astype(np.min_scalar_type(len(listed))), values)
-
     def __len__(self) -> int:
         return len(self.codes)
 
@@ -370,6 +354,45 @@ class _Coded:
 
     def read(self) -> Any:
         return self.values[self.codes]
+
+
+class _Codes:
+    """A :class:`_Coded` column being filled: a string or None is coded by its value, anything else (a dict, a number
+    a record that would not pack holds) as a value of its own; the codes widen from one byte as values come."""
+
+    def __init__(self, total: int, default: Any, np: Any) -> None:
+        self.np = np
+        self.codes = np.zeros(total, dtype=np.uint8)
+        self.values: list[Any] = [default]
+        self.index: dict[str | None, int] = {default: 0}
+
+    def _code(self, value: Any) -> int:
+        if value is None or type(value) is str:
+            code = self.index.get(value)
+            if code is not None:
+                return code
+            self.index[value] = len(self.values)
+        self.values.append(value)
+        return len(self.values) - 1
+
+    def assign(self, rows: Any, values: Sequence[Any]) -> None:
+        """``values[k]`` at row ``rows[k]``."""
+        self._put(rows, [self._code(value) for value in values])
+
+    def assign_distinct(self, rows: Any, distinct: Sequence[Any], inverse: Any) -> None:
+        """``distinct[inverse[k]]`` at row ``rows[k]``."""
+        self._put(rows, self.np.asarray([self._code(value) for value in distinct], dtype=self.np.int64)[inverse])
+
+    def _put(self, rows: Any, codes: Any) -> None:
+        np = self.np
+        if len(self.values) > np.iinfo(self.codes.dtype).max:
+            self.codes = self.codes.astype(np.min_scalar_type(len(self.values)))
+        self.codes[rows] = codes
+
+    def built(self) -> _Coded:
+        values = self.np.empty(len(self.values), dtype=object)
+        values[:] = self.values  # a list or dict value stays one object
+        return _Coded(self.codes.astype(self.np.min_scalar_type(len(self.values) - 1)), values)
 
 
 class _Builder:
@@ -391,8 +414,8 @@ class _Builder:
                 spill = None
         for name, dtype in fixed.items():  # the hashes "" until a record is put: see ClipRecords
             self.columns[name] = _Spilled(spill, name) if spill is not None else np.zeros(total, dtype=dtype)
-        for name in ("audio", "error", *(name for name in FIXED_TEXT if name != HASH), "extra"):
-            self.columns[name] = np.full(total, _DEFAULTS.get(name), dtype=object)
+        for name in ("audio", *_CODED):
+            self.columns[name] = _Codes(total, _DEFAULTS.get(name), np)
 
     def _writable(self, name: str) -> Any:
         """The column ``name`` to write to: its array, or its spill file's bytes mapped for the write."""
@@ -419,9 +442,7 @@ class _Builder:
         if rows.size == 0:
             return
         if audio is not None:
-            holder = np.empty(rows.size, dtype=object)
-            holder[:] = list(audio)  # through an object array: a list of strings would first become a numpy string array
-            self.columns["audio"][rows] = holder
+            self.columns["audio"].assign(rows, audio)
         for name in (*INTS, *FLOATS):
             self._writable(name)[rows] = block[name]
         for name in FIXED_TEXT:
@@ -432,11 +453,10 @@ class _Builder:
                 else:
                     self._assign(HASH, rows, [value.decode("ascii") for value in raw.tolist()])
                 continue
-            distinct, inverse = np.unique(raw, return_inverse=True)  # one str object per distinct value
-            decoded = np.empty(len(distinct), dtype=object)
-            decoded[:] = [value.decode("ascii") if value or name != "error_kind" else None for value in distinct.tolist()]
-            self.columns[name][rows] = decoded[inverse.reshape(-1)]
-        self.columns["extra"][rows] = None  # no extra: see ClipRecords
+            distinct, inverse = np.unique(raw, return_inverse=True)
+            decoded = [value.decode("ascii") if value or name != "error_kind" else None for value in distinct.tolist()]
+            self.columns[name].assign_distinct(rows, decoded, inverse.reshape(-1))
+        self.columns["extra"].assign(rows, [None] * rows.size)  # no extra: see ClipRecords
         by_field: dict[str, tuple[list[int], list[Any]]] = {}  # one assignment a field, not one a record
         for k, overrides_k in enumerate(overridden):
             if not overrides_k:
@@ -450,6 +470,9 @@ class _Builder:
 
     def _assign(self, name: str, index: Any, values: list) -> None:
         np = self.np
+        if type(self.columns[name]) is _Codes:
+            self.columns[name].assign(index, values)
+            return
         column = self._writable(name)
         if column.dtype.kind == "S":  # the hashes' bytes: an ASCII string that fits, else every hash as a string
             width = column.dtype.itemsize
@@ -476,7 +499,7 @@ class _Builder:
         self.columns[name] = column
 
     def build(self) -> ClipRecords:
-        return ClipRecords({name: _Coded.of(column) if name in _CODED else column for name, column in self.columns.items()})
+        return ClipRecords({name: column.built() if type(column) is _Codes else column for name, column in self.columns.items()})
 
 
 _ELSEWHERE = (_Spilled, _Coded)
