@@ -132,12 +132,18 @@ def first_clip_slow(ref: ClipRef) -> ClipRecord:
 
 
 def test_records_come_back_in_manifest_order(ray_cluster, tmp_path, monkeypatch):
-    """Two clips a task on two CPUs, the first task made the slowest: the records still come back in manifest order."""
+    """Two clips a task on two CPUs, the first task made the slowest, a Dataset of four clips at a time: the records
+    still come back in manifest order."""
     monkeypatch.setattr(ray_engine, "TASK_CLIPS", 2)
+    monkeypatch.setattr(ray_engine, "DATASET_CLIPS", 4)
+    parts = []
+    dataset = ray_engine._dataset
+    monkeypatch.setattr(ray_engine, "_dataset", lambda ray, references, *a: parts.append(references.num_rows) or dataset(ray, references, *a))
     paths = corpus(tmp_path / "c", 9)
     refs = [ClipRef(p) for p in reversed(paths)] + [ClipRef(paths[0], offset=0.1, duration=0.4)]
     assert refs[0].audio.endswith("08.wav")
     assert ray_engine.analyze_all(refs, analyze=first_clip_slow) == [analyze(ref) for ref in refs]
+    assert parts == [4, 4, 2]
 
 
 # --- the cache ---------------------------------------------------------------------------------------------------

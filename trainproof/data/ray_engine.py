@@ -109,6 +109,11 @@ TASKS_PER_CPU = 4
 MAX_RETRIES = 3
 """Times Ray re-runs a task whose worker died, before its block is dropped and its clips are run one by one."""
 
+DATASET_CLIPS = 100_000
+"""Clips per Dataset the driver runs, one after another: the references of a million clips put into the object store at
+once were 68 MB of the driver's memory (its pages of the store), beside the table they were made from and Ray Data's
+bookkeeping of every block."""
+
 CLIENT_CHUNK = 50_000
 """Clips per round trip through the Ray Client (about 10 MB of records back): the unit of progress and cache writes there."""
 
@@ -372,7 +377,7 @@ def _run(ray: Any, work: Work, refs: Sequence[ClipRef], indices: Sequence[int], 
     if _client(ray):
         batches = _through_client(ray, refs, indices, per_task, analyze)
     else:
-        batches = _dataset(ray, _references(refs, indices), per_task, analyze).iter_batches(batch_size=None, batch_format="pyarrow")
+        batches = _in_parts(ray, refs, indices, per_task, analyze)
     import numpy as np
 
     pending = np.zeros(len(refs), dtype=bool)  # a flag a clip, not a set of a million ints
@@ -431,6 +436,15 @@ def _dataset(ray: Any, references: Any, per_task: int, analyze: Analyze | None) 
             num_cpus=1,
             max_retries=MAX_RETRIES,
         )
+
+
+def _in_parts(ray: Any, refs: Sequence[ClipRef], indices: Sequence[int], per_task: int, analyze: Analyze | None) -> Iterator[Any]:
+    """Record tables of ``indices``, a Dataset of DATASET_CLIPS clips at a time (each part's references let go before
+    the next part's are made)."""
+    for start in range(0, len(indices), DATASET_CLIPS):
+        part = _dataset(ray, _references(refs, indices[start : start + DATASET_CLIPS]), per_task, analyze)
+        yield from part.iter_batches(batch_size=None, batch_format="pyarrow")
+        del part
 
 
 def _through_client(ray: Any, refs: Sequence[ClipRef], indices: Sequence[int], per_task: int, analyze: Analyze | None) -> Any:
