@@ -125,8 +125,8 @@ class TextColumn(_HeldColumn):
         return joined.take(np.argsort(order, kind="stable"))
 
 
-class LineColumn(_HeldColumn):
-    """Every entry's line as one int64 array, not a Python int each; read as Python ints."""
+class _ArrayColumn(_HeldColumn):
+    """One field of every entry as one numpy array (``array``), which the data rules' columns take as it is."""
 
     __slots__ = ("array",)
 
@@ -136,14 +136,20 @@ class LineColumn(_HeldColumn):
     def __len__(self) -> int:
         return len(self.array)
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self.array if dtype is None else self.array.astype(dtype)
+
+
+class LineColumn(_ArrayColumn):
+    """Every entry's line as one int64 array, not a Python int each; read as Python ints."""
+
+    __slots__ = ()
+
     def _range(self, start: int, stop: int) -> list:
         return self.array[start:stop].tolist()
 
     def _one(self, at: int) -> Any:
         return int(self.array[at])
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        return self.array if dtype is None else self.array.astype(dtype)
 
 
 class CodedColumn(_HeldColumn):
@@ -180,17 +186,11 @@ class CodedColumn(_HeldColumn):
         return held if dtype is None else held.astype(dtype)
 
 
-class FloatColumn(_HeldColumn):
+class FloatColumn(_ArrayColumn):
     """Every entry's number or None (a claimed duration) as one float64 array, None as NaN (made only of columns with no
     NaN of their own); read as Python floats and None."""
 
-    __slots__ = ("array",)
-
-    def __init__(self, array: Any) -> None:
-        self.array = array
-
-    def __len__(self) -> int:
-        return len(self.array)
+    __slots__ = ()
 
     def _range(self, start: int, stop: int) -> list:
         return [None if value != value else value for value in self.array[start:stop].tolist()]
@@ -198,9 +198,6 @@ class FloatColumn(_HeldColumn):
     def _one(self, at: int) -> Any:
         value = float(self.array[at])
         return None if value != value else value
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        return self.array if dtype is None else self.array.astype(dtype)
 
 
 def _compacted(columns: Mapping[str, Sequence[object]]) -> dict[str, Sequence[object]]:
