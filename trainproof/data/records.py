@@ -456,7 +456,7 @@ class _Builder:
             distinct, inverse = np.unique(raw, return_inverse=True)
             decoded = [value.decode("ascii") if value or name != "error_kind" else None for value in distinct.tolist()]
             self.columns[name].assign_distinct(rows, decoded, inverse.reshape(-1))
-        self.columns["extra"].assign(rows, [None] * rows.size)  # no extra: see ClipRecords
+        self.columns["extra"].assign_distinct(rows, [None], np.zeros(rows.size, dtype=np.intp))  # no extra: see ClipRecords
         by_field: dict[str, tuple[list[int], list[Any]]] = {}  # one assignment a field, not one a record
         for k, overrides_k in enumerate(overridden):
             if not overrides_k:
