@@ -9,7 +9,7 @@ from dataclasses import astuple, replace
 import numpy as np
 import pytest
 
-from trainproof.data.model import ClipRecord
+from trainproof.data.model import ClipRecord, CodedColumn
 from trainproof.data.records import SIZE, ClipRecords, overrides, pack, unpack, unpack_many
 
 PLAIN = ClipRecord("a.wav", size=10, format="WAV", subtype="PCM_16", sample_rate=22050, channels=1, frames=33075, duration_s=1.5,
@@ -230,7 +230,7 @@ def test_object_columns_are_held_as_codes_and_read_as_the_objects_they_were():
     records = [PLAIN, *ODD, odd, PLAIN, replace(ODD[1], extra=dict(ODD[1].extra))]
     built = ClipRecords.of(records)
     coded = built._columns["format"]
-    assert type(coded).__name__ == "_Coded" and coded.codes.dtype == np.uint8
+    assert type(coded) is CodedColumn and coded.codes.dtype == np.uint8
     assert built.column("format").tolist() == [r.format for r in records]
     assert built.column("error").tolist() == [r.error for r in records]
     subtypes = built.column("subtype").tolist()

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
 from typing import Any, cast, overload
 
-from trainproof.data.model import ERROR_KINDS, ClipRecord
+from trainproof.data.model import ERROR_KINDS, ClipRecord, CodedColumn
 
 FIXED_TEXT = {"error_kind": 16, "format": 16, "subtype": 24, "audio_hash": 32}
 """The string fields packed in place, with their widths in bytes: longer, non-ASCII or NUL-holding values go to texts."""
@@ -166,7 +166,7 @@ class ClipRecords(Sequence[ClipRecord]):
     Int fields are int64 arrays and float fields float64, unless a record
     holds a value they cannot (then that field's array holds objects);
     string fields, ``error`` and ``extra`` are arrays of objects when read,
-    held as codes when built (:class:`_Coded`), ``extra`` None for a record
+    held as codes when built (:class:`~trainproof.data.model.CodedColumn`), ``extra`` None for a record
     whose ``extra`` is empty (most: an empty dict a clip was 72 bytes of a
     driver's every clip). ``audio_hash`` is held as ASCII
     bytes (``S32``: a hash is 32 hex digits; a string object was 97 bytes a
@@ -203,9 +203,12 @@ class ClipRecords(Sequence[ClipRecord]):
 
     def column(self, name: str) -> Any:
         """The values of one field, for every clip, as a numpy array (``audio_hash``'s may be bytes: see the class); a
-        field held in a spill file (:class:`_Spill`) is mapped afresh, for as long as the array returned is kept."""
+        field held in a spill file (:class:`_Spill`) is mapped afresh, for as long as the array returned is kept, and a
+        coded one's objects are made afresh."""
+        import numpy as np
+
         held = self._columns[name]
-        return held.read() if type(held) in _ELSEWHERE else held
+        return held.read() if type(held) is _Spilled else np.asarray(held) if type(held) is CodedColumn else held
 
     def __len__(self) -> int:
         return self._length
@@ -267,14 +270,12 @@ class ClipRecords(Sequence[ClipRecord]):
     def __reduce__(self) -> tuple:
         import numpy as np
 
-        return (ClipRecords, ({name: np.array(self.column(name)) if type(held) in _ELSEWHERE else held for name, held in self._columns.items()},))
+        return (ClipRecords, ({name: np.array(self.column(name)) if type(held) in (_Spilled, CodedColumn) else held for name, held in self._columns.items()},))
 
 
 def _values(column: Any, rows: slice) -> list:
     """The values of a column as held (an array, coded or spilled, or a sequence such as the manifest's paths) at
     ``rows``, as a list: a coded column's values made for those rows alone."""
-    if type(column) is _Coded:
-        return column.values[column.codes[rows]].tolist()
     part = (column.read() if type(column) is _Spilled else column)[rows]
     return part.tolist() if hasattr(part, "tolist") else list(part)
 
@@ -330,34 +331,13 @@ class _Spilled:
 
 
 _CODED = ("error", *(name for name in FIXED_TEXT if name != HASH), "extra")
-"""The object columns held as codes (:class:`_Coded`), filled as codes (:class:`_Codes`): a kind, format and subtype
+"""The object columns held as codes (:class:`~trainproof.data.model.CodedColumn`), filled as codes (:class:`_Codes`): a kind, format and subtype
 are a few strings across a corpus, and an error or an ``extra`` is None for most clips (so is a path the engines put
 without one: :meth:`ClipRecords.with_paths`)."""
 
 
-class _Coded:
-    """An object column of :class:`ClipRecords` held as a small int a clip and its distinct values (None among them):
-    a million clips' pointers were 8 MB a column held for the whole run, their codes 1 MB. Read, the objects are an
-    array again, made afresh for whoever reads it, as a spilled column is mapped afresh."""
-
-    __slots__ = ("codes", "values")
-
-    def __init__(self, codes: Any, values: Any) -> None:
-        self.codes, self.values = codes, values
-
-    def __len__(self) -> int:
-        return len(self.codes)
-
-    @property
-    def dtype(self) -> Any:
-        return self.values.dtype
-
-    def read(self) -> Any:
-        return self.values[self.codes]
-
-
 class _Codes:
-    """A :class:`_Coded` column being filled: a string or None is coded by its value, anything else (a dict, a number
+    """A :class:`~trainproof.data.model.CodedColumn` being filled: a string or None is coded by its value, anything else (a dict, a number
     a record that would not pack holds) as a value of its own; the codes widen from one byte as values come."""
 
     def __init__(self, total: int, default: Any, np: Any) -> None:
@@ -389,10 +369,10 @@ class _Codes:
             self.codes = self.codes.astype(np.min_scalar_type(len(self.values)))
         self.codes[rows] = codes
 
-    def built(self) -> _Coded:
+    def built(self) -> CodedColumn:
         values = self.np.empty(len(self.values), dtype=object)
         values[:] = self.values  # a list or dict value stays one object
-        return _Coded(self.codes.astype(self.np.min_scalar_type(len(self.values) - 1)), values)
+        return CodedColumn(self.codes.astype(self.np.min_scalar_type(len(self.values) - 1)), values)
 
 
 class _Builder:
@@ -500,10 +480,6 @@ class _Builder:
 
     def build(self) -> ClipRecords:
         return ClipRecords({name: column.built() if type(column) is _Codes else column for name, column in self.columns.items()})
-
-
-_ELSEWHERE = (_Spilled, _Coded)
-"""Columns not held as the array they are read as: :meth:`ClipRecords.column` reads them."""
 
 
 def ascii_strings(column: Any) -> Any:
