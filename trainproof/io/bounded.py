@@ -147,6 +147,16 @@ def count_byte(data: bytes | memoryview, byte: bytes) -> int:
     return total
 
 
+def _first_over_long(complete: bytes, block_size: int) -> int | None:
+    """Which of the newline-separated lines of ``complete`` is the first longer than MAX_LINE_BYTES, or None. When the
+    block just read is no longer than that, only the first line can be (every other lies within the block), so the
+    lines are split only when it is: at 100,000 short lines, splitting every block was half the reading."""
+    first = complete.find(b"\n")
+    if block_size <= MAX_LINE_BYTES and (first if first >= 0 else len(complete)) <= MAX_LINE_BYTES:
+        return None
+    return next((k for k, line in enumerate(complete.split(b"\n")) if len(line) > MAX_LINE_BYTES), None)
+
+
 def iter_line_blocks(path: Path, first_block: int = BLOCK_BYTES, seen: set[str] | None = None) -> Iterator[tuple[int, list[str], bool]]:
     """The lines of :func:`iter_lines`, a block at a time: ``(number of the first, texts, ended)``, for a reader that
     handles lines in bulk (100,000 transcripts) rather than one by one. ``seen``: as for :func:`iter_lines`."""
@@ -156,16 +166,15 @@ def iter_line_blocks(path: Path, first_block: int = BLOCK_BYTES, seen: set[str] 
         while block := read_block(handle, size, path):
             size = BLOCK_BYTES
             blank = blank and not block.strip()
-            pieces = (pending + block if pending else block).split(b"\n")
-            pending = pieces.pop()
-            over = None
-            if pieces and max(map(len, pieces)) > MAX_LINE_BYTES:
-                over = next(k for k, piece in enumerate(pieces) if len(piece) > MAX_LINE_BYTES)
-                pieces = pieces[:over]
-            if pieces:
+            data = pending + block if pending else block
+            cut = data.rfind(b"\n")
+            complete, pending = (data[:cut], data[cut + 1 :]) if cut >= 0 else (None, data)
+            over = None if complete is None else _first_over_long(complete, len(block))
+            if complete is not None and over != 0:
                 # a block's lines decoded at once (a newline never falls inside a UTF-8 sequence, so bad bytes are
                 # replaced exactly as line by line): at 100,000 short lines, a decode per line was most of the reading
-                decoded = b"\n".join(pieces).decode("utf-8", errors="replace")
+                kept = complete if over is None else b"\n".join(complete.split(b"\n")[:over])
+                decoded = kept.decode("utf-8", errors="replace")
                 texts = decoded.split("\n")
                 if "\r" in decoded:
                     texts = [text.rstrip("\r") for text in texts]

@@ -92,6 +92,30 @@ def test_lines_split_across_blocks_read_as_one_read_whole(tmp_path, monkeypatch,
         list(bounded.iter_lines(path))
 
 
+@pytest.mark.parametrize("block", [3, 4, 8, 9, 64])
+@pytest.mark.parametrize(("data", "good", "over"), [
+    (b"ab\ncdefghijk\nlm\n", ["ab"], 2),  # the second line is over the limit of 8 bytes
+    (b"abcdefghi\nlm\n", [], 1),
+    (b"ab\ncd\nefghijklm\n", ["ab", "cd"], 3),
+    (b"ab\ncdefgh\nijklmnop\nq", ["ab", "cdefgh", "ijklmnop", "q"], None),  # a line of exactly the limit is a line
+])  # fmt: skip
+def test_a_line_over_the_limit_is_found_in_blocks_of_any_size(tmp_path, monkeypatch, block, data, good, over):
+    """Blocks shorter than the limit, as long, and longer (where every line of a block is measured, not only its first):
+    the lines before the one over the limit are read, and that one is named."""
+    monkeypatch.setattr(bounded, "MAX_LINE_BYTES", 8)
+    monkeypatch.setattr(bounded, "BLOCK_BYTES", block)
+    path = tmp_path / "log"
+    path.write_bytes(data)
+    read: list[str] = []
+    if over is None:
+        read = [text for _, text, _ in bounded.iter_lines(path, block)]
+    else:
+        with pytest.raises(InputError, match=f"line {over} is longer than 8 bytes"):
+            for _, text, _ in bounded.iter_lines(path, block):
+                read.append(text)
+    assert read == good
+
+
 def test_a_line_of_exactly_the_limit_is_still_a_line(tmp_path):
     path = tmp_path / "log.jsonl"
     record = json.dumps({"step": 1, "loss": 2.0, "note": ""})
