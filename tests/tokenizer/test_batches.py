@@ -58,6 +58,14 @@ def test_items_holding_a_lone_surrogate_cost_no_call():
     assert library.calls == 0
 
 
+def test_items_of_several_texts_are_screened_and_called_at_once():
+    """Pairs of texts (a conversation's messages) cannot be screened by joining them all: each is screened, then
+    one call takes them all."""
+    library = Library()
+    assert each(library.encode_batch, [("a", "b"), ("c", "d", "e")]) == [[2], [3]]
+    assert library.calls == 1
+
+
 def test_nothing_to_call_on_is_no_call():
     assert each(lambda items: 1 / 0, []) == []
 

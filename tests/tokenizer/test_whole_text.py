@@ -104,3 +104,17 @@ def test_a_clean_text_has_no_irregular_line():
     assert rules._lines_holding(faults, rules._Joined.of(faults), ["<s>"]) == {6}
     accented = ["ok", "café", "fine"]
     assert rules._irregular_lines(accented, rules._Joined.of(accented)) == {1}
+
+
+@pytest.mark.parametrize("lookup_max_id", [rules.LOOKUP_MAX_ID, 3], ids=["table", "sorted"])
+def test_ids_among_a_set_are_those_isin_finds(monkeypatch, lookup_max_id):
+    """The table of flags (and the sort past LOOKUP_MAX_ID) agrees with np.isin, for ids past the largest wanted, for
+    -1, and for no id wanted."""
+    import numpy as np
+
+    monkeypatch.setattr(rules, "LOOKUP_MAX_ID", lookup_max_id)
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        ids = rng.integers(-1, 40, size=int(rng.integers(0, 50)))
+        wanted = np.unique(rng.integers(0, 30, size=int(rng.integers(0, 6))))
+        assert rules._among(ids, wanted).tolist() == np.isin(ids, wanted).tolist(), (ids, wanted)

@@ -53,9 +53,9 @@ def encode(tokenizer: Any, text: Transcripts, progress: Callable[[int, int], Non
         got.extend(each(tokenizer.encode_batch, text.texts[start : start + chunk]))
         if progress is not None:
             progress(len(got), total)
+    if Failed not in map(type, got):  # every line encoded, told in one C pass over the results
+        return EncodedText(text, tuple(got))  # type: ignore[arg-type]  # none is a Failed
     encoded = tuple(ids for ids in got if not isinstance(ids, Failed))
-    if len(encoded) == total:
-        return EncodedText(text, encoded)
     if not encoded:
         raise NothingEncoded(next(ids.reason for ids in got if isinstance(ids, Failed)))
     failed = [(k, ids.reason) for k, ids in enumerate(got) if isinstance(ids, Failed)]
@@ -98,7 +98,7 @@ def summarize(tokenizer: Any, encoded: EncodedText, ctx: Any) -> dict:
         "words_split_share": round(ctx.split_share, 4) if ctx.split_share is not None else None,
         "special_tokens": _specials(tokenizer.specials),
     }
-    seconds = np.array([d if d is not None else np.nan for d in encoded.text.durations], dtype=float)
+    seconds = ctx.seconds
     known = np.isfinite(seconds) & (seconds > 0)
     if known.any():
         out["tokens_per_second_p50"] = round(float(np.median(lengths[known] / seconds[known])), 3)

@@ -42,6 +42,8 @@ def each(call: Callable[[list[T]], Sequence[R | Failed]], items: Sequence[T]) ->
     alone, which are a :class:`Failed`. A TrainproofError (a library that panicked: the tokenizer itself is broken)
     is raised as it is."""
     batch = list(items)
+    if _plain_texts(batch):
+        return _halving(call, batch)
     screened: list[Failed | None] = [_lone_surrogate(item) for item in batch]
     if not any(screened):
         return _halving(call, batch)
@@ -61,6 +63,15 @@ def _halving(call: Callable[[list[T]], Sequence[R | Failed]], batch: list[T]) ->
             return [Failed(one_line(f"{type(exc).__name__}: {exc}", MAX_REASON_CHARS))]
     middle = len(batch) // 2
     return _halving(call, batch[:middle]) + _halving(call, batch[middle:])
+
+
+def _plain_texts(batch: list) -> bool:
+    """Whether every item is a text and none holds a lone surrogate, told by one check of them all (a check per text
+    was a tenth of the time the library took to encode 100,000 transcripts)."""
+    try:
+        return utf8_encodable("".join(batch))
+    except TypeError:  # an item is a tuple of texts (a pair, a conversation's messages), screened one by one
+        return False
 
 
 def _lone_surrogate(item: object) -> Failed | None:
