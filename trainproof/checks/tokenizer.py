@@ -502,7 +502,9 @@ def round_trip(ctx: TokenizerContext) -> Iterator[Hit]:
     texts = ctx.text.texts
     flagged = ctx.unusual
     unusual = sorted(flagged)
-    plain = [i for i in range(len(texts)) if i not in flagged]
+    is_plain = np.ones(len(texts), dtype=bool)
+    is_plain[sorted(flagged)] = False
+    plain = np.flatnonzero(is_plain).tolist()
     sample = sorted(set(plain[:ROUND_TRIP_SAMPLE]) | set(plain[::ROUND_TRIP_STRIDE]))
     decoded: dict[int, str] = {}
     wanted: dict[int, str] = {}
