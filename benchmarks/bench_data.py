@@ -410,6 +410,7 @@ def speed_and_increment(args: argparse.Namespace, work: Path, paths: list[str], 
     # (a) speed, interleaved; each engine run has a fresh (cold) cache
     timed(soundfile_alone, paths, args.jobs)  # warm the page cache and the imports
     manifest = write_manifest(paths, work / "speed.jsonl")
+    run_trainproof(manifest, args.jobs, str(work / "cache-warm"))  # and trainproof's imports, as soundfile's just were
     baseline, ours, cache_dirs = [], [], []
     for r in range(args.repeat):
         baseline.append(timed(soundfile_alone, paths, args.jobs))
