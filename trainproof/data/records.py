@@ -270,7 +270,7 @@ class ClipRecords(Sequence[ClipRecord]):
     def __reduce__(self) -> tuple:
         import numpy as np
 
-        return (ClipRecords, ({name: np.array(self.column(name)) if type(held) in (_Spilled, CodedColumn) else held for name, held in self._columns.items()},))
+        return (ClipRecords, ({name: np.array(held.read()) if type(held) is _Spilled else held for name, held in self._columns.items()},))
 
 
 def _values(column: Any, rows: slice) -> list:
